@@ -1,0 +1,3 @@
+module github.com/handset-voice/handset
+
+go 1.26.8

@@ -1,0 +1,54 @@
+package voice
+
+import "context"
+
+// Role of a message in the conversation history.
+type Role string
+
+// Roles, as OpenAI-compatible runtimes name them.
+const (
+	RoleSystem    Role = "system"
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+)
+
+// Message is one entry of a call's conversation history.
+type Message struct {
+	Role    Role
+	Content string
+}
+
+// InterruptedMarker ends an assistant message the caller cut off, after the part they heard.
+const InterruptedMarker = "[interrupted by caller]"
+
+// TurnRequest is one caller turn handed to the agent runtime.
+type TurnRequest struct {
+	CallID CallID
+	Turn   int
+	// History is a snapshot of the conversation, ending with the caller's new message.
+	// The agent owns it: the engine never changes a snapshot it handed out.
+	History []Message
+	// CallerHash identifies the caller without the number (empty when unknown).
+	CallerHash string
+}
+
+// ReplyChunk is one piece of a streaming reply.
+type ReplyChunk struct {
+	Text     string // text to speak; may be empty
+	Progress string // the runtime is busy (a tool running): a short label, never spoken
+}
+
+// Agent is an agent runtime. Safe for concurrent use.
+type Agent interface {
+	Name() string
+	// Reply starts the turn. Cancelling ctx aborts it, including any remote run.
+	Reply(ctx context.Context, req TurnRequest) (ReplyStream, error)
+}
+
+// ReplyStream reads one streaming reply.
+type ReplyStream interface {
+	// Next returns the next chunk, io.EOF when the reply is complete, or a *ProviderError.
+	Next() (ReplyChunk, error)
+	// Close releases the stream; after a cancel it also stops the remote run. Idempotent.
+	Close() error
+}

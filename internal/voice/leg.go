@@ -1,0 +1,46 @@
+package voice
+
+import (
+	"context"
+
+	"github.com/handset-voice/handset/internal/audio"
+)
+
+// LegInfo describes a connected call as its carrier reported it.
+type LegInfo struct {
+	CallID     CallID
+	Carrier    string // "twilio", "browser", …
+	CarrierRef string // the carrier's own id (Twilio CallSid)
+	Direction  Direction
+	From, To   string       // raw numbers: only the store may keep them
+	Format     audio.Format // what SendAudio takes and LegSink.Audio delivers
+}
+
+// LegSink receives what a leg reads from its carrier. Legs call it from their reader
+// goroutine; each method only enqueues and returns quickly.
+type LegSink interface {
+	// Audio delivers one inbound frame in the leg's Format. The sink copies it.
+	Audio(frame []byte)
+	// Mark reports that the carrier played everything queued before the named mark
+	// (or dropped it on a clear).
+	Mark(name string)
+	// DTMF reports a key the caller pressed.
+	DTMF(digit string)
+	// Malformed counts an inbound frame that could not be read and was dropped.
+	Malformed(err error)
+}
+
+// Leg is one call's media connection to a carrier or a browser.
+//
+// Run is called once and owns the reader; SendAudio, SendMark and Clear are called from a
+// single writer goroutine (the call's playout). Outbound audio may be sent ahead of real
+// time: the carrier buffers it, and Clear drops what it has buffered.
+type Leg interface {
+	Info() LegInfo
+	// Run reads the carrier until it hangs up (returns nil) or ctx ends (closes the
+	// connection and returns ctx.Err()).
+	Run(ctx context.Context, sink LegSink) error
+	SendAudio(ctx context.Context, audio []byte) error
+	SendMark(ctx context.Context, name string) error
+	Clear(ctx context.Context) error
+}
