@@ -4,7 +4,7 @@
 // buffers and never allocate.
 package g711
 
-// MulawToLinear and AlawToLinear hold the decoded value of every code byte.
+// mulawTable and alawTable hold the decoded value of every code byte, filled once by init.
 var (
 	mulawTable [256]int16
 	alawTable  [256]int16

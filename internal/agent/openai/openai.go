@@ -1,0 +1,275 @@
+// Package openai owns Handset's client for any OpenAI-compatible streaming chat-completions
+// endpoint: OpenAI itself, Ollama, vLLM, and the compatible endpoints of Hermes Agent and
+// OpenClaw. Each caller turn is one POST {base}/chat/completions with "stream": true; the
+// reply is read as server-sent events of chat.completion.chunk objects, ending with
+// "data: [DONE]".
+//
+// Wire format: https://platform.openai.com/docs/api-reference/chat/streaming (chunks) and
+// https://platform.openai.com/docs/api-reference/chat/create (request, errors). The event
+// stream is parsed by hand as
+// https://html.spec.whatwg.org/multipage/server-sent-events.html describes.
+//
+// Only silence is timed: waiting for response headers and the gap between stream bytes are
+// bounded by Options.Timeout, never the whole turn, because an agent turn that runs tools
+// can take minutes while sending keepalives.
+package openai
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/handset-voice/handset/internal/voice"
+)
+
+// Defaults for Options.
+const (
+	DefaultBaseURL = "https://api.openai.com/v1"
+	DefaultTimeout = 60 * time.Second
+	DefaultName    = "openai"
+)
+
+// Options configure an Agent. Model is required.
+type Options struct {
+	// BaseURL is the API root; "/chat/completions" is appended. Default DefaultBaseURL.
+	BaseURL string
+	// Key is sent as "Authorization: Bearer <Key>" when non-empty (Ollama needs none).
+	Key string
+	// Model names the model or agent ("gpt-4o-mini", "hermes-agent", "openclaw/main", …).
+	Model string
+	// SystemPrompt, when non-empty, is sent as a system message before the history.
+	SystemPrompt string
+	// Timeout is the longest the runtime may stay silent: waiting for response headers,
+	// and between bytes of the stream. There is no limit on a whole turn. Default
+	// DefaultTimeout.
+	Timeout time.Duration
+	// Headers are extra headers sent with every request.
+	Headers map[string]string
+	// HeadersFor returns per-turn headers (session ids, memory keys); they win over
+	// Headers. May be nil.
+	HeadersFor func(voice.TurnRequest) map[string]string
+	// HTTPClient sends the requests. Default: a client with no overall timeout (an
+	// http.Client Timeout would cap whole turns, which Timeout deliberately does not).
+	HTTPClient *http.Client
+	// Logger receives debug records about turns. Nil discards them.
+	Logger *slog.Logger
+	// Name is the provider name in errors and logs. Default DefaultName.
+	Name string
+}
+
+// Agent is a voice.Agent backed by an OpenAI-compatible chat-completions endpoint.
+// It is safe for concurrent use; each Reply is an independent HTTP request.
+type Agent struct {
+	url        string
+	key        string
+	model      string
+	system     string
+	timeout    time.Duration
+	headers    http.Header
+	headersFor func(voice.TurnRequest) map[string]string
+	client     *http.Client
+	log        *slog.Logger
+	name       string
+}
+
+var _ voice.Agent = (*Agent)(nil)
+
+// New checks opts and returns an Agent.
+func New(opts Options) (*Agent, error) {
+	if strings.TrimSpace(opts.Model) == "" {
+		return nil, errors.New("openai agent: model is required")
+	}
+	base := opts.BaseURL
+	if base == "" {
+		base = DefaultBaseURL
+	}
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("openai agent: base URL %q: want http(s)://host[/path]", base)
+	}
+	a := &Agent{
+		url:        strings.TrimRight(base, "/") + "/chat/completions",
+		key:        opts.Key,
+		model:      opts.Model,
+		system:     opts.SystemPrompt,
+		timeout:    opts.Timeout,
+		headers:    http.Header{},
+		headersFor: opts.HeadersFor,
+		client:     opts.HTTPClient,
+		log:        opts.Logger,
+		name:       opts.Name,
+	}
+	if a.timeout <= 0 {
+		a.timeout = DefaultTimeout
+	}
+	if a.client == nil {
+		a.client = &http.Client{}
+	}
+	if a.log == nil {
+		a.log = slog.New(slog.DiscardHandler)
+	}
+	if a.name == "" {
+		a.name = DefaultName
+	}
+	if strings.ContainsAny(a.key, "\r\n\x00") {
+		return nil, errors.New("openai agent: key contains a line break or NUL")
+	}
+	for k, v := range opts.Headers {
+		if err := checkHeader(k, v); err != nil {
+			return nil, fmt.Errorf("openai agent: header: %w", err)
+		}
+		a.headers.Set(k, v)
+	}
+	return a, nil
+}
+
+// Name returns the provider name given in Options (default "openai").
+func (a *Agent) Name() string { return a.name }
+
+// Cancellation causes of a turn's request context, told apart when a read fails.
+var (
+	errSilent = errors.New("runtime silent")
+	errClosed = errors.New("reply stream closed")
+)
+
+// Reply sends the turn and returns once the response headers arrive. Errors are
+// *voice.ProviderError. Cancelling ctx, or closing the stream, aborts the HTTP request,
+// which is how an OpenAI-compatible runtime learns to stop the run.
+func (a *Agent) Reply(ctx context.Context, req voice.TurnRequest) (voice.ReplyStream, error) {
+	httpReq, err := a.newRequest(req)
+	if err != nil {
+		return nil, a.fail(voice.KindBadInput, 0, err)
+	}
+	rctx, cancel := context.WithCancelCause(ctx)
+	watchdog := time.AfterFunc(a.timeout, func() { cancel(errSilent) })
+	a.log.Debug("agent request", "provider", a.name, "call", req.CallID, "turn", req.Turn,
+		"model", a.model, "messages", len(req.History))
+
+	resp, err := a.client.Do(httpReq.WithContext(rctx))
+	if err != nil {
+		watchdog.Stop()
+		perr := a.aborted(ctx, rctx, false, err, "waiting for response headers")
+		cancel(errClosed)
+		return nil, perr
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		watchdog.Stop()
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		_ = resp.Body.Close()
+		cancel(errClosed)
+		return nil, a.fail(voice.KindFromStatus(resp.StatusCode), resp.StatusCode, errorFromBody(body))
+	}
+	watchdog.Reset(a.timeout)
+	s := &stream{
+		agent:    a,
+		parent:   ctx,
+		rctx:     rctx,
+		cancel:   cancel,
+		watchdog: watchdog,
+		body:     resp.Body,
+		status:   resp.StatusCode,
+	}
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "application/json" {
+		s.whole = true
+	} else {
+		s.sse = newSSEReader(resp.Body, s.touch)
+	}
+	return s, nil
+}
+
+// newRequest builds the POST for one turn (its context is set by the caller).
+func (a *Agent) newRequest(req voice.TurnRequest) (*http.Request, error) {
+	if len(req.History) == 0 {
+		return nil, errors.New("empty history: nothing to reply to")
+	}
+	body := chatRequest{Model: a.model, Stream: true, Messages: make([]wireMessage, 0, len(req.History)+1)}
+	if a.system != "" {
+		body.Messages = append(body.Messages, wireMessage{Role: string(voice.RoleSystem), Content: a.system})
+	}
+	for _, m := range req.History {
+		body.Messages = append(body.Messages, wireMessage{Role: string(m.Role), Content: m.Content})
+	}
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, fmt.Errorf("encode request: %w", err)
+	}
+	httpReq, err := http.NewRequest(http.MethodPost, a.url, bytes.NewReader(buf))
+	if err != nil {
+		return nil, fmt.Errorf("build request: %w", err)
+	}
+	h := httpReq.Header
+	h.Set("Content-Type", "application/json")
+	h.Set("Accept", "text/event-stream")
+	if a.key != "" {
+		h.Set("Authorization", "Bearer "+a.key)
+	}
+	for k, v := range a.headers {
+		h[k] = slices.Clone(v)
+	}
+	if a.headersFor != nil {
+		for k, v := range a.headersFor(req) {
+			if err := checkHeader(k, v); err != nil {
+				return nil, fmt.Errorf("per-turn header: %w", err)
+			}
+			h.Set(k, v)
+		}
+	}
+	return httpReq, nil
+}
+
+// fail builds this agent's ProviderError for a chat request.
+func (a *Agent) fail(kind voice.ErrorKind, status int, err error) *voice.ProviderError {
+	return &voice.ProviderError{Provider: a.name, Op: "chat", Kind: kind, Status: status, Err: err}
+}
+
+// aborted classifies a transport failure of a turn: our own silence watchdog (timeout),
+// a Close or a cancelled parent context (canceled: wraps context.Canceled), or the
+// network (transient).
+func (a *Agent) aborted(parent, rctx context.Context, closed bool, err error, during string) *voice.ProviderError {
+	cause := context.Cause(rctx)
+	switch {
+	case errors.Is(cause, errSilent):
+		return a.fail(voice.KindTimeout, 0, fmt.Errorf("%s: runtime silent for %s", during, a.timeout))
+	case parent.Err() != nil:
+		perr := parent.Err()
+		kind := voice.KindCanceled
+		if errors.Is(perr, context.DeadlineExceeded) {
+			kind = voice.KindTimeout
+		}
+		if pc := context.Cause(parent); pc != nil && pc != perr {
+			return a.fail(kind, 0, fmt.Errorf("%s: %w: %w", during, perr, pc))
+		}
+		return a.fail(kind, 0, fmt.Errorf("%s: %w", during, perr))
+	case closed || errors.Is(cause, errClosed):
+		return a.fail(voice.KindCanceled, 0, fmt.Errorf("%s: %w: %w", during, context.Canceled, errClosed))
+	}
+	return a.fail(voice.KindTransient, 0, fmt.Errorf("%s: %w", during, err))
+}
+
+// checkHeader rejects header names that are not HTTP tokens and values that would split
+// the header block.
+func checkHeader(name, value string) error {
+	if name == "" {
+		return errors.New("empty header name")
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
+			return fmt.Errorf("header name %q is not a token", name)
+		}
+	}
+	if strings.ContainsAny(value, "\r\n\x00") {
+		return fmt.Errorf("header %s: value contains a line break or NUL", name)
+	}
+	return nil
+}

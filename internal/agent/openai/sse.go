@@ -1,0 +1,177 @@
+package openai
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+)
+
+// Limits on what one stream may make us hold in memory.
+const (
+	maxLine  = 1 << 20 // longest line accepted (1 MiB)
+	maxEvent = 1 << 20 // most data one event may accumulate
+)
+
+var (
+	errLineTooLong   = errors.New("sse: line longer than 1 MiB")
+	errEventTooLarge = errors.New("sse: event data larger than 1 MiB")
+)
+
+// sseEvent is one dispatched server-sent event.
+type sseEvent struct {
+	Type string // the event: field, "message" when none was given
+	Data string // the data: lines joined with "\n"
+	ID   string // the last id: field seen (kept across events, as the spec says)
+}
+
+// sseReader parses a text/event-stream body as the HTML "Server-sent events" section
+// (9.2.6, "Interpreting an event stream") describes: lines end in CRLF, LF or CR; a
+// leading UTF-8 BOM is dropped; ':' starts a comment; a blank line dispatches.
+//
+// One deliberate leniency: at a clean end of stream, a final line without its terminator is
+// still interpreted, and an event whose blank line never came is still dispatched, so a
+// server that forgets the trailing newlines after "data: [DONE]" does not lose its ending.
+type sseReader struct {
+	br      *bufio.Reader
+	touch   func() // called whenever new bytes arrive; may be nil
+	maxLine int
+
+	line    []byte // the line being assembled
+	skipLF  bool   // the last line ended in CR: a leading LF belongs to it
+	started bool   // the first line (which may carry a BOM) has been read
+
+	typ     string
+	data    []byte
+	id      string
+	pending bool // a field was seen since the last dispatch
+}
+
+func newSSEReader(r io.Reader, touch func()) *sseReader {
+	return &sseReader{br: bufio.NewReaderSize(r, 32<<10), touch: touch, maxLine: maxLine}
+}
+
+// Next returns the next event. At the end of the stream it returns io.EOF (after
+// dispatching any event left pending by a clean end); other read errors pass through
+// unchanged and drop the pending event.
+func (s *sseReader) Next() (sseEvent, error) {
+	for {
+		line, err := s.readLine()
+		if err == io.EOF {
+			if len(line) > 0 {
+				if err := s.field(line); err != nil {
+					return sseEvent{}, err
+				}
+			}
+			if ev, ok := s.dispatch(); ok {
+				return ev, nil
+			}
+			return sseEvent{}, io.EOF
+		}
+		if err != nil {
+			return sseEvent{}, err
+		}
+		if len(line) == 0 {
+			if ev, ok := s.dispatch(); ok {
+				return ev, nil
+			}
+			continue
+		}
+		if err := s.field(line); err != nil {
+			return sseEvent{}, err
+		}
+	}
+}
+
+// field interprets one non-empty line.
+func (s *sseReader) field(line []byte) error {
+	if line[0] == ':' {
+		return nil // a comment, often a keepalive
+	}
+	name, value := line, []byte(nil)
+	if i := bytes.IndexByte(line, ':'); i >= 0 {
+		name, value = line[:i], line[i+1:]
+		if len(value) > 0 && value[0] == ' ' {
+			value = value[1:]
+		}
+	}
+	switch string(name) {
+	case "event":
+		s.typ = string(value)
+	case "data":
+		if len(s.data)+len(value)+1 > maxEvent {
+			return errEventTooLarge
+		}
+		s.data = append(s.data, value...)
+		s.data = append(s.data, '\n')
+		s.pending = true
+	case "id":
+		if bytes.IndexByte(value, 0) < 0 {
+			s.id = string(value)
+		}
+	}
+	// retry and unknown fields are ignored.
+	return nil
+}
+
+// dispatch ends the current event. It reports false when there was no data to dispatch.
+func (s *sseReader) dispatch() (sseEvent, bool) {
+	typ, data, had := s.typ, s.data, s.pending
+	s.typ, s.data, s.pending = "", s.data[:0], false
+	if !had {
+		return sseEvent{}, false
+	}
+	if typ == "" {
+		typ = "message"
+	}
+	return sseEvent{Type: typ, Data: string(data[:len(data)-1]), ID: s.id}, true
+}
+
+// readLine returns the next line without its terminator. The slice is valid until the next
+// call. At the end of the stream it returns what was left of an unterminated line with io.EOF.
+func (s *sseReader) readLine() ([]byte, error) {
+	s.line = s.line[:0]
+	for {
+		if s.br.Buffered() == 0 {
+			if _, err := s.br.Peek(1); err != nil {
+				return s.firstLine(), err
+			}
+			if s.touch != nil {
+				s.touch()
+			}
+		}
+		buf, _ := s.br.Peek(s.br.Buffered())
+		if s.skipLF {
+			s.skipLF = false
+			if buf[0] == '\n' {
+				_, _ = s.br.Discard(1)
+				continue
+			}
+		}
+		i := bytes.IndexAny(buf, "\r\n")
+		if i < 0 {
+			if len(s.line)+len(buf) > s.maxLine {
+				return nil, errLineTooLong
+			}
+			s.line = append(s.line, buf...)
+			_, _ = s.br.Discard(len(buf))
+			continue
+		}
+		if len(s.line)+i > s.maxLine {
+			return nil, errLineTooLong
+		}
+		s.line = append(s.line, buf[:i]...)
+		s.skipLF = buf[i] == '\r'
+		_, _ = s.br.Discard(i + 1)
+		return s.firstLine(), nil
+	}
+}
+
+// firstLine drops the byte order mark the stream may start with.
+func (s *sseReader) firstLine() []byte {
+	if !s.started {
+		s.started = true
+		s.line = bytes.TrimPrefix(s.line, []byte("\xEF\xBB\xBF"))
+	}
+	return s.line
+}

@@ -1,0 +1,209 @@
+package openai
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"testing/iotest"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// readEvents parses input to the end, through a normal reader or one that hands over a
+// byte at a time through a tiny buffer (so every boundary falls between reads).
+func readEvents(input string, oneByte bool) ([]sseEvent, error) {
+	var r *sseReader
+	if oneByte {
+		r = &sseReader{br: bufio.NewReaderSize(iotest.OneByteReader(strings.NewReader(input)), 16), maxLine: maxLine}
+	} else {
+		r = newSSEReader(strings.NewReader(input), nil)
+	}
+	var out []sseEvent
+	for range len(input) + 2 {
+		ev, err := r.Next()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return out, nil
+			}
+			return out, err
+		}
+		out = append(out, ev)
+	}
+	return out, errors.New("more events than input bytes")
+}
+
+func msg(data string) sseEvent { return sseEvent{Type: "message", Data: data} }
+
+func TestSSEReader(t *testing.T) {
+	tests := []struct {
+		name  string
+		input string
+		want  []sseEvent
+	}{
+		{"one event", "data: hello\n\n", []sseEvent{msg("hello")}},
+		{"two events", "data: a\n\ndata: b\n\n", []sseEvent{msg("a"), msg("b")}},
+		{"multi-line data", "data: a\ndata: b\ndata:\n\n", []sseEvent{msg("a\nb\n")}},
+		{"CRLF", "data: a\r\ndata: b\r\n\r\ndata: c\r\n\r\n", []sseEvent{msg("a\nb"), msg("c")}},
+		{"bare CR", "data: a\r\rdata: b\r\r", []sseEvent{msg("a"), msg("b")}},
+		{"mixed endings", "data: a\r\n\ndata: b\n\r\n", []sseEvent{msg("a"), msg("b")}},
+		{"keepalive comments", ": keepalive\n\ndata: x\n: ping\n\n:\n\n", []sseEvent{msg("x")}},
+		{"named event", "event: hermes.tool.progress\ndata: {}\n\ndata: y\n\n",
+			[]sseEvent{{Type: "hermes.tool.progress", Data: "{}"}, msg("y")}},
+		{"event without data is dropped, type does not leak", "event: foo\n\ndata: z\n\n", []sseEvent{msg("z")}},
+		{"no space after colon", "data:x\n\n", []sseEvent{msg("x")}},
+		{"only one space stripped", "data:  x \n\n", []sseEvent{msg(" x ")}},
+		{"field without colon", "data\n\n", []sseEvent{msg("")}},
+		{"colon in value", `data: {"a":"b: c"}` + "\n\n", []sseEvent{msg(`{"a":"b: c"}`)}},
+		{"unknown fields and retry ignored", "retry: 10\nfoo: bar\ndata: d\n\n", []sseEvent{msg("d")}},
+		{"id kept across events", "id: 7\ndata: a\n\ndata: b\n\n",
+			[]sseEvent{{Type: "message", Data: "a", ID: "7"}, {Type: "message", Data: "b", ID: "7"}}},
+		{"id with NUL ignored", "id: 1\x002\ndata: a\n\n", []sseEvent{msg("a")}},
+		{"BOM", "\xEF\xBB\xBFdata: a\n\n", []sseEvent{msg("a")}},
+		{"BOM only at the start", "data: a\n\n\xEF\xBB\xBFdata: b\n\n", []sseEvent{msg("a")}},
+		{"field names are case-sensitive", "Data: a\n\n", nil},
+		{"unterminated last event", "data: a\n\ndata: [DONE]\n", []sseEvent{msg("a"), msg("[DONE]")}},
+		{"unterminated last line", "data: [DONE]", []sseEvent{msg("[DONE]")}},
+		{"empty", "", nil},
+		{"blank lines only", "\n\r\n\r\n", nil},
+	}
+	for _, tt := range tests {
+		for _, oneByte := range []bool{false, true} {
+			got, err := readEvents(tt.input, oneByte)
+			if err != nil {
+				t.Errorf("%s (one byte %v): %v", tt.name, oneByte, err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("%s (one byte %v): events (-want +got):\n%s", tt.name, oneByte, diff)
+			}
+			if diff := cmp.Diff(refEvents(tt.input), got); diff != "" {
+				t.Errorf("%s (one byte %v): differs from the reference parser (-ref +got):\n%s", tt.name, oneByte, diff)
+			}
+		}
+	}
+}
+
+func TestSSELimits(t *testing.T) {
+	long := strings.Repeat("x", maxLine-len("data: "))
+	got, err := readEvents("data: "+long+"\n\n", false)
+	if err != nil || len(got) != 1 || got[0].Data != long {
+		t.Fatalf("a line of exactly 1 MiB: %d events, err %v", len(got), err)
+	}
+	if _, err := readEvents("data: "+long+"x\n\n", false); !errors.Is(err, errLineTooLong) {
+		t.Errorf("a line over 1 MiB: err %v, want errLineTooLong", err)
+	}
+	if _, err := readEvents(strings.Repeat(":", maxLine+1), false); !errors.Is(err, errLineTooLong) {
+		t.Errorf("an unterminated line over 1 MiB: err %v, want errLineTooLong", err)
+	}
+	half := "data: " + strings.Repeat("y", maxEvent/2) + "\n"
+	if _, err := readEvents(half+half+"\n", false); !errors.Is(err, errEventTooLarge) {
+		t.Errorf("an event over 1 MiB: err %v, want errEventTooLarge", err)
+	}
+}
+
+// TestSSETouch: the reader reports arriving bytes, so keepalives hold off the silence timer.
+func TestSSETouch(t *testing.T) {
+	n := 0
+	r := newSSEReader(iotest.OneByteReader(strings.NewReader(": ka\n: ka\ndata: a\n\n")), func() { n++ })
+	if _, err := r.Next(); err != nil {
+		t.Fatal(err)
+	}
+	if n < 3 {
+		t.Errorf("touched %d times for three lines read in separate reads", n)
+	}
+}
+
+// refEvents is a deliberately naive parser of a whole stream, written straight from the
+// spec's wording, to check the streaming reader against.
+func refEvents(input string) []sseEvent {
+	input = strings.TrimPrefix(input, "\xEF\xBB\xBF")
+	var lines []string
+	start := 0
+	for i := 0; i < len(input); i++ {
+		switch input[i] {
+		case '\r':
+			lines = append(lines, input[start:i])
+			if i+1 < len(input) && input[i+1] == '\n' {
+				i++
+			}
+			start = i + 1
+		case '\n':
+			lines = append(lines, input[start:i])
+			start = i + 1
+		}
+	}
+	if start < len(input) {
+		lines = append(lines, input[start:]) // our leniency: a last unterminated line counts
+	}
+	var (
+		out      []sseEvent
+		typ, id  string
+		data     string
+		hasField bool
+	)
+	dispatch := func() {
+		if hasField {
+			ty := typ
+			if ty == "" {
+				ty = "message"
+			}
+			out = append(out, sseEvent{Type: ty, Data: strings.TrimSuffix(data, "\n"), ID: id})
+		}
+		typ, data, hasField = "", "", false
+	}
+	for _, line := range lines {
+		if line == "" {
+			dispatch()
+			continue
+		}
+		if line[0] == ':' {
+			continue
+		}
+		name, value, found := strings.Cut(line, ":")
+		if found {
+			value = strings.TrimPrefix(value, " ")
+		}
+		switch name {
+		case "event":
+			typ = value
+		case "data":
+			data += value + "\n"
+			hasField = true
+		case "id":
+			if !strings.Contains(value, "\x00") {
+				id = value
+			}
+		}
+	}
+	dispatch() // our leniency: a clean end dispatches what is pending
+	return out
+}
+
+// FuzzSSEReader checks the streaming reader against the naive reference on any input,
+// read whole and a byte at a time.
+func FuzzSSEReader(f *testing.F) {
+	for _, s := range []string{
+		"data: a\n\n", "data: a\r\n\r\n", "data: a\r\rdata: b\r\r", ": keepalive\n\n",
+		"event: x\ndata: 1\ndata: 2\n\n", "\xEF\xBB\xBFdata: a\n\n", "data: [DONE]", "id: 1\nretry: 5\n\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, input []byte) {
+		want := refEvents(string(input))
+		for _, oneByte := range []bool{false, true} {
+			got, err := readEvents(string(input), oneByte)
+			if err != nil {
+				t.Fatalf("one byte %v: %v", oneByte, err)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Fatalf("one byte %v: differs from the reference (-ref +got):\n%s", oneByte, diff)
+			}
+			for _, ev := range got {
+				if strings.ContainsAny(ev.Type, "\r\n") || strings.Contains(ev.Data, "\r") {
+					t.Fatalf("line break leaked into %+v", ev)
+				}
+			}
+		}
+	})
+}

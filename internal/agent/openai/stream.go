@@ -1,0 +1,208 @@
+package openai
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/handset-voice/handset/internal/voice"
+)
+
+// maxWholeReply bounds a non-streaming (application/json) answer.
+const maxWholeReply = 8 << 20
+
+// hermesProgress is the named event Hermes Agent interleaves with chunks while a tool runs
+// (its JSON is not a chunk): {"tool","emoji","label","toolCallId","status"}.
+const hermesProgress = "hermes.tool.progress"
+
+// stream reads one reply. Next is called by one goroutine; Close may be called from any.
+type stream struct {
+	agent    *Agent
+	parent   context.Context // the turn's context as the caller gave it
+	rctx     context.Context // the request's context: parent plus our own cancel causes
+	cancel   context.CancelCauseFunc
+	watchdog *time.Timer // fires cancel(errSilent) after Timeout without bytes
+	body     io.ReadCloser
+	status   int
+
+	sse   *sseReader // nil when the runtime answered application/json
+	whole bool       // read the body as one chat.completion
+
+	// Owned by the Next goroutine.
+	err      error                // the terminal result, returned again by later calls
+	pending  *voice.ProviderError // an error to return after the text that came with it
+	finished bool                 // a finish_reason was seen: a clean end of body is complete
+	chunks   int
+
+	closed  atomic.Bool
+	release sync.Once
+}
+
+// touch re-arms the silence watchdog; the SSE reader calls it whenever bytes arrive.
+func (s *stream) touch() {
+	if !s.closed.Load() {
+		s.watchdog.Reset(s.agent.timeout)
+	}
+}
+
+// Next returns the next piece of text (or tool progress), io.EOF at the end of the reply,
+// or a *voice.ProviderError. After Close, or once the turn's context is cancelled, it
+// returns an error of kind voice.KindCanceled.
+func (s *stream) Next() (voice.ReplyChunk, error) {
+	if s.err != nil {
+		return voice.ReplyChunk{}, s.err
+	}
+	if s.closed.Load() {
+		s.err = s.agent.aborted(s.parent, s.rctx, true, errClosed, "read stream")
+		return voice.ReplyChunk{}, s.err
+	}
+	var (
+		c   voice.ReplyChunk
+		err error
+	)
+	if s.whole {
+		c, err = s.readWhole()
+	} else {
+		c, err = s.next()
+	}
+	if err != nil {
+		s.err = err
+		s.stop()
+		s.agent.log.Debug("agent reply ended", "provider", s.agent.name, "chunks", s.chunks, "err", err)
+		return voice.ReplyChunk{}, err
+	}
+	s.chunks++
+	return c, nil
+}
+
+// Close aborts the request if it is still running and releases the connection. Idempotent.
+func (s *stream) Close() error {
+	s.closed.Store(true)
+	s.stop()
+	return nil
+}
+
+// stop cancels the request, stops the watchdog and closes the body, once.
+func (s *stream) stop() {
+	s.release.Do(func() {
+		s.watchdog.Stop()
+		s.cancel(errClosed)
+		_ = s.body.Close()
+	})
+}
+
+// next reads events until one carries text or progress, or the stream ends.
+func (s *stream) next() (voice.ReplyChunk, error) {
+	if s.pending != nil {
+		return voice.ReplyChunk{}, s.pending
+	}
+	for {
+		ev, err := s.sse.Next()
+		if err != nil {
+			return voice.ReplyChunk{}, s.readErr(err)
+		}
+		switch ev.Type {
+		case "message":
+		case "error":
+			return voice.ReplyChunk{}, s.agent.fail(voice.KindTransient, s.status,
+				fmt.Errorf("error event: %w", errorFromBody([]byte(ev.Data))))
+		case hermesProgress:
+			if label := progressLabel(ev.Data); label != "" {
+				return voice.ReplyChunk{Progress: label}, nil
+			}
+			continue
+		default:
+			continue // other named events are not for us
+		}
+		if strings.TrimSpace(ev.Data) == "[DONE]" {
+			return voice.ReplyChunk{}, io.EOF
+		}
+		c, err := parseChunk([]byte(ev.Data))
+		if err != nil {
+			return voice.ReplyChunk{}, s.agent.fail(voice.KindProtocol, s.status, err)
+		}
+		if c.Finish != "" {
+			s.finished = true
+		}
+		switch {
+		case c.Err != nil:
+			s.pending = s.agent.fail(c.Err.kind(), s.status, fmt.Errorf("in stream: %w", c.Err))
+		case c.Finish == "error":
+			s.pending = s.agent.fail(voice.KindTransient, s.status, errors.New(`in stream: finish_reason "error"`))
+		}
+		if c.Text != "" {
+			return voice.ReplyChunk{Text: c.Text}, nil
+		}
+		if s.pending != nil {
+			return voice.ReplyChunk{}, s.pending
+		}
+	}
+}
+
+// readErr classifies a failed read of the event stream.
+func (s *stream) readErr(err error) error {
+	aborted := s.rctx.Err() != nil || s.closed.Load()
+	switch {
+	case aborted && s.finished && errors.Is(context.Cause(s.rctx), errSilent):
+		// The reply was complete; the runtime just never closed the stream.
+		return io.EOF
+	case aborted:
+		return s.agent.aborted(s.parent, s.rctx, s.closed.Load(), err, "read stream")
+	case errors.Is(err, errLineTooLong), errors.Is(err, errEventTooLarge):
+		return s.agent.fail(voice.KindProtocol, s.status, err)
+	case err == io.EOF && s.finished:
+		return io.EOF
+	case err == io.EOF:
+		return s.agent.fail(voice.KindTransient, s.status, errors.New("stream ended early: no [DONE] and no finish_reason"))
+	}
+	return s.agent.fail(voice.KindTransient, s.status, fmt.Errorf("stream ended early: %w", err))
+}
+
+// readWhole serves a runtime that ignored "stream": true and answered one
+// chat.completion: its content is the only chunk.
+func (s *stream) readWhole() (voice.ReplyChunk, error) {
+	if s.chunks > 0 {
+		return voice.ReplyChunk{}, io.EOF
+	}
+	data, err := io.ReadAll(io.LimitReader(s.body, maxWholeReply+1))
+	if err != nil {
+		return voice.ReplyChunk{}, s.readErr(err)
+	}
+	s.finished = true
+	if len(data) > maxWholeReply {
+		return voice.ReplyChunk{}, s.agent.fail(voice.KindProtocol, s.status, errors.New("completion larger than 8 MiB"))
+	}
+	text, ve, err := parseCompletion(data)
+	switch {
+	case err != nil:
+		return voice.ReplyChunk{}, s.agent.fail(voice.KindProtocol, s.status, err)
+	case ve != nil:
+		return voice.ReplyChunk{}, s.agent.fail(ve.kind(), s.status, fmt.Errorf("in completion: %w", ve))
+	case text == "":
+		return voice.ReplyChunk{}, io.EOF
+	}
+	return voice.ReplyChunk{Text: text}, nil
+}
+
+// progressLabel reads a Hermes tool-progress event: the label (or the tool name) while a
+// tool runs, "" otherwise. Tools whose names start with "_" are internal.
+func progressLabel(data string) string {
+	var p struct {
+		Tool   string `json:"tool"`
+		Label  string `json:"label"`
+		Status string `json:"status"`
+	}
+	if json.Unmarshal([]byte(data), &p) != nil || p.Status != "running" || strings.HasPrefix(p.Tool, "_") {
+		return ""
+	}
+	if p.Label != "" {
+		return truncate(p.Label, 80)
+	}
+	return truncate(p.Tool, 80)
+}

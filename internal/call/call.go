@@ -1,0 +1,355 @@
+// Package call runs calls: one owner goroutine per call holds all of its state, feeds the
+// turn state machine and carries out its actions (dispatching turns to the agent, speaking,
+// clearing playout); a Manager admits, tracks and drains calls. It knows providers only by
+// their voice contracts.
+package call
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/handset-voice/handset/internal/audio"
+	"github.com/handset-voice/handset/internal/audio/g711"
+	"github.com/handset-voice/handset/internal/audio/ring"
+	"github.com/handset-voice/handset/internal/audio/vad"
+	"github.com/handset-voice/handset/internal/clock"
+	"github.com/handset-voice/handset/internal/obs"
+	"github.com/handset-voice/handset/internal/turn"
+	"github.com/handset-voice/handset/internal/voice"
+)
+
+// Config is how a call behaves.
+type Config struct {
+	Turn turn.Config
+	// PlayoutLead is how far ahead of real time audio may be sent to the carrier.
+	PlayoutLead time.Duration
+	// ClearDrain is the quiet time after a clear before new audio goes out.
+	ClearDrain time.Duration
+	// CallerHash identifies the caller to the agent without the number.
+	CallerHash string
+}
+
+// DefaultConfig returns the engine defaults (turn-taking settings come from config).
+func DefaultConfig() Config {
+	return Config{
+		Turn:        turn.Config{BargeInGate: 500 * time.Millisecond, MaxCall: time.Hour},
+		PlayoutLead: 80 * time.Millisecond,
+		ClearDrain:  150 * time.Millisecond,
+	}
+}
+
+// Deps are the call's collaborators.
+type Deps struct {
+	Leg     voice.Leg
+	STT     voice.Recognizer
+	TTS     voice.Synthesizer
+	Agent   voice.Agent
+	NewVAD  func(rate int) vad.Detector
+	Clock   clock.Clock
+	Journal *obs.Journal
+	Logger  *slog.Logger
+}
+
+// Sizes of a call's queues.
+const (
+	// inboundSlots holds 1 s of caller audio; when the owner falls that far behind the
+	// oldest frames are dropped (and counted), so latency stays bounded.
+	inboundSlots = 50
+	// rescueSlots keeps the last ~260 ms of caller audio heard while the agent spoke, so
+	// the first words of an interruption reach STT.
+	rescueSlots = 13
+	// eventQueue carries control events; senders block (with the context) when it is full.
+	eventQueue = 64
+)
+
+// Call is one call. Create with New, then Run once.
+type Call struct {
+	cfg  Config
+	deps Deps
+	info voice.LegInfo
+	log  *slog.Logger
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // every goroutine the call started
+
+	events  chan any
+	inbound *ring.Frames // carrier reader -> owner
+	rescue  *ring.Frames // owner only
+	playout *playout
+
+	malformed atomic.Uint64
+	ended     chan struct{}
+	reason    voice.EndReason
+
+	// Owned by the Run goroutine only.
+	fsm       turn.State
+	stt       voice.RecognizerStream
+	vad       vad.Detector
+	pcm       []int16
+	frame     []byte
+	gotMedia  bool
+	reply     *reply
+	history   history
+	timers    []clock.Timer
+	endReason voice.EndReason
+}
+
+// New prepares a call on leg. ctx is the server's context, never a request's.
+func New(ctx context.Context, cfg Config, deps Deps) *Call {
+	if deps.Clock == nil {
+		deps.Clock = clock.Real{}
+	}
+	if deps.Logger == nil {
+		deps.Logger = slog.New(slog.DiscardHandler)
+	}
+	info := deps.Leg.Info()
+	ctx, cancel := context.WithCancel(ctx)
+	frameBytes := info.Format.FrameBytes()
+	c := &Call{
+		cfg: cfg, deps: deps, info: info,
+		log:    deps.Logger.With("call", string(info.CallID), "carrier", info.Carrier),
+		ctx:    ctx,
+		cancel: cancel,
+		events: make(chan any, eventQueue),
+		// frames can arrive larger than 20 ms from some carriers: room for 4×
+		inbound: ring.NewFrames(inboundSlots, 4*frameBytes),
+		rescue:  ring.NewFrames(rescueSlots, 4*frameBytes),
+		ended:   make(chan struct{}),
+		fsm:     turn.New(cfg.Turn),
+		pcm:     make([]int16, 4*info.Format.Rate/50),
+		frame:   make([]byte, 4*frameBytes),
+	}
+	c.playout = newPlayout(deps.Leg, deps.Clock, cfg.PlayoutLead, cfg.ClearDrain, func(t int) { c.post(audioOnWire{turn: t}) })
+	return c
+}
+
+// ID returns the call id.
+func (c *Call) ID() voice.CallID { return c.info.CallID }
+
+// Done is closed when the call has ended and every goroutine has stopped.
+func (c *Call) Done() <-chan struct{} { return c.ended }
+
+// Reason is why the call ended; valid after Done.
+func (c *Call) Reason() voice.EndReason { return c.reason }
+
+// Hangup ends the call from our side.
+func (c *Call) Hangup() { c.cancel() }
+
+// post hands an event to the owner loop, giving up when the call is over.
+func (c *Call) post(ev any) {
+	select {
+	case c.events <- ev:
+	case <-c.ctx.Done():
+	}
+}
+
+// goSafe runs f on a tracked goroutine; a panic ends this call, not the process.
+func (c *Call) goSafe(where string, f func()) {
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		defer func() {
+			if v := recover(); v != nil {
+				c.log.Error("panic in call goroutine", "where", where, "panic", v, "stack", string(debug.Stack()))
+				c.post(goPanicked{where: where, value: v})
+			}
+		}()
+		f()
+	}()
+}
+
+// Run runs the call to its end and returns why it ended.
+func (c *Call) Run() (reason voice.EndReason) {
+	defer close(c.ended)
+	defer func() {
+		if v := recover(); v != nil {
+			c.log.Error("panic in call", "panic", v, "stack", string(debug.Stack()))
+			reason = voice.EndInternalError
+		}
+		c.shutdown(reason)
+	}()
+	c.start()
+	return c.loop()
+}
+
+func (c *Call) start() {
+	now := c.deps.Clock.Now()
+	c.deps.Journal.Record(now, obs.Event{
+		Type: obs.CallStart, Carrier: c.info.Carrier, Direction: string(c.info.Direction),
+		CallerHash: c.cfg.CallerHash, Agent: c.deps.Agent.Name(), STT: c.deps.STT.Name(), TTS: c.deps.TTS.Name(),
+	})
+	c.vad = c.deps.NewVAD(c.info.Format.Rate)
+	c.openSTT()
+	c.goSafe("leg", func() { c.post(legEnded{err: c.deps.Leg.Run(c.ctx, legSink{c})}) })
+	c.goSafe("playout", func() {
+		if err := c.playout.run(c.ctx); err != nil {
+			c.post(legEnded{err: fmt.Errorf("playout: %w", err)})
+		}
+	})
+	c.step(turn.Input{Kind: turn.CallStarted})
+}
+
+func (c *Call) openSTT() {
+	s, err := c.deps.STT.Stream(c.ctx, c.info.Format, voice.StreamOptions{CallID: c.info.CallID})
+	if err != nil {
+		c.journalError(obs.STTError, 0, err)
+		c.log.Warn("speech recognition unavailable", "err", err)
+		return
+	}
+	c.stt = s
+}
+
+// loop is the owner loop: the only place call state changes.
+func (c *Call) loop() voice.EndReason {
+	for c.endReason == voice.EndUnknown {
+		var results <-chan voice.Transcript
+		if c.stt != nil {
+			results = c.stt.Results()
+		}
+		select {
+		case <-c.ctx.Done():
+			return voice.EndShutdown
+		case <-c.inbound.Notify():
+			c.drainInbound()
+		case ev := <-c.events:
+			c.handle(ev)
+		case tr, ok := <-results:
+			if !ok {
+				c.sttEnded()
+				continue
+			}
+			c.onTranscript(tr)
+		}
+	}
+	return c.endReason
+}
+
+func (c *Call) sttEnded() {
+	err := c.stt.Close()
+	c.stt = nil
+	if err == nil {
+		err = errors.New("stream ended")
+	}
+	c.journalError(obs.STTError, 0, err)
+	c.log.Warn("speech recognition stream ended; reopening", "err", err)
+	c.openSTT()
+}
+
+// drainInbound runs every queued caller frame through VAD and on to STT.
+func (c *Call) drainInbound() {
+	for {
+		frame, ok := c.inbound.Pop(c.frame)
+		if !ok {
+			return
+		}
+		c.onFrame(frame)
+	}
+}
+
+func (c *Call) onFrame(frame []byte) {
+	now := c.deps.Clock.Now()
+	if !c.gotMedia {
+		c.gotMedia = true
+		c.deps.Journal.Record(now, obs.Event{Type: obs.MediaFirstIn})
+	}
+	if c.stt != nil && c.fsm.ListeningToSTT() {
+		_ = c.stt.Write(frame) // a full STT queue drops its oldest audio and counts it
+	} else {
+		c.rescue.Push(frame)
+	}
+	switch c.vad.Process(c.decode(frame)) {
+	case vad.SpeechStart:
+		c.deps.Journal.Record(now, obs.Event{Type: obs.VADSpeechStart})
+		c.step(turn.Input{Kind: turn.SpeechStart})
+	case vad.SpeechEnd:
+		c.deps.Journal.Record(now, obs.Event{Type: obs.VADSpeechEnd})
+		c.step(turn.Input{Kind: turn.SpeechEnd})
+	}
+}
+
+// decode turns a frame into linear PCM for the VAD, reusing one buffer.
+func (c *Call) decode(frame []byte) []int16 {
+	switch c.info.Format.Encoding {
+	case audio.Mulaw:
+		return g711.DecodeMulaw(c.pcm, frame)
+	case audio.Alaw:
+		return g711.DecodeAlaw(c.pcm, frame)
+	}
+	n := len(frame) / 2
+	pcm := c.pcm[:n]
+	for i := range pcm {
+		pcm[i] = int16(binary.LittleEndian.Uint16(frame[2*i:]))
+	}
+	return pcm
+}
+
+func (c *Call) onTranscript(tr voice.Transcript) {
+	now := c.deps.Clock.Now()
+	if tr.Final {
+		c.deps.Journal.Record(now, obs.Event{Type: obs.STTFinal, Text: tr.Text})
+	} else {
+		c.deps.Journal.Record(now, obs.Event{Type: obs.STTPartial, Text: tr.Text})
+	}
+	c.step(turn.Input{Kind: turn.Transcript, Text: tr.Text, Final: tr.Final})
+}
+
+// step feeds the turn machine and carries out what it decides.
+func (c *Call) step(in turn.Input) {
+	var acts []turn.Action
+	c.fsm, acts = turn.Step(c.fsm, in, c.deps.Clock.Now())
+	for _, a := range acts {
+		c.do(a)
+	}
+}
+
+func (c *Call) journalError(typ string, turnN int, err error) {
+	msg := err.Error()
+	if len(msg) > 300 {
+		msg = msg[:300]
+	}
+	c.deps.Journal.Record(c.deps.Clock.Now(), obs.Event{Type: typ, Turn: turnN, Kind: voice.KindOf(err).String(), Message: msg})
+}
+
+// shutdown stops everything the call started and records its end.
+func (c *Call) shutdown(reason voice.EndReason) {
+	if c.reply != nil {
+		c.reply.cancel()
+	}
+	for _, t := range c.timers {
+		t.Stop()
+	}
+	if c.stt != nil {
+		_ = c.stt.Close()
+	}
+	c.cancel()
+	c.wg.Wait()
+	if n := c.malformed.Load(); n > 0 {
+		c.log.Warn("dropped malformed media frames", "count", n)
+	}
+	if d := c.inbound.Dropped(); d > 0 {
+		c.log.Warn("dropped inbound frames: engine fell behind", "count", d)
+	}
+	c.reason = reason
+	c.deps.Journal.Record(c.deps.Clock.Now(), obs.Event{Type: obs.CallEnd, Reason: reason.String()})
+	c.log.Info("call ended", "reason", reason.String())
+}
+
+// legSink is how the leg's reader goroutine reaches the call.
+type legSink struct{ c *Call }
+
+func (s legSink) Audio(frame []byte) { s.c.inbound.Push(frame) }
+func (s legSink) Mark(name string)   { s.c.post(markEchoed{name: name}) }
+func (s legSink) DTMF(digit string)  { s.c.post(dtmfPressed{digit: digit}) }
+func (s legSink) Malformed(err error) {
+	if s.c.malformed.Add(1) <= 10 { // journal the first few; count the rest
+		s.c.post(frameMalformed{err: err})
+	}
+}

@@ -1,0 +1,93 @@
+package call
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/handset-voice/handset/internal/voice"
+)
+
+// Admission errors.
+var (
+	ErrDraining = errors.New("call: server is draining: not admitting new calls")
+	ErrBusy     = errors.New("call: at the concurrent-call limit")
+)
+
+// Manager admits calls, tracks them and drains them on shutdown. Safe for concurrent use.
+type Manager struct {
+	base context.Context
+	max  int
+
+	mu       sync.Mutex // guards following
+	calls    map[voice.CallID]*Call
+	draining bool
+	wg       sync.WaitGroup
+}
+
+// NewManager returns a manager whose calls live under base (the server's context) and
+// which admits at most max calls at once (0: no limit).
+func NewManager(base context.Context, max int) *Manager {
+	return &Manager{base: base, max: max, calls: map[voice.CallID]*Call{}}
+}
+
+// Start admits a call and runs it on its own goroutine.
+func (m *Manager) Start(cfg Config, deps Deps) (*Call, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.draining {
+		return nil, ErrDraining
+	}
+	if m.max > 0 && len(m.calls) >= m.max {
+		return nil, ErrBusy
+	}
+	c := New(m.base, cfg, deps)
+	m.calls[c.ID()] = c
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		c.Run()
+		if deps.Journal != nil {
+			_ = deps.Journal.Close()
+		}
+		m.mu.Lock()
+		delete(m.calls, c.ID())
+		m.mu.Unlock()
+	}()
+	return c, nil
+}
+
+// Active returns how many calls are running.
+func (m *Manager) Active() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.calls)
+}
+
+// Draining reports whether the manager stopped admitting calls.
+func (m *Manager) Draining() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.draining
+}
+
+// Drain stops admitting calls and waits for running ones to finish until ctx ends; then
+// it hangs up the rest and waits for them to stop.
+func (m *Manager) Drain(ctx context.Context) {
+	m.mu.Lock()
+	m.draining = true
+	m.mu.Unlock()
+	done := make(chan struct{})
+	go func() { m.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return
+	case <-ctx.Done():
+	}
+	m.mu.Lock()
+	for _, c := range m.calls {
+		c.Hangup()
+	}
+	m.mu.Unlock()
+	<-done
+}

@@ -1,0 +1,183 @@
+package call
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/handset-voice/handset/internal/audio"
+	"github.com/handset-voice/handset/internal/audio/pace"
+	"github.com/handset-voice/handset/internal/clock"
+	"github.com/handset-voice/handset/internal/voice"
+)
+
+// playout is a call's outbound queue and its single writer to the leg. It sends 20 ms
+// frames on a schedule (start + n × 20 ms, a little ahead of real time so carrier jitter
+// never starves the caller), sends marks in order between them, and can drop everything
+// queued for a turn in one step when the caller barges in.
+type playout struct {
+	leg     voice.Leg
+	clock   clock.Clock
+	format  audio.Format
+	lead    time.Duration // how far ahead of real time audio may go to the carrier
+	drain   time.Duration // quiet time after a clear before new audio goes out
+	onAudio func(turn int) // called from the playout goroutine after a turn's first frame is sent
+
+	mu       sync.Mutex // guards following
+	items    []playItem // the queue; bounded by the reply text the agent produced
+	dropped  int        // items of turns <= dropped are refused: they were cancelled
+	clearing bool       // a carrier clear is owed before anything else is sent
+	wake     chan struct{}
+}
+
+type playItem struct {
+	turn  int
+	frame []byte // one 20 ms frame, or nil for a mark
+	mark  string
+}
+
+// maxLag is how far behind schedule the sender may fall before it re-anchors the schedule
+// instead of bursting to catch up.
+const maxLag = 200 * time.Millisecond
+
+func newPlayout(leg voice.Leg, clk clock.Clock, lead, drain time.Duration, onAudio func(int)) *playout {
+	return &playout{
+		leg: leg, clock: clk, format: leg.Info().Format, lead: lead, drain: drain,
+		onAudio: onAudio, dropped: -1, wake: make(chan struct{}, 1),
+	}
+}
+
+// enqueue appends frames and an optional mark for turn. It reports false if the turn was
+// cancelled, so the producer can stop.
+func (p *playout) enqueue(turn int, frames [][]byte, mark string) bool {
+	p.mu.Lock()
+	if turn <= p.dropped {
+		p.mu.Unlock()
+		return false
+	}
+	for _, f := range frames {
+		p.items = append(p.items, playItem{turn: turn, frame: f})
+	}
+	if mark != "" {
+		p.items = append(p.items, playItem{turn: turn, mark: mark})
+	}
+	p.mu.Unlock()
+	p.signal()
+	return true
+}
+
+// drop forgets everything queued for turns up to turn and refuses more of them.
+func (p *playout) drop(turn int) {
+	p.mu.Lock()
+	if turn > p.dropped {
+		p.dropped = turn
+	}
+	kept := p.items[:0]
+	for _, it := range p.items {
+		if it.turn > p.dropped {
+			kept = append(kept, it)
+		}
+	}
+	clear(p.items[len(kept):])
+	p.items = kept
+	p.mu.Unlock()
+}
+
+// clearCarrier drops turn locally and has the carrier drop what it has buffered.
+func (p *playout) clearCarrier(turn int) {
+	p.drop(turn)
+	p.mu.Lock()
+	p.clearing = true
+	p.mu.Unlock()
+	p.signal()
+}
+
+func (p *playout) signal() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// next returns what to do now: an item to send, or how long to wait.
+func (p *playout) next(now time.Time, pc *pace.Pacer, holdUntil time.Time) (it playItem, clearNow bool, wait time.Duration, ok bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.clearing {
+		p.clearing = false
+		return playItem{}, true, 0, false
+	}
+	if len(p.items) == 0 {
+		return playItem{}, false, -1, false
+	}
+	head := p.items[0]
+	if head.frame != nil {
+		if now.Before(holdUntil) {
+			return playItem{}, false, holdUntil.Sub(now), false
+		}
+		if pc.Due(now) == 0 {
+			return playItem{}, false, pc.Next().Sub(now), false
+		}
+	}
+	p.items[0] = playItem{}
+	p.items = p.items[1:]
+	return head, false, 0, true
+}
+
+// run is the playout goroutine: the only writer to the leg.
+func (p *playout) run(ctx context.Context) error {
+	pc := pace.New(p.clock.Now(), audio.FrameDuration, p.lead)
+	var holdUntil time.Time
+	lastAudioTurn := -1
+	idle := true
+	timer := p.clock.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		now := p.clock.Now()
+		it, clearNow, wait, ok := p.next(now, pc, holdUntil)
+		switch {
+		case clearNow:
+			if err := p.leg.Clear(ctx); err != nil {
+				return err
+			}
+			holdUntil = p.clock.Now().Add(p.drain)
+			idle = true
+			continue
+		case ok && it.frame == nil:
+			if err := p.leg.SendMark(ctx, it.mark); err != nil {
+				return err
+			}
+			continue
+		case ok:
+			if idle || now.Sub(pc.Next()) > maxLag {
+				pc.Restart(now) // the carrier's buffer ran dry: start a fresh schedule
+				idle = false
+			}
+			if err := p.leg.SendAudio(ctx, it.frame); err != nil {
+				return err
+			}
+			pc.Sent(1)
+			if it.turn > lastAudioTurn {
+				lastAudioTurn = it.turn
+				p.onAudio(it.turn)
+			}
+			continue
+		}
+		if wait < 0 { // nothing queued: sleep until enqueue or clear
+			idle = idle || !pc.Next().After(now)
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-p.wake:
+			}
+			continue
+		}
+		timer.Reset(wait)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-p.wake:
+		case <-timer.C():
+		}
+	}
+}

@@ -1,0 +1,230 @@
+package call
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	"github.com/handset-voice/handset/internal/audio"
+	"github.com/handset-voice/handset/internal/voice"
+)
+
+// reply is one turn of agent speech: an optional agent stream cut into sentences, and a
+// speaker that synthesises each sentence and queues its audio, with a mark after each
+// sentence so the carrier tells us exactly what the caller heard. Both goroutines stop
+// when the reply's context is cancelled (barge-in, hang-up).
+type reply struct {
+	turn   int
+	ctx    context.Context
+	cancel context.CancelFunc
+	queue  sentenceQueue
+	wg     sync.WaitGroup
+}
+
+// sentenceQueue hands sentences from the agent reader (and the engine, for the error
+// message) to the speaker. It is bounded by the reply text the agent produced.
+type sentenceQueue struct {
+	mu     sync.Mutex // guards following
+	items  []string
+	closed bool
+	signal chan struct{}
+}
+
+func (q *sentenceQueue) push(s ...string) {
+	q.mu.Lock()
+	if !q.closed {
+		q.items = append(q.items, s...)
+	}
+	q.mu.Unlock()
+	q.notify()
+}
+
+// close ends the queue after what is already in it.
+func (q *sentenceQueue) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.mu.Unlock()
+	q.notify()
+}
+
+func (q *sentenceQueue) notify() {
+	select {
+	case q.signal <- struct{}{}:
+	default:
+	}
+}
+
+// next blocks for the next sentence; ok is false once the queue is closed and empty.
+func (q *sentenceQueue) next(ctx context.Context) (string, bool) {
+	for {
+		q.mu.Lock()
+		if len(q.items) > 0 {
+			s := q.items[0]
+			q.items = q.items[1:]
+			q.mu.Unlock()
+			return s, true
+		}
+		closed := q.closed
+		q.mu.Unlock()
+		if closed {
+			return "", false
+		}
+		select {
+		case <-ctx.Done():
+			return "", false
+		case <-q.signal:
+		}
+	}
+}
+
+// startReply begins speaking turn: from the agent when req is set, and then any fixed
+// sentences. The engine closes the queue once the agent is done (or failed).
+func (c *Call) startReply(turn int, req *voice.TurnRequest, fixed ...string) *reply {
+	ctx, cancel := context.WithCancel(c.ctx)
+	r := &reply{turn: turn, ctx: ctx, cancel: cancel}
+	r.queue.signal = make(chan struct{}, 1)
+	r.queue.push(fixed...)
+	if req != nil {
+		r.wg.Add(1)
+		c.goSafe("agent", func() { defer r.wg.Done(); c.readAgent(r, *req) })
+	} else {
+		r.queue.close()
+	}
+	r.wg.Add(1)
+	c.goSafe("speaker", func() { defer r.wg.Done(); c.speak(r) })
+	return r
+}
+
+// readAgent streams the agent's reply into sentences.
+func (c *Call) readAgent(r *reply, req voice.TurnRequest) {
+	stream, err := c.deps.Agent.Reply(r.ctx, req)
+	if err != nil {
+		c.post(agentFailed{turn: r.turn, err: err})
+		return
+	}
+	defer stream.Close()
+	var chunker sentenceChunker
+	var full strings.Builder
+	first := true
+	for {
+		chunk, err := stream.Next()
+		if errors.Is(err, io.EOF) {
+			if rest := chunker.Flush(); rest != "" {
+				r.queue.push(rest)
+			}
+			c.post(agentDone{turn: r.turn, text: strings.TrimSpace(full.String())})
+			return
+		}
+		if err != nil {
+			c.post(agentFailed{turn: r.turn, err: err, partial: full.String()})
+			return
+		}
+		if chunk.Progress != "" {
+			c.post(agentProgress{turn: r.turn, label: chunk.Progress})
+		}
+		if chunk.Text == "" {
+			continue
+		}
+		if first {
+			first = false
+			c.post(agentFirstToken{turn: r.turn})
+		}
+		full.WriteString(chunk.Text)
+		if s := chunker.Add(chunk.Text); len(s) > 0 {
+			r.queue.push(s...)
+		}
+	}
+}
+
+// speak synthesises each queued sentence and queues its audio for playout.
+func (c *Call) speak(r *reply) {
+	format := c.deps.Leg.Info().Format
+	seg := 0
+	for {
+		text, ok := r.queue.next(r.ctx)
+		if !ok {
+			break
+		}
+		seg++
+		mark := fmt.Sprintf("t%d-s%d", r.turn, seg)
+		c.post(ttsRequested{turn: r.turn, text: text})
+		if err := c.synthesize(r, text, format, mark); err != nil {
+			if r.ctx.Err() != nil {
+				return
+			}
+			c.post(ttsFailed{turn: r.turn, err: err})
+		}
+	}
+	if r.ctx.Err() != nil {
+		return
+	}
+	c.post(speechQueued{turn: r.turn})
+	c.playout.enqueue(r.turn, nil, fmt.Sprintf("t%d-end", r.turn))
+}
+
+// synthesize speaks one sentence: its audio in whole frames, then its mark.
+func (c *Call) synthesize(r *reply, text string, format audio.Format, mark string) error {
+	rc, err := c.deps.TTS.Synthesize(r.ctx, text, format)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	frameBytes := format.FrameBytes()
+	buf := make([]byte, 4*frameBytes)
+	var pending []byte // a partial frame carried to the next read
+	first := true
+	for {
+		n, err := rc.Read(buf)
+		if n > 0 {
+			if first {
+				first = false
+				c.post(ttsFirstByte{turn: r.turn})
+			}
+			pending = append(pending, buf[:n]...)
+			var frames [][]byte
+			for len(pending) >= frameBytes {
+				frames = append(frames, append([]byte(nil), pending[:frameBytes]...))
+				pending = pending[frameBytes:]
+			}
+			if len(frames) > 0 && !c.playout.enqueue(r.turn, frames, "") {
+				return r.ctx.Err()
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+	}
+	var tail [][]byte
+	if len(pending) > 0 { // pad the last partial frame with silence
+		tail = append(tail, padFrame(pending, frameBytes, format))
+	}
+	c.post(segmentQueued{turn: r.turn, mark: mark, text: text})
+	c.playout.enqueue(r.turn, tail, mark)
+	return nil
+}
+
+func padFrame(part []byte, size int, f audio.Format) []byte {
+	out := make([]byte, size)
+	copy(out, part)
+	fill := silenceByte(f)
+	for i := len(part); i < size; i++ {
+		out[i] = fill
+	}
+	return out
+}
+
+func silenceByte(f audio.Format) byte {
+	switch f.Encoding {
+	case audio.Mulaw:
+		return 0xff
+	case audio.Alaw:
+		return 0xd5
+	}
+	return 0
+}

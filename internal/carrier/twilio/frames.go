@@ -1,0 +1,246 @@
+package twilio
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// Media Streams messages, as documented at
+// https://www.twilio.com/docs/voice/media-streams/websocket-messages.
+
+// inbound is any message Twilio sends us.
+type inbound struct {
+	Event     string `json:"event"`
+	StreamSid string `json:"streamSid"`
+	Start     struct {
+		StreamSid        string            `json:"streamSid"`
+		AccountSid       string            `json:"accountSid"`
+		CallSid          string            `json:"callSid"`
+		Tracks           []string          `json:"tracks"`
+		CustomParameters map[string]string `json:"customParameters"`
+		MediaFormat      struct {
+			Encoding   string `json:"encoding"`
+			SampleRate int    `json:"sampleRate"`
+			Channels   int    `json:"channels"`
+		} `json:"mediaFormat"`
+	} `json:"start"`
+	Media struct {
+		Track   string `json:"track"`
+		Payload string `json:"payload"`
+	} `json:"media"`
+	Mark struct {
+		Name string `json:"name"`
+	} `json:"mark"`
+	DTMF struct {
+		Digit string `json:"digit"`
+	} `json:"dtmf"`
+}
+
+var errNotMedia = errors.New("not a media message")
+
+// decodeMedia is the per-frame fast path: it finds the payload of a `media` message and
+// base64-decodes it into dst without allocating. Anything else returns errNotMedia and
+// goes through decodeInbound.
+func decodeMedia(dst, msg []byte) ([]byte, error) {
+	var event, media []byte
+	err := eachMember(msg, func(key, val []byte) {
+		switch string(key) {
+		case "event":
+			event = val
+		case "media":
+			media = val
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !bytes.Equal(event, []byte(`"media"`)) {
+		return nil, errNotMedia
+	}
+	var payload []byte
+	if len(media) == 0 || media[0] != '{' {
+		return nil, errors.New("media message without a media object")
+	}
+	if err := eachMember(media, func(key, val []byte) {
+		if string(key) == "payload" {
+			payload = val
+		}
+	}); err != nil {
+		return nil, err
+	}
+	if len(payload) < 2 || payload[0] != '"' || bytes.IndexByte(payload, '\\') >= 0 {
+		return nil, errors.New("media message without a plain payload string")
+	}
+	payload = payload[1 : len(payload)-1]
+	if base64.StdEncoding.DecodedLen(len(payload)) > cap(dst) {
+		return nil, fmt.Errorf("media payload of %d bytes is too large", len(payload))
+	}
+	n, err := base64.StdEncoding.Decode(dst[:cap(dst)], payload)
+	if err != nil {
+		return nil, fmt.Errorf("media payload: %w", err)
+	}
+	return dst[:n], nil
+}
+
+// decodeInbound parses any message (the slow path for the rare non-media events).
+func decodeInbound(msg []byte) (inbound, error) {
+	var in inbound
+	if err := json.Unmarshal(msg, &in); err != nil {
+		return in, fmt.Errorf("malformed message: %w", err)
+	}
+	if in.Event == "" {
+		return in, errors.New("message without an event")
+	}
+	return in, nil
+}
+
+// appendMedia appends an outbound media message to dst without allocating.
+func appendMedia(dst []byte, streamSid string, audio []byte) []byte {
+	dst = append(dst, `{"event":"media","streamSid":`...)
+	dst = appendString(dst, streamSid)
+	dst = append(dst, `,"media":{"payload":"`...)
+	dst = base64.StdEncoding.AppendEncode(dst, audio)
+	return append(dst, `"}}`...)
+}
+
+func appendMark(dst []byte, streamSid, name string) []byte {
+	dst = append(dst, `{"event":"mark","streamSid":`...)
+	dst = appendString(dst, streamSid)
+	dst = append(dst, `,"mark":{"name":`...)
+	dst = appendString(dst, name)
+	return append(dst, `}}`...)
+}
+
+func appendClear(dst []byte, streamSid string) []byte {
+	dst = append(dst, `{"event":"clear","streamSid":`...)
+	dst = appendString(dst, streamSid)
+	return append(dst, '}')
+}
+
+// appendString appends s as a JSON string. Ids and mark names are ASCII we chose, but
+// anything else is escaped correctly too.
+func appendString(dst []byte, s string) []byte {
+	safe := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
+			safe = false
+			break
+		}
+	}
+	if safe {
+		dst = append(dst, '"')
+		dst = append(dst, s...)
+		return append(dst, '"')
+	}
+	b, _ := json.Marshal(s)
+	return append(dst, b...)
+}
+
+// eachMember calls fn with the raw key (unquoted, escapes left as they are) and the raw
+// value of every member of the JSON object in data, without allocating.
+func eachMember(data []byte, fn func(key, val []byte)) error {
+	i := skipSpace(data, 0)
+	if i >= len(data) || data[i] != '{' {
+		return errors.New("malformed message: not a JSON object")
+	}
+	i = skipSpace(data, i+1)
+	if i < len(data) && data[i] == '}' {
+		return nil
+	}
+	for {
+		if i >= len(data) || data[i] != '"' {
+			return errors.New("malformed message: expected a key")
+		}
+		end, err := skipString(data, i)
+		if err != nil {
+			return err
+		}
+		key := data[i+1 : end-1]
+		i = skipSpace(data, end)
+		if i >= len(data) || data[i] != ':' {
+			return errors.New("malformed message: expected ':'")
+		}
+		i = skipSpace(data, i+1)
+		vend, err := skipValue(data, i)
+		if err != nil {
+			return err
+		}
+		fn(key, data[i:vend])
+		i = skipSpace(data, vend)
+		if i >= len(data) {
+			return errors.New("malformed message: unterminated object")
+		}
+		if data[i] == '}' {
+			if skipSpace(data, i+1) != len(data) {
+				return errors.New("malformed message: data after the object")
+			}
+			return nil
+		}
+		if data[i] != ',' {
+			return errors.New("malformed message: expected ',' or '}'")
+		}
+		i = skipSpace(data, i+1)
+	}
+}
+
+func skipSpace(d []byte, i int) int {
+	for i < len(d) && (d[i] == ' ' || d[i] == '\t' || d[i] == '\n' || d[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipString returns the index just past the string starting at d[i] == '"'.
+func skipString(d []byte, i int) (int, error) {
+	for j := i + 1; j < len(d); j++ {
+		switch d[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1, nil
+		}
+	}
+	return 0, errors.New("malformed message: unterminated string")
+}
+
+// skipValue returns the index just past the JSON value starting at d[i].
+func skipValue(d []byte, i int) (int, error) {
+	if i >= len(d) {
+		return 0, errors.New("malformed message: missing value")
+	}
+	switch d[i] {
+	case '"':
+		return skipString(d, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(d); j++ {
+			switch d[j] {
+			case '"':
+				end, err := skipString(d, j)
+				if err != nil {
+					return 0, err
+				}
+				j = end - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1, nil
+				}
+			}
+		}
+		return 0, errors.New("malformed message: unterminated value")
+	}
+	j := i
+	for j < len(d) && d[j] != ',' && d[j] != '}' && d[j] != ']' && d[j] != ' ' && d[j] != '\n' && d[j] != '\r' && d[j] != '\t' {
+		j++
+	}
+	if j == i {
+		return 0, errors.New("malformed message: missing value")
+	}
+	return j, nil
+}

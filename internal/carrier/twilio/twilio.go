@@ -1,0 +1,329 @@
+// Package twilio is Handset's Twilio carrier: the voice webhook (signature check, TwiML
+// <Connect><Stream> with a one-time stream token), and the bidirectional Media Streams
+// WebSocket as a voice.Leg (8 kHz mu-law in and out, marks, clear, DTMF).
+//
+// Wire protocol: https://www.twilio.com/docs/voice/twiml/stream,
+// https://www.twilio.com/docs/voice/media-streams/websocket-messages and
+// https://www.twilio.com/docs/usage/webhooks/webhooks-security.
+package twilio
+
+import (
+	"context"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/handset-voice/handset/internal/audio"
+	"github.com/handset-voice/handset/internal/voice"
+)
+
+// Options configure the carrier.
+type Options struct {
+	// AuthToken signs Twilio's requests to us; without it every request is refused.
+	AuthToken string
+	// PublicURL is the base URL Twilio reaches us at. Signatures are checked against it
+	// and the stream URL in TwiML is built from it. Empty: derived from each request.
+	PublicURL string
+	// Admit starts a call on leg and returns a channel closed when the call is over. An
+	// error refuses the call (draining, at capacity).
+	Admit  func(leg voice.Leg) (<-chan struct{}, error)
+	Logger *slog.Logger
+	Now    func() time.Time
+}
+
+// Carrier serves the Twilio endpoints.
+type Carrier struct {
+	opts   Options
+	tokens *tokens
+	log    *slog.Logger
+}
+
+// New returns the carrier.
+func New(opts Options) *Carrier {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Carrier{opts: opts, tokens: newTokens(opts.AuthToken), log: opts.Logger.With("carrier", "twilio")}
+}
+
+// Register mounts POST /twilio/voice, GET /twilio/stream and POST /twilio/status.
+func (c *Carrier) Register(mux *http.ServeMux) {
+	mux.HandleFunc("POST /twilio/voice", c.voice)
+	mux.HandleFunc("GET /twilio/stream", c.stream)
+	mux.HandleFunc("POST /twilio/status", c.status)
+}
+
+// TokenParameter is the <Parameter> name that carries the stream token.
+const TokenParameter = "handset_token"
+
+// publicURL is the URL Twilio used for r: PublicURL plus the path, or the request's own.
+func (c *Carrier) publicURL(r *http.Request, wsScheme bool) string {
+	base := strings.TrimSuffix(c.opts.PublicURL, "/")
+	if base == "" {
+		scheme := "http"
+		if r.TLS != nil {
+			scheme = "https"
+		}
+		if p := r.Header.Get("X-Forwarded-Proto"); p != "" {
+			scheme = strings.TrimSpace(strings.Split(p, ",")[0])
+		}
+		host := r.Host
+		if h := r.Header.Get("X-Forwarded-Host"); h != "" {
+			host = strings.TrimSpace(strings.Split(h, ",")[0])
+		}
+		base = scheme + "://" + host
+	}
+	if wsScheme {
+		base = strings.Replace(strings.Replace(base, "https://", "wss://", 1), "http://", "ws://", 1)
+	}
+	return base + r.URL.RequestURI()
+}
+
+func (c *Carrier) checkSignature(w http.ResponseWriter, r *http.Request, params url.Values, ws bool) bool {
+	if c.opts.AuthToken == "" {
+		http.Error(w, "Twilio is not configured: set TWILIO_AUTH_TOKEN", http.StatusServiceUnavailable)
+		return false
+	}
+	u := c.publicURL(r, ws)
+	if !ValidSignature(c.opts.AuthToken, u, params, r.Header.Get("X-Twilio-Signature")) {
+		c.log.Warn("refused request with a bad Twilio signature", "url", u,
+			"hint", "check TWILIO_AUTH_TOKEN, and set HANDSET_PUBLIC_URL to the URL Twilio calls when behind a proxy or tunnel")
+		http.Error(w, "invalid Twilio signature", http.StatusForbidden)
+		return false
+	}
+	return true
+}
+
+// voice answers the call webhook with TwiML that connects a bidirectional stream.
+func (c *Carrier) voice(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	if err := r.ParseForm(); err != nil {
+		http.Error(w, "malformed form body", http.StatusBadRequest)
+		return
+	}
+	if !c.checkSignature(w, r, r.PostForm, false) {
+		return
+	}
+	sid := r.PostForm.Get("CallSid")
+	if sid == "" {
+		http.Error(w, "missing CallSid", http.StatusBadRequest)
+		return
+	}
+	dir := voice.Inbound
+	if strings.HasPrefix(r.PostForm.Get("Direction"), "outbound") {
+		dir = voice.Outbound
+	}
+	token := c.tokens.mint(streamClaims{
+		CallSid: sid, From: r.PostForm.Get("From"), To: r.PostForm.Get("To"), Direction: string(dir),
+	}, c.opts.Now())
+	streamURL := c.publicURL(r, true)
+	streamURL = streamURL[:len(streamURL)-len(r.URL.RequestURI())] + "/twilio/stream"
+	w.Header().Set("Content-Type", "text/xml")
+	_, _ = w.Write(connectTwiML(streamURL, token))
+	c.log.Info("answered call", "call_sid", sid, "direction", dir)
+}
+
+// connectTwiML renders <Connect><Stream> with the token as a <Parameter>.
+func connectTwiML(streamURL, token string) []byte {
+	type param struct {
+		Name  string `xml:"name,attr"`
+		Value string `xml:"value,attr"`
+	}
+	type stream struct {
+		URL    string  `xml:"url,attr"`
+		Params []param `xml:"Parameter"`
+	}
+	doc := struct {
+		XMLName xml.Name `xml:"Response"`
+		Stream  stream   `xml:"Connect>Stream"`
+	}{Stream: stream{URL: streamURL, Params: []param{{Name: TokenParameter, Value: token}}}}
+	out, _ := xml.Marshal(doc)
+	return append([]byte(xml.Header), out...)
+}
+
+func (c *Carrier) status(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	if err := r.ParseForm(); err != nil {
+		http.Error(w, "malformed form body", http.StatusBadRequest)
+		return
+	}
+	if !c.checkSignature(w, r, r.PostForm, false) {
+		return
+	}
+	c.log.Info("call status", "call_sid", r.PostForm.Get("CallSid"), "status", r.PostForm.Get("CallStatus"))
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// handshakeTimeout bounds how long Twilio may take to send connected and start.
+const handshakeTimeout = 10 * time.Second
+
+// stream accepts the Media Streams WebSocket, checks its token and runs the call.
+func (c *Carrier) stream(w http.ResponseWriter, r *http.Request) {
+	if !c.checkSignature(w, r, nil, true) {
+		return
+	}
+	conn, err := websocket.Accept(w, r, nil)
+	if err != nil {
+		return // Accept already answered the client
+	}
+	conn.SetReadLimit(1 << 20)
+	ctx, cancel := context.WithTimeout(context.Background(), handshakeTimeout)
+	start, err := readStart(ctx, conn)
+	cancel()
+	if err != nil {
+		c.log.Warn("refused media stream", "err", err)
+		conn.Close(websocket.StatusPolicyViolation, truncate(err.Error(), 120))
+		return
+	}
+	claims, err := c.tokens.redeem(start.Start.CustomParameters[TokenParameter], start.Start.CallSid, c.opts.Now())
+	if err != nil {
+		c.log.Warn("refused media stream", "call_sid", start.Start.CallSid, "err", err)
+		conn.Close(websocket.StatusPolicyViolation, err.Error())
+		return
+	}
+	leg := newLeg(conn, start, claims)
+	done, err := c.opts.Admit(leg)
+	if err != nil {
+		c.log.Warn("refused call", "call_sid", claims.CallSid, "err", err)
+		conn.Close(websocket.StatusTryAgainLater, truncate(err.Error(), 120))
+		return
+	}
+	<-done // the call owns the connection until it ends
+}
+
+// readStart reads up to the `start` message ("connected" comes first).
+func readStart(ctx context.Context, conn *websocket.Conn) (inbound, error) {
+	for range 4 {
+		_, msg, err := conn.Read(ctx)
+		if err != nil {
+			return inbound{}, fmt.Errorf("waiting for start: %w", err)
+		}
+		in, err := decodeInbound(msg)
+		if err != nil {
+			return inbound{}, err
+		}
+		switch in.Event {
+		case "connected":
+			continue
+		case "start":
+			if f := in.Start.MediaFormat; f.Encoding != "" && (f.Encoding != "audio/x-mulaw" || f.SampleRate != 8000) {
+				return inbound{}, fmt.Errorf("unsupported media format %s/%d", f.Encoding, f.SampleRate)
+			}
+			if in.StreamSid == "" {
+				in.StreamSid = in.Start.StreamSid
+			}
+			return in, nil
+		}
+	}
+	return inbound{}, errors.New("no start message")
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+// Leg is one Twilio media stream.
+type Leg struct {
+	conn      *websocket.Conn
+	info      voice.LegInfo
+	streamSid string
+	out       []byte // the writer's reused message buffer (one writer at a time)
+}
+
+var _ voice.Leg = (*Leg)(nil)
+
+func newLeg(conn *websocket.Conn, start inbound, claims streamClaims) *Leg {
+	return &Leg{
+		conn: conn, streamSid: start.StreamSid,
+		info: voice.LegInfo{
+			CallID: voice.NewCallID(), Carrier: "twilio", CarrierRef: claims.CallSid,
+			Direction: voice.Direction(claims.Direction), From: claims.From, To: claims.To,
+			Format: audio.Telephone,
+		},
+		out: make([]byte, 0, 512),
+	}
+}
+
+// Info describes the call.
+func (l *Leg) Info() voice.LegInfo { return l.info }
+
+// Run reads Twilio's messages until `stop`, a close, or ctx ends.
+func (l *Leg) Run(ctx context.Context, sink voice.LegSink) error {
+	defer l.conn.Close(websocket.StatusNormalClosure, "call ended")
+	buf := make([]byte, 0, 4096)
+	for {
+		_, msg, err := l.conn.Read(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if websocket.CloseStatus(err) != -1 {
+				return nil // Twilio closed the stream: the call is over
+			}
+			return fmt.Errorf("twilio: read: %w", err)
+		}
+		frame, err := decodeMedia(buf, msg)
+		if err == nil {
+			sink.Audio(frame)
+			continue
+		}
+		if !errors.Is(err, errNotMedia) {
+			sink.Malformed(err)
+			continue
+		}
+		in, err := decodeInbound(msg)
+		if err != nil {
+			sink.Malformed(err)
+			continue
+		}
+		switch in.Event {
+		case "mark":
+			sink.Mark(in.Mark.Name)
+		case "dtmf":
+			sink.DTMF(in.DTMF.Digit)
+		case "stop":
+			return nil
+		case "connected", "start":
+		default:
+			sink.Malformed(fmt.Errorf("unknown event %q", truncate(in.Event, 40)))
+		}
+	}
+}
+
+// SendAudio sends mu-law audio as one media message.
+func (l *Leg) SendAudio(ctx context.Context, audio []byte) error {
+	l.out = appendMedia(l.out[:0], l.streamSid, audio)
+	return l.write(ctx)
+}
+
+// SendMark asks Twilio to echo name once everything sent before it has played.
+func (l *Leg) SendMark(ctx context.Context, name string) error {
+	l.out = appendMark(l.out[:0], l.streamSid, name)
+	return l.write(ctx)
+}
+
+// Clear drops the audio Twilio has buffered; pending marks come back at once.
+func (l *Leg) Clear(ctx context.Context) error {
+	l.out = appendClear(l.out[:0], l.streamSid)
+	return l.write(ctx)
+}
+
+func (l *Leg) write(ctx context.Context) error {
+	if err := l.conn.Write(ctx, websocket.MessageText, l.out); err != nil {
+		return fmt.Errorf("twilio: write: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,42 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"net"
+
+	"github.com/handset-voice/handset/internal/config"
+)
+
+func runServe(ctx context.Context, env Env, args []string) error {
+	fs, g := newFlagSet("serve", env)
+	listen := fs.String("listen", "", "HTTP listen `address` (overrides HANDSET_LISTEN)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	overrides := map[string]string{}
+	if *listen != "" {
+		overrides["HANDSET_LISTEN"] = *listen
+	}
+	cfg, err := loadConfig(env, g, overrides)
+	if err != nil {
+		return err
+	}
+	if err := cfg.Validate(config.ValidateOptions{RequireAgent: true}); err != nil {
+		return err
+	}
+	log := newLogger(env.Stderr, cfg)
+	prov, err := buildProviders(cfg, log)
+	if err != nil {
+		return err
+	}
+	srv, err := newServer(ctx, cfg, prov, log)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s (HANDSET_LISTEN): %w", cfg.Listen, err)
+	}
+	return srv.serve(ctx, ln, env.Ready)
+}

@@ -1,0 +1,115 @@
+package cli
+
+import (
+	"fmt"
+	"log/slog"
+
+	"github.com/handset-voice/handset/internal/agent/echo"
+	agentopenai "github.com/handset-voice/handset/internal/agent/openai"
+	"github.com/handset-voice/handset/internal/audio/vad"
+	"github.com/handset-voice/handset/internal/config"
+	"github.com/handset-voice/handset/internal/stt/deepgram"
+	"github.com/handset-voice/handset/internal/tts/elevenlabs"
+	"github.com/handset-voice/handset/internal/voice"
+)
+
+// providers are the concrete collaborators every call shares.
+type providers struct {
+	agent  voice.Agent
+	stt    voice.Recognizer
+	tts    voice.Synthesizer
+	newVAD func(rate int) vad.Detector
+}
+
+// notYet explains a setting value that names something a later version brings.
+func notYet(env, value string) error {
+	return fmt.Errorf("%s=%s is not available in this version of handset", env, value)
+}
+
+func buildAgent(cfg *config.Config, log *slog.Logger) (voice.Agent, error) {
+	switch cfg.Agent.Runtime {
+	case config.AgentEcho:
+		return echo.New(), nil
+	case config.AgentOpenAI, config.AgentHermes, config.AgentOpenClaw:
+		// Hermes and OpenClaw both serve the OpenAI-compatible chat API; their native
+		// protocols (runs, gateway WebSocket) come with their own adapters.
+		return agentopenai.New(agentopenai.Options{
+			Name:         cfg.Agent.Runtime,
+			BaseURL:      cfg.AgentURL(),
+			Key:          cfg.Agent.Key.Reveal(),
+			Model:        cfg.AgentModel(),
+			SystemPrompt: cfg.Agent.SystemPrompt,
+			Timeout:      cfg.Agent.Timeout,
+			Logger:       log,
+		})
+	case "":
+		return nil, &usageError{msg: "HANDSET_AGENT (agent.runtime) is not set", hint: "set HANDSET_AGENT to one of hermes, openclaw, openai, webhook, echo"}
+	}
+	return nil, notYet("HANDSET_AGENT", cfg.Agent.Runtime)
+}
+
+func buildSTT(cfg *config.Config, log *slog.Logger) (voice.Recognizer, error) {
+	switch cfg.STT.Provider {
+	case config.STTDeepgram:
+		return deepgram.New(deepgram.Options{
+			Key:      cfg.STT.Deepgram.Key.Reveal(),
+			BaseURL:  cfg.STT.Deepgram.URL,
+			Model:    cfg.STT.Deepgram.Model,
+			Language: cfg.STT.Deepgram.Language,
+			Logger:   log,
+		}), nil
+	case "":
+		return nil, &usageError{msg: "HANDSET_STT (stt.provider) is not set", hint: "set HANDSET_STT=deepgram and DEEPGRAM_API_KEY"}
+	}
+	return nil, notYet("HANDSET_STT", cfg.STT.Provider)
+}
+
+func buildTTS(cfg *config.Config, log *slog.Logger) (voice.Synthesizer, error) {
+	switch cfg.TTS.Provider {
+	case config.TTSElevenLabs:
+		return elevenlabs.New(elevenlabs.Options{
+			Key:     cfg.TTS.ElevenLabs.Key.Reveal(),
+			BaseURL: cfg.TTS.ElevenLabs.URL,
+			Voice:   cfg.TTS.ElevenLabs.Voice,
+			Model:   cfg.TTS.ElevenLabs.Model,
+			Logger:  log,
+		}), nil
+	case "":
+		return nil, &usageError{msg: "HANDSET_TTS (tts.provider) is not set", hint: "set HANDSET_TTS=elevenlabs and ELEVENLABS_API_KEY"}
+	}
+	return nil, notYet("HANDSET_TTS", cfg.TTS.Provider)
+}
+
+func buildVAD(cfg *config.Config, log *slog.Logger) (func(rate int) vad.Detector, error) {
+	switch cfg.VAD.Engine {
+	case "", config.VADEnergy:
+		if cfg.VAD.Engine == "" {
+			log.Info("voice activity detection: energy (Silero and WebRTC VADs are not linked into this build)")
+		}
+		return func(rate int) vad.Detector {
+			d, err := vad.NewEnergy(vad.EnergyConfig{Rate: rate})
+			if err != nil {
+				panic(err) // rates come from legs we wrote; a bad one is a bug
+			}
+			return d
+		}, nil
+	}
+	return nil, notYet("HANDSET_VAD", cfg.VAD.Engine)
+}
+
+// buildProviders wires everything the configuration names.
+func buildProviders(cfg *config.Config, log *slog.Logger) (providers, error) {
+	var p providers
+	var err error
+	if p.agent, err = buildAgent(cfg, log); err != nil {
+		return p, err
+	}
+	if p.stt, err = buildSTT(cfg, log); err != nil {
+		return p, err
+	}
+	if p.tts, err = buildTTS(cfg, log); err != nil {
+		return p, err
+	}
+	p.newVAD, err = buildVAD(cfg, log)
+	return p, err
+}

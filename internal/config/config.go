@@ -1,0 +1,294 @@
+package config
+
+import (
+	"slices"
+	"time"
+)
+
+// Agent runtimes accepted by HANDSET_AGENT.
+const (
+	AgentHermes   = "hermes"
+	AgentOpenClaw = "openclaw"
+	AgentOpenAI   = "openai"
+	AgentWebhook  = "webhook"
+	AgentEcho     = "echo"
+)
+
+// Speech-to-text providers accepted by HANDSET_STT.
+const (
+	STTDeepgram = "deepgram"
+	STTOpenAI   = "openai"
+	STTSphinx   = "sphinx"
+)
+
+// Text-to-speech providers accepted by HANDSET_TTS.
+const (
+	TTSElevenLabs = "elevenlabs"
+	TTSOpenAI     = "openai"
+	TTSFlite      = "flite"
+	TTSEspeak     = "espeak"
+)
+
+// Voice activity detectors accepted by HANDSET_VAD.
+const (
+	VADSilero = "silero"
+	VADWebRTC = "webrtc"
+	VADEnergy = "energy"
+)
+
+// SessionKeyFromCallerHash is the HANDSET_SESSION_KEY_FROM value that derives the agent's memory
+// key from the caller's hashed number.
+const SessionKeyFromCallerHash = "caller_hash"
+
+// Per-runtime agent defaults, used when HANDSET_AGENT_URL or HANDSET_AGENT_MODEL is empty.
+const (
+	DefaultHermesURL     = "http://127.0.0.1:8642/v1"
+	DefaultOpenClawURL   = "http://127.0.0.1:18789"
+	DefaultHermesModel   = "hermes-agent"
+	DefaultOpenClawModel = "openclaw/main"
+	DefaultOpenAIModel   = "gpt-4o-mini"
+)
+
+// Variables that supply the agent key when HANDSET_AGENT_KEY is empty. They are read from the
+// environment and dotenv files only; they are not settings of their own.
+const (
+	HermesKeyVar   = "API_SERVER_KEY"
+	OpenClawKeyVar = "OPENCLAW_GATEWAY_TOKEN"
+)
+
+// Config is every Handset setting, typed. Build one with Default or Load; check it with Validate.
+// Field comments name the environment variable; docs/configuration.md explains each one.
+type Config struct {
+	Listen      string // HANDSET_LISTEN
+	PublicURL   string // HANDSET_PUBLIC_URL
+	DataDir     string // HANDSET_DATA_DIR
+	DatabaseURL Secret // HANDSET_DATABASE_URL
+	PhoneNumber string // HANDSET_PHONE_NUMBER
+	APIToken    Secret // HANDSET_API_TOKEN
+	MaxCalls    int    // HANDSET_MAX_CALLS
+	// DrainTimeout is how long a stopping server lets calls finish (HANDSET_DRAIN_TIMEOUT).
+	DrainTimeout time.Duration
+
+	Agent    AgentConfig
+	Session  SessionConfig
+	STT      STTConfig
+	TTS      TTSConfig
+	OpenAI   OpenAIConfig
+	VAD      VADConfig
+	Twilio   TwilioConfig
+	Messages MessagesConfig
+	Turn     TurnConfig
+	Log      LogConfig
+
+	// What Load learned on the way; nil for a Config built by Default. A pointer, so printing a
+	// Config shows an address rather than the bookkeeping.
+	info *loadInfo
+}
+
+// AgentConfig selects and reaches the agent runtime.
+type AgentConfig struct {
+	Runtime      string        // HANDSET_AGENT
+	URL          string        // HANDSET_AGENT_URL; empty means the runtime's default, see Config.AgentURL
+	Key          Secret        // HANDSET_AGENT_KEY, or the runtime's fallback variable
+	Model        string        // HANDSET_AGENT_MODEL; empty means the runtime's default, see Config.AgentModel
+	Timeout      time.Duration // HANDSET_AGENT_TIMEOUT
+	SystemPrompt string        // HANDSET_SYSTEM_PROMPT
+}
+
+// SessionConfig says how calls map to the agent runtime's memory.
+type SessionConfig struct {
+	Key              string // HANDSET_SESSION_KEY
+	KeyFrom          string // HANDSET_SESSION_KEY_FROM
+	CallerHashSecret Secret // HANDSET_CALLER_HASH_SECRET
+}
+
+// STTConfig selects speech-to-text.
+type STTConfig struct {
+	Provider string // HANDSET_STT
+	Deepgram DeepgramConfig
+}
+
+// DeepgramConfig reaches Deepgram or a compatible server.
+type DeepgramConfig struct {
+	Key      Secret // DEEPGRAM_API_KEY
+	URL      string // HANDSET_DEEPGRAM_URL
+	Model    string // HANDSET_DEEPGRAM_MODEL
+	Language string // HANDSET_DEEPGRAM_LANGUAGE
+}
+
+// TTSConfig selects text-to-speech.
+type TTSConfig struct {
+	Provider   string // HANDSET_TTS
+	ElevenLabs ElevenLabsConfig
+}
+
+// ElevenLabsConfig reaches ElevenLabs or a compatible server.
+type ElevenLabsConfig struct {
+	Key   Secret // ELEVENLABS_API_KEY
+	URL   string // HANDSET_ELEVENLABS_URL
+	Voice string // HANDSET_ELEVENLABS_VOICE
+	Model string // HANDSET_ELEVENLABS_MODEL
+}
+
+// OpenAIConfig is the OpenAI account used by the openai STT and TTS providers, and by the openai
+// agent runtime unless HANDSET_AGENT_URL or HANDSET_AGENT_KEY say otherwise.
+type OpenAIConfig struct {
+	Key Secret // OPENAI_API_KEY
+	URL string // HANDSET_OPENAI_URL
+}
+
+// VADConfig selects voice activity detection.
+type VADConfig struct {
+	Engine string // HANDSET_VAD; empty means the best engine built in
+}
+
+// TwilioConfig is the Twilio account.
+type TwilioConfig struct {
+	AccountSID string // TWILIO_ACCOUNT_SID
+	AuthToken  Secret // TWILIO_AUTH_TOKEN
+	APIURL     string // HANDSET_TWILIO_API_URL
+}
+
+// MessagesConfig holds what Handset itself says on a call.
+type MessagesConfig struct {
+	First         string        // HANDSET_FIRST_MESSAGE
+	LongTurn      string        // HANDSET_LONG_TURN_MESSAGE
+	LongTurnAfter time.Duration // HANDSET_LONG_TURN_AFTER
+	Error         string        // HANDSET_ERROR_MESSAGE
+}
+
+// TurnConfig holds the turn-taking knobs.
+type TurnConfig struct {
+	TailGrace               time.Duration // HANDSET_TAIL_GRACE
+	BargeInConfirm          time.Duration // HANDSET_BARGE_IN_CONFIRM
+	ForwardSTTWhileSpeaking bool          // HANDSET_FORWARD_STT_WHILE_SPEAKING
+	BargeInGate             time.Duration // HANDSET_BARGE_IN_GATE
+	MaxCall                 time.Duration // HANDSET_MAX_CALL
+}
+
+// LogConfig selects log verbosity and format.
+type LogConfig struct {
+	Level  string // HANDSET_LOG_LEVEL
+	Format string // HANDSET_LOG_FORMAT
+}
+
+// Default returns the built-in defaults: the Default of every Setting. It passes
+// Validate(ValidateOptions{}); serve still needs an agent runtime.
+func Default() *Config {
+	c := &Config{}
+	for _, s := range settingTable() {
+		if err := s.set(c, s.Default); err != "" {
+			// The table's own defaults are checked by the tests; reaching this is a bug.
+			panic("config: bad default for " + s.Env + ": " + err)
+		}
+	}
+	return c
+}
+
+// AgentURL is the agent runtime's base URL: HANDSET_AGENT_URL, or the runtime's default when it
+// is empty (Hermes and OpenClaw on localhost, the openai runtime at HANDSET_OPENAI_URL). It is
+// empty for webhook without a URL and for echo.
+func (c *Config) AgentURL() string {
+	if c.Agent.URL != "" {
+		return c.Agent.URL
+	}
+	switch c.Agent.Runtime {
+	case AgentHermes:
+		return DefaultHermesURL
+	case AgentOpenClaw:
+		return DefaultOpenClawURL
+	case AgentOpenAI:
+		return c.OpenAI.URL
+	}
+	return ""
+}
+
+// AgentModel is the model or agent id sent to the runtime: HANDSET_AGENT_MODEL, or the runtime's
+// default when it is empty.
+func (c *Config) AgentModel() string {
+	if c.Agent.Model != "" {
+		return c.Agent.Model
+	}
+	switch c.Agent.Runtime {
+	case AgentHermes:
+		return DefaultHermesModel
+	case AgentOpenClaw:
+		return DefaultOpenClawModel
+	case AgentOpenAI:
+		return DefaultOpenAIModel
+	}
+	return ""
+}
+
+// Source says where the value of the setting named by its environment variable came from:
+// "default", "config file handset.yaml:7", "env file .env:3", "environment" or "flag", with
+// " via NAME" when another variable supplied it (the agent key fallbacks). It is "" for a name
+// that is not a setting.
+func (c *Config) Source(env string) string {
+	o, ok := c.Origin(env)
+	if !ok {
+		return ""
+	}
+	return o.String()
+}
+
+// Origin is the structured form of Source. ok is false for a name that is not a setting.
+func (c *Config) Origin(env string) (o Origin, ok bool) {
+	if _, found := lookupSetting(settingTable(), env); !found {
+		return Origin{}, false
+	}
+	return c.info.origin(env), true
+}
+
+// ConfigFile is the YAML file Load read, or "" when there was none.
+func (c *Config) ConfigFile() string {
+	if c.info == nil {
+		return ""
+	}
+	return c.info.configFile
+}
+
+// EnvFiles are the dotenv files Load read, in the order given.
+func (c *Config) EnvFiles() []string {
+	if c.info == nil {
+		return nil
+	}
+	return slices.Clone(c.info.envFiles)
+}
+
+// loadInfo is what Load records besides the values. It is written once, by Load.
+type loadInfo struct {
+	origins    map[string]Origin // keyed by environment variable name
+	raw        map[string]string // non-secret values as written, keyed by environment variable name
+	problems   []FieldError      // values that did not parse into their field
+	configFile string
+	envFiles   []string
+}
+
+// origin is where the setting came from; FromDefault when nothing is recorded.
+func (l *loadInfo) origin(env string) Origin {
+	if l == nil {
+		return Origin{Kind: FromDefault}
+	}
+	return l.origins[env]
+}
+
+func (l *loadInfo) rawValue(env string) (string, bool) {
+	if l == nil {
+		return "", false
+	}
+	v, ok := l.raw[env]
+	return v, ok
+}
+
+func (l *loadInfo) problemFor(env string) *FieldError {
+	if l == nil {
+		return nil
+	}
+	for i := range l.problems {
+		if l.problems[i].Env == env {
+			return &l.problems[i]
+		}
+	}
+	return nil
+}

@@ -1,0 +1,365 @@
+package config
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Kind is the type of a setting's value; it decides how the value is parsed and checked.
+type Kind int
+
+// The kinds of setting.
+const (
+	KindString   Kind = iota // free text
+	KindSecret               // free text that is never displayed
+	KindDuration             // Go duration syntax: 1500ms, 4s, 60m; never negative
+	KindBool                 // true, false, 1, 0, yes, no
+	KindInt                  // a whole number, never negative
+	KindEnum                 // one of Setting.Allowed (or empty when not Required)
+	KindURL                  // an absolute http:// or https:// URL, or empty when not Required
+	KindListen               // a host:port listen address
+)
+
+// String names the kind as the docs show it.
+func (k Kind) String() string {
+	switch k {
+	case KindString:
+		return "string"
+	case KindSecret:
+		return "secret"
+	case KindDuration:
+		return "duration"
+	case KindBool:
+		return "bool"
+	case KindInt:
+		return "int"
+	case KindEnum:
+		return "enum"
+	case KindURL:
+		return "url"
+	case KindListen:
+		return "listen address"
+	}
+	return "kind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// Setting describes one setting: its names, type, default and meaning. Settings returns the
+// whole table; loading, validation, doctor's display and the docs all come from it.
+type Setting struct {
+	Env  string // environment variable, e.g. HANDSET_AGENT_URL
+	YAML string // dotted YAML path, e.g. agent.url
+	Kind Kind
+	// Default is the value applied when no layer sets one, in the syntax a user would write.
+	Default string
+	// DefaultText describes the default for people when Default alone does not tell the story
+	// (per-runtime defaults, values generated at run time). Empty means "show Default".
+	DefaultText string
+	Allowed     []string // the accepted values of a KindEnum
+	Required    bool     // an empty value is an error
+	Help        string   // one or two sentences for docs and doctor
+
+	positive bool                      // durations and ints: 0 is an error too
+	check    func(value string) string // extra check of a non-empty value; returns the reason it is bad
+	field    func(*Config) any         // pointer to the Config field: *string, *Secret, *time.Duration, *bool or *int
+}
+
+// Settings returns every setting in documentation order. The slice is a fresh copy.
+func Settings() []Setting {
+	return settingTable()
+}
+
+// Secret reports whether the setting holds a credential that must never be displayed.
+func (s Setting) Secret() bool { return s.Kind == KindSecret }
+
+// Display renders the setting's value in c for people: secrets as "set" or "missing", durations
+// in Go syntax, everything else as is ("" when empty).
+func (s Setting) Display(c *Config) string {
+	switch p := s.field(c).(type) {
+	case *Secret:
+		return p.Status()
+	default:
+		return s.text(c)
+	}
+}
+
+// text is the value in c as a user would write it. Never call it on secrets for display.
+func (s Setting) text(c *Config) string {
+	switch p := s.field(c).(type) {
+	case *string:
+		return *p
+	case *Secret:
+		return p.Reveal()
+	case *time.Duration:
+		return formatDuration(*p)
+	case *bool:
+		return strconv.FormatBool(*p)
+	case *int:
+		return strconv.Itoa(*p)
+	}
+	panic("config: " + s.Env + " has a field of an unknown type")
+}
+
+// set parses raw into the setting's field of c. On failure it returns the reason, phrased to
+// follow the quoted value ("is not a duration …"), and leaves the field unchanged.
+func (s Setting) set(c *Config, raw string) string {
+	raw = strings.TrimSpace(raw)
+	switch p := s.field(c).(type) {
+	case *string:
+		switch s.Kind {
+		case KindEnum:
+			if lower := strings.ToLower(raw); slices.Contains(s.Allowed, lower) {
+				raw = lower
+			}
+		case KindURL:
+			raw = strings.TrimRight(raw, "/")
+		}
+		*p = raw
+	case *Secret:
+		*p = NewSecret(raw)
+	case *time.Duration:
+		d, err := time.ParseDuration(raw)
+		if err != nil {
+			return "is not a duration (write it with a unit, like 1500ms, 4s or 60m)"
+		}
+		if d < 0 {
+			return "must not be negative"
+		}
+		*p = d
+	case *bool:
+		b, ok := parseBool(raw)
+		if !ok {
+			return "is not a boolean (use true, false, 1, 0, yes or no)"
+		}
+		*p = b
+	case *int:
+		n, err := strconv.Atoi(raw)
+		if err != nil {
+			return "is not a whole number"
+		}
+		if n < 0 {
+			return "must not be negative"
+		}
+		*p = n
+	default:
+		panic("config: " + s.Env + " has a field of an unknown type")
+	}
+	return ""
+}
+
+func parseBool(s string) (value, ok bool) {
+	switch strings.ToLower(s) {
+	case "true", "1", "yes":
+		return true, true
+	case "false", "0", "no":
+		return false, true
+	}
+	return false, false
+}
+
+// formatDuration writes d the way people write durations: 1500ms, 4s, 60m, 1h30m.
+func formatDuration(d time.Duration) string {
+	switch {
+	case d == 0:
+		return "0s"
+	case d < 0:
+		return d.String()
+	case d%time.Minute == 0:
+		return strconv.FormatInt(int64(d/time.Minute), 10) + "m"
+	case d%time.Second == 0:
+		return strconv.FormatInt(int64(d/time.Second), 10) + "s"
+	case d%time.Millisecond == 0:
+		return strconv.FormatInt(int64(d/time.Millisecond), 10) + "ms"
+	}
+	return d.String()
+}
+
+func lookupSetting(table []Setting, env string) (Setting, bool) {
+	for _, s := range table {
+		if s.Env == env {
+			return s, true
+		}
+	}
+	return Setting{}, false
+}
+
+// The built-in spoken defaults, in Handset's own words.
+const (
+	defaultSystemPrompt = "You are speaking with someone on a phone call, and everything you write " +
+		"is read aloud. Answer briefly, in plain conversational sentences. Do not use markdown, " +
+		"lists, headings, links, code or emoji. If you need something from the caller, ask one " +
+		"short question at a time."
+	defaultErrorMessage = "Sorry, I ran into a problem there. Could you say that again?"
+)
+
+// settingTable builds the table afresh on every call, so no caller can change another's copy.
+func settingTable() []Setting {
+	return []Setting{
+		// Server.
+		{Env: "HANDSET_LISTEN", YAML: "listen", Kind: KindListen, Default: "127.0.0.1:8080", Required: true,
+			Help:  "Address the HTTP server listens on: carrier webhooks and media streams, browser calls, API and dashboard. Use `:8080` or `0.0.0.0:8080` to accept connections from other machines.",
+			field: func(c *Config) any { return &c.Listen }},
+		{Env: "HANDSET_PUBLIC_URL", YAML: "public_url", Kind: KindURL, DefaultText: "derived from each request",
+			Help:  "Public base URL carriers reach, such as `https://voice.example.com`. Used in TwiML and webhooks, and the URL webhook signatures are checked against: set it behind a proxy or tunnel, where the request's own address differs.",
+			field: func(c *Config) any { return &c.PublicURL }},
+		{Env: "HANDSET_DATA_DIR", YAML: "data_dir", Kind: KindString, Default: "./handset-data", Required: true,
+			Help:  "Folder for the SQLite database, call journals and the secrets Handset generates.",
+			field: func(c *Config) any { return &c.DataDir }},
+		{Env: "HANDSET_DATABASE_URL", YAML: "database_url", Kind: KindSecret, DefaultText: "empty (SQLite in the data folder)",
+			Help:  "A `postgres://` or `postgresql://` URL switches the store to PostgreSQL, so several Handset nodes can share it.",
+			check: checkDatabaseURL,
+			field: func(c *Config) any { return &c.DatabaseURL }},
+
+		// Agent runtime.
+		{Env: "HANDSET_AGENT", YAML: "agent.runtime", Kind: KindEnum,
+			Allowed:     []string{AgentHermes, AgentOpenClaw, AgentOpenAI, AgentWebhook, AgentEcho},
+			DefaultText: "empty: `handset serve` requires it, `handset demo` uses `echo`",
+			Help:        "The agent runtime that answers the caller.",
+			field:       func(c *Config) any { return &c.Agent.Runtime }},
+		{Env: "HANDSET_AGENT_URL", YAML: "agent.url", Kind: KindURL,
+			DefaultText: "per runtime: hermes `" + DefaultHermesURL + "`, openclaw `" + DefaultOpenClawURL + "`, openai the value of `HANDSET_OPENAI_URL`; webhook has none and requires it",
+			Help:        "Base URL of the agent runtime.",
+			field:       func(c *Config) any { return &c.Agent.URL }},
+		{Env: "HANDSET_AGENT_KEY", YAML: "agent.key", Kind: KindSecret,
+			DefaultText: "falls back to `" + HermesKeyVar + "` (hermes), `" + OpenClawKeyVar + "` (openclaw) or `OPENAI_API_KEY` (openai, only while the agent URL is the `HANDSET_OPENAI_URL` root)",
+			Help:        "Bearer key sent to the agent runtime.",
+			field:       func(c *Config) any { return &c.Agent.Key }},
+		{Env: "HANDSET_AGENT_MODEL", YAML: "agent.model", Kind: KindString,
+			DefaultText: "per runtime: hermes `" + DefaultHermesModel + "`, openclaw `" + DefaultOpenClawModel + "`, openai `" + DefaultOpenAIModel + "`",
+			Help:        "Model or agent id sent with each turn. For OpenClaw it names the agent: `openclaw/<agent id>`.",
+			field:       func(c *Config) any { return &c.Agent.Model }},
+		{Env: "HANDSET_AGENT_TIMEOUT", YAML: "agent.timeout", Kind: KindDuration, Default: "60s", positive: true,
+			Help:  "The longest the agent runtime may stay silent, before its first token or between two tokens, before the turn fails and the error message is spoken.",
+			field: func(c *Config) any { return &c.Agent.Timeout }},
+		{Env: "HANDSET_SYSTEM_PROMPT", YAML: "agent.system_prompt", Kind: KindString, Default: defaultSystemPrompt,
+			Help:  "Voice instructions sent with each turn.",
+			field: func(c *Config) any { return &c.Agent.SystemPrompt }},
+
+		// Sessions.
+		{Env: "HANDSET_SESSION_KEY", YAML: "session.key", Kind: KindString,
+			Help:  "A fixed memory key: every call continues one conversation with the agent runtime. Empty: a fresh session per call, unless `HANDSET_SESSION_KEY_FROM` is set.",
+			field: func(c *Config) any { return &c.Session.Key }},
+		{Env: "HANDSET_SESSION_KEY_FROM", YAML: "session.key_from", Kind: KindEnum, Allowed: []string{SessionKeyFromCallerHash},
+			Help:  "`caller_hash` derives the memory key from the caller's hashed number, so each caller continues their own conversation.",
+			field: func(c *Config) any { return &c.Session.KeyFrom }},
+		{Env: "HANDSET_CALLER_HASH_SECRET", YAML: "session.caller_hash_secret", Kind: KindSecret, DefaultText: "generated once into the data folder",
+			Help:  "HMAC secret for caller hashes. Raw caller numbers stay in the store; journals, logs and every request to an agent runtime or speech provider carry the hash instead.",
+			field: func(c *Config) any { return &c.Session.CallerHashSecret }},
+
+		// Speech to text.
+		{Env: "HANDSET_STT", YAML: "stt.provider", Kind: KindEnum, Allowed: []string{STTDeepgram, STTOpenAI, STTSphinx},
+			DefaultText: "empty: the command decides (`handset demo` uses `sphinx`)",
+			Help:        "Speech-to-text provider.",
+			field:       func(c *Config) any { return &c.STT.Provider }},
+		{Env: "DEEPGRAM_API_KEY", YAML: "stt.deepgram.key", Kind: KindSecret,
+			Help:  "Deepgram API key; required for `HANDSET_STT=deepgram` against Deepgram's own API.",
+			field: func(c *Config) any { return &c.STT.Deepgram.Key }},
+		{Env: "HANDSET_DEEPGRAM_URL", YAML: "stt.deepgram.url", Kind: KindURL, Default: "https://api.deepgram.com", Required: true,
+			Help:  "Deepgram API root, for self-hosted engines, proxies and tests. Handset appends `/v1/listen` and uses `wss://` (or `ws://`) for the stream.",
+			field: func(c *Config) any { return &c.STT.Deepgram.URL }},
+		{Env: "HANDSET_DEEPGRAM_MODEL", YAML: "stt.deepgram.model", Kind: KindString, Default: "nova-3", Required: true,
+			Help:  "Deepgram model.",
+			field: func(c *Config) any { return &c.STT.Deepgram.Model }},
+		{Env: "HANDSET_DEEPGRAM_LANGUAGE", YAML: "stt.deepgram.language", Kind: KindString, Default: "en-US", Required: true,
+			Help:  "Language the caller speaks, as a BCP 47 tag.",
+			field: func(c *Config) any { return &c.STT.Deepgram.Language }},
+
+		// Text to speech.
+		{Env: "HANDSET_TTS", YAML: "tts.provider", Kind: KindEnum, Allowed: []string{TTSElevenLabs, TTSOpenAI, TTSFlite, TTSEspeak},
+			DefaultText: "empty: the command decides (`handset demo` uses `flite`)",
+			Help:        "Text-to-speech provider.",
+			field:       func(c *Config) any { return &c.TTS.Provider }},
+		{Env: "ELEVENLABS_API_KEY", YAML: "tts.elevenlabs.key", Kind: KindSecret,
+			Help:  "ElevenLabs API key; required for `HANDSET_TTS=elevenlabs` against ElevenLabs' own API.",
+			field: func(c *Config) any { return &c.TTS.ElevenLabs.Key }},
+		{Env: "HANDSET_ELEVENLABS_URL", YAML: "tts.elevenlabs.url", Kind: KindURL, Default: "https://api.elevenlabs.io", Required: true,
+			Help:  "ElevenLabs API root, for proxies and tests. Handset appends `/v1/text-to-speech/…`.",
+			field: func(c *Config) any { return &c.TTS.ElevenLabs.URL }},
+		{Env: "HANDSET_ELEVENLABS_VOICE", YAML: "tts.elevenlabs.voice", Kind: KindString, Default: "21m00Tcm4TlvDq8ikWAM", Required: true,
+			Help:  "ElevenLabs voice id. The default is one of ElevenLabs' premade voices.",
+			field: func(c *Config) any { return &c.TTS.ElevenLabs.Voice }},
+		{Env: "HANDSET_ELEVENLABS_MODEL", YAML: "tts.elevenlabs.model", Kind: KindString, Default: "eleven_flash_v2_5", Required: true,
+			Help:  "ElevenLabs model.",
+			field: func(c *Config) any { return &c.TTS.ElevenLabs.Model }},
+
+		// OpenAI account.
+		{Env: "OPENAI_API_KEY", YAML: "openai.key", Kind: KindSecret,
+			Help:  "OpenAI API key for the openai STT and TTS providers, and for `HANDSET_AGENT=openai` when `HANDSET_AGENT_KEY` is empty.",
+			field: func(c *Config) any { return &c.OpenAI.Key }},
+		{Env: "HANDSET_OPENAI_URL", YAML: "openai.url", Kind: KindURL, Default: "https://api.openai.com/v1", Required: true,
+			Help:  "OpenAI API root, for compatible servers, proxies and tests. Handset appends `/audio/…` and `/chat/completions`.",
+			field: func(c *Config) any { return &c.OpenAI.URL }},
+
+		// Voice activity detection.
+		{Env: "HANDSET_VAD", YAML: "vad.engine", Kind: KindEnum, Allowed: []string{VADSilero, VADWebRTC, VADEnergy},
+			DefaultText: "empty: the best engine built in",
+			Help:        "Voice activity detector.",
+			field:       func(c *Config) any { return &c.VAD.Engine }},
+
+		// Twilio.
+		{Env: "TWILIO_ACCOUNT_SID", YAML: "twilio.account_sid", Kind: KindString,
+			Help:  "Twilio account SID (`AC…`).",
+			field: func(c *Config) any { return &c.Twilio.AccountSID }},
+		{Env: "TWILIO_AUTH_TOKEN", YAML: "twilio.auth_token", Kind: KindSecret,
+			Help:  "Twilio auth token: signs webhooks and authenticates REST calls.",
+			field: func(c *Config) any { return &c.Twilio.AuthToken }},
+		{Env: "HANDSET_TWILIO_API_URL", YAML: "twilio.api_url", Kind: KindURL, Default: "https://api.twilio.com", Required: true,
+			Help:  "Twilio REST API root, for proxies and tests.",
+			field: func(c *Config) any { return &c.Twilio.APIURL }},
+		{Env: "HANDSET_PHONE_NUMBER", YAML: "phone_number", Kind: KindString,
+			Help:  "The number calls come from, in E.164 form (`+14155550100`).",
+			check: checkE164,
+			field: func(c *Config) any { return &c.PhoneNumber }},
+
+		// What Handset says.
+		{Env: "HANDSET_FIRST_MESSAGE", YAML: "messages.first", Kind: KindString,
+			Help:  "Greeting spoken when a call starts; the caller can interrupt it. Empty: the caller speaks first.",
+			field: func(c *Config) any { return &c.Messages.First }},
+		{Env: "HANDSET_LONG_TURN_MESSAGE", YAML: "messages.long_turn", Kind: KindString,
+			Help:  "Filler spoken once when a reply is slow, such as \"One moment.\" Empty: no filler.",
+			field: func(c *Config) any { return &c.Messages.LongTurn }},
+		{Env: "HANDSET_LONG_TURN_AFTER", YAML: "messages.long_turn_after", Kind: KindDuration, Default: "4s",
+			Help:  "How long after a turn is sent to the agent, with nothing yet said to the caller, the filler is spoken.",
+			field: func(c *Config) any { return &c.Messages.LongTurnAfter }},
+		{Env: "HANDSET_ERROR_MESSAGE", YAML: "messages.error", Kind: KindString, Default: defaultErrorMessage,
+			Help:  "Spoken when the agent runtime fails or times out; the call goes on.",
+			field: func(c *Config) any { return &c.Messages.Error }},
+
+		// Turn-taking.
+		{Env: "HANDSET_TAIL_GRACE", YAML: "turn.tail_grace", Kind: KindDuration, Default: "1500ms",
+			Help:  "After the agent's audio has finished playing, caller speech within this window starts a new turn rather than interrupting.",
+			field: func(c *Config) any { return &c.Turn.TailGrace }},
+		{Env: "HANDSET_BARGE_IN_CONFIRM", YAML: "turn.barge_in_confirm", Kind: KindDuration, Default: "1500ms",
+			Help:  "How long a pending interruption waits for a real transcript before the agent carries on speaking.",
+			field: func(c *Config) any { return &c.Turn.BargeInConfirm }},
+		{Env: "HANDSET_FORWARD_STT_WHILE_SPEAKING", YAML: "turn.forward_stt_while_speaking", Kind: KindBool, Default: "false",
+			Help:  "Keep sending caller audio to speech-to-text while the agent speaks. Interruptions then wait for a confirming transcript.",
+			field: func(c *Config) any { return &c.Turn.ForwardSTTWhileSpeaking }},
+		{Env: "HANDSET_BARGE_IN_GATE", YAML: "turn.barge_in_gate", Kind: KindDuration, Default: "500ms",
+			Help:  "How long after the agent's first audio reaches the caller interruptions stay ignored, so line echo and the caller's own tail do not cut the agent off.",
+			field: func(c *Config) any { return &c.Turn.BargeInGate }},
+		{Env: "HANDSET_MAX_CALL", YAML: "turn.max_call", Kind: KindDuration, Default: "60m", positive: true,
+			Help:  "Longest a call may last before Handset ends it.",
+			field: func(c *Config) any { return &c.Turn.MaxCall }},
+
+		// Operations.
+		{Env: "HANDSET_API_TOKEN", YAML: "api_token", Kind: KindSecret, DefaultText: "generated once into the data folder",
+			Help:  "Bearer token for `/api/*` and the dashboard.",
+			field: func(c *Config) any { return &c.APIToken }},
+		{Env: "HANDSET_LOG_LEVEL", YAML: "log.level", Kind: KindEnum, Default: "info", Required: true,
+			Allowed: []string{"debug", "info", "warn", "error"},
+			Help:    "Log verbosity. The `--log-level` flag overrides it.",
+			field:   func(c *Config) any { return &c.Log.Level }},
+		{Env: "HANDSET_LOG_FORMAT", YAML: "log.format", Kind: KindEnum, Default: "text", Required: true,
+			Allowed: []string{"text", "json"},
+			Help:    "Log format. The `--log-format` flag overrides it.",
+			field:   func(c *Config) any { return &c.Log.Format }},
+		{Env: "HANDSET_MAX_CALLS", YAML: "max_calls", Kind: KindInt, Default: "200", positive: true,
+			Help:  "Most calls this node handles at once; further calls are turned away.",
+			field: func(c *Config) any { return &c.MaxCalls }},
+		{Env: "HANDSET_DRAIN_TIMEOUT", YAML: "drain_timeout", Kind: KindDuration, Default: "30s",
+			Help:  "On shutdown, how long calls in progress may go on before Handset ends them. New calls are refused at once.",
+			field: func(c *Config) any { return &c.DrainTimeout }},
+	}
+}

@@ -1,0 +1,226 @@
+package config
+
+import (
+	"net"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ValidateOptions says what the command about to run needs on top of well-formed values.
+type ValidateOptions struct {
+	// RequireAgent makes an empty HANDSET_AGENT an error (`handset serve`).
+	RequireAgent bool
+	// RequireKeys checks that the selected agent runtime, STT and TTS providers, and the Twilio
+	// account have the keys they need. A key for a speech or OpenAI provider is only required
+	// while its URL points at the vendor's own API; self-hosted servers and proxies may not
+	// need one.
+	RequireKeys bool
+}
+
+// Validate reports every problem with c at once, as a *ValidationError, or nil. It covers values
+// that did not parse when loaded, values of the wrong form, contradictory settings, and what
+// opts asks for.
+func (c *Config) Validate(opts ValidateOptions) error {
+	table := settingTable()
+	var errs []FieldError
+	for _, s := range table {
+		if p := c.info.problemFor(s.Env); p != nil {
+			errs = append(errs, *p)
+			continue
+		}
+		if reason := s.validate(c); reason != "" {
+			errs = append(errs, c.fieldError(s, reason, true))
+		}
+	}
+	errs = append(errs, c.crossCheck(table, opts)...)
+	if len(errs) == 0 {
+		return nil
+	}
+	return &ValidationError{Errors: errs}
+}
+
+// fieldError builds the error for s; withValue quotes the current value unless s is secret.
+func (c *Config) fieldError(s Setting, reason string, withValue bool) FieldError {
+	fe := FieldError{Env: s.Env, YAML: s.YAML, Reason: reason, Origin: c.info.origin(s.Env)}
+	if withValue && !s.Secret() {
+		fe.Value = s.text(c)
+		// Prefer the text as the user wrote it ("0" rather than "0s"), as long as the field
+		// still holds what that text says.
+		if raw, ok := c.info.rawValue(s.Env); ok && raw != fe.Value {
+			if probe := Default(); s.set(probe, raw) == "" && s.text(probe) == fe.Value {
+				fe.Value = raw
+			}
+		}
+	}
+	return fe
+}
+
+// validate checks the form of one value and returns the reason it is bad, or "".
+func (s Setting) validate(c *Config) string {
+	switch p := s.field(c).(type) {
+	case *string:
+		v := *p
+		if v == "" {
+			if s.Required {
+				return "must not be empty"
+			}
+			return ""
+		}
+		switch s.Kind {
+		case KindEnum:
+			if !slices.Contains(s.Allowed, v) {
+				return "is not one of " + strings.Join(s.Allowed, ", ")
+			}
+		case KindURL:
+			if reason := checkHTTPURL(v); reason != "" {
+				return reason
+			}
+		case KindListen:
+			if reason := checkListen(v); reason != "" {
+				return reason
+			}
+		}
+		if s.check != nil {
+			return s.check(v)
+		}
+	case *Secret:
+		if !p.IsSet() {
+			if s.Required {
+				return "must not be empty"
+			}
+			return ""
+		}
+		if s.check != nil {
+			return s.check(p.Reveal())
+		}
+	case *time.Duration:
+		return checkAmount(*p < 0, *p == 0, s.positive)
+	case *int:
+		return checkAmount(*p < 0, *p == 0, s.positive)
+	}
+	return ""
+}
+
+func checkAmount(negative, zero, positive bool) string {
+	switch {
+	case negative:
+		return "must not be negative"
+	case zero && positive:
+		return "must be more than 0"
+	}
+	return ""
+}
+
+func checkHTTPURL(v string) string {
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "" {
+		return "is not an absolute http:// or https:// URL, like https://example.com"
+	}
+	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
+		return "must not have a query or a fragment: Handset appends its own paths"
+	}
+	return ""
+}
+
+func checkListen(v string) string {
+	_, port, err := net.SplitHostPort(v)
+	if err != nil {
+		return "is not a host:port address, like 127.0.0.1:8080 or :8080"
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return "has no valid port: use a number from 0 to 65535"
+	}
+	return ""
+}
+
+func checkE164(v string) string {
+	digits := strings.TrimPrefix(v, "+")
+	ok := digits != v && len(digits) >= 8 && len(digits) <= 15 && digits[0] != '0'
+	for i := 0; ok && i < len(digits); i++ {
+		ok = '0' <= digits[i] && digits[i] <= '9'
+	}
+	if !ok {
+		return "is not an E.164 number: write + then 8 to 15 digits with no spaces, like +14155550100"
+	}
+	return ""
+}
+
+func checkDatabaseURL(v string) string {
+	lower := strings.ToLower(v)
+	if !strings.HasPrefix(lower, "postgres://") && !strings.HasPrefix(lower, "postgresql://") {
+		return "must be a postgres:// or postgresql:// URL (leave it empty for SQLite)"
+	}
+	return ""
+}
+
+// Vendor API hosts: a key is required only while a provider points at one of these.
+const (
+	openAIHost     = "api.openai.com"
+	deepgramHost   = "api.deepgram.com"
+	elevenLabsHost = "api.elevenlabs.io"
+)
+
+func hostIs(rawURL, host string) bool {
+	u, err := url.Parse(rawURL)
+	return err == nil && strings.EqualFold(u.Hostname(), host)
+}
+
+// crossCheck covers the rules that involve more than one setting.
+func (c *Config) crossCheck(table []Setting, opts ValidateOptions) []FieldError {
+	var errs []FieldError
+	add := func(env, reason string) {
+		s, _ := lookupSetting(table, env)
+		errs = append(errs, c.fieldError(s, reason, false))
+	}
+	runtimes := "hermes, openclaw, openai, webhook, echo"
+
+	if opts.RequireAgent && c.Agent.Runtime == "" {
+		add("HANDSET_AGENT", "is required: set it to the agent runtime that answers calls, one of "+runtimes)
+	}
+	if c.Agent.Runtime == AgentWebhook && c.Agent.URL == "" {
+		add("HANDSET_AGENT_URL", "is required with HANDSET_AGENT=webhook: set it to the URL your webhook listens on")
+	}
+	if c.Session.Key != "" && c.Session.KeyFrom != "" {
+		add("HANDSET_SESSION_KEY_FROM", "cannot be combined with HANDSET_SESSION_KEY (session.key): set only one of them")
+	}
+	if !opts.RequireKeys {
+		return errs
+	}
+
+	if !c.Agent.Key.IsSet() {
+		switch {
+		case c.Agent.Runtime == AgentHermes:
+			add("HANDSET_AGENT_KEY", "is required with HANDSET_AGENT=hermes: set it, or "+HermesKeyVar+", to the API_SERVER_KEY of your Hermes gateway (in ~/.hermes/.env)")
+		case c.Agent.Runtime == AgentOpenAI && hostIs(c.AgentURL(), openAIHost):
+			add("HANDSET_AGENT_KEY", "is required with HANDSET_AGENT=openai at "+c.AgentURL()+": set OPENAI_API_KEY (openai.key), or HANDSET_AGENT_KEY for a separate key")
+		}
+	}
+
+	var openAIUsers []string
+	if c.STT.Provider == STTOpenAI {
+		openAIUsers = append(openAIUsers, "HANDSET_STT=openai")
+	}
+	if c.TTS.Provider == TTSOpenAI {
+		openAIUsers = append(openAIUsers, "HANDSET_TTS=openai")
+	}
+	if len(openAIUsers) > 0 && !c.OpenAI.Key.IsSet() && hostIs(c.OpenAI.URL, openAIHost) {
+		add("OPENAI_API_KEY", "is required with "+strings.Join(openAIUsers, " and ")+": create a key at platform.openai.com")
+	}
+	if c.STT.Provider == STTDeepgram && !c.STT.Deepgram.Key.IsSet() && hostIs(c.STT.Deepgram.URL, deepgramHost) {
+		add("DEEPGRAM_API_KEY", "is required with HANDSET_STT=deepgram: create a key in the Deepgram console, or choose another HANDSET_STT")
+	}
+	if c.TTS.Provider == TTSElevenLabs && !c.TTS.ElevenLabs.Key.IsSet() && hostIs(c.TTS.ElevenLabs.URL, elevenLabsHost) {
+		add("ELEVENLABS_API_KEY", "is required with HANDSET_TTS=elevenlabs: create a key in the ElevenLabs settings, or choose another HANDSET_TTS")
+	}
+
+	switch sid, token := c.Twilio.AccountSID != "", c.Twilio.AuthToken.IsSet(); {
+	case sid && !token:
+		add("TWILIO_AUTH_TOKEN", "is required with TWILIO_ACCOUNT_SID: copy it from the Twilio console")
+	case token && !sid:
+		add("TWILIO_ACCOUNT_SID", "is required with TWILIO_AUTH_TOKEN: copy it (AC…) from the Twilio console")
+	}
+	return errs
+}

@@ -1,0 +1,309 @@
+package config
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestDefaultIsValid(t *testing.T) {
+	c := Default()
+	for _, opts := range []ValidateOptions{{}, {RequireKeys: true}} {
+		if err := c.Validate(opts); err != nil {
+			t.Errorf("Validate(%+v) on Default(): %v", opts, err)
+		}
+	}
+	err := c.Validate(ValidateOptions{RequireAgent: true})
+	fe := errorFor(t, err, "HANDSET_AGENT")
+	if want := "HANDSET_AGENT (agent.runtime): is required: set it to the agent runtime that answers calls, one of hermes, openclaw, openai, webhook, echo"; fe.Error() != want {
+		t.Errorf("got  %s\nwant %s", fe.Error(), want)
+	}
+	if n := len(fieldErrors(t, err)); n != 1 {
+		t.Errorf("%d errors, want 1: %v", n, err)
+	}
+}
+
+func TestEnumMessageExample(t *testing.T) {
+	c := mustLoad(t, LoadOptions{WorkDir: t.TempDir(), Environ: []string{"HANDSET_STT=deepgramm"}})
+	err := c.Validate(ValidateOptions{})
+	want := `HANDSET_STT (stt.provider): "deepgramm" is not one of deepgram, openai, sphinx (from environment)`
+	if err == nil || err.Error() != want {
+		t.Errorf("got  %v\nwant %s", err, want)
+	}
+}
+
+func TestEveryEnumRejectsABadValue(t *testing.T) {
+	for _, s := range Settings() {
+		if s.Kind != KindEnum {
+			continue
+		}
+		t.Run(s.Env, func(t *testing.T) {
+			if len(s.Allowed) == 0 {
+				t.Fatal("enum without allowed values")
+			}
+			c := mustLoad(t, LoadOptions{WorkDir: t.TempDir(), Environ: []string{s.Env + "=not-a-choice"}})
+			fe := errorFor(t, c.Validate(ValidateOptions{}), s.Env)
+			want := s.Env + " (" + s.YAML + `): "not-a-choice" is not one of ` + strings.Join(s.Allowed, ", ") + " (from environment)"
+			if fe.Error() != want {
+				t.Errorf("got  %s\nwant %s", fe.Error(), want)
+			}
+			for _, ok := range s.Allowed {
+				c := mustLoad(t, LoadOptions{WorkDir: t.TempDir(), Environ: []string{s.Env + "=" + strings.ToUpper(ok)}})
+				for _, fe := range fieldErrors(t, c.Validate(ValidateOptions{})) {
+					if fe.Env == s.Env {
+						t.Errorf("%s=%s (any case) rejected: %v", s.Env, strings.ToUpper(ok), fe)
+					}
+				}
+				if got := s.text(c); got != ok {
+					t.Errorf("%s=%s read as %q, want %q", s.Env, strings.ToUpper(ok), got, ok)
+				}
+			}
+		})
+	}
+}
+
+func TestValueForms(t *testing.T) {
+	tests := []struct {
+		env, value string
+		wantReason string // "" means valid
+	}{
+		{"HANDSET_TAIL_GRACE", "1500ms", ""},
+		{"HANDSET_TAIL_GRACE", "0", ""},
+		{"HANDSET_TAIL_GRACE", "1m30s", ""},
+		{"HANDSET_TAIL_GRACE", "abc", "is not a duration (write it with a unit, like 1500ms, 4s or 60m)"},
+		{"HANDSET_TAIL_GRACE", "1500", "is not a duration (write it with a unit, like 1500ms, 4s or 60m)"},
+		{"HANDSET_TAIL_GRACE", "-1s", "must not be negative"},
+		{"HANDSET_AGENT_TIMEOUT", "0s", "must be more than 0"},
+		{"HANDSET_MAX_CALL", "0", "must be more than 0"},
+		{"HANDSET_DRAIN_TIMEOUT", "0s", ""},
+		{"HANDSET_FORWARD_STT_WHILE_SPEAKING", "TRUE", ""},
+		{"HANDSET_FORWARD_STT_WHILE_SPEAKING", "no", ""},
+		{"HANDSET_FORWARD_STT_WHILE_SPEAKING", "1", ""},
+		{"HANDSET_FORWARD_STT_WHILE_SPEAKING", "on", "is not a boolean (use true, false, 1, 0, yes or no)"},
+		{"HANDSET_MAX_CALLS", "2.5", "is not a whole number"},
+		{"HANDSET_MAX_CALLS", "-3", "must not be negative"},
+		{"HANDSET_MAX_CALLS", "0", "must be more than 0"},
+		{"HANDSET_MAX_CALLS", "1", ""},
+		{"HANDSET_PUBLIC_URL", "https://voice.example.com/", ""},
+		{"HANDSET_PUBLIC_URL", "http://10.0.0.2:8080/base", ""},
+		{"HANDSET_PUBLIC_URL", "voice.example.com", "is not an absolute http:// or https:// URL, like https://example.com"},
+		{"HANDSET_PUBLIC_URL", "ftp://voice.example.com", "is not an absolute http:// or https:// URL, like https://example.com"},
+		{"HANDSET_PUBLIC_URL", "/relative", "is not an absolute http:// or https:// URL, like https://example.com"},
+		{"HANDSET_PUBLIC_URL", "https://voice.example.com/?x=1", "must not have a query or a fragment: Handset appends its own paths"},
+		{"HANDSET_AGENT_URL", "http://[::1", "is not an absolute http:// or https:// URL, like https://example.com"},
+		{"HANDSET_LISTEN", ":0", ""},
+		{"HANDSET_LISTEN", "[::1]:8080", ""},
+		{"HANDSET_LISTEN", "localhost:80", ""},
+		{"HANDSET_LISTEN", "8080", "is not a host:port address, like 127.0.0.1:8080 or :8080"},
+		{"HANDSET_LISTEN", "localhost:http", "has no valid port: use a number from 0 to 65535"},
+		{"HANDSET_LISTEN", "1.2.3.4:70000", "has no valid port: use a number from 0 to 65535"},
+		{"HANDSET_PHONE_NUMBER", "+14155550100", ""},
+		{"HANDSET_PHONE_NUMBER", "+4930901820", ""},
+		{"HANDSET_PHONE_NUMBER", "14155550100", "is not an E.164 number: write + then 8 to 15 digits with no spaces, like +14155550100"},
+		{"HANDSET_PHONE_NUMBER", "+1 415 555 0100", "is not an E.164 number: write + then 8 to 15 digits with no spaces, like +14155550100"},
+		{"HANDSET_PHONE_NUMBER", "+0123456789", "is not an E.164 number: write + then 8 to 15 digits with no spaces, like +14155550100"},
+		{"HANDSET_PHONE_NUMBER", "+1234567", "is not an E.164 number: write + then 8 to 15 digits with no spaces, like +14155550100"},
+		{"HANDSET_PHONE_NUMBER", "+1234567890123456", "is not an E.164 number: write + then 8 to 15 digits with no spaces, like +14155550100"},
+		{"HANDSET_DATABASE_URL", "postgres://u:p@db/handset", ""},
+		{"HANDSET_DATABASE_URL", "PostgreSQL://u:p@db/handset?sslmode=disable", ""},
+		{"HANDSET_DATABASE_URL", "mysql://u:p@db/handset", "must be a postgres:// or postgresql:// URL (leave it empty for SQLite)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.env+"="+tt.value, func(t *testing.T) {
+			c := mustLoad(t, LoadOptions{WorkDir: t.TempDir(), Overrides: map[string]string{tt.env: tt.value}})
+			err := c.Validate(ValidateOptions{})
+			if tt.wantReason == "" {
+				if err != nil {
+					t.Fatalf("rejected: %v", err)
+				}
+				return
+			}
+			fe := errorFor(t, err, tt.env)
+			s := setting(t, tt.env)
+			wantValue := tt.value
+			if s.Secret() {
+				wantValue = ""
+			}
+			want := FieldError{Env: tt.env, YAML: s.YAML, Value: wantValue, Reason: tt.wantReason, Origin: Origin{Kind: FromFlag}}
+			if diff := cmp.Diff(want, fe); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestSeveralErrorsAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"handset.yaml": yamlLines(
+			"listen: nowhere",
+			"agent:",
+			"  runtime: hermess",
+			"turn:",
+			"  tail_grace: soon",
+		),
+		".env": "HANDSET_FORWARD_STT_WHILE_SPEAKING=perhaps\n",
+	})
+	c := mustLoad(t, LoadOptions{
+		WorkDir:   dir,
+		Environ:   []string{"HANDSET_LOG_FORMAT=xml"},
+		Overrides: map[string]string{"HANDSET_MAX_CALLS": "lots"},
+	})
+	err := c.Validate(ValidateOptions{RequireAgent: true, RequireKeys: true})
+	yaml, env := dir+"/handset.yaml", dir+"/.env"
+	want := strings.Join([]string{
+		`HANDSET_LISTEN (listen): "nowhere" is not a host:port address, like 127.0.0.1:8080 or :8080 (from config file ` + yaml + `:1)`,
+		`HANDSET_AGENT (agent.runtime): "hermess" is not one of hermes, openclaw, openai, webhook, echo (from config file ` + yaml + `:3)`,
+		`HANDSET_TAIL_GRACE (turn.tail_grace): "soon" is not a duration (write it with a unit, like 1500ms, 4s or 60m) (from config file ` + yaml + `:5)`,
+		`HANDSET_FORWARD_STT_WHILE_SPEAKING (turn.forward_stt_while_speaking): "perhaps" is not a boolean (use true, false, 1, 0, yes or no) (from env file ` + env + `:1)`,
+		`HANDSET_LOG_FORMAT (log.format): "xml" is not one of text, json (from environment)`,
+		`HANDSET_MAX_CALLS (max_calls): "lots" is not a whole number (from flag)`,
+	}, "\n")
+	if err == nil || err.Error() != want {
+		t.Errorf("got:\n%v\nwant:\n%s", err, want)
+	}
+	// A value that did not parse leaves the default in place.
+	if c.Turn.TailGrace != 1500*time.Millisecond || c.MaxCalls != 200 {
+		t.Errorf("tail grace %v, max calls %d: want the defaults", c.Turn.TailGrace, c.MaxCalls)
+	}
+	var fe FieldError
+	if !errors.As(err, &fe) || fe.Env != "HANDSET_LISTEN" {
+		t.Errorf("errors.As finds %+v, want the first FieldError", fe)
+	}
+}
+
+func TestRequirements(t *testing.T) {
+	tests := []struct {
+		name    string
+		environ []string
+		opts    ValidateOptions
+		want    []string // expected error lines, in order
+	}{
+		{
+			name:    "deepgram needs its key",
+			environ: []string{"HANDSET_STT=deepgram"},
+			opts:    ValidateOptions{RequireKeys: true},
+			want:    []string{"DEEPGRAM_API_KEY (stt.deepgram.key): is required with HANDSET_STT=deepgram: create a key in the Deepgram console, or choose another HANDSET_STT"},
+		},
+		{
+			name:    "keys are only checked when asked",
+			environ: []string{"HANDSET_STT=deepgram", "HANDSET_TTS=elevenlabs", "HANDSET_AGENT=hermes"},
+		},
+		{
+			name:    "self-hosted deepgram without a key",
+			environ: []string{"HANDSET_STT=deepgram", "HANDSET_DEEPGRAM_URL=http://127.0.0.1:9000"},
+			opts:    ValidateOptions{RequireKeys: true},
+		},
+		{
+			name:    "elevenlabs needs its key",
+			environ: []string{"HANDSET_TTS=elevenlabs"},
+			opts:    ValidateOptions{RequireKeys: true},
+			want:    []string{"ELEVENLABS_API_KEY (tts.elevenlabs.key): is required with HANDSET_TTS=elevenlabs: create a key in the ElevenLabs settings, or choose another HANDSET_TTS"},
+		},
+		{
+			name:    "openai speech both ways, one error",
+			environ: []string{"HANDSET_STT=openai", "HANDSET_TTS=openai"},
+			opts:    ValidateOptions{RequireKeys: true},
+			want:    []string{"OPENAI_API_KEY (openai.key): is required with HANDSET_STT=openai and HANDSET_TTS=openai: create a key at platform.openai.com"},
+		},
+		{
+			name:    "openai agent, stt and tts all served by one key",
+			environ: []string{"HANDSET_STT=openai", "HANDSET_TTS=openai", "HANDSET_AGENT=openai", "OPENAI_API_KEY=sk"},
+			opts:    ValidateOptions{RequireAgent: true, RequireKeys: true},
+		},
+		{
+			name:    "openai agent at the vendor needs a key",
+			environ: []string{"HANDSET_AGENT=openai", "HANDSET_AGENT_URL=https://api.openai.com/v1"},
+			opts:    ValidateOptions{RequireAgent: true, RequireKeys: true},
+			want:    []string{"HANDSET_AGENT_KEY (agent.key): is required with HANDSET_AGENT=openai at https://api.openai.com/v1: set OPENAI_API_KEY (openai.key), or HANDSET_AGENT_KEY for a separate key"},
+		},
+		{
+			name:    "openai-compatible local agent needs no key",
+			environ: []string{"HANDSET_AGENT=openai", "HANDSET_AGENT_URL=http://127.0.0.1:11434/v1"},
+			opts:    ValidateOptions{RequireAgent: true, RequireKeys: true},
+		},
+		{
+			name:    "hermes needs a key",
+			environ: []string{"HANDSET_AGENT=hermes"},
+			opts:    ValidateOptions{RequireKeys: true},
+			want:    []string{"HANDSET_AGENT_KEY (agent.key): is required with HANDSET_AGENT=hermes: set it, or API_SERVER_KEY, to the API_SERVER_KEY of your Hermes gateway (in ~/.hermes/.env)"},
+		},
+		{
+			name:    "webhook needs a URL even without RequireKeys",
+			environ: []string{"HANDSET_AGENT=webhook"},
+			want:    []string{"HANDSET_AGENT_URL (agent.url): is required with HANDSET_AGENT=webhook: set it to the URL your webhook listens on"},
+		},
+		{
+			name:    "twilio sid without token",
+			environ: []string{"TWILIO_ACCOUNT_SID=AC0123"},
+			opts:    ValidateOptions{RequireKeys: true},
+			want:    []string{"TWILIO_AUTH_TOKEN (twilio.auth_token): is required with TWILIO_ACCOUNT_SID: copy it from the Twilio console"},
+		},
+		{
+			name:    "twilio token without sid",
+			environ: []string{"TWILIO_AUTH_TOKEN=tok"},
+			opts:    ValidateOptions{RequireKeys: true},
+			want:    []string{"TWILIO_ACCOUNT_SID (twilio.account_sid): is required with TWILIO_AUTH_TOKEN: copy it (AC…) from the Twilio console"},
+		},
+		{
+			name:    "static and derived session keys together",
+			environ: []string{"HANDSET_SESSION_KEY=shared", "HANDSET_SESSION_KEY_FROM=caller_hash"},
+			want:    []string{"HANDSET_SESSION_KEY_FROM (session.key_from): cannot be combined with HANDSET_SESSION_KEY (session.key): set only one of them (from environment)"},
+		},
+		{
+			name:    "serve with nothing configured",
+			environ: []string{"HANDSET_STT=deepgram", "HANDSET_TTS=elevenlabs"},
+			opts:    ValidateOptions{RequireAgent: true, RequireKeys: true},
+			want: []string{
+				"HANDSET_AGENT (agent.runtime): is required: set it to the agent runtime that answers calls, one of hermes, openclaw, openai, webhook, echo",
+				"DEEPGRAM_API_KEY (stt.deepgram.key): is required with HANDSET_STT=deepgram: create a key in the Deepgram console, or choose another HANDSET_STT",
+				"ELEVENLABS_API_KEY (tts.elevenlabs.key): is required with HANDSET_TTS=elevenlabs: create a key in the ElevenLabs settings, or choose another HANDSET_TTS",
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := mustLoad(t, LoadOptions{WorkDir: t.TempDir(), Environ: tt.environ})
+			var got []string
+			for _, fe := range fieldErrors(t, c.Validate(tt.opts)) {
+				got = append(got, fe.Error())
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestValidateProgrammaticConfig(t *testing.T) {
+	c := Default()
+	c.Turn.BargeInGate = -5 * time.Second
+	c.MaxCalls = 0
+	c.Listen = ""
+	c.STT.Deepgram.URL = ""
+	c.Log.Level = "loud"
+	var got []string
+	for _, fe := range fieldErrors(t, c.Validate(ValidateOptions{})) {
+		got = append(got, fe.Error())
+	}
+	want := []string{
+		`HANDSET_LISTEN (listen): must not be empty`,
+		`HANDSET_DEEPGRAM_URL (stt.deepgram.url): must not be empty`,
+		`HANDSET_BARGE_IN_GATE (turn.barge_in_gate): "-5s" must not be negative`,
+		`HANDSET_LOG_LEVEL (log.level): "loud" is not one of debug, info, warn, error`,
+		`HANDSET_MAX_CALLS (max_calls): "0" must be more than 0`,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+func TestURLsLoseTrailingSlash(t *testing.T) {
+	c := mustLoad(t, LoadOptions{WorkDir: t.TempDir(), Environ: []string{"HANDSET_OPENAI_URL=http://proxy/v1/", "HANDSET_PUBLIC_URL=https://voice.example.com/"}})
+	if c.OpenAI.URL != "http://proxy/v1" || c.PublicURL != "https://voice.example.com" {
+		t.Errorf("openai %q, public %q", c.OpenAI.URL, c.PublicURL)
+	}
+}

@@ -1,0 +1,182 @@
+// Package obs owns what Handset records about a call as it happens: the per-call event
+// journal (<data dir>/calls/<call id>/events.jsonl, one JSON object a line) and the
+// reader that turns a journal back into events for trace and diagnose.
+package obs
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// Event types, exactly as INTERFACE.md names them (add more in the same style).
+const (
+	CallStart         = "call.start"
+	MediaFirstIn      = "media.first_in"
+	MediaMalformed    = "media.malformed"
+	VADSpeechStart    = "vad.speech_start"
+	VADSpeechEnd      = "vad.speech_end"
+	STTPartial        = "stt.partial"
+	STTFinal          = "stt.final"
+	STTError          = "stt.error"
+	TurnCommit        = "turn.commit"
+	AgentRequest      = "agent.request"
+	AgentFirstToken   = "agent.first_token"
+	AgentProgress     = "agent.progress"
+	AgentDone         = "agent.done"
+	AgentError        = "agent.error"
+	TTSRequest        = "tts.request"
+	TTSFirstByte      = "tts.first_byte"
+	TTSError          = "tts.error"
+	PlayoutFirstAudio = "playout.first_audio"
+	PlayoutMark       = "playout.mark"
+	Filler            = "filler"
+	BargeInPending    = "barge_in.pending"
+	BargeIn           = "barge_in"
+	BargeInResumed    = "barge_in.resumed"
+	Clear             = "clear"
+	TurnInterrupted   = "turn.interrupted"
+	DTMF              = "dtmf"
+	CallEnd           = "call.end"
+)
+
+// Event is one journal line. Fields beyond ts, ms and type are set only where they apply.
+type Event struct {
+	TS   time.Time `json:"ts"`
+	MS   int64     `json:"ms"`
+	Type string    `json:"type"`
+	Turn int       `json:"turn,omitempty"`
+
+	Text    string `json:"text,omitempty"`
+	Kind    string `json:"kind,omitempty"`
+	Message string `json:"message,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+	Name    string `json:"name,omitempty"`
+	Digit   string `json:"digit,omitempty"`
+	Count   int    `json:"count,omitempty"`
+
+	// call.start only
+	Carrier    string `json:"carrier,omitempty"`
+	Direction  string `json:"direction,omitempty"`
+	CallerHash string `json:"caller_hash,omitempty"`
+	Agent      string `json:"agent,omitempty"`
+	STT        string `json:"stt,omitempty"`
+	TTS        string `json:"tts,omitempty"`
+}
+
+// Journal appends events for one call. Each event is written with a single write call as
+// it happens, so a crash loses at most the event in flight. Safe for concurrent use.
+type Journal struct {
+	mu    sync.Mutex // guards following
+	w     io.Writer
+	f     *os.File // nil when writing to a plain writer
+	start time.Time
+	err   error // first write error; later writes are skipped
+	buf   []byte
+}
+
+// Dir is where a call's journal lives under the data dir.
+func Dir(dataDir, callID string) string { return filepath.Join(dataDir, "calls", callID) }
+
+// Create opens <dataDir>/calls/<callID>/events.jsonl for appending; start anchors "ms".
+func Create(dataDir, callID string, start time.Time) (*Journal, error) {
+	dir := Dir(dataDir, callID)
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "events.jsonl"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
+	if err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	return &Journal{w: f, f: f, start: start}, nil
+}
+
+// NewWriter journals to w (tests, simulate).
+func NewWriter(w io.Writer, start time.Time) *Journal { return &Journal{w: w, start: start} }
+
+// Discard is a journal that records nothing.
+func Discard() *Journal { return NewWriter(io.Discard, time.Now()) }
+
+// Record stamps e with ts and ms at now and appends it.
+func (j *Journal) Record(now time.Time, e Event) {
+	if j == nil {
+		return
+	}
+	e.TS = now.UTC()
+	e.MS = now.Sub(j.start).Milliseconds()
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.err != nil {
+		return
+	}
+	line, err := json.Marshal(e)
+	if err != nil {
+		j.err = err
+		return
+	}
+	j.buf = append(append(j.buf[:0], line...), '\n')
+	_, j.err = j.w.Write(j.buf)
+}
+
+// Err returns the first write error, if any.
+func (j *Journal) Err() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.err
+}
+
+// Close syncs and closes the file. Idempotent.
+func (j *Journal) Close() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.f == nil {
+		return j.err
+	}
+	err := errors.Join(j.f.Sync(), j.f.Close())
+	j.f = nil
+	if j.err == nil {
+		j.err = err
+	}
+	return err
+}
+
+// ReadEvents parses a journal. A torn last line (crash mid-write) is skipped, not fatal;
+// a malformed line elsewhere is an error naming its line number.
+func ReadEvents(r io.Reader) ([]Event, error) {
+	var out []Event
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 4<<20)
+	var pendingErr error
+	for n := 1; sc.Scan(); n++ {
+		if pendingErr != nil {
+			return out, pendingErr
+		}
+		line := sc.Bytes()
+		if len(line) == 0 {
+			continue
+		}
+		var e Event
+		if err := json.Unmarshal(line, &e); err != nil {
+			pendingErr = fmt.Errorf("journal line %d: %w", n, err)
+			continue
+		}
+		out = append(out, e)
+	}
+	return out, sc.Err()
+}
+
+// ReadFile parses the journal at path.
+func ReadFile(path string) ([]Event, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return ReadEvents(f)
+}

@@ -1,0 +1,99 @@
+package obs
+
+import "time"
+
+// TurnSummary is one caller turn read back from a journal, with the latency breakdown
+// INTERFACE.md names. A latency is -1 when the journal lacks one of its two milestones.
+type TurnSummary struct {
+	Turn        int    `json:"turn"`
+	Caller      string `json:"caller"`      // committed caller text
+	Reply       string `json:"reply"`       // the agent's reply text
+	Interrupted bool   `json:"interrupted"` // the caller barged in
+	Error       string `json:"error,omitempty"`
+
+	EndpointMS   int64 `json:"endpoint_ms"`   // speech end to STT final
+	AgentTTFTMS  int64 `json:"agent_ttft_ms"` // agent request to first token
+	TTSTTFBMS    int64 `json:"tts_ttfb_ms"`   // first TTS request to its first byte
+	ResponseMS   int64 `json:"response_ms"`   // STT final to first audio on the wire
+	OverheadMS   int64 `json:"overhead_ms"`   // response_ms minus agent and TTS waits
+	FirstAudioMS int64 `json:"first_audio_ms"`
+}
+
+// Turns groups a journal's events into caller turns. The VAD and STT events before a
+// commit belong to the turn it commits.
+func Turns(events []Event) []TurnSummary {
+	var out []TurnSummary
+	byTurn := map[int]int{}
+	var lastSpeechEnd, lastFinal *Event
+	for i := range events {
+		e := &events[i]
+		switch e.Type {
+		case VADSpeechEnd:
+			lastSpeechEnd = e
+		case STTFinal:
+			lastFinal = e
+		case TurnCommit:
+			s := TurnSummary{Turn: e.Turn, Caller: e.Text, EndpointMS: -1, AgentTTFTMS: -1, TTSTTFBMS: -1, ResponseMS: -1, OverheadMS: -1, FirstAudioMS: -1}
+			if lastFinal != nil && lastSpeechEnd != nil && !lastSpeechEnd.TS.After(lastFinal.TS) {
+				s.EndpointMS = ms(lastSpeechEnd.TS, lastFinal.TS)
+			}
+			byTurn[e.Turn] = len(out)
+			out = append(out, s)
+			t := &out[len(out)-1]
+			t.fill(events[i:], lastFinal)
+			lastFinal, lastSpeechEnd = nil, nil
+		}
+	}
+	return out
+}
+
+// fill reads the rest of the journal for this turn's milestones.
+func (s *TurnSummary) fill(rest []Event, final *Event) {
+	var request, firstToken, ttsReq, ttsByte, firstAudio time.Time
+	for _, e := range rest {
+		if e.Turn != s.Turn {
+			continue
+		}
+		switch e.Type {
+		case AgentRequest:
+			request = e.TS
+		case AgentFirstToken:
+			firstToken = e.TS
+		case AgentDone:
+			s.Reply = e.Text
+		case AgentError:
+			s.Error = e.Kind + ": " + e.Message
+		case TTSRequest:
+			if ttsReq.IsZero() {
+				ttsReq = e.TS
+			}
+		case TTSFirstByte:
+			if ttsByte.IsZero() {
+				ttsByte = e.TS
+			}
+		case PlayoutFirstAudio:
+			firstAudio = e.TS
+			s.FirstAudioMS = e.MS
+		case TurnInterrupted:
+			s.Interrupted = true
+		}
+	}
+	s.AgentTTFTMS = span(request, firstToken)
+	s.TTSTTFBMS = span(ttsReq, ttsByte)
+	if final != nil {
+		s.ResponseMS = span(final.TS, firstAudio)
+		// What Handset itself added: final -> agent request, and TTS first byte -> wire.
+		if a, b := span(final.TS, request), span(ttsByte, firstAudio); a >= 0 && b >= 0 {
+			s.OverheadMS = a + b
+		}
+	}
+}
+
+func span(from, to time.Time) int64 {
+	if from.IsZero() || to.IsZero() || to.Before(from) {
+		return -1
+	}
+	return ms(from, to)
+}
+
+func ms(from, to time.Time) int64 { return to.Sub(from).Milliseconds() }

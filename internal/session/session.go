@@ -1,0 +1,81 @@
+// Package session owns caller identity as agent runtimes see it: the caller hash (an HMAC
+// of the normalised number, so the same caller is recognised across calls while the raw
+// number never reaches a journal, log or runtime) and the secret behind it.
+package session
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// NormalizeNumber reduces a phone number to E.164 digits with a leading +: spaces, dashes,
+// dots and brackets go; a leading 00 becomes +. Anything else (a SIP user, "anonymous")
+// is kept lower-cased so it still hashes consistently.
+func NormalizeNumber(n string) string {
+	n = strings.TrimSpace(n)
+	var b strings.Builder
+	for i, r := range n {
+		switch {
+		case r >= '0' && r <= '9':
+			b.WriteRune(r)
+		case r == '+' && i == 0:
+			b.WriteRune(r)
+		case strings.ContainsRune(" -.()/", r):
+		default:
+			return strings.ToLower(n)
+		}
+	}
+	s := b.String()
+	if strings.HasPrefix(s, "00") {
+		s = "+" + s[2:]
+	}
+	return s
+}
+
+// CallerHash is the caller's stable pseudonym: "ch_" and 24 hex digits of
+// HMAC-SHA256(secret, normalised number). Empty for an empty number.
+func CallerHash(secret []byte, number string) string {
+	n := NormalizeNumber(number)
+	if n == "" {
+		return ""
+	}
+	mac := hmac.New(sha256.New, secret)
+	mac.Write([]byte(n))
+	return "ch_" + hex.EncodeToString(mac.Sum(nil))[:24]
+}
+
+// secretFile is where a generated caller-hash secret is kept inside the data dir.
+const secretFile = "caller-hash-secret"
+
+// LoadOrCreateSecret returns configured when set; otherwise the secret stored in dataDir,
+// generating it on first use so hashes stay stable across restarts.
+func LoadOrCreateSecret(configured, dataDir string) ([]byte, error) {
+	if configured != "" {
+		return []byte(configured), nil
+	}
+	path := filepath.Join(dataDir, secretFile)
+	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) >= 32 {
+		return []byte(strings.TrimSpace(string(b))), nil
+	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("caller hash secret: %w", err)
+	}
+	var raw [32]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return nil, err
+	}
+	secret := hex.EncodeToString(raw[:])
+	if err := os.MkdirAll(dataDir, 0o750); err != nil {
+		return nil, fmt.Errorf("caller hash secret: %w", err)
+	}
+	if err := os.WriteFile(path, []byte(secret+"\n"), 0o600); err != nil {
+		return nil, fmt.Errorf("caller hash secret: %w", err)
+	}
+	return []byte(secret), nil
+}

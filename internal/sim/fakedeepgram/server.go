@@ -1,0 +1,381 @@
+// Package fakedeepgram owns a fake Deepgram live-transcription server for tests, `handset
+// simulate` and the load generator. It speaks Deepgram's real streaming wire protocol on
+// GET /v1/listen: token auth and JSON handshake errors, raw binary audio in, `Results`,
+// `UtteranceEnd`, `SpeechStarted` and `Metadata` messages out, and the `KeepAlive`,
+// `Finalize` and `CloseStream` control messages, as described in
+// https://developers.deepgram.com/docs/understand-endpointing-interim-results,
+// https://developers.deepgram.com/docs/endpointing and
+// https://developers.deepgram.com/docs/utterance-end.
+//
+// Instead of recognising speech it finds utterances by the energy of 20 ms blocks of the
+// decoded audio and "transcribes" each one as the next line of a script. Everything is
+// measured in audio time, not wall time, so a test that sends a minute of audio in one go
+// gets the same messages as a caller speaking in real time. Only the idle timeout (NET-0001)
+// runs on the wall clock, as it does at Deepgram.
+package fakedeepgram
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// Defaults for the zero Options.
+const (
+	DefaultIdleTimeout  = 10 * time.Second
+	DefaultInterimAfter = 300 * time.Millisecond
+	DefaultEndSilence   = 600 * time.Millisecond
+	DefaultSpeechLevel  = 500
+)
+
+// Options configure a Server. The zero value is a keyless server with an empty script.
+type Options struct {
+	// Key, when set, is the only credential accepted: the handshake must carry
+	// "Authorization: Token <Key>", or it is refused with HTTP 401 as Deepgram does.
+	Key string
+	// Transcripts is the script: each utterance the fake hears is transcribed as the next
+	// line, and "unscripted utterance N" once the script runs out. Connections opened with
+	// the same `tag` query value share one position in the script (no tag is one group), so
+	// a client that reconnects and replays an utterance gets the same line again: a line is
+	// used up only when its final result is sent.
+	Transcripts []string
+	// IdleTimeout closes a connection with 1011 (NET-0001) when no audio and no text
+	// message arrived for this long of wall time. Default 10 s; negative disables it.
+	IdleTimeout time.Duration
+	// InterimAfter of speech in an utterance brings an interim result (when the client asked
+	// for interim_results) with the first half of the line's words. Default 300 ms.
+	InterimAfter time.Duration
+	// EndSilence of silence after speech ends the utterance with a speech_final result.
+	// Default 600 ms.
+	EndSilence time.Duration
+	// SpeechLevel is the RMS (in 16-bit sample units) above which a 20 ms block counts as
+	// speech. Default 500 (about -36 dBFS).
+	SpeechLevel int
+	// DropAfterBytes is a fault: the first connection that has received this many audio
+	// bytes is dropped abruptly (no close frame), once. Zero never drops. See DropOnceAfter.
+	DropAfterBytes int64
+	// Logger receives one line per connection; nil discards.
+	Logger *slog.Logger
+}
+
+// ConnStats is what the fake recorded about one connection.
+type ConnStats struct {
+	ID           int        // 1-based, in order of arrival
+	RequestID    string     // the request_id the fake gave the connection
+	Query        url.Values // the handshake's query parameters
+	AuthHeader   bool       // the handshake carried an Authorization header
+	AudioBytes   int64      // binary audio received
+	KeepAlives   int
+	Finalizes    int
+	CloseStreams int
+	Interims     []string // interim transcripts sent, in order
+	Transcripts  []string // non-empty final transcripts sent, in order
+	UtteranceEnd int      // UtteranceEnd messages sent
+	Dropped      bool     // ended by the DropAfterBytes fault
+	IdleClosed   bool     // ended by the idle timeout
+	Closed       bool     // the connection has ended
+}
+
+func (c ConnStats) clone() ConnStats {
+	c.Query = cloneValues(c.Query)
+	c.Interims = slices.Clone(c.Interims)
+	c.Transcripts = slices.Clone(c.Transcripts)
+	return c
+}
+
+func cloneValues(v url.Values) url.Values {
+	out := make(url.Values, len(v))
+	for k, vs := range v {
+		out[k] = slices.Clone(vs)
+	}
+	return out
+}
+
+// Server is the fake. Mount it with httptest.NewServer (or any mux) and call Close when done.
+// Its methods are safe for concurrent use.
+type Server struct {
+	opts Options
+	log  *slog.Logger
+
+	ctx    context.Context // ends every connection when Close cancels it
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // one per live connection handler
+
+	mu        sync.Mutex
+	closed    bool
+	conns     []*ConnStats
+	rejected  int
+	script    map[string]int // tag -> index of the next line
+	dropAfter int64          // armed fault threshold; 0 = disarmed
+	changed   chan struct{}  // closed and replaced on every update, for WaitFor
+}
+
+// New returns a fake server with opts, defaults filled in.
+func New(opts Options) *Server {
+	if opts.IdleTimeout == 0 {
+		opts.IdleTimeout = DefaultIdleTimeout
+	}
+	if opts.InterimAfter <= 0 {
+		opts.InterimAfter = DefaultInterimAfter
+	}
+	if opts.EndSilence <= 0 {
+		opts.EndSilence = DefaultEndSilence
+	}
+	if opts.SpeechLevel <= 0 {
+		opts.SpeechLevel = DefaultSpeechLevel
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Server{
+		opts:      opts,
+		log:       log,
+		ctx:       ctx,
+		cancel:    cancel,
+		script:    map[string]int{},
+		dropAfter: opts.DropAfterBytes,
+		changed:   make(chan struct{}),
+	}
+}
+
+// Close ends every open connection and waits for their handlers. Idempotent. Call it after
+// the HTTP server's own Close: httptest does not wait for upgraded connections.
+func (s *Server) Close() {
+	s.update(func() { s.closed = true })
+	s.cancel()
+	s.wg.Wait()
+}
+
+// DropOnceAfter arms the drop fault: the next connection to have received n audio bytes is
+// dropped abruptly. n <= 0 disarms it.
+func (s *Server) DropOnceAfter(n int64) {
+	s.update(func() { s.dropAfter = max(n, 0) })
+}
+
+// Connections is how many WebSocket connections the fake has accepted.
+func (s *Server) Connections() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.conns)
+}
+
+// Rejected is how many handshakes the fake refused (bad key, bad parameters).
+func (s *Server) Rejected() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.rejected
+}
+
+// Stats returns a deep copy of every connection's record, in order of arrival.
+func (s *Server) Stats() []ConnStats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.statsLocked()
+}
+
+func (s *Server) statsLocked() []ConnStats {
+	out := make([]ConnStats, len(s.conns))
+	for i, c := range s.conns {
+		out[i] = c.clone()
+	}
+	return out
+}
+
+// WaitFor blocks until cond holds for a Stats snapshot or ctx ends; it returns ctx's error
+// in the latter case. Tests use it (with a deadline) instead of sleeping.
+func (s *Server) WaitFor(ctx context.Context, cond func([]ConnStats) bool) error {
+	for {
+		s.mu.Lock()
+		ok := cond(s.statsLocked())
+		ch := s.changed
+		s.mu.Unlock()
+		if ok {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("fakedeepgram: wait: %w", ctx.Err())
+		}
+	}
+}
+
+// update runs f under the lock and wakes WaitFor callers.
+func (s *Server) update(f func()) {
+	s.mu.Lock()
+	f()
+	close(s.changed)
+	s.changed = make(chan struct{})
+	s.mu.Unlock()
+}
+
+// nextLine returns the script line for the next utterance of group tag; take uses it up.
+func (s *Server) nextLine(tag string, take bool) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i := s.script[tag]
+	if take {
+		s.script[tag] = i + 1
+	}
+	if i < len(s.opts.Transcripts) {
+		return s.opts.Transcripts[i]
+	}
+	return "unscripted utterance " + strconv.Itoa(i+1)
+}
+
+// params are the handshake's parsed query parameters.
+type params struct {
+	encoding       string
+	rate           int
+	interim        bool
+	vadEvents      bool
+	utteranceEndMS int
+	model          string
+	tag            string
+}
+
+func parseParams(q url.Values) (params, error) {
+	p := params{encoding: q.Get("encoding"), model: q.Get("model"), tag: q.Get("tag")}
+	if p.model == "" {
+		p.model = "nova-3"
+	}
+	switch p.encoding {
+	case "mulaw", "alaw", "linear16":
+	case "":
+		return p, fmt.Errorf("this fake only takes raw audio: the encoding parameter is required")
+	default:
+		return p, fmt.Errorf("unsupported encoding %q", p.encoding)
+	}
+	rate, err := strconv.Atoi(q.Get("sample_rate"))
+	if err != nil || rate < 50 || rate > 192000 {
+		return p, fmt.Errorf("sample_rate must be a positive integer with raw audio, got %q", q.Get("sample_rate"))
+	}
+	p.rate = rate
+	if ch := q.Get("channels"); ch != "" && ch != "1" {
+		return p, fmt.Errorf("this fake only takes channels=1, got %q", ch)
+	}
+	for name, dst := range map[string]*bool{"interim_results": &p.interim, "vad_events": &p.vadEvents} {
+		if v := q.Get(name); v != "" {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return p, fmt.Errorf("%s must be true or false, got %q", name, v)
+			}
+			*dst = b
+		}
+	}
+	for _, name := range []string{"punctuate", "smart_format"} {
+		if v := q.Get(name); v != "" {
+			if _, err := strconv.ParseBool(v); err != nil {
+				return p, fmt.Errorf("%s must be true or false, got %q", name, v)
+			}
+		}
+	}
+	if v := q.Get("endpointing"); v != "" && v != "false" {
+		if n, err := strconv.Atoi(v); err != nil || n < 0 {
+			return p, fmt.Errorf("endpointing must be false or milliseconds, got %q", v)
+		}
+	}
+	if v := q.Get("utterance_end_ms"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			return p, fmt.Errorf("utterance_end_ms must be positive milliseconds, got %q", v)
+		}
+		if !p.interim {
+			return p, fmt.Errorf("utterance_end_ms requires interim_results=true")
+		}
+		p.utteranceEndMS = n
+	}
+	return p, nil
+}
+
+// ServeHTTP answers GET /v1/listen with a WebSocket, as wss://api.deepgram.com does.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	requestID := newRequestID()
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		s.reject(w, http.StatusServiceUnavailable, "SERVICE_UNAVAILABLE", "the fake server is closed", requestID)
+		return
+	}
+	if r.URL.Path != "/v1/listen" {
+		s.reject(w, http.StatusNotFound, "Not Found", "no route for "+r.URL.Path, requestID)
+		return
+	}
+	if r.Method != http.MethodGet {
+		s.reject(w, http.StatusMethodNotAllowed, "Method Not Allowed", "live streaming takes GET with a WebSocket upgrade", requestID)
+		return
+	}
+	auth := r.Header.Get("Authorization")
+	if s.opts.Key != "" && auth != "Token "+s.opts.Key {
+		s.reject(w, http.StatusUnauthorized, "INVALID_AUTH", "Invalid credentials.", requestID)
+		return
+	}
+	p, err := parseParams(r.URL.Query())
+	if err != nil {
+		s.reject(w, http.StatusBadRequest, "Bad Request", err.Error(), requestID)
+		return
+	}
+	w.Header().Set("dg-request-id", requestID)
+	ws, err := websocket.Accept(w, r, nil) // Accept answers a bad upgrade itself
+	if err != nil {
+		s.update(func() { s.rejected++ })
+		return
+	}
+	ws.SetReadLimit(1 << 20)
+
+	rec := &ConnStats{RequestID: requestID, Query: cloneValues(r.URL.Query()), AuthHeader: auth != ""}
+	s.update(func() {
+		if closed = s.closed; closed {
+			return
+		}
+		s.wg.Add(1) // under the lock, so never concurrent with Close's Wait
+		s.conns = append(s.conns, rec)
+		rec.ID = len(s.conns)
+	})
+	if closed {
+		_ = ws.Close(websocket.StatusGoingAway, "server closed")
+		return
+	}
+	defer s.wg.Done()
+	s.log.Debug("fakedeepgram: connection opened", "conn", rec.ID, "encoding", p.encoding, "sample_rate", p.rate)
+	s.serveConn(ws, rec, p)
+	var st ConnStats
+	s.update(func() { rec.Closed = true; st = rec.clone() })
+	s.log.Debug("fakedeepgram: connection closed", "conn", st.ID, "audio_bytes", st.AudioBytes,
+		"finals", len(st.Transcripts), "dropped", st.Dropped, "idle", st.IdleClosed)
+}
+
+// reject answers a refused handshake with Deepgram's JSON error body.
+func (s *Server) reject(w http.ResponseWriter, status int, code, msg, requestID string) {
+	s.update(func() { s.rejected++ })
+	body, _ := json.Marshal(errorBody{ErrCode: code, ErrMsg: msg, RequestID: requestID})
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("dg-request-id", requestID)
+	w.Header().Set("dg-error", msg)
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// newRequestID returns a random UUID (version 4) as Deepgram's request ids are.
+func newRequestID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := fmt.Sprintf("%x", b[:])
+	return strings.Join([]string{h[0:8], h[8:12], h[12:16], h[16:20], h[20:32]}, "-")
+}

@@ -1,0 +1,391 @@
+package fakeopenai
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+)
+
+// maxBody bounds a request body, as real servers do.
+const maxBody = 10 << 20
+
+// wireRequest is the part of a chat-completions request the fake reads.
+type wireRequest struct {
+	Model    string `json:"model"`
+	Messages []struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	} `json:"messages"`
+	Stream *bool `json:"stream"`
+}
+
+type chunkJSON struct {
+	ID      string        `json:"id"`
+	Object  string        `json:"object"`
+	Created int64         `json:"created"`
+	Model   string        `json:"model"`
+	Choices []chunkChoice `json:"choices"`
+}
+
+type chunkChoice struct {
+	Index        int       `json:"index"`
+	Delta        deltaJSON `json:"delta"`
+	FinishReason *string   `json:"finish_reason"`
+}
+
+type deltaJSON struct {
+	Role    string `json:"role,omitempty"`
+	Content string `json:"content,omitempty"`
+}
+
+type completionJSON struct {
+	ID      string             `json:"id"`
+	Object  string             `json:"object"`
+	Created int64              `json:"created"`
+	Model   string             `json:"model"`
+	Choices []completionChoice `json:"choices"`
+	Usage   usageJSON          `json:"usage"`
+}
+
+type completionChoice struct {
+	Index        int         `json:"index"`
+	Message      messageJSON `json:"message"`
+	FinishReason string      `json:"finish_reason"`
+}
+
+type messageJSON struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+type usageJSON struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+// errorJSON is OpenAI's error envelope.
+type errorJSON struct {
+	Error struct {
+		Message string  `json:"message"`
+		Type    string  `json:"type"`
+		Param   *string `json:"param"`
+		Code    *string `json:"code"`
+	} `json:"error"`
+}
+
+func newError(message, typ, code string) errorJSON {
+	var e errorJSON
+	e.Error.Message, e.Error.Type = message, typ
+	if code != "" {
+		e.Error.Code = &code
+	}
+	return e
+}
+
+// Errors the fake answers, worded after OpenAI's.
+var (
+	errServer = newError("The server had an error while processing your request. Sorry about that!", "server_error", "")
+	errFail   = newError("Invalid request: the fake was asked to fail (FAIL400).", "invalid_request_error", "")
+)
+
+// chat serves POST /v1/chat/completions.
+func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
+	rec, seq := s.record(r)
+	defer s.update(func() { rec.Done = true })
+	status := func(code int) { s.update(func() { rec.Status = code }) }
+	reply := func(code int, v any) {
+		status(code)
+		writeJSON(w, code, v)
+	}
+
+	if s.opts.Key != "" {
+		switch got := r.Header.Get("Authorization"); {
+		case got == "":
+			reply(http.StatusUnauthorized, newError("You didn't provide an API key. Send it as 'Authorization: Bearer <key>'.", "invalid_request_error", "invalid_api_key"))
+			return
+		case got != "Bearer "+s.opts.Key:
+			reply(http.StatusUnauthorized, newError("Incorrect API key provided: "+mask(strings.TrimPrefix(got, "Bearer "))+".", "invalid_request_error", "invalid_api_key"))
+			return
+		}
+	}
+
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+	if err != nil {
+		reply(http.StatusBadRequest, newError("Could not read the request body.", "invalid_request_error", ""))
+		return
+	}
+	if len(body) > maxBody {
+		reply(http.StatusRequestEntityTooLarge, newError("Request body too large.", "invalid_request_error", "body_too_large"))
+		return
+	}
+	var req wireRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		reply(http.StatusBadRequest, newError("We could not parse the JSON body of your request: "+err.Error(), "invalid_request_error", ""))
+		return
+	}
+	msgs, err := messages(req)
+	stream := req.Stream != nil && *req.Stream
+	s.update(func() { rec.Model, rec.Messages, rec.Stream = req.Model, msgs, stream })
+	switch {
+	case err != nil:
+		reply(http.StatusBadRequest, newError(err.Error(), "invalid_request_error", ""))
+		return
+	case req.Model == "":
+		reply(http.StatusBadRequest, newError("You must provide a model parameter.", "invalid_request_error", ""))
+		return
+	case len(s.opts.Models) > 0 && !slices.Contains(s.opts.Models, req.Model):
+		reply(http.StatusNotFound, newError(fmt.Sprintf("The model `%s` does not exist or you do not have access to it.", req.Model), "invalid_request_error", "model_not_found"))
+		return
+	case len(msgs) == 0:
+		reply(http.StatusBadRequest, newError("[] is too short - 'messages'", "invalid_request_error", ""))
+		return
+	}
+	s.log.Debug("fake chat request", "model", req.Model, "messages", len(msgs), "stream", stream)
+
+	magic := magicWords(lastUser(msgs))
+	switch {
+	case magic[MagicFail500]:
+		reply(http.StatusInternalServerError, errServer)
+		return
+	case magic[MagicFail400]:
+		reply(http.StatusBadRequest, errFail)
+		return
+	case magic[MagicHang], magic[MagicStall] && !stream:
+		s.hold(w, r, rec)
+		return
+	}
+	text := s.ReplyText(msgs)
+	id := fmt.Sprintf("chatcmpl-fake%016x", seq)
+	if !stream {
+		if magic[MagicFailMid] {
+			reply(http.StatusInternalServerError, errServer)
+			return
+		}
+		c := completionJSON{ID: id, Object: "chat.completion", Created: time.Now().Unix(), Model: req.Model}
+		c.Choices = []completionChoice{{Message: messageJSON{Role: "assistant", Content: text}, FinishReason: "stop"}}
+		c.Usage.PromptTokens = countWords(msgs)
+		c.Usage.CompletionTokens = len(strings.Fields(text))
+		c.Usage.TotalTokens = c.Usage.PromptTokens + c.Usage.CompletionTokens
+		reply(http.StatusOK, c)
+		return
+	}
+	status(http.StatusOK)
+	if !s.stream(w, r, req.Model, id, text, magic) {
+		s.update(func() { rec.Aborted = true })
+	}
+}
+
+// stream writes a streamed reply. It returns false if the client went away first.
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, model, id, text string, magic map[string]bool) bool {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream; charset=utf-8")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	created := time.Now().Unix()
+	send := func(delta deltaJSON, finish *string) bool {
+		if magic[MagicKeepalive] {
+			if _, err := io.WriteString(w, ": keepalive\n\n"); err != nil {
+				return false
+			}
+		}
+		c := chunkJSON{ID: id, Object: "chat.completion.chunk", Created: created, Model: model,
+			Choices: []chunkChoice{{Delta: delta, FinishReason: finish}}}
+		return writeEvent(w, rc, mustJSON(c))
+	}
+	if !send(deltaJSON{Role: "assistant"}, nil) {
+		return false
+	}
+	every := s.opts.ChunkEvery
+	if magic[MagicSlow] {
+		every = s.opts.SlowEvery
+	}
+	for _, p := range pieces(text) {
+		if !s.pause(r, every) || !send(deltaJSON{Content: p.text}, nil) {
+			return r.Context().Err() == nil && s.quitting()
+		}
+		if !p.endsSentence {
+			continue
+		}
+		switch {
+		case magic[MagicStall]:
+			select {
+			case <-r.Context().Done():
+				return false
+			case <-s.quit:
+				return true
+			}
+		case magic[MagicFailMid]:
+			return writeEvent(w, rc, mustJSON(errServer))
+		case magic[MagicCutoff]:
+			return true
+		}
+	}
+	stop := "stop"
+	if !s.pause(r, every) || !send(deltaJSON{}, &stop) {
+		return r.Context().Err() == nil && s.quitting()
+	}
+	return writeEvent(w, rc, []byte("[DONE]"))
+}
+
+// pause waits d (nothing when d is 0). It returns false if the client went away or the
+// server is closing.
+func (s *Server) pause(r *http.Request, d time.Duration) bool {
+	if d <= 0 {
+		return r.Context().Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-r.Context().Done():
+		return false
+	case <-s.quit:
+		return false
+	}
+}
+
+func (s *Server) quitting() bool {
+	select {
+	case <-s.quit:
+		return true
+	default:
+		return false
+	}
+}
+
+// hold sends nothing until the client goes away (recorded as aborted) or Close is called
+// (answered 503).
+func (s *Server) hold(w http.ResponseWriter, r *http.Request, rec *Request) {
+	select {
+	case <-r.Context().Done():
+		s.update(func() { rec.Aborted = true })
+	case <-s.quit:
+		s.update(func() { rec.Status = http.StatusServiceUnavailable })
+		writeJSON(w, http.StatusServiceUnavailable, newError("The fake server is shutting down.", "server_error", ""))
+	}
+}
+
+// models serves GET /v1/models.
+func (s *Server) models(w http.ResponseWriter, r *http.Request) {
+	if s.opts.Key != "" && r.Header.Get("Authorization") != "Bearer "+s.opts.Key {
+		writeJSON(w, http.StatusUnauthorized, newError("Incorrect API key provided.", "invalid_request_error", "invalid_api_key"))
+		return
+	}
+	names := s.opts.Models
+	if len(names) == 0 {
+		names = []string{DefaultModel}
+	}
+	type model struct {
+		ID      string `json:"id"`
+		Object  string `json:"object"`
+		Created int64  `json:"created"`
+		OwnedBy string `json:"owned_by"`
+	}
+	list := struct {
+		Object string  `json:"object"`
+		Data   []model `json:"data"`
+	}{Object: "list"}
+	for _, n := range names {
+		list.Data = append(list.Data, model{ID: n, Object: "model", Created: 1700000000, OwnedBy: "handset"})
+	}
+	writeJSON(w, http.StatusOK, list)
+}
+
+// notFound answers any other route the way OpenAI does.
+func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusNotFound, newError(fmt.Sprintf("Invalid URL (%s %s)", r.Method, r.URL.Path), "invalid_request_error", ""))
+}
+
+// messages reads the request's messages; content may be a string or an array of parts.
+func messages(req wireRequest) ([]Message, error) {
+	out := make([]Message, 0, len(req.Messages))
+	for i, m := range req.Messages {
+		if m.Role == "" {
+			return nil, fmt.Errorf("Missing required parameter: 'messages[%d].role'.", i)
+		}
+		content, err := contentText(m.Content)
+		if err != nil {
+			return nil, fmt.Errorf("Invalid type for 'messages[%d].content': %v", i, err)
+		}
+		out = append(out, Message{Role: m.Role, Content: content})
+	}
+	return out, nil
+}
+
+func contentText(raw json.RawMessage) (string, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		return s, nil
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return "", errors.New("expected a string or an array of content parts")
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		if p.Type == "text" {
+			b.WriteString(p.Text)
+		}
+	}
+	return b.String(), nil
+}
+
+func countWords(msgs []Message) int {
+	n := 0
+	for _, m := range msgs {
+		n += len(strings.Fields(m.Content))
+	}
+	return n
+}
+
+// mask shows a key the way OpenAI's error message does: its ends only.
+func mask(key string) string {
+	if len(key) <= 8 {
+		return "****"
+	}
+	return key[:3] + "****" + key[len(key)-4:]
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("fakeopenai: encode %T: %v", v, err))
+	}
+	return b
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(mustJSON(v), '\n'))
+}
+
+// writeEvent writes one "data:" event and flushes it. It returns false when the write fails.
+func writeEvent(w io.Writer, rc *http.ResponseController, data []byte) bool {
+	var b bytes.Buffer
+	b.Grow(len(data) + 8)
+	b.WriteString("data: ")
+	b.Write(data)
+	b.WriteString("\n\n")
+	if _, err := w.Write(b.Bytes()); err != nil {
+		return false
+	}
+	return rc.Flush() == nil
+}

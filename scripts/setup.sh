@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Install everything Handset needs on a fresh Debian 12 machine and build the binary.
+# Idempotent: run it again after pulling. Needs root (or sudo) only for apt.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# System packages. Empty today beyond what Debian's base image ships; the embedded
+# offline speech engines add theirs here.
+APT_PACKAGES=(ca-certificates)
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+	SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+	$SUDO apt-get update -qq
+	$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+command -v go >/dev/null || { echo "setup: Go 1.26 is required (https://go.dev/dl/)" >&2; exit 1; }
+go mod download
+mkdir -p bin
+go build -trimpath -o bin/handset ./cmd/handset
+echo "setup: built bin/handset ($(./bin/handset version | head -1))"
