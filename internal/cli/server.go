@@ -29,6 +29,7 @@ type server struct {
 	hashSecret []byte
 	mux        *http.ServeMux
 	stopCalls  context.CancelFunc
+	onCall     func(*call.Call) // told of every admitted call (simulate follows its call)
 }
 
 func newServer(ctx context.Context, cfg *config.Config, prov providers, log *slog.Logger) (*server, error) {
@@ -94,6 +95,9 @@ func (s *server) admit(leg voice.Leg) (<-chan struct{}, error) {
 	if err != nil {
 		_ = journal.Close()
 		return nil, err
+	}
+	if s.onCall != nil {
+		s.onCall(c)
 	}
 	s.log.Info("call started", "call", info.CallID, "carrier", info.Carrier, "direction", info.Direction)
 	return c.Done(), nil

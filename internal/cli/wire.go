@@ -51,13 +51,17 @@ func buildAgent(cfg *config.Config, log *slog.Logger) (voice.Agent, error) {
 func buildSTT(cfg *config.Config, log *slog.Logger) (voice.Recognizer, error) {
 	switch cfg.STT.Provider {
 	case config.STTDeepgram:
-		return deepgram.New(deepgram.Options{
+		r, err := deepgram.New(deepgram.Options{
 			Key:      cfg.STT.Deepgram.Key.Reveal(),
 			BaseURL:  cfg.STT.Deepgram.URL,
 			Model:    cfg.STT.Deepgram.Model,
 			Language: cfg.STT.Deepgram.Language,
 			Logger:   log,
-		}), nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("HANDSET_DEEPGRAM_URL: %w", err)
+		}
+		return r, nil
 	case "":
 		return nil, &usageError{msg: "HANDSET_STT (stt.provider) is not set", hint: "set HANDSET_STT=deepgram and DEEPGRAM_API_KEY"}
 	}

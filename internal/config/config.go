@@ -222,8 +222,9 @@ func (c *Config) AgentModel() string {
 
 // Source says where the value of the setting named by its environment variable came from:
 // "default", "config file handset.yaml:7", "env file .env:3", "environment" or "flag", with
-// " via NAME" when another variable supplied it (the agent key fallbacks). It is "" for a name
-// that is not a setting.
+// " via NAME" when another variable supplied it (the agent key fallbacks). It names the layer
+// that supplied the value even when that value was invalid and Validate reports it. It is ""
+// for a name that is not a setting.
 func (c *Config) Source(env string) string {
 	o, ok := c.Origin(env)
 	if !ok {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -59,65 +60,23 @@ type yamlValue struct {
 // are kept aside and reported by Validate together with every other invalid value.
 func Load(opts LoadOptions) (*Config, error) {
 	table := settingTable()
-	dir := opts.WorkDir
-	if dir == "" {
-		dir = "."
+	src, err := readSources(opts, table)
+	if err != nil {
+		return nil, err
 	}
-	var errs []error
-
-	env := make(map[string]envValue, len(opts.Environ))
-	for _, kv := range opts.Environ {
-		if k, v, ok := strings.Cut(kv, "="); ok && k != "" {
-			env[k] = envValue{value: v, origin: Origin{Kind: FromEnvironment}}
-		}
-	}
-
-	envFiles, fileErrs := chooseFiles(dir, opts.EnvFiles, DefaultEnvFile)
-	errs = append(errs, fileErrs...)
-	var envFileNames []string
-	for _, f := range envFiles {
-		envFileNames = append(envFileNames, f.name)
-		errs = append(errs, mergeEnvFile(env, f)...)
-	}
-
-	var fromYAML map[string]yamlValue
-	configFiles, fileErrs := chooseFiles(dir, optional(opts.ConfigFile), DefaultConfigFile)
-	errs = append(errs, fileErrs...)
-	configFile := ""
-	for _, f := range configFiles {
-		configFile = f.name
-		data, err := os.ReadFile(f.path)
-		if err != nil {
-			errs = append(errs, &FileError{Path: f.name, Msg: readFailure(err)})
-			continue
-		}
-		var yamlErrs []error
-		fromYAML, yamlErrs = parseYAML(f.name, data, table, env)
-		errs = append(errs, yamlErrs...)
-	}
-
-	for name := range opts.Overrides {
-		if _, ok := lookupSetting(table, name); !ok {
-			errs = append(errs, fmt.Errorf("config: an override names %q, which is not a setting", name))
-		}
-	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-
 	info := &loadInfo{
 		origins:    make(map[string]Origin, len(table)),
 		raw:        make(map[string]string, len(table)),
-		configFile: configFile,
-		envFiles:   envFileNames,
+		configFile: src.configFile,
+		envFiles:   src.envFiles,
 	}
 	c := &Config{info: info}
 	for _, s := range table {
 		raw, origin := s.Default, Origin{Kind: FromDefault}
-		if v, ok := fromYAML[s.YAML]; ok {
-			raw, origin = v.value, Origin{Kind: FromConfigFile, Path: configFile, Line: v.line}
+		if v, ok := src.yaml[s.YAML]; ok {
+			raw, origin = v.value, Origin{Kind: FromConfigFile, Path: src.configFile, Line: v.line}
 		}
-		if v, ok := env[s.Env]; ok && strings.TrimSpace(v.value) != "" {
+		if v, ok := src.env[s.Env]; ok && strings.TrimSpace(v.value) != "" {
 			raw, origin = v.value, v.origin
 		}
 		if v, ok := opts.Overrides[s.Env]; ok {
@@ -136,8 +95,60 @@ func Load(opts LoadOptions) (*Config, error) {
 			info.problems = append(info.problems, fe)
 		}
 	}
-	c.fallBackAgentKey(env)
+	c.fallBackAgentKey(src.env)
 	return c, nil
+}
+
+// sources is everything Load read, before it is laid over the defaults.
+type sources struct {
+	env        map[string]envValue  // the environment merged with the dotenv files
+	yaml       map[string]yamlValue // keyed by YAML path
+	configFile string
+	envFiles   []string
+}
+
+// readSources reads the environment, the dotenv files and the YAML file, and checks the
+// override names. It reports every problem with them at once.
+func readSources(opts LoadOptions, table []Setting) (sources, error) {
+	dir := opts.WorkDir
+	if dir == "" {
+		dir = "."
+	}
+	var errs []error
+	src := sources{env: make(map[string]envValue, len(opts.Environ))}
+	for _, kv := range opts.Environ {
+		if k, v, ok := strings.Cut(kv, "="); ok && k != "" {
+			src.env[k] = envValue{value: v, origin: Origin{Kind: FromEnvironment}}
+		}
+	}
+
+	envFiles, fileErrs := chooseFiles(dir, opts.EnvFiles, DefaultEnvFile)
+	errs = append(errs, fileErrs...)
+	for _, f := range envFiles {
+		src.envFiles = append(src.envFiles, f.name)
+		errs = append(errs, mergeEnvFile(src.env, f)...)
+	}
+
+	configFiles, fileErrs := chooseFiles(dir, optional(opts.ConfigFile), DefaultConfigFile)
+	errs = append(errs, fileErrs...)
+	for _, f := range configFiles {
+		src.configFile = f.name
+		data, err := os.ReadFile(f.path)
+		if err != nil {
+			errs = append(errs, &FileError{Path: f.name, Msg: readFailure(err)})
+			continue
+		}
+		var yamlErrs []error
+		src.yaml, yamlErrs = parseYAML(f.name, data, table, src.env)
+		errs = append(errs, yamlErrs...)
+	}
+
+	for _, name := range slices.Sorted(maps.Keys(opts.Overrides)) {
+		if _, ok := lookupSetting(table, name); !ok {
+			errs = append(errs, fmt.Errorf("config: an override names %q, which is not a setting", name))
+		}
+	}
+	return src, errors.Join(errs...)
 }
 
 // fallBackAgentKey fills an empty agent key from the runtime's own variable. The OpenAI key is

@@ -73,15 +73,33 @@ func Settings() []Setting {
 // Secret reports whether the setting holds a credential that must never be displayed.
 func (s Setting) Secret() bool { return s.Kind == KindSecret }
 
-// Display renders the setting's value in c for people: secrets as "set" or "missing", durations
-// in Go syntax, everything else as is ("" when empty).
+// Display renders the setting's value in c for people: secrets as "set" or "missing", other
+// values as the user (or the table's default) wrote them, "" when empty.
 func (s Setting) Display(c *Config) string {
-	switch p := s.field(c).(type) {
-	case *Secret:
+	if p, ok := s.field(c).(*Secret); ok {
 		return p.Status()
-	default:
-		return s.text(c)
 	}
+	return s.written(c)
+}
+
+// written is the value in c spelled as it was written ("60s" rather than "1m"), when that
+// spelling still means what the field holds; otherwise the canonical text. Never call it on
+// secrets for display.
+func (s Setting) written(c *Config) string {
+	v := s.text(c)
+	var spellings []string
+	if raw, ok := c.info.rawValue(s.Env); ok {
+		spellings = append(spellings, raw)
+	}
+	for _, w := range append(spellings, s.Default) {
+		if w == v {
+			return v
+		}
+		if probe := Default(); s.set(probe, w) == "" && s.text(probe) == v {
+			return w
+		}
+	}
+	return v
 }
 
 // text is the value in c as a user would write it. Never call it on secrets for display.

@@ -46,14 +46,7 @@ func (c *Config) Validate(opts ValidateOptions) error {
 func (c *Config) fieldError(s Setting, reason string, withValue bool) FieldError {
 	fe := FieldError{Env: s.Env, YAML: s.YAML, Reason: reason, Origin: c.info.origin(s.Env)}
 	if withValue && !s.Secret() {
-		fe.Value = s.text(c)
-		// Prefer the text as the user wrote it ("0" rather than "0s"), as long as the field
-		// still holds what that text says.
-		if raw, ok := c.info.rawValue(s.Env); ok && raw != fe.Value {
-			if probe := Default(); s.set(probe, raw) == "" && s.text(probe) == fe.Value {
-				fe.Value = raw
-			}
-		}
+		fe.Value = s.written(c)
 	}
 	return fe
 }

@@ -9,6 +9,13 @@
 // stream is parsed by hand as
 // https://html.spec.whatwg.org/multipage/server-sent-events.html describes.
 //
+// Errors are *voice.ProviderError: an HTTP error status is classified by voice.KindFromStatus
+// and carries the vendor's error.message; an error object inside the stream is classified by
+// its type or code; a stream that stops without "[DONE]" or a finish_reason is transient.
+// Hermes Agent's named "hermes.tool.progress" events become ReplyChunk.Progress labels;
+// other named events are ignored. A runtime that ignores "stream": true and answers one
+// application/json chat.completion is read as a single chunk.
+//
 // Only silence is timed: waiting for response headers and the gap between stream bytes are
 // bounded by Options.Timeout, never the whole turn, because an agent turn that runs tools
 // can take minutes while sending keepalives.
@@ -177,7 +184,6 @@ func (a *Agent) Reply(ctx context.Context, req voice.TurnRequest) (voice.ReplySt
 		cancel:   cancel,
 		watchdog: watchdog,
 		body:     resp.Body,
-		status:   resp.StatusCode,
 	}
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "application/json" {
 		s.whole = true

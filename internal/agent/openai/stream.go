@@ -29,7 +29,6 @@ type stream struct {
 	cancel   context.CancelCauseFunc
 	watchdog *time.Timer // fires cancel(errSilent) after Timeout without bytes
 	body     io.ReadCloser
-	status   int
 
 	sse   *sseReader // nil when the runtime answered application/json
 	whole bool       // read the body as one chat.completion
@@ -110,7 +109,7 @@ func (s *stream) next() (voice.ReplyChunk, error) {
 		switch ev.Type {
 		case "message":
 		case "error":
-			return voice.ReplyChunk{}, s.agent.fail(voice.KindTransient, s.status,
+			return voice.ReplyChunk{}, s.agent.fail(voice.KindTransient, 0,
 				fmt.Errorf("error event: %w", errorFromBody([]byte(ev.Data))))
 		case hermesProgress:
 			if label := progressLabel(ev.Data); label != "" {
@@ -125,16 +124,16 @@ func (s *stream) next() (voice.ReplyChunk, error) {
 		}
 		c, err := parseChunk([]byte(ev.Data))
 		if err != nil {
-			return voice.ReplyChunk{}, s.agent.fail(voice.KindProtocol, s.status, err)
+			return voice.ReplyChunk{}, s.agent.fail(voice.KindProtocol, 0, err)
 		}
 		if c.Finish != "" {
 			s.finished = true
 		}
 		switch {
 		case c.Err != nil:
-			s.pending = s.agent.fail(c.Err.kind(), s.status, fmt.Errorf("in stream: %w", c.Err))
+			s.pending = s.agent.fail(c.Err.kind(), 0, fmt.Errorf("in stream: %w", c.Err))
 		case c.Finish == "error":
-			s.pending = s.agent.fail(voice.KindTransient, s.status, errors.New(`in stream: finish_reason "error"`))
+			s.pending = s.agent.fail(voice.KindTransient, 0, errors.New(`in stream: finish_reason "error"`))
 		}
 		if c.Text != "" {
 			return voice.ReplyChunk{Text: c.Text}, nil
@@ -155,13 +154,13 @@ func (s *stream) readErr(err error) error {
 	case aborted:
 		return s.agent.aborted(s.parent, s.rctx, s.closed.Load(), err, "read stream")
 	case errors.Is(err, errLineTooLong), errors.Is(err, errEventTooLarge):
-		return s.agent.fail(voice.KindProtocol, s.status, err)
+		return s.agent.fail(voice.KindProtocol, 0, err)
 	case err == io.EOF && s.finished:
 		return io.EOF
 	case err == io.EOF:
-		return s.agent.fail(voice.KindTransient, s.status, errors.New("stream ended early: no [DONE] and no finish_reason"))
+		return s.agent.fail(voice.KindTransient, 0, errors.New("stream ended early: no [DONE] and no finish_reason"))
 	}
-	return s.agent.fail(voice.KindTransient, s.status, fmt.Errorf("stream ended early: %w", err))
+	return s.agent.fail(voice.KindTransient, 0, fmt.Errorf("stream ended early: %w", err))
 }
 
 // readWhole serves a runtime that ignored "stream": true and answered one
@@ -176,14 +175,14 @@ func (s *stream) readWhole() (voice.ReplyChunk, error) {
 	}
 	s.finished = true
 	if len(data) > maxWholeReply {
-		return voice.ReplyChunk{}, s.agent.fail(voice.KindProtocol, s.status, errors.New("completion larger than 8 MiB"))
+		return voice.ReplyChunk{}, s.agent.fail(voice.KindProtocol, 0, errors.New("completion larger than 8 MiB"))
 	}
 	text, ve, err := parseCompletion(data)
 	switch {
 	case err != nil:
-		return voice.ReplyChunk{}, s.agent.fail(voice.KindProtocol, s.status, err)
+		return voice.ReplyChunk{}, s.agent.fail(voice.KindProtocol, 0, err)
 	case ve != nil:
-		return voice.ReplyChunk{}, s.agent.fail(ve.kind(), s.status, fmt.Errorf("in completion: %w", ve))
+		return voice.ReplyChunk{}, s.agent.fail(ve.kind(), 0, fmt.Errorf("in completion: %w", ve))
 	case text == "":
 		return voice.ReplyChunk{}, io.EOF
 	}

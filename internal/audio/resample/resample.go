@@ -68,6 +68,9 @@ func (r *Resampler) From() int { return r.from }
 // To is the output rate in Hz.
 func (r *Resampler) To() int { return r.to }
 
+// String names the conversion, for example "resample 8000->16000".
+func (r *Resampler) String() string { return fmt.Sprintf("resample %d->%d", r.from, r.to) }
+
 // MaxOut is the most output samples Process can produce from nIn input samples. Over a
 // whole stream, n input samples give ceil(n·To/From) output samples in total.
 func (r *Resampler) MaxOut(nIn int) int { return (nIn*r.l + r.m - 1) / r.m }

@@ -51,6 +51,9 @@ func TestNewRejectsUnsupportedRates(t *testing.T) {
 	}
 	for _, p := range allPairs() {
 		r := mustNew(t, p.from, p.to)
+		if want := fmt.Sprintf("resample %d->%d", p.from, p.to); r.String() != want {
+			t.Errorf("String() = %q, want %q", r.String(), want)
+		}
 		if r.From() != p.from || r.To() != p.to {
 			t.Errorf("%v: From/To = %d/%d", p, r.From(), r.To())
 		}
@@ -89,7 +92,7 @@ func TestLengthOverManyChunks(t *testing.T) {
 
 func TestChunkedEqualsWhole(t *testing.T) {
 	for _, p := range allPairs() {
-		src := audiotest.SpeechLike(p.from, 1500*time.Millisecond, 2)
+		src := audiotest.SpeechLike(p.from, 500*time.Millisecond, 2)
 		whole := mustNew(t, p.from, p.to).Process(nil, src)
 		frame := p.from / 50
 		for _, sizes := range [][]int{{frame}, {1}, {0, 7, 333, 1, 2000}, {block + 1}} {
@@ -140,7 +143,7 @@ func TestToneKeepsLevelAndPitch(t *testing.T) {
 func TestPassbandIsFlat(t *testing.T) {
 	for _, p := range allPairs() {
 		low := float64(min(p.from, p.to))
-		for _, hz := range []float64{300, 0.25 * low, 0.4 * low} {
+		for _, hz := range []float64{300, 0.25 * low, 0.4 * low, passEdge * low} {
 			r := mustNew(t, p.from, p.to)
 			in := audiotest.Tone(p.from, hz, 300*time.Millisecond, 0.5)
 			out := steady(r, process(r, in, []int{p.from / 50}))

@@ -102,7 +102,7 @@ func accuracy(e *Energy, pcm []int16, truth []bool) (frame, state, segment score
 
 func TestAccuracyOnSpeechLikeTrack(t *testing.T) {
 	for _, rate := range []int{8000, 16000} {
-		clean, truth := speechTrack(rate, 2*time.Minute, 11)
+		clean, truth := speechTrack(rate, 90*time.Second, 11)
 		for _, snr := range []float64{0, 20, 10} { // 0 means clean
 			pcm := clean
 			name := "clean"

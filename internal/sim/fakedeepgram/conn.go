@@ -19,6 +19,7 @@ const idleReason = "NET-0001: Deepgram did not receive audio data or a text mess
 type outMsg struct {
 	data   []byte
 	close  bool // close the socket with code and reason instead of writing data
+	drop   bool // drop the socket abruptly (the fault), after the messages before it
 	code   websocket.StatusCode
 	reason string
 }
@@ -69,7 +70,7 @@ func (s *Server) serveConn(ws *websocket.Conn, rec *ConnStats, p params) {
 		meta: resultsMeta{RequestID: rec.RequestID, ModelInfo: newModelInfo(p.model), ModelUUID: fakeModelUUID},
 	}
 	if !c.readLoop(activity) {
-		cancel() // the socket failed or was dropped: stop the writer now
+		cancel() // the socket failed: stop the writer now
 	}
 	<-wdone
 	_ = ws.CloseNow()
@@ -111,6 +112,10 @@ func (s *Server) writeLoop(ctx context.Context, ws *websocket.Conn, rec *ConnSta
 
 // write sends m; it reports whether the writer should go on.
 func (s *Server) write(ctx context.Context, ws *websocket.Conn, m outMsg) bool {
+	if m.drop {
+		_ = ws.CloseNow() // abrupt: no close frame, as when a network path dies
+		return false
+	}
 	if m.close {
 		_ = ws.Close(m.code, m.reason)
 		return false
@@ -122,8 +127,8 @@ func (s *Server) write(ctx context.Context, ws *websocket.Conn, m outMsg) bool {
 	return true
 }
 
-// readLoop handles client messages until the socket ends. It returns true after a
-// CloseStream, when the writer has been asked to close the socket gracefully.
+// readLoop handles client messages until the socket ends. It returns true when the writer
+// has been told how to end the socket (CloseStream, the drop fault) and should be awaited.
 func (c *conn) readLoop(activity chan<- struct{}) bool {
 	for {
 		typ, data, err := c.ws.Read(c.ctx)
@@ -135,8 +140,8 @@ func (c *conn) readLoop(activity chan<- struct{}) bool {
 		default:
 		}
 		if typ == websocket.MessageBinary {
-			if !c.audio(data) {
-				return false
+			if dropped, ok := c.audio(data); dropped || !ok {
+				return dropped
 			}
 			continue
 		}
@@ -168,8 +173,9 @@ func (c *conn) readLoop(activity chan<- struct{}) bool {
 	}
 }
 
-// audio handles one binary message; false means the connection was dropped by the fault.
-func (c *conn) audio(data []byte) bool {
+// audio handles one binary message. dropped means the fault fired: the writer sends what
+// was already produced and then drops the socket. ok is false when the writer is gone.
+func (c *conn) audio(data []byte) (dropped, ok bool) {
 	drop := false
 	c.s.update(func() {
 		c.rec.AudioBytes += int64(len(data))
@@ -180,12 +186,11 @@ func (c *conn) audio(data []byte) bool {
 		}
 	})
 	if drop {
-		_ = c.ws.CloseNow() // abrupt: no close frame, as when a network path dies
-		return false
+		return true, c.send(outMsg{drop: true})
 	}
 	c.sha.Write(data)
 	c.evs = c.det.feed(data, c.evs[:0])
-	return c.emitAll(causeEndpoint)
+	return false, c.emitAll(causeEndpoint)
 }
 
 // emitAll sends a message for each detector event; false means the writer is gone.

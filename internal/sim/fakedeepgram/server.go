@@ -304,13 +304,6 @@ func parseParams(q url.Values) (params, error) {
 // ServeHTTP answers GET /v1/listen with a WebSocket, as wss://api.deepgram.com does.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	requestID := newRequestID()
-	s.mu.Lock()
-	closed := s.closed
-	s.mu.Unlock()
-	if closed {
-		s.reject(w, http.StatusServiceUnavailable, "SERVICE_UNAVAILABLE", "the fake server is closed", requestID)
-		return
-	}
 	if r.URL.Path != "/v1/listen" {
 		s.reject(w, http.StatusNotFound, "Not Found", "no route for "+r.URL.Path, requestID)
 		return
@@ -329,15 +322,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.reject(w, http.StatusBadRequest, "Bad Request", err.Error(), requestID)
 		return
 	}
-	w.Header().Set("dg-request-id", requestID)
-	ws, err := websocket.Accept(w, r, nil) // Accept answers a bad upgrade itself
-	if err != nil {
-		s.update(func() { s.rejected++ })
+	if !isUpgrade(r) {
+		s.reject(w, http.StatusUpgradeRequired, "Upgrade Required", "live streaming needs a WebSocket upgrade", requestID)
 		return
 	}
-	ws.SetReadLimit(1 << 20)
-
+	// Record the connection before the handshake completes, so it is in Stats by the time
+	// the client's dial returns.
 	rec := &ConnStats{RequestID: requestID, Query: cloneValues(r.URL.Query()), AuthHeader: auth != ""}
+	closed := false
 	s.update(func() {
 		if closed = s.closed; closed {
 			return
@@ -347,9 +339,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rec.ID = len(s.conns)
 	})
 	if closed {
-		_ = ws.Close(websocket.StatusGoingAway, "server closed")
+		s.reject(w, http.StatusServiceUnavailable, "SERVICE_UNAVAILABLE", "the fake server is closed", requestID)
 		return
 	}
+	w.Header().Set("dg-request-id", requestID)
+	ws, err := websocket.Accept(w, r, nil) // Accept answers a bad handshake itself
+	if err != nil {
+		s.update(func() { rec.Closed = true })
+		s.wg.Done()
+		return
+	}
+	ws.SetReadLimit(1 << 20)
 	defer s.wg.Done()
 	s.log.Debug("fakedeepgram: connection opened", "conn", rec.ID, "encoding", p.encoding, "sample_rate", p.rate)
 	s.serveConn(ws, rec, p)
@@ -357,6 +357,21 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.update(func() { rec.Closed = true; st = rec.clone() })
 	s.log.Debug("fakedeepgram: connection closed", "conn", st.ID, "audio_bytes", st.AudioBytes,
 		"finals", len(st.Transcripts), "dropped", st.Dropped, "idle", st.IdleClosed)
+}
+
+func isUpgrade(r *http.Request) bool {
+	return headerHas(r.Header, "Connection", "upgrade") && headerHas(r.Header, "Upgrade", "websocket")
+}
+
+func headerHas(h http.Header, key, token string) bool {
+	for _, v := range h.Values(key) {
+		for _, t := range strings.Split(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(t), token) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // reject answers a refused handshake with Deepgram's JSON error body.

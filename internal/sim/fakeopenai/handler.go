@@ -99,54 +99,16 @@ var (
 func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	rec, seq := s.record(r)
 	defer s.update(func() { rec.Done = true })
-	status := func(code int) { s.update(func() { rec.Status = code }) }
 	reply := func(code int, v any) {
-		status(code)
+		s.update(func() { rec.Status = code })
 		writeJSON(w, code, v)
 	}
-
-	if s.opts.Key != "" {
-		switch got := r.Header.Get("Authorization"); {
-		case got == "":
-			reply(http.StatusUnauthorized, newError("You didn't provide an API key. Send it as 'Authorization: Bearer <key>'.", "invalid_request_error", "invalid_api_key"))
-			return
-		case got != "Bearer "+s.opts.Key:
-			reply(http.StatusUnauthorized, newError("Incorrect API key provided: "+mask(strings.TrimPrefix(got, "Bearer "))+".", "invalid_request_error", "invalid_api_key"))
-			return
-		}
-	}
-
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
-	if err != nil {
-		reply(http.StatusBadRequest, newError("Could not read the request body.", "invalid_request_error", ""))
+	req, msgs, code, refusal := s.admit(r, rec)
+	if code != 0 {
+		reply(code, refusal)
 		return
 	}
-	if len(body) > maxBody {
-		reply(http.StatusRequestEntityTooLarge, newError("Request body too large.", "invalid_request_error", "body_too_large"))
-		return
-	}
-	var req wireRequest
-	if err := json.Unmarshal(body, &req); err != nil {
-		reply(http.StatusBadRequest, newError("We could not parse the JSON body of your request: "+err.Error(), "invalid_request_error", ""))
-		return
-	}
-	msgs, err := messages(req)
 	stream := req.Stream != nil && *req.Stream
-	s.update(func() { rec.Model, rec.Messages, rec.Stream = req.Model, msgs, stream })
-	switch {
-	case err != nil:
-		reply(http.StatusBadRequest, newError(err.Error(), "invalid_request_error", ""))
-		return
-	case req.Model == "":
-		reply(http.StatusBadRequest, newError("You must provide a model parameter.", "invalid_request_error", ""))
-		return
-	case len(s.opts.Models) > 0 && !slices.Contains(s.opts.Models, req.Model):
-		reply(http.StatusNotFound, newError(fmt.Sprintf("The model `%s` does not exist or you do not have access to it.", req.Model), "invalid_request_error", "model_not_found"))
-		return
-	case len(msgs) == 0:
-		reply(http.StatusBadRequest, newError("[] is too short - 'messages'", "invalid_request_error", ""))
-		return
-	}
 	s.log.Debug("fake chat request", "model", req.Model, "messages", len(msgs), "stream", stream)
 
 	magic := magicWords(lastUser(msgs))
@@ -176,10 +138,47 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		reply(http.StatusOK, c)
 		return
 	}
-	status(http.StatusOK)
+	s.update(func() { rec.Status = http.StatusOK })
 	if !s.stream(w, r, req.Model, id, text, magic) {
 		s.update(func() { rec.Aborted = true })
 	}
+}
+
+// admit checks the key and reads the request into rec. A non-zero code refuses it with
+// the error envelope returned.
+func (s *Server) admit(r *http.Request, rec *Request) (wireRequest, []Message, int, errorJSON) {
+	var req wireRequest
+	if s.opts.Key != "" {
+		switch got := r.Header.Get("Authorization"); {
+		case got == "":
+			return req, nil, http.StatusUnauthorized, newError("You didn't provide an API key. Send it as 'Authorization: Bearer <key>'.", "invalid_request_error", "invalid_api_key")
+		case got != "Bearer "+s.opts.Key:
+			return req, nil, http.StatusUnauthorized, newError("Incorrect API key provided: "+mask(strings.TrimPrefix(got, "Bearer "))+".", "invalid_request_error", "invalid_api_key")
+		}
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+	switch {
+	case err != nil:
+		return req, nil, http.StatusBadRequest, newError("Could not read the request body.", "invalid_request_error", "")
+	case len(body) > maxBody:
+		return req, nil, http.StatusRequestEntityTooLarge, newError("Request body too large.", "invalid_request_error", "body_too_large")
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		return req, nil, http.StatusBadRequest, newError("We could not parse the JSON body of your request: "+err.Error(), "invalid_request_error", "")
+	}
+	msgs, err := messages(req)
+	s.update(func() { rec.Model, rec.Messages, rec.Stream = req.Model, msgs, req.Stream != nil && *req.Stream })
+	switch {
+	case err != nil:
+		return req, nil, http.StatusBadRequest, newError(err.Error(), "invalid_request_error", "")
+	case req.Model == "":
+		return req, nil, http.StatusBadRequest, newError("You must provide a model parameter.", "invalid_request_error", "")
+	case len(s.opts.Models) > 0 && !slices.Contains(s.opts.Models, req.Model):
+		return req, nil, http.StatusNotFound, newError(fmt.Sprintf("The model `%s` does not exist or you do not have access to it.", req.Model), "invalid_request_error", "model_not_found")
+	case len(msgs) == 0:
+		return req, nil, http.StatusBadRequest, newError("[] is too short - 'messages'", "invalid_request_error", "")
+	}
+	return req, msgs, 0, errorJSON{}
 }
 
 // stream writes a streamed reply. It returns false if the client went away first.

@@ -391,25 +391,33 @@ func (c *Call) receiveClear() {
 	c.advanceLocked(now)
 }
 
-// advanceLocked plays out everything due by now and re-arms the playback timer.
+// advanceLocked plays out everything due by now and re-arms the playback timer. A clock
+// may jump while the timer is armed (a fake clock advanced by another goroutine), so if
+// the next piece is already due once armed, it plays that too rather than wait a turn.
 func (c *Call) advanceLocked(now time.Duration) {
-	for _, p := range c.play.due(now) {
-		if p.audio == nil {
-			c.echoMarkLocked(p.mark, false)
-			continue
+	for {
+		for _, p := range c.play.due(now) {
+			if p.audio == nil {
+				c.echoMarkLocked(p.mark, false)
+				continue
+			}
+			c.recordLocked(Event{Kind: AudioPlayed, Start: p.start, End: p.end, Bytes: len(p.audio), Audio: p.audio})
 		}
-		c.recordLocked(Event{Kind: AudioPlayed, Start: p.start, End: p.end, Bytes: len(p.audio), Audio: p.audio})
-	}
-	at, ok := c.play.next()
-	switch {
-	case !ok:
-		if c.playTimer != nil {
-			c.playTimer.Stop()
+		at, ok := c.play.next()
+		switch {
+		case !ok:
+			if c.playTimer != nil {
+				c.playTimer.Stop()
+			}
+			return
+		case c.playTimer == nil:
+			c.playTimer = c.clk.AfterFunc(at-now, c.onPlayTimer)
+		default:
+			c.playTimer.Reset(at - now)
 		}
-	case c.playTimer == nil:
-		c.playTimer = c.clk.AfterFunc(at-now, c.onPlayTimer)
-	default:
-		c.playTimer.Reset(at - now)
+		if now = c.rel(); now < at {
+			return
+		}
 	}
 }
 
@@ -487,6 +495,9 @@ func (c *Call) writeLoop() {
 			continue
 		}
 		timer.Reset(due.Sub(now))
+		if !c.clk.Now().Before(due) {
+			continue // the clock jumped while the timer was armed (a fake clock can)
+		}
 		select {
 		case <-timer.C():
 		case <-c.wake:

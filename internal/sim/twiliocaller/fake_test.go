@@ -68,10 +68,10 @@ type fakeHandset struct {
 	webhookStatus int    // when set, the webhook answers this status with webhookBody
 	webhookBody   string //
 	streamURL     string // the <Stream url>; default publicStream
-	errs     []string
-	tokens   map[string]bool // issued and not yet used
-	webhooks []url.Values
-	handlers sync.WaitGroup
+	errs          []string
+	tokens        map[string]bool // issued and not yet used
+	webhooks      []url.Values
+	handlers      sync.WaitGroup
 }
 
 func newFakeHandset(t *testing.T) *fakeHandset {

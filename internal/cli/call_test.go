@@ -1,0 +1,304 @@
+package cli
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/handset-voice/handset/internal/obs"
+	"github.com/handset-voice/handset/internal/sim/twiliocaller"
+	"github.com/handset-voice/handset/internal/voice"
+)
+
+// TestWholeCall drives `handset serve` through a simulated Twilio caller: the greeting,
+// two turns answered in order, a barge-in that stops a long reply with exactly one clear,
+// and the journal of it all.
+func TestWholeCall(t *testing.T) {
+	r := startServe(t, []string{
+		"what are your opening hours",
+		"and on sundays",
+		"LONG SLOW tell me everything about the menu",
+		"stop please",
+	})
+	ctx := context.Background()
+	c := r.dial(ctx)
+
+	waitMark(ctx, t, c, "t0-end")
+	if segs := c.SpeechSegments(); len(segs) == 0 {
+		t.Fatal("greeting not heard")
+	}
+
+	for turn, seed := range []int64{1, 2} {
+		if err := c.SayAndWait(ctx, speech(1200*time.Millisecond, seed)); err != nil {
+			t.Fatal(err)
+		}
+		waitMark(ctx, t, c, markEnd(turn+1))
+	}
+
+	// A long reply; the caller talks over it once it is well under way.
+	if err := c.SayAndWait(ctx, speech(1200*time.Millisecond, 3)); err != nil {
+		t.Fatal(err)
+	}
+	waitMark(ctx, t, c, "t3-s1")
+	heardBefore := len(c.Snapshot().PlayedAudio())
+	if err := c.SayAndWait(ctx, speech(1000*time.Millisecond, 4)); err != nil {
+		t.Fatal(err)
+	}
+	waitMark(ctx, t, c, "t4-end")
+	if err := c.Hangup(); err != nil {
+		t.Fatal(err)
+	}
+	<-c.Done()
+
+	snap := c.Snapshot()
+	if n := snap.Clears(); n != 1 {
+		t.Errorf("clears = %d, want exactly 1", n)
+	}
+	if errs := snap.ProtocolErrors(); len(errs) > 0 {
+		t.Errorf("Handset sent messages Twilio would reject: %v", errs)
+	}
+	clears := snap.Filter(twiliocaller.Clear)
+	for _, m := range snap.Marks() {
+		if len(clears) > 0 && strings.HasPrefix(m.Name, "t3-") && m.Echoed && !m.Cleared && m.EchoedAt > clears[0].At {
+			t.Errorf("mark %s of the interrupted reply played after the barge-in", m.Name)
+		}
+	}
+	if hasPlayedMark(snap, "t3-end") {
+		t.Error("the interrupted reply played to its end")
+	}
+	if len(snap.PlayedAudio()) <= heardBefore {
+		t.Error("nothing was heard after the barge-in: the new turn was not answered")
+	}
+
+	// The agent saw the turns in order, each with the history before it.
+	reqs := r.agent.Requests()
+	if len(reqs) != 4 {
+		t.Fatalf("agent requests = %d, want 4", len(reqs))
+	}
+	wantUser := []string{"what are your opening hours", "and on sundays", "LONG SLOW tell me everything about the menu", "stop please"}
+	for i, req := range reqs {
+		last := req.Messages[len(req.Messages)-1]
+		if last.Role != "user" || last.Content != wantUser[i] {
+			t.Errorf("request %d ends with %+v, want user %q", i+1, last, wantUser[i])
+		}
+		if req.Header.Get("Authorization") != "Bearer agent-key" || req.Model != "test-model" || !req.Stream {
+			t.Errorf("request %d: auth %q model %q stream %v", i+1, req.Header.Get("Authorization"), req.Model, req.Stream)
+		}
+	}
+	second := reqs[1].Messages
+	if !containsMessage(second, "assistant", greeting) || !containsMessage(second, "user", wantUser[0]) {
+		t.Errorf("second request lacks the greeting or the first turn: %+v", second)
+	}
+	fourth := reqs[3].Messages
+	interrupted := fourth[len(fourth)-2]
+	if interrupted.Role != "assistant" || !strings.HasSuffix(interrupted.Content, voice.InterruptedMarker) ||
+		len(interrupted.Content) <= len(voice.InterruptedMarker) {
+		t.Errorf("history before the barge-in turn should end with the heard prefix and the marker, got %+v", interrupted)
+	}
+	if !reqs[2].Aborted {
+		t.Error("the interrupted agent stream was not aborted")
+	}
+
+	events := r.journal()
+	checkJournal(t, events)
+}
+
+func markEnd(turn int) string { return "t" + string(rune('0'+turn)) + "-end" }
+
+func containsMessage(msgs []fakeopenaiMessage, role, content string) bool {
+	for _, m := range msgs {
+		if m.Role == role && m.Content == content {
+			return true
+		}
+	}
+	return false
+}
+
+// checkJournal asserts every milestone of the whole call, in order and with sensible
+// latencies.
+func checkJournal(t *testing.T, events []obs.Event) {
+	t.Helper()
+	if events[0].Type != obs.CallStart || events[0].Carrier != "twilio" || events[0].CallerHash == "" || events[0].Agent != "openai" {
+		t.Errorf("first event %+v, want call.start with carrier, caller hash, agent", events[0])
+	}
+	if strings.Contains(dumpEvents(events), "5550100001") {
+		t.Error("the caller's number reached the journal")
+	}
+	end := events[len(events)-1]
+	if end.Type != obs.CallEnd || end.Reason != "caller_hangup" {
+		t.Errorf("last event %+v, want call.end caller_hangup", end)
+	}
+	for _, typ := range []string{obs.MediaFirstIn, obs.VADSpeechStart, obs.VADSpeechEnd, obs.STTFinal, obs.TurnCommit,
+		obs.AgentRequest, obs.AgentFirstToken, obs.AgentDone, obs.TTSRequest, obs.TTSFirstByte, obs.PlayoutFirstAudio,
+		obs.PlayoutMark, obs.BargeIn, obs.Clear, obs.TurnInterrupted} {
+		if len(eventsOf(events, typ)) == 0 {
+			t.Errorf("journal has no %s", typ)
+		}
+	}
+	if n := len(eventsOf(events, obs.Clear)); n != 1 {
+		t.Errorf("journal has %d clear events, want 1", n)
+	}
+	var prev time.Time
+	for _, e := range events {
+		if e.TS.Before(prev) {
+			t.Errorf("journal goes back in time at %s", e.Type)
+		}
+		prev = e.TS
+	}
+	turns := obs.Turns(events)
+	if len(turns) != 4 {
+		t.Fatalf("journal turns = %d, want 4:\n%s", len(turns), dumpEvents(events))
+	}
+	for _, tr := range turns {
+		if tr.ResponseMS < 0 || tr.ResponseMS > 5000 || tr.AgentTTFTMS < 0 || tr.TTSTTFBMS < 0 || tr.OverheadMS < 0 || tr.OverheadMS > tr.ResponseMS {
+			t.Errorf("turn %d latencies out of range: %+v", tr.Turn, tr)
+		}
+		t.Logf("turn %d: endpoint %d ms, agent ttft %d ms, tts ttfb %d ms, response %d ms, overhead %d ms",
+			tr.Turn, tr.EndpointMS, tr.AgentTTFTMS, tr.TTSTTFBMS, tr.ResponseMS, tr.OverheadMS)
+	}
+	if !turns[2].Interrupted || turns[0].Interrupted || turns[3].Interrupted {
+		t.Errorf("only turn 3 was interrupted: %+v", turns)
+	}
+}
+
+// TestRefusesForgedRequests: a forged webhook gets 403; a stream with a missing, forged or
+// replayed token is refused.
+func TestRefusesForgedRequests(t *testing.T) {
+	r := startServe(t, nil)
+	ctx := context.Background()
+	opts := twiliocaller.Options{BaseURL: r.baseURL(), AuthToken: r.token, InsecureStreamURL: true}
+
+	forged := "bm90IGEgc2lnbmF0dXJl"
+	resp, err := twiliocaller.PostWebhook(ctx, opts, &forged)
+	if err != nil || resp.Status != 403 {
+		t.Errorf("forged signature: status %d err %v, want 403", resp.Status, err)
+	}
+	none := ""
+	if resp, err := twiliocaller.PostWebhook(ctx, opts, &none); err != nil || resp.Status != 403 {
+		t.Errorf("missing signature: status %d err %v, want 403", resp.Status, err)
+	}
+	wrong := opts
+	wrong.AuthToken = "not-the-token"
+	if resp, err := twiliocaller.PostWebhook(ctx, wrong, nil); err != nil || resp.Status != 403 {
+		t.Errorf("signed with the wrong token: status %d err %v, want 403", resp.Status, err)
+	}
+
+	// A real call: its token then gets replayed.
+	opts.CallSid = twiliocaller.NewSid("CA")
+	c, err := twiliocaller.Dial(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tw := c.TwiML()
+	streamURL := "ws://" + r.addr + "/twilio/stream"
+	probe := func(params map[string]string, callSid string, sig *string) twiliocaller.ProbeResult {
+		t.Helper()
+		res, err := twiliocaller.DialStream(ctx, twiliocaller.StreamProbe{
+			URL: streamURL, SignURL: tw.URL, AuthToken: r.token, Signature: sig,
+			CallSid: callSid, Parameters: params, Wait: 3 * time.Second,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	token := tw.Parameters["handset_token"]
+	if token == "" {
+		t.Fatalf("TwiML carries no handset_token parameter: %+v", tw)
+	}
+	cases := []struct {
+		name   string
+		params map[string]string
+		sig    *string
+		status int    // HTTP status of the upgrade
+		reason string // close reason when upgraded
+	}{
+		{"missing token", map[string]string{}, nil, 101, "missing stream token"},
+		{"forged token", map[string]string{"handset_token": "eyJjIjoiQ0ExIn0.Zm9yZ2Vk"}, nil, 101, "forged"},
+		{"replayed token", map[string]string{"handset_token": token}, nil, 101, "already used"},
+		{"unsigned upgrade", map[string]string{"handset_token": token}, &none, 403, ""},
+		{"forged upgrade signature", map[string]string{"handset_token": token}, &forged, 403, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			res := probe(tc.params, c.CallSid(), tc.sig)
+			if res.Accepted() || res.Status != tc.status || !strings.Contains(res.Reason, tc.reason) {
+				t.Fatalf("got status %d closed %v reason %q, want status %d and reason containing %q",
+					res.Status, res.Closed, res.Reason, tc.status, tc.reason)
+			}
+		})
+	}
+	// The real call was not disturbed by any of that: it still gets its greeting.
+	waitMark(ctx, t, c, "t0-end")
+	_ = c.Hangup()
+	<-c.Done()
+	r.journal()
+}
+
+// TestMalformedFramesAreDroppedAndTheCallGoesOn.
+func TestMalformedFramesAreDroppedAndTheCallGoesOn(t *testing.T) {
+	r := startServe(t, []string{"hello there"})
+	ctx := context.Background()
+	c := r.dial(ctx)
+	waitMark(ctx, t, c, "t0-end")
+	for _, raw := range []string{
+		`not json at all`,
+		`{"event":"media","streamSid":"` + c.StreamSid() + `","media":{"payload":"@@@not base64"}}`,
+		`{"event":"bogus"}`,
+	} {
+		if err := c.SendRaw(raw); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.SayAndWait(ctx, speech(1200*time.Millisecond, 7)); err != nil {
+		t.Fatal(err)
+	}
+	waitMark(ctx, t, c, "t1-end")
+	_ = c.Hangup()
+	<-c.Done()
+	events := r.journal()
+	bad := eventsOf(events, obs.MediaMalformed)
+	if len(bad) != 3 || bad[2].Count != 3 {
+		t.Errorf("malformed frames journaled: %+v, want 3 counted", bad)
+	}
+	if len(eventsOf(events, obs.AgentDone)) != 1 {
+		t.Errorf("the turn after the malformed frames was not answered:\n%s", dumpEvents(events))
+	}
+}
+
+// TestAgentFailureSpeaksTheErrorMessage: a 500 from the runtime and a runtime that hangs
+// both get the configured message spoken, never the runtime's text, and the call goes on.
+func TestAgentFailureSpeaksTheErrorMessage(t *testing.T) {
+	r := startServe(t, []string{"FAIL500 please", "HANG on", "are you still there"}, "HANDSET_AGENT_TIMEOUT=1s")
+	ctx := context.Background()
+	c := r.dial(ctx)
+	waitMark(ctx, t, c, "t0-end")
+	for turn, seed := range []int64{11, 12, 13} {
+		if err := c.SayAndWait(ctx, speech(1200*time.Millisecond, seed)); err != nil {
+			t.Fatal(err)
+		}
+		waitMark(ctx, t, c, markEnd(turn+1))
+	}
+	_ = c.Hangup()
+	<-c.Done()
+	events := r.journal()
+	errs := eventsOf(events, obs.AgentError)
+	if len(errs) != 2 || errs[0].Kind != "transient" || errs[1].Kind != "timeout" {
+		t.Fatalf("agent errors %+v, want transient then timeout", errs)
+	}
+	var spoken []string
+	for _, e := range eventsOf(events, obs.TTSRequest) {
+		spoken = append(spoken, e.Text)
+	}
+	said := strings.Join(spoken, "|")
+	if strings.Count(said, "Sorry, something went wrong.") != 2 {
+		t.Errorf("error message not spoken once per failure: %q", said)
+	}
+	if strings.Contains(strings.ToLower(said), "server_error") || strings.Contains(said, "500") {
+		t.Errorf("the runtime's error text was spoken: %q", said)
+	}
+	if len(eventsOf(events, obs.AgentDone)) != 1 {
+		t.Errorf("the turn after the failures was not answered:\n%s", dumpEvents(events))
+	}
+}

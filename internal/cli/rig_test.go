@@ -1,0 +1,216 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/handset-voice/handset/internal/audio/audiotest"
+	"github.com/handset-voice/handset/internal/obs"
+	"github.com/handset-voice/handset/internal/sim/fakedeepgram"
+	"github.com/handset-voice/handset/internal/sim/fakeelevenlabs"
+	"github.com/handset-voice/handset/internal/sim/fakeopenai"
+	"github.com/handset-voice/handset/internal/sim/twiliocaller"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// rig is `handset serve` running in-process against fake Deepgram, ElevenLabs and
+// OpenAI-compatible servers that speak the vendors' wire protocols.
+type rig struct {
+	t       *testing.T
+	addr    string
+	token   string
+	dataDir string
+	stt     *fakedeepgram.Server
+	tts     *fakeelevenlabs.Server
+	agent   *fakeopenai.Server
+	logs    *syncBuffer
+}
+
+const greeting = "Hello, this is Handset."
+
+// startServe runs serve with the caller's scripted transcripts; extra adds settings.
+func startServe(t *testing.T, transcripts []string, extra ...string) *rig {
+	t.Helper()
+	r := &rig{
+		t: t, token: "test-auth-token", dataDir: t.TempDir(), logs: &syncBuffer{},
+		stt:   fakedeepgram.New(fakedeepgram.Options{Key: "dg-key", Transcripts: transcripts}),
+		tts:   fakeelevenlabs.New(fakeelevenlabs.Options{Key: "el-key", MsPerChar: 20}),
+		agent: fakeopenai.New(fakeopenai.Options{Key: "agent-key"}),
+	}
+	sttSrv, ttsSrv, agentSrv := httptest.NewServer(r.stt), httptest.NewServer(r.tts), httptest.NewServer(r.agent)
+	env := []string{
+		"HANDSET_LISTEN=127.0.0.1:0",
+		"HANDSET_DATA_DIR=" + r.dataDir,
+		"HANDSET_AGENT=openai",
+		"HANDSET_AGENT_URL=" + agentSrv.URL + "/v1",
+		"HANDSET_AGENT_KEY=agent-key",
+		"HANDSET_AGENT_MODEL=test-model",
+		"HANDSET_STT=deepgram",
+		"DEEPGRAM_API_KEY=dg-key",
+		"HANDSET_DEEPGRAM_URL=" + sttSrv.URL,
+		"HANDSET_TTS=elevenlabs",
+		"ELEVENLABS_API_KEY=el-key",
+		"HANDSET_ELEVENLABS_URL=" + ttsSrv.URL,
+		"TWILIO_AUTH_TOKEN=" + r.token,
+		"HANDSET_FIRST_MESSAGE=" + greeting,
+		"HANDSET_ERROR_MESSAGE=Sorry, something went wrong.",
+	}
+	env = append(env, extra...)
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan string, 1)
+	exited := make(chan int, 1)
+	go func() {
+		exited <- Main(ctx, []string{"serve"}, Env{
+			Stdout: r.logs, Stderr: r.logs, Environ: env, WorkDir: t.TempDir(),
+			Ready: func(addr string) { ready <- addr },
+		})
+	}()
+	select {
+	case r.addr = <-ready:
+	case code := <-exited:
+		cancel()
+		t.Fatalf("serve exited with %d before listening:\n%s", code, r.logs.String())
+	case <-time.After(10 * time.Second):
+		cancel()
+		t.Fatal("serve did not start")
+	}
+	t.Cleanup(func() {
+		cancel()
+		if code := <-exited; code != 0 {
+			t.Errorf("serve exited with %d:\n%s", code, r.logs.String())
+		}
+		r.agent.Close()
+		r.stt.Close()
+		agentSrv.Close()
+		sttSrv.Close()
+		ttsSrv.Close()
+	})
+	return r
+}
+
+func (r *rig) baseURL() string { return "http://" + r.addr }
+
+// dial places a call as Twilio would.
+func (r *rig) dial(ctx context.Context) *twiliocaller.Call {
+	r.t.Helper()
+	c, err := twiliocaller.Dial(ctx, twiliocaller.Options{BaseURL: r.baseURL(), AuthToken: r.token, InsecureStreamURL: true})
+	if err != nil {
+		r.t.Fatalf("dial: %v\n%s", err, r.logs.String())
+	}
+	return c
+}
+
+// journal returns the events of the only call so far, once it has ended.
+func (r *rig) journal() []obs.Event {
+	r.t.Helper()
+	paths, _ := filepath.Glob(filepath.Join(r.dataDir, "calls", "*", "events.jsonl"))
+	if len(paths) != 1 {
+		r.t.Fatalf("want one call journal, found %d", len(paths))
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		events, err := obs.ReadFile(paths[0])
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		if n := len(events); n > 0 && events[n-1].Type == obs.CallEnd {
+			return events
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("the call never ended; journal:\n%s", dumpEvents(events))
+		}
+		time.Sleep(20 * time.Millisecond) // the call finishes on its own goroutine after hang-up
+	}
+}
+
+// speech is caller audio: speech-like sound for d, as 8 kHz mu-law.
+func speech(d time.Duration, seed int64) []byte {
+	return audiotest.Mulaw(audiotest.SpeechLike(8000, d, seed))
+}
+
+// waitMark waits until the carrier echoed a mark with this name (played, not cleared).
+func waitMark(ctx context.Context, t *testing.T, c *twiliocaller.Call, name string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	err := c.WaitFor(ctx, func(s twiliocaller.Snapshot) bool {
+		for _, m := range s.Marks() {
+			if m.Name == name && m.Echoed && !m.Cleared {
+				return true
+			}
+		}
+		return s.Ended
+	})
+	if err != nil || !hasPlayedMark(c.Snapshot(), name) {
+		t.Fatalf("mark %s never played (err %v); timeline:\n%s", name, err, dumpCaller(c))
+	}
+}
+
+func hasPlayedMark(s twiliocaller.Snapshot, name string) bool {
+	for _, m := range s.Marks() {
+		if m.Name == name && m.Echoed && !m.Cleared {
+			return true
+		}
+	}
+	return false
+}
+
+func dumpCaller(c *twiliocaller.Call) string {
+	var b strings.Builder
+	for _, e := range c.Events() {
+		if e.Kind == twiliocaller.AudioReceived || e.Kind == twiliocaller.AudioPlayed {
+			continue
+		}
+		fmt.Fprintln(&b, e.String())
+	}
+	return b.String()
+}
+
+func dumpEvents(events []obs.Event) string {
+	var b strings.Builder
+	for _, e := range events {
+		fmt.Fprintf(&b, "%6d %-20s turn=%d %s %s %s\n", e.MS, e.Type, e.Turn, e.Text, e.Kind, e.Message)
+	}
+	return b.String()
+}
+
+// eventsOf returns the events of type typ, in order.
+func eventsOf(events []obs.Event, typ string) []obs.Event {
+	var out []obs.Event
+	for _, e := range events {
+		if e.Type == typ {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+
+type fakeopenaiMessage = fakeopenai.Message

@@ -1,0 +1,323 @@
+package cli
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+
+	"time"
+
+	"github.com/handset-voice/handset/internal/audio"
+	"github.com/handset-voice/handset/internal/audio/audiotest"
+	"github.com/handset-voice/handset/internal/audio/g711"
+	"github.com/handset-voice/handset/internal/audio/resample"
+	"github.com/handset-voice/handset/internal/audio/wav"
+	"github.com/handset-voice/handset/internal/call"
+	"github.com/handset-voice/handset/internal/config"
+	"github.com/handset-voice/handset/internal/obs"
+	"github.com/handset-voice/handset/internal/sim/fakedeepgram"
+	"github.com/handset-voice/handset/internal/sim/fakeelevenlabs"
+	"github.com/handset-voice/handset/internal/sim/twiliocaller"
+)
+
+type simulateFlags struct {
+	says        stringList
+	audioFile   string
+	asJSON      bool
+	turnTimeout time.Duration
+}
+
+func runSimulate(ctx context.Context, env Env, args []string) error {
+	fs, g := newFlagSet("simulate", env)
+	var f simulateFlags
+	fs.Var(&f.says, "say", "a caller turn, as `text` (repeatable, in order)")
+	fs.StringVar(&f.audioFile, "audio", "", "the caller's audio as a `WAV` file (PCM16, mu-law or A-law, any rate)")
+	fs.BoolVar(&f.asJSON, "json", false, "print a JSON report instead of text")
+	fs.DurationVar(&f.turnTimeout, "turn-timeout", 2*time.Minute, "how long to wait for each reply")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if (len(f.says) == 0) == (f.audioFile == "") {
+		return &usageError{msg: "give the caller's turns with --say TEXT (repeatable) or --audio FILE.wav", hint: `handset simulate --say "what are your opening hours"`}
+	}
+	cfg, err := loadConfig(env, g, nil)
+	if err != nil {
+		return err
+	}
+	if cfg.Agent.Runtime == "" {
+		cfg.Agent.Runtime = config.AgentEcho
+	}
+	if err := cfg.Validate(config.ValidateOptions{}); err != nil {
+		return err
+	}
+	log := newLogger(env.Stderr, cfg)
+	if g.logLevel == "" && cfg.Log.Level == "info" {
+		log = slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	report, err := simulate(ctx, cfg, f, log)
+	if err != nil {
+		return err
+	}
+	if f.asJSON {
+		enc := json.NewEncoder(env.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(report)
+	}
+	report.print(env.Stdout)
+	return nil
+}
+
+// simulateReport is what simulate prints.
+type simulateReport struct {
+	CallID   string            `json:"call_id"`
+	Journal  string            `json:"journal"`
+	Agent    string            `json:"agent"`
+	Greeting string            `json:"greeting,omitempty"`
+	Turns    []obs.TurnSummary `json:"turns"`
+}
+
+func (r simulateReport) print(w io.Writer) {
+	fmt.Fprintf(w, "call %s with agent %s (journal: %s)\n", r.CallID, r.Agent, r.Journal)
+	if r.Greeting != "" {
+		fmt.Fprintf(w, "greeting: %s\n", r.Greeting)
+	}
+	for _, t := range r.Turns {
+		fmt.Fprintf(w, "\nturn %d\n  caller: %s\n", t.Turn, t.Caller)
+		switch {
+		case t.Error != "":
+			fmt.Fprintf(w, "  agent failed: %s\n", t.Error)
+		default:
+			fmt.Fprintf(w, "  agent:  %s\n", t.Reply)
+		}
+		fmt.Fprintf(w, "  latency: %s to first audio (agent first token %s, TTS first byte %s, Handset %s)\n",
+			msOrDash(t.ResponseMS), msOrDash(t.AgentTTFTMS), msOrDash(t.TTSTTFBMS), msOrDash(t.OverheadMS))
+	}
+}
+
+func msOrDash(ms int64) string {
+	if ms < 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%d ms", ms)
+}
+
+// simulate runs one call: the configured agent behind the real engine, a simulated Twilio
+// caller, and fake speech services (or the configured STT for --audio).
+func simulate(ctx context.Context, cfg *config.Config, f simulateFlags, log *slog.Logger) (simulateReport, error) {
+	var rep simulateReport
+	stopFakes, err := useFakeSpeech(cfg, f, log)
+	if err != nil {
+		return rep, err
+	}
+	defer stopFakes()
+	cfg.Twilio.AuthToken = config.NewSecret(randomHex(16))
+	cfg.PublicURL = ""
+	prov, err := buildProviders(cfg, log)
+	if err != nil {
+		return rep, err
+	}
+	sctx, stop := context.WithCancel(ctx)
+	defer stop()
+	srv, err := newServer(sctx, cfg, prov, log)
+	if err != nil {
+		return rep, err
+	}
+	started := make(chan *call.Call, 1)
+	srv.onCall = func(c *call.Call) { started <- c }
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return rep, err
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.serve(sctx, ln, nil) }()
+	defer func() { stop(); <-served }()
+
+	caller, err := twiliocaller.Dial(ctx, twiliocaller.Options{
+		BaseURL: "http://" + ln.Addr().String(), AuthToken: cfg.Twilio.AuthToken.Reveal(), InsecureStreamURL: true,
+	})
+	if err != nil {
+		return rep, fmt.Errorf("simulated caller: %w", err)
+	}
+	c := <-started
+	if err := converse(ctx, caller, cfg, f); err != nil {
+		_ = caller.Hangup()
+		return rep, err
+	}
+	_ = caller.Hangup()
+	<-c.Done()
+	rep.CallID = string(c.ID())
+	rep.Journal = filepath.Join(obs.Dir(cfg.DataDir, rep.CallID), "events.jsonl")
+	rep.Agent = prov.agent.Name()
+	rep.Greeting = cfg.Messages.First
+	events, err := obs.ReadFile(rep.Journal)
+	if err != nil {
+		return rep, err
+	}
+	rep.Turns = obs.Turns(events)
+	return rep, nil
+}
+
+// converse plays the caller's side: wait for the greeting, then each turn and its reply.
+func converse(ctx context.Context, caller *twiliocaller.Call, cfg *config.Config, f simulateFlags) error {
+	if cfg.Messages.First != "" {
+		if err := waitPlayed(ctx, caller, 0, f.turnTimeout); err != nil {
+			return fmt.Errorf("greeting: %w", err)
+		}
+	}
+	if f.audioFile != "" {
+		mulaw, err := loadCallerAudio(f.audioFile)
+		if err != nil {
+			return err
+		}
+		if err := caller.SayAndWait(ctx, mulaw); err != nil {
+			return err
+		}
+		return waitQuiet(ctx, caller, 3*time.Second, f.turnTimeout)
+	}
+	for i, text := range f.says {
+		if err := caller.SayAndWait(ctx, speechFor(text, int64(i))); err != nil {
+			return err
+		}
+		if err := waitPlayed(ctx, caller, i+1, f.turnTimeout); err != nil {
+			return fmt.Errorf("turn %d (%q): %w", i+1, text, err)
+		}
+	}
+	return nil
+}
+
+// waitPlayed waits until the carrier played the end of turn n (or a later one).
+func waitPlayed(ctx context.Context, caller *twiliocaller.Call, n int, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	err := caller.WaitFor(ctx, func(s twiliocaller.Snapshot) bool {
+		for _, e := range s.Filter(twiliocaller.MarkEchoed) {
+			var t int
+			if _, err := fmt.Sscanf(e.Name, "t%d-end", &t); err == nil && t >= n && !e.Cleared {
+				return true
+			}
+		}
+		return s.Ended
+	})
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("no reply within %s", timeout)
+	}
+	return err
+}
+
+// waitQuiet waits until nothing has been played for quiet.
+func waitQuiet(ctx context.Context, caller *twiliocaller.Call, quiet, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		s := caller.Snapshot()
+		last := time.Duration(0)
+		if played := s.Filter(twiliocaller.AudioPlayed); len(played) > 0 {
+			last = played[len(played)-1].End
+		}
+		if s.Ended || caller.Elapsed()-last >= quiet {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("the call did not go quiet within %s", timeout)
+}
+
+// speechFor makes speech-like caller audio about as long as saying text would take.
+func speechFor(text string, seed int64) []byte {
+	d := time.Duration(len(text)) * 65 * time.Millisecond
+	d = min(max(d, 700*time.Millisecond), 8*time.Second)
+	return audiotest.Mulaw(audiotest.SpeechLike(8000, d, seed))
+}
+
+// loadCallerAudio reads a WAV file as 8 kHz mu-law, the phone format.
+func loadCallerAudio(path string) ([]byte, error) {
+	format, data, err := wav.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--audio %s: %w", path, err)
+	}
+	if format == audio.Telephone {
+		return data, nil
+	}
+	var pcm []int16
+	switch format.Encoding {
+	case audio.Mulaw:
+		pcm = g711.DecodeMulaw(make([]int16, len(data)), data)
+	case audio.Alaw:
+		pcm = g711.DecodeAlaw(make([]int16, len(data)), data)
+	default:
+		pcm = make([]int16, len(data)/2)
+		for i := range pcm {
+			pcm[i] = int16(uint16(data[2*i]) | uint16(data[2*i+1])<<8)
+		}
+	}
+	if format.Rate != 8000 {
+		r, err := resample.New(format.Rate, 8000)
+		if err != nil {
+			return nil, fmt.Errorf("--audio %s: %w", path, err)
+		}
+		pcm = r.Process(make([]int16, r.MaxOut(len(pcm))), pcm)
+	}
+	return g711.EncodeMulaw(make([]byte, len(pcm)), pcm), nil
+}
+
+// useFakeSpeech points STT and TTS at in-process fakes that speak the vendors' protocols.
+// With --audio and a configured STT, the real STT hears the file.
+func useFakeSpeech(cfg *config.Config, f simulateFlags, log *slog.Logger) (stop func(), err error) {
+	var stops []func()
+	stop = func() {
+		for _, s := range stops {
+			s()
+		}
+	}
+	if f.audioFile == "" || cfg.STT.Provider == "" {
+		url, s, err := serveLocal(fakedeepgram.New(fakedeepgram.Options{Transcripts: f.says, Logger: log}))
+		if err != nil {
+			return stop, err
+		}
+		stops = append(stops, s)
+		cfg.STT.Provider, cfg.STT.Deepgram.URL, cfg.STT.Deepgram.Key = config.STTDeepgram, url, config.NewSecret("simulate")
+	}
+	url, s, err := serveLocal(fakeelevenlabs.New(fakeelevenlabs.Options{Logger: log}))
+	if err != nil {
+		return stop, err
+	}
+	stops = append(stops, s)
+	cfg.TTS.Provider, cfg.TTS.ElevenLabs.URL, cfg.TTS.ElevenLabs.Key = config.TTSElevenLabs, url, config.NewSecret("simulate")
+	return stop, nil
+}
+
+// serveLocal serves h on a loopback port and returns its base URL.
+func serveLocal(h http.Handler) (string, func(), error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() { _ = hs.Serve(ln); close(done) }()
+	return "http://" + ln.Addr().String(), func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if hs.Shutdown(ctx) != nil {
+			_ = hs.Close()
+		}
+		<-done
+	}, nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
