@@ -19,8 +19,8 @@ type playout struct {
 	leg     voice.Leg
 	clock   clock.Clock
 	format  audio.Format
-	lead    time.Duration // how far ahead of real time audio may go to the carrier
-	drain   time.Duration // quiet time after a clear before new audio goes out
+	lead    time.Duration  // how far ahead of real time audio may go to the carrier
+	drain   time.Duration  // quiet time after a clear before new audio goes out
 	onAudio func(turn int) // called from the playout goroutine after a turn's first frame is sent
 
 	mu       sync.Mutex // guards following
@@ -99,29 +99,30 @@ func (p *playout) signal() {
 	}
 }
 
-// next returns what to do now: an item to send, or how long to wait.
-func (p *playout) next(now time.Time, pc *pace.Pacer, holdUntil time.Time) (it playItem, clearNow bool, wait time.Duration, ok bool) {
+// next returns what to do now: clear the carrier, send an item, or wait until a deadline
+// (zero until: wait for more to be queued).
+func (p *playout) next(now time.Time, pc *pace.Pacer, holdUntil time.Time) (it playItem, clearNow bool, until time.Time, ok bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.clearing {
 		p.clearing = false
-		return playItem{}, true, 0, false
+		return playItem{}, true, time.Time{}, false
 	}
 	if len(p.items) == 0 {
-		return playItem{}, false, -1, false
+		return playItem{}, false, time.Time{}, false
 	}
 	head := p.items[0]
 	if head.frame != nil {
 		if now.Before(holdUntil) {
-			return playItem{}, false, holdUntil.Sub(now), false
+			return playItem{}, false, holdUntil, false
 		}
 		if pc.Due(now) == 0 {
-			return playItem{}, false, pc.Next().Sub(now), false
+			return playItem{}, false, pc.Next(), false
 		}
 	}
 	p.items[0] = playItem{}
 	p.items = p.items[1:]
-	return head, false, 0, true
+	return head, false, time.Time{}, true
 }
 
 // run is the playout goroutine: the only writer to the leg.
@@ -131,10 +132,11 @@ func (p *playout) run(ctx context.Context) error {
 	lastAudioTurn := -1
 	idle := true
 	timer := p.clock.NewTimer(time.Hour)
+	timer.Stop() // armed only while waiting for the schedule
 	defer timer.Stop()
 	for {
 		now := p.clock.Now()
-		it, clearNow, wait, ok := p.next(now, pc, holdUntil)
+		it, clearNow, until, ok := p.next(now, pc, holdUntil)
 		switch {
 		case clearNow:
 			if err := p.leg.Clear(ctx); err != nil {
@@ -163,13 +165,18 @@ func (p *playout) run(ctx context.Context) error {
 			}
 			continue
 		}
-		if wait < 0 { // nothing queued: sleep until enqueue or clear
+		if until.IsZero() { // nothing queued: sleep until enqueue or clear
 			idle = idle || !pc.Next().After(now)
 			select {
 			case <-ctx.Done():
 				return nil
 			case <-p.wake:
 			}
+			continue
+		}
+		// Measure the wait when arming, so time spent since `now` is not waited twice.
+		wait := until.Sub(p.clock.Now())
+		if wait <= 0 {
 			continue
 		}
 		timer.Reset(wait)

@@ -154,7 +154,7 @@ func checkJournal(t *testing.T, events []obs.Event) {
 		if tr.ResponseMS < 0 || tr.ResponseMS > 5000 || tr.AgentTTFTMS < 0 || tr.TTSTTFBMS < 0 || tr.OverheadMS < 0 || tr.OverheadMS > tr.ResponseMS {
 			t.Errorf("turn %d latencies out of range: %+v", tr.Turn, tr)
 		}
-		t.Logf("turn %d: endpoint %d ms, agent ttft %d ms, tts ttfb %d ms, response %d ms, overhead %d ms",
+		t.Logf("turn %d: endpoint %.1f ms, agent ttft %.1f ms, tts ttfb %.1f ms, response %.1f ms, overhead %.1f ms",
 			tr.Turn, tr.EndpointMS, tr.AgentTTFTMS, tr.TTSTTFBMS, tr.ResponseMS, tr.OverheadMS)
 	}
 	if !turns[2].Interrupted || turns[0].Interrupted || turns[3].Interrupted {

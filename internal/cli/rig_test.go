@@ -212,5 +212,4 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-
 type fakeopenaiMessage = fakeopenai.Message

@@ -22,7 +22,7 @@ func runServe(ctx context.Context, env Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := cfg.Validate(config.ValidateOptions{RequireAgent: true}); err != nil {
+	if err := cfg.Validate(config.ValidateOptions{RequireAgent: true, RequireKeys: true}); err != nil {
 		return err
 	}
 	log := newLogger(env.Stderr, cfg)

@@ -102,11 +102,11 @@ func (r simulateReport) print(w io.Writer) {
 	}
 }
 
-func msOrDash(ms int64) string {
+func msOrDash(ms float64) string {
 	if ms < 0 {
 		return "-"
 	}
-	return fmt.Sprintf("%d ms", ms)
+	return fmt.Sprintf("%.1f ms", ms)
 }
 
 // simulate runs one call: the configured agent behind the real engine, a simulated Twilio

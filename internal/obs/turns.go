@@ -1,9 +1,13 @@
 package obs
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // TurnSummary is one caller turn read back from a journal, with the latency breakdown
-// INTERFACE.md names. A latency is -1 when the journal lacks one of its two milestones.
+// INTERFACE.md names, in milliseconds to a tenth (computed from the nanosecond timestamps).
+// A latency is -1 when the journal lacks one of its two milestones.
 type TurnSummary struct {
 	Turn        int    `json:"turn"`
 	Caller      string `json:"caller"`      // committed caller text
@@ -11,12 +15,12 @@ type TurnSummary struct {
 	Interrupted bool   `json:"interrupted"` // the caller barged in
 	Error       string `json:"error,omitempty"`
 
-	EndpointMS   int64 `json:"endpoint_ms"`   // speech end to STT final
-	AgentTTFTMS  int64 `json:"agent_ttft_ms"` // agent request to first token
-	TTSTTFBMS    int64 `json:"tts_ttfb_ms"`   // first TTS request to its first byte
-	ResponseMS   int64 `json:"response_ms"`   // STT final to first audio on the wire
-	OverheadMS   int64 `json:"overhead_ms"`   // response_ms minus agent and TTS waits
-	FirstAudioMS int64 `json:"first_audio_ms"`
+	EndpointMS   float64 `json:"endpoint_ms"`    // speech end to STT final
+	AgentTTFTMS  float64 `json:"agent_ttft_ms"`  // agent request to first token
+	TTSTTFBMS    float64 `json:"tts_ttfb_ms"`    // first TTS request to its first byte
+	ResponseMS   float64 `json:"response_ms"`    // STT final to first audio on the wire
+	OverheadMS   float64 `json:"overhead_ms"`    // response_ms minus agent and TTS waits
+	FirstAudioMS int64   `json:"first_audio_ms"` // when the reply started, in call time
 }
 
 // Turns groups a journal's events into caller turns. The VAD and STT events before a
@@ -89,11 +93,14 @@ func (s *TurnSummary) fill(rest []Event, final *Event) {
 	}
 }
 
-func span(from, to time.Time) int64 {
+func span(from, to time.Time) float64 {
 	if from.IsZero() || to.IsZero() || to.Before(from) {
 		return -1
 	}
 	return ms(from, to)
 }
 
-func ms(from, to time.Time) int64 { return to.Sub(from).Milliseconds() }
+// ms is the time between two events in milliseconds, to a tenth.
+func ms(from, to time.Time) float64 {
+	return math.Round(float64(to.Sub(from))/float64(time.Millisecond)*10) / 10
+}

@@ -194,7 +194,7 @@ func TestSilenceAfterFinish(t *testing.T) {
 		_, _ = io.WriteString(w, roleData+chunkData("Bye.")+finishData)
 		_ = http.NewResponseController(w).Flush()
 		<-r.Context().Done()
-	}), Options{Timeout: 50 * time.Millisecond})
+	}), Options{Timeout: 300 * time.Millisecond})
 	s, err := a.Reply(t.Context(), user("hi"))
 	if err != nil {
 		t.Fatal(err)
@@ -214,14 +214,13 @@ func TestParentDeadline(t *testing.T) {
 		_ = http.NewResponseController(w).Flush()
 		<-r.Context().Done()
 	}), Options{Timeout: time.Hour})
-	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 	defer cancel()
 	s, err := a.Reply(ctx, user("hi"))
-	if err != nil {
-		t.Fatal(err)
+	if err == nil { // the usual case: the deadline passes while the stream is open
+		defer s.Close()
+		_, err = collect(s)
 	}
-	defer s.Close()
-	_, err = collect(s)
 	providerError(t, err, voice.KindTimeout)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("error %v does not wrap context.DeadlineExceeded", err)

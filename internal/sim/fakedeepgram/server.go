@@ -57,7 +57,8 @@ type Options struct {
 	// for interim_results) with the first half of the line's words. Default 300 ms.
 	InterimAfter time.Duration
 	// EndSilence of silence after speech ends the utterance with a speech_final result.
-	// Default 600 ms.
+	// Default 600 ms. The client's `endpointing` parameter is checked and recorded but does
+	// not change this, so a test controls the fake's timing in one place.
 	EndSilence time.Duration
 	// SpeechLevel is the RMS (in 16-bit sample units) above which a 20 ms block counts as
 	// speech. Default 500 (about -36 dBFS).
@@ -65,7 +66,7 @@ type Options struct {
 	// DropAfterBytes is a fault: the first connection that has received this many audio
 	// bytes is dropped abruptly (no close frame), once. Zero never drops. See DropOnceAfter.
 	DropAfterBytes int64
-	// Logger receives one line per connection; nil discards.
+	// Logger receives a debug line when a connection opens and closes; nil discards.
 	Logger *slog.Logger
 }
 

@@ -465,6 +465,8 @@ func (c *Call) writeLoop() {
 		finished []*utterance
 	)
 	for n := 0; ; {
+		// Load the flag before draining, so everything queued before Hangup goes out first.
+		hangingUp := c.hangingUp.Load()
 		items, ok := c.takeOutgoing()
 		for _, it := range items {
 			if err := c.writeItem(it); err != nil {
@@ -475,7 +477,7 @@ func (c *Call) writeLoop() {
 		if !ok {
 			return
 		}
-		if c.hangingUp.Load() {
+		if hangingUp {
 			c.hangup()
 			return
 		}

@@ -200,15 +200,23 @@ func (s *LiveStream) run(w *writer) {
 	close(s.done)
 }
 
+// readerEnd is why a socket's reader ended, and whether the server had said anything.
+type readerEnd struct {
+	err   error
+	heard bool
+}
+
 // read is the reader goroutine of one socket: it parses results until the socket ends and
 // reports why on done. base is the stream audio offset of the socket's first byte.
-func (s *LiveStream) read(conn *websocket.Conn, base int64, ut *utterance, done chan<- error) {
+func (s *LiveStream) read(conn *websocket.Conn, base int64, ut *utterance, done chan<- readerEnd) {
+	heard := false
 	for {
 		typ, data, err := conn.Read(s.ctx)
 		if err != nil {
-			done <- err
+			done <- readerEnd{err: err, heard: heard}
 			return
 		}
+		heard = true
 		if typ != websocket.MessageText {
 			continue
 		}

@@ -408,3 +408,33 @@ func TestPolicyCloseIsNotRetried(t *testing.T) {
 		t.Errorf("%d handshakes, want 1: a refused payload is not worth reopening for", n)
 	}
 }
+
+// A server that accepts and drops every socket before saying anything is not redialled
+// forever: those reopens count as failed attempts.
+func TestInstantDropsGiveUp(t *testing.T) {
+	var handshakes atomic.Int32
+	base := newScriptServer(t, func(ctx context.Context, c *websocket.Conn) {
+		handshakes.Add(1)
+		_ = c.Close(websocket.StatusInternalError, "NET-0001 simulated")
+	})
+	rec, err := deepgram.New(deepgram.Options{Key: testKey, BaseURL: base, ReconnectBackoff: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testContext(t)
+	st, err := rec.Stream(ctx, audio.Telephone, voice.StreamOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	collect(ctx, t, st, nil)
+	err = st.Close()
+	if pe := providerError(t, err); pe.Op != "reopen stream" || pe.Kind != voice.KindTransient || !strings.Contains(err.Error(), "NET-0001") {
+		t.Errorf("Close = %v, want a transient reopen failure naming the last drop", err)
+	}
+	if n := handshakes.Load(); n != 1+deepgram.DefaultReconnects {
+		t.Errorf("%d handshakes, want 1 + %d", n, deepgram.DefaultReconnects)
+	}
+	if n := st.(*deepgram.LiveStream).Stats().Reconnects; n != deepgram.DefaultReconnects {
+		t.Errorf("Reconnects = %d, want %d", n, deepgram.DefaultReconnects)
+	}
+}

@@ -15,8 +15,8 @@ import (
 type writer struct {
 	s          *LiveStream
 	conn       *websocket.Conn
-	base       int64      // stream audio offset of conn's first byte
-	readerDone chan error // buffered 1: why the current reader ended
+	base       int64          // stream audio offset of conn's first byte
+	readerDone chan readerEnd // buffered 1: why the current reader ended
 	readerLive bool
 	ut         *utterance // the reader's while it runs, the writer's between sockets
 	replay     ring       // audio sent, kept (about ReplayAudio) until a final covers it
@@ -28,13 +28,16 @@ type writer struct {
 	broken      bool
 	brokenGrace *time.Timer
 	closeSent   bool
+	// failures counts reopen attempts since a socket last carried a server message, so a
+	// server that accepts and then drops at once is not redialled forever.
+	failures int
 }
 
 // brokenGraceTime bounds how long a socket that failed a send stays open for its reader.
 const brokenGraceTime = time.Second
 
 func (w *writer) startReader() {
-	w.readerDone = make(chan error, 1)
+	w.readerDone = make(chan readerEnd, 1)
 	w.readerLive = true
 	go w.s.read(w.conn, w.base, w.ut, w.readerDone)
 }
@@ -53,9 +56,12 @@ func (w *writer) loop() error {
 			w.keepAlive.Reset(s.r.opts.KeepAliveEvery)
 		case <-w.brokenC():
 			_ = w.conn.CloseNow()
-		case rerr := <-w.readerDone:
+		case end := <-w.readerDone:
 			w.readerLive = false
-			if done, err := w.readerEnded(rerr); done {
+			if end.heard {
+				w.failures = 0 // that socket worked: a new drop gets fresh attempts
+			}
+			if done, err := w.readerEnded(end.err); done {
 				return err
 			}
 		}
@@ -201,9 +207,10 @@ func (w *writer) brokenC() <-chan time.Time {
 func (w *writer) reopen(cause *voice.ProviderError) error {
 	s, opts := w.s, w.s.r.opts
 	s.log.Info("deepgram: socket dropped, reopening", "err", cause.Err)
-	backoff := opts.ReconnectBackoff
+	backoff := opts.ReconnectBackoff << min(w.failures, 10)
 	last := cause
-	for attempt := 1; attempt <= opts.Reconnects; attempt++ {
+	for w.failures < opts.Reconnects {
+		w.failures++
 		t := time.NewTimer(backoff)
 		select {
 		case <-s.ctx.Done():
@@ -228,7 +235,6 @@ func (w *writer) reopen(cause *voice.ProviderError) error {
 		w.conn, w.base = conn, from
 		w.setHealthy()
 		w.ut.reset()
-		s.reconnects.Add(1)
 		if !w.replayFrom(from) {
 			last = &voice.ProviderError{Provider: providerName, Op: "reopen stream", Kind: voice.KindTransient,
 				Err: errors.New("socket failed during replay")}
@@ -236,12 +242,13 @@ func (w *writer) reopen(cause *voice.ProviderError) error {
 		}
 		w.startReader()
 		w.keepAlive.Reset(opts.KeepAliveEvery)
-		s.log.Info("deepgram: stream reopened", "attempt", attempt, "replayed", s.f.Duration(int(w.replay.tail()-from)))
+		s.reconnects.Add(1)
+		s.log.Info("deepgram: stream reopened", "attempt", w.failures, "replayed", s.f.Duration(int(w.replay.tail()-from)))
 		w.pump() // audio queued while the socket was down
 		return nil
 	}
 	return &voice.ProviderError{Provider: providerName, Op: "reopen stream", Kind: last.Kind, Status: last.Status,
-		Err: fmt.Errorf("gave up after %d attempts: %w", opts.Reconnects, last.Err)}
+		Err: fmt.Errorf("gave up after %d attempts: %w", w.failures, last.Err)}
 }
 
 func (w *writer) setHealthy() {

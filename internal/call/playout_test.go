@@ -1,0 +1,198 @@
+package call
+
+import (
+	"context"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/handset-voice/handset/internal/audio"
+	"github.com/handset-voice/handset/internal/clock"
+	"github.com/handset-voice/handset/internal/voice"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// recLeg records what the playout sends, with the fake clock's time.
+type recLeg struct {
+	clk  clock.Clock
+	mu   sync.Mutex
+	sent []sent
+}
+
+type sent struct {
+	at   time.Time
+	kind string // audio, mark, clear
+	name string
+}
+
+func (l *recLeg) Info() voice.LegInfo                            { return voice.LegInfo{Format: audio.Telephone} }
+func (l *recLeg) Run(ctx context.Context, _ voice.LegSink) error { <-ctx.Done(); return nil }
+func (l *recLeg) SendAudio(_ context.Context, _ []byte) error {
+	return l.add(sent{kind: "audio"})
+}
+func (l *recLeg) SendMark(_ context.Context, name string) error {
+	return l.add(sent{kind: "mark", name: name})
+}
+func (l *recLeg) Clear(context.Context) error { return l.add(sent{kind: "clear"}) }
+
+func (l *recLeg) add(s sent) error {
+	s.at = l.clk.Now()
+	l.mu.Lock()
+	l.sent = append(l.sent, s)
+	l.mu.Unlock()
+	return nil
+}
+
+func (l *recLeg) count(kind string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, s := range l.sent {
+		if s.kind == kind {
+			n++
+		}
+	}
+	return n
+}
+
+func frames(n int) [][]byte {
+	out := make([][]byte, n)
+	for i := range out {
+		out[i] = make([]byte, 160)
+	}
+	return out
+}
+
+// settle waits until the playout goroutine is parked on its timer again.
+func settle(t *testing.T, clk *clock.Fake) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for clk.Pending() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("playout never went back to waiting")
+		}
+		runtime.Gosched()
+	}
+}
+
+// waitUntil waits for the playout goroutine to make cond true.
+func waitUntil(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition never held")
+		}
+		runtime.Gosched()
+	}
+}
+
+func startPlayout(t *testing.T) (*playout, *recLeg, *clock.Fake, []int) {
+	t.Helper()
+	clk := clock.NewFake(time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC))
+	leg := &recLeg{clk: clk}
+	var firstAudio []int
+	var mu sync.Mutex
+	p := newPlayout(leg, clk, 80*time.Millisecond, 150*time.Millisecond, func(turn int) {
+		mu.Lock()
+		firstAudio = append(firstAudio, turn)
+		mu.Unlock()
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = p.run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return p, leg, clk, firstAudio
+}
+
+func TestPlayoutPacesAgainstTheSchedule(t *testing.T) {
+	p, leg, clk, _ := startPlayout(t)
+	p.enqueue(1, frames(100), "t1-s1")
+	settle(t, clk)
+	// The first frame plus 80 ms of lead go at once; then one frame every 20 ms.
+	if got := leg.count("audio"); got != 5 {
+		t.Fatalf("at start: %d frames sent, want 5", got)
+	}
+	for step := 1; step <= 50; step++ {
+		clk.Advance(20 * time.Millisecond)
+		settle(t, clk)
+		if got, want := leg.count("audio"), 5+step; got != want {
+			t.Fatalf("after %d ms: %d frames sent, want %d", 20*step, got, want)
+		}
+	}
+	// A late wake-up catches up in one burst instead of drifting.
+	clk.Advance(100 * time.Millisecond)
+	settle(t, clk)
+	if got := leg.count("audio"); got != 60 {
+		t.Errorf("after a 100 ms late wake-up: %d frames sent, want 60", got)
+	}
+}
+
+func TestPlayoutClearDropsTheTurnAndDrainsBeforeTheNext(t *testing.T) {
+	p, leg, clk, _ := startPlayout(t)
+	p.enqueue(1, frames(50), "t1-s1")
+	settle(t, clk)
+	p.clearCarrier(1)
+	if p.enqueue(1, frames(10), "t1-s2") {
+		t.Error("the cancelled turn could still queue audio")
+	}
+	if !p.enqueue(2, frames(10), "t2-s1") {
+		t.Fatal("the next turn was refused")
+	}
+	waitUntil(t, func() bool { return leg.count("clear") > 0 })
+	settle(t, clk)
+	if leg.count("clear") != 1 {
+		t.Fatalf("clear sent %d times", leg.count("clear"))
+	}
+	before := leg.count("audio")
+	clk.Advance(100 * time.Millisecond)
+	settle(t, clk)
+	if leg.count("audio") != before {
+		t.Error("new audio went out inside the 150 ms drain after a clear")
+	}
+	clk.Advance(60 * time.Millisecond)
+	settle(t, clk)
+	if leg.count("audio") <= before {
+		t.Error("the next turn never started after the drain")
+	}
+	leg.mu.Lock()
+	defer leg.mu.Unlock()
+	for _, s := range leg.sent {
+		if s.kind == "mark" && s.name == "t1-s1" {
+			t.Error("a mark of the cleared turn was sent")
+		}
+	}
+}
+
+func TestHistoryKeepsWhatTheCallerHeard(t *testing.T) {
+	var h history
+	h.user("tell me a story")
+	h.segment(1, "t1-s1", "Once upon a time.")
+	h.segment(1, "t1-s2", "There was a dragon.")
+	h.segment(1, "t1-s3", "It liked tea.")
+	h.heard(1, "t1-s1")
+	h.heard(1, "t1-s2")
+	if got := h.interrupt(1); got != "Once upon a time. There was a dragon." {
+		t.Errorf("heard = %q", got)
+	}
+	h.assistant(1, "Once upon a time. There was a dragon. It liked tea.") // arrives late: ignored
+	if h.heard(1, "t1-s3") {
+		t.Error("a mark returned by the clear counted as heard")
+	}
+	msgs := h.snapshot()
+	if len(msgs) != 2 || msgs[1].Content != "Once upon a time. There was a dragon. [interrupted by caller]" {
+		t.Errorf("history = %+v", msgs)
+	}
+	// A finished reply that is interrupted while its tail still plays is rewritten in place.
+	h.user("and then?")
+	h.segment(2, "t2-s1", "The end.")
+	h.assistant(2, "The end. Goodnight.")
+	h.interrupt(2)
+	if got := h.snapshot()[3].Content; got != "[interrupted by caller]" || len(h.snapshot()) != 4 {
+		t.Errorf("rewritten reply = %q (history %+v)", got, h.snapshot())
+	}
+}

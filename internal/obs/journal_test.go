@@ -1,0 +1,91 @@
+package obs
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
+
+func at(ms float64) time.Time { return t0.Add(time.Duration(ms * float64(time.Millisecond))) }
+
+func TestJournalWritesOneLinePerEventAsItHappens(t *testing.T) {
+	dir := t.TempDir()
+	j, err := Create(dir, "c_1", t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "calls", "c_1", "events.jsonl")
+	j.Record(at(0), Event{Type: CallStart, Carrier: "twilio"})
+	j.Record(at(1500), Event{Type: TurnCommit, Turn: 1, Text: `say "hi"`})
+	// Already on disk before Close: a crash now loses nothing recorded.
+	events, err := ReadFile(path)
+	if err != nil || len(events) != 2 {
+		t.Fatalf("before close: %d events, %v", len(events), err)
+	}
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if e := events[1]; e.MS != 1500 || e.Turn != 1 || e.Text != `say "hi"` || !e.TS.Equal(at(1500)) {
+		t.Errorf("event read back as %+v", e)
+	}
+	raw, _ := os.ReadFile(path)
+	if strings.Contains(string(raw), `"turn":0`) || strings.Count(string(raw), "\n") != 2 {
+		t.Errorf("journal lines:\n%s", raw)
+	}
+}
+
+func TestReadEventsSkipsATornLastLineOnly(t *testing.T) {
+	good := `{"ts":"2026-11-22T09:00:00Z","ms":0,"type":"call.start"}` + "\n"
+	events, err := ReadEvents(strings.NewReader(good + `{"ts":"2026-11-22T09:00:01Z","ms":1000,"ty`))
+	if err != nil || len(events) != 1 {
+		t.Errorf("torn last line: %d events, %v", len(events), err)
+	}
+	_, err = ReadEvents(strings.NewReader(good + "garbage\n" + good))
+	if err == nil || !strings.Contains(err.Error(), "line 2") {
+		t.Errorf("malformed middle line: err %v, want one naming line 2", err)
+	}
+}
+
+func TestTurnsLatencyBreakdown(t *testing.T) {
+	var buf bytes.Buffer
+	j := NewWriter(&buf, t0)
+	rec := func(ms float64, e Event) { j.Record(at(ms), e) }
+	rec(0, Event{Type: CallStart})
+	rec(1000, Event{Type: VADSpeechStart})
+	rec(2000, Event{Type: VADSpeechEnd})
+	rec(2150, Event{Type: STTFinal, Text: "hello"})
+	rec(2151, Event{Type: TurnCommit, Turn: 1, Text: "hello"})
+	rec(2152, Event{Type: AgentRequest, Turn: 1})
+	rec(2400, Event{Type: AgentFirstToken, Turn: 1})
+	rec(2600, Event{Type: TTSRequest, Turn: 1, Text: "Hi there."})
+	rec(2680, Event{Type: TTSFirstByte, Turn: 1})
+	rec(2683.5, Event{Type: PlayoutFirstAudio, Turn: 1})
+	rec(2700, Event{Type: AgentDone, Turn: 1, Text: "Hi there. Bye."})
+	rec(5000, Event{Type: STTFinal, Text: "again"})
+	rec(5001, Event{Type: TurnCommit, Turn: 2, Text: "again"})
+	rec(5002, Event{Type: AgentRequest, Turn: 2})
+	rec(6000, Event{Type: AgentError, Turn: 2, Kind: "timeout", Message: "silent"})
+	events, err := ReadEvents(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	turns := Turns(events)
+	if len(turns) != 2 {
+		t.Fatalf("turns = %+v", turns)
+	}
+	one := turns[0]
+	want := TurnSummary{Turn: 1, Caller: "hello", Reply: "Hi there. Bye.", EndpointMS: 150, AgentTTFTMS: 248,
+		TTSTTFBMS: 80, ResponseMS: 533.5, OverheadMS: 5.5, FirstAudioMS: 2683}
+	if one != want {
+		t.Errorf("turn 1 = %+v\nwant     %+v", one, want)
+	}
+	two := turns[1]
+	if two.Error != "timeout: silent" || two.ResponseMS != -1 || two.EndpointMS != -1 || two.AgentTTFTMS != -1 {
+		t.Errorf("turn 2 = %+v", two)
+	}
+}
