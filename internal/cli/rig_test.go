@@ -62,6 +62,7 @@ func startServe(t *testing.T, transcripts []string, extra ...string) *rig {
 		"ELEVENLABS_API_KEY=el-key",
 		"HANDSET_ELEVENLABS_URL=" + ttsSrv.URL,
 		"TWILIO_AUTH_TOKEN=" + r.token,
+		"TWILIO_ACCOUNT_SID=AC00000000000000000000000000000000",
 		"HANDSET_FIRST_MESSAGE=" + greeting,
 		"HANDSET_ERROR_MESSAGE=Sorry, something went wrong.",
 	}
