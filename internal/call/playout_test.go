@@ -14,6 +14,8 @@ import (
 	"github.com/handset-voice/handset/internal/voice"
 )
 
+var t0 = time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
+
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // recLeg records what the playout sends, with the fake clock's time.

@@ -236,7 +236,6 @@ func (c *Call) finish(e Ending) {
 	c.cancel()
 }
 
-
 // Hangup ends the call as a caller hanging up: queued messages go out, then stop, then a
 // normal close. It waits for the call's goroutines and returns Err. Calling it again, or
 // after the call ended, just returns Err.
@@ -266,10 +265,14 @@ func (c *Call) Ending() (e Ending, ok bool) {
 	return c.ending, c.ended
 }
 
-// CallSid, AccountSid and StreamSid identify the call as Twilio would.
-func (c *Call) CallSid() string    { return c.opts.CallSid }
+// CallSid is the call's CA… sid, as sent in the webhook and start.
+func (c *Call) CallSid() string { return c.opts.CallSid }
+
+// AccountSid is the AC… sid the call was placed under.
 func (c *Call) AccountSid() string { return c.opts.AccountSid }
-func (c *Call) StreamSid() string  { return c.streamSid }
+
+// StreamSid is the MZ… sid of the media stream; Handset must echo it in every message.
+func (c *Call) StreamSid() string { return c.streamSid }
 
 // TwiML is the stream Handset's webhook answer asked for.
 func (c *Call) TwiML() StreamTwiML {

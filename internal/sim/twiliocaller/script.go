@@ -81,6 +81,7 @@ func (c *Call) enqueue(it outItem) error {
 	c.wakeWriter()
 	return nil
 }
+
 // Snapshot returns the recording so far.
 func (c *Call) Snapshot() Snapshot {
 	c.mu.Lock()
