@@ -96,6 +96,7 @@ type Call struct {
 	pcm       []int16
 	frame     []byte
 	gotMedia  bool
+	sttOpens  int // streams opened; bounded so a recognizer that keeps failing is not hammered
 	reply     *reply
 	history   history
 	timers    []clock.Timer
@@ -197,7 +198,16 @@ func (c *Call) start() {
 	c.step(turn.Input{Kind: turn.CallStarted})
 }
 
+// maxSTTOpens bounds how many times a call opens its STT stream. Providers already retry
+// dropped sockets themselves; this only stops a stream that dies for good on every open.
+const maxSTTOpens = 4
+
 func (c *Call) openSTT() {
+	if c.sttOpens >= maxSTTOpens {
+		c.log.Error("speech recognition keeps failing; the caller can no longer be heard", "opens", c.sttOpens)
+		return
+	}
+	c.sttOpens++
 	s, err := c.deps.STT.Stream(c.ctx, c.info.Format, voice.StreamOptions{CallID: c.info.CallID})
 	if err != nil {
 		c.journalError(obs.STTError, 0, err)
