@@ -157,6 +157,20 @@ func checkJournal(t *testing.T, events []obs.Event) {
 		t.Logf("turn %d: endpoint %.1f ms, agent ttft %.1f ms, tts ttfb %.1f ms, response %.1f ms, overhead %.1f ms",
 			tr.Turn, tr.EndpointMS, tr.AgentTTFTMS, tr.TTSTTFBMS, tr.ResponseMS, tr.OverheadMS)
 	}
+	// Turn 3's agent streams slowly: its first sentence must reach the caller while the
+	// agent is still writing (it never finishes: the barge-in aborts it).
+	var firstAudio3, done3 bool
+	for _, e := range events {
+		if e.Turn == 3 && e.Type == obs.PlayoutFirstAudio {
+			firstAudio3 = true
+		}
+		if e.Turn == 3 && e.Type == obs.AgentDone {
+			done3 = true
+		}
+	}
+	if !firstAudio3 || done3 {
+		t.Errorf("turn 3: first audio %v, agent done %v: want audio out before the agent finished", firstAudio3, done3)
+	}
 	if !turns[2].Interrupted || turns[0].Interrupted || turns[3].Interrupted {
 		t.Errorf("only turn 3 was interrupted: %+v", turns)
 	}
