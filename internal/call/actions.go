@@ -2,7 +2,9 @@ package call
 
 import (
 	"fmt"
+	"time"
 
+	"github.com/handset-voice/handset/internal/clock"
 	"github.com/handset-voice/handset/internal/obs"
 	"github.com/handset-voice/handset/internal/turn"
 	"github.com/handset-voice/handset/internal/voice"
@@ -29,7 +31,7 @@ func (c *Call) do(a turn.Action) {
 		c.playout.clearCarrier(a.Turn)
 		j.Record(now, obs.Event{Type: obs.Clear, Turn: a.Turn})
 	case turn.RecordInterrupted:
-		heard := c.history.interrupt(a.Turn)
+		heard := c.history.interrupt(a.Turn, now)
 		j.Record(now, obs.Event{Type: obs.BargeIn, Turn: a.Turn, Text: heard})
 		j.Record(now, obs.Event{Type: obs.TurnInterrupted, Turn: a.Turn})
 	case turn.ReplayInbound:
@@ -40,9 +42,17 @@ func (c *Call) do(a turn.Action) {
 		if c.stt != nil {
 			_ = c.stt.Finalize()
 		}
+	case turn.ResetVAD:
+		c.vad.Reset()
 	case turn.ArmTimer:
-		id := a.Timer
-		c.timers = append(c.timers, c.deps.Clock.AfterFunc(a.After, func() { c.post(timerFired{id: id}) }))
+		c.armTimer(a.Timer, a.Gen, a)
+	case turn.CancelTimer:
+		if t := c.timers[a.Timer]; t != nil {
+			t.Stop()
+			delete(c.timers, a.Timer)
+		}
+	case turn.Note:
+		j.Record(now, obs.Event{Type: a.Reason, Turn: a.Turn, Text: a.Text})
 	case turn.EndCall:
 		c.endReason = a.End
 	default:
@@ -50,14 +60,28 @@ func (c *Call) do(a turn.Action) {
 	}
 }
 
+func (c *Call) armTimer(id turn.TimerID, gen uint32, a turn.Action) {
+	if t := c.timers[id]; t != nil {
+		t.Stop()
+	}
+	if c.timers == nil {
+		c.timers = map[turn.TimerID]clock.Timer{}
+	}
+	c.timers[id] = c.deps.Clock.AfterFunc(a.After, func() { c.post(timerFired{id: id, gen: gen}) })
+}
+
 func (c *Call) say(a turn.Action) {
 	if c.reply != nil && c.reply.turn == a.Turn {
-		c.reply.queue.push(a.Text) // after whatever part of the reply is already queued
+		switch a.Reason {
+		case "filler":
+			c.reply.queue.pushFront(sentence{text: a.Text, kind: sentenceFiller})
+		default: // the error message, after whatever part of the reply is already queued
+			c.reply.queue.push(sentenceError, a.Text)
+		}
 		return
 	}
-	if a.Reason == "greeting" {
-		c.history.assistant(a.Turn, a.Text)
-	}
+	// Greeting and re-prompt: the agent "said" them, so they go in its history.
+	c.history.assistant(a.Turn, a.Text)
 	c.reply = c.startReply(a.Turn, nil, a.Text)
 }
 
@@ -85,13 +109,14 @@ func (c *Call) handle(ev any) {
 	case legEnded:
 		c.legEnded(e.err)
 	case markEchoed:
-		c.onMark(e.name)
+		c.onMark(e.name, now)
 	case dtmfPressed:
-		j.Record(now, obs.Event{Type: obs.DTMF, Turn: c.fsm.Turn, Digit: e.digit})
+		j.Record(now, obs.Event{Type: obs.DTMF, Digit: e.digit})
 		c.step(turn.Input{Kind: turn.DTMF, Text: e.digit})
 	case frameMalformed:
 		j.Record(now, obs.Event{Type: obs.MediaMalformed, Message: e.err.Error(), Count: int(c.malformed.Load())})
 	case audioOnWire:
+		c.history.audioStarted(e.turn, now)
 		j.Record(now, obs.Event{Type: obs.PlayoutFirstAudio, Turn: e.turn})
 		c.step(turn.Input{Kind: turn.AudioOnWire, Turn: e.turn})
 	case agentFirstToken:
@@ -109,19 +134,22 @@ func (c *Call) handle(ev any) {
 	case ttsRequested:
 		if c.current(e.turn) {
 			j.Record(now, obs.Event{Type: obs.TTSRequest, Turn: e.turn, Text: e.text})
+			c.step(turn.Input{Kind: turn.SentenceQueued, Turn: e.turn, Text: e.text, Filler: e.kind == sentenceFiller})
 		}
 	case ttsFirstByte:
-		if c.current(e.turn) {
+		c.history.firstByte(e.turn, e.mark, now)
+		if c.current(e.turn) && !c.ttsByteSeen[e.turn] {
+			c.ttsByteSeen[e.turn] = true
 			j.Record(now, obs.Event{Type: obs.TTSFirstByte, Turn: e.turn})
 		}
 	case ttsFailed:
 		c.journalError(obs.TTSError, e.turn, e.err)
 	case segmentQueued:
-		c.history.segment(e.turn, e.mark, e.text)
+		c.history.segment(e.turn, e.mark, e.text, e.dur, e.kind != sentenceReply && e.kind != sentenceMessage)
 	case speechQueued:
 		c.step(turn.Input{Kind: turn.SpeechQueued, Turn: e.turn})
 	case timerFired:
-		c.step(turn.Input{Kind: turn.TimerFired, Timer: e.id})
+		c.step(turn.Input{Kind: turn.TimerFired, Timer: e.id, Gen: e.gen})
 	case goPanicked:
 		c.endReason = voice.EndInternalError
 	default:
@@ -141,11 +169,11 @@ func (c *Call) legEnded(err error) {
 	c.step(turn.Input{Kind: turn.Hangup})
 }
 
-func (c *Call) onMark(name string) {
+func (c *Call) onMark(name string, now time.Time) {
 	var t, seg int
 	if _, err := fmt.Sscanf(name, "t%d-s%d", &t, &seg); err == nil {
-		if c.history.heard(t, name) {
-			c.deps.Journal.Record(c.deps.Clock.Now(), obs.Event{Type: obs.PlayoutMark, Turn: t, Name: name})
+		if c.history.heard(t, name, now) {
+			c.deps.Journal.Record(now, obs.Event{Type: obs.PlayoutMark, Turn: t, Name: name})
 		}
 		return
 	}
@@ -161,7 +189,9 @@ func (c *Call) onAgentDone(e agentDone) {
 	c.deps.Journal.Record(c.deps.Clock.Now(), obs.Event{Type: obs.AgentDone, Turn: e.turn, Text: e.text})
 	c.history.assistant(e.turn, e.text)
 	c.step(turn.Input{Kind: turn.AgentDone, Turn: e.turn, Text: e.text})
-	c.reply.queue.close()
+	if c.reply != nil {
+		c.reply.queue.close()
+	}
 }
 
 func (c *Call) onAgentFailed(e agentFailed) {
@@ -172,5 +202,7 @@ func (c *Call) onAgentFailed(e agentFailed) {
 	c.log.Warn("agent turn failed", "turn", e.turn, "err", e.err)
 	c.history.assistant(e.turn, e.partial)
 	c.step(turn.Input{Kind: turn.AgentError, Turn: e.turn, Text: voice.KindOf(e.err).String()})
-	c.reply.queue.close()
+	if c.reply != nil {
+		c.reply.queue.close()
+	}
 }

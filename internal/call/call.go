@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/handset-voice/handset/internal/audio"
+	"github.com/handset-voice/handset/internal/audio/echo"
 	"github.com/handset-voice/handset/internal/audio/g711"
 	"github.com/handset-voice/handset/internal/audio/ring"
 	"github.com/handset-voice/handset/internal/audio/vad"
@@ -84,6 +85,7 @@ type Call struct {
 	inbound *ring.Frames // carrier reader -> owner
 	rescue  *ring.Frames // owner only
 	playout *playout
+	echoRef *echo.Reference // playout writes what it sent; the owner tells echo from the caller
 
 	malformed atomic.Uint64
 	ended     chan struct{}
@@ -94,13 +96,15 @@ type Call struct {
 	stt       voice.RecognizerStream
 	vad       vad.Detector
 	pcm       []int16
+	quiet     []int16 // what the VAD hears for a frame that is only echo
 	frame     []byte
 	gotMedia  bool
 	sttOpens  int // streams opened; bounded so a recognizer that keeps failing is not hammered
-	reply     *reply
-	history   history
-	timers    []clock.Timer
-	endReason voice.EndReason
+	reply       *reply
+	history     history
+	timers      map[turn.TimerID]clock.Timer
+	ttsByteSeen map[int]bool // turns whose first TTS byte is journaled
+	endReason   voice.EndReason
 }
 
 // New prepares a call on leg. ctx is the server's context, never a request's.
@@ -126,9 +130,14 @@ func New(ctx context.Context, cfg Config, deps Deps) *Call {
 		ended:   make(chan struct{}),
 		fsm:     turn.New(cfg.Turn),
 		pcm:     make([]int16, 4*info.Format.Rate/50),
+		quiet:   make([]int16, 4*info.Format.Rate/50),
 		frame:   make([]byte, 4*frameBytes),
+		echoRef: echo.NewReference(0, 0),
+
+		ttsByteSeen: map[int]bool{},
 	}
 	c.playout = newPlayout(deps.Leg, deps.Clock, cfg.PlayoutLead, cfg.ClearDrain, func(t int) { c.post(audioOnWire{turn: t}) })
+	c.playout.echo = c.echoRef
 	return c
 }
 
@@ -275,7 +284,12 @@ func (c *Call) onFrame(frame []byte) {
 	} else {
 		c.rescue.Push(frame)
 	}
-	switch c.vad.Process(c.decode(frame)) {
+	pcm := decodePCM(c.pcm, frame, c.info.Format.Encoding)
+	if c.echoRef.Echo(now, echo.LevelDB(pcm)) {
+		// Only the agent's own voice coming back: the VAD must not take it for the caller.
+		pcm = c.quiet[:len(pcm)]
+	}
+	switch c.vad.Process(pcm) {
 	case vad.SpeechStart:
 		c.deps.Journal.Record(now, obs.Event{Type: obs.VADSpeechStart})
 		c.step(turn.Input{Kind: turn.SpeechStart})
@@ -285,16 +299,15 @@ func (c *Call) onFrame(frame []byte) {
 	}
 }
 
-// decode turns a frame into linear PCM for the VAD, reusing one buffer.
-func (c *Call) decode(frame []byte) []int16 {
-	switch c.info.Format.Encoding {
+// decodePCM turns a frame into linear PCM in dst (sized for the largest frame).
+func decodePCM(dst []int16, frame []byte, enc audio.Encoding) []int16 {
+	switch enc {
 	case audio.Mulaw:
-		return g711.DecodeMulaw(c.pcm, frame)
+		return g711.DecodeMulaw(dst, frame)
 	case audio.Alaw:
-		return g711.DecodeAlaw(c.pcm, frame)
+		return g711.DecodeAlaw(dst, frame)
 	}
-	n := len(frame) / 2
-	pcm := c.pcm[:n]
+	pcm := dst[:len(frame)/2]
 	for i := range pcm {
 		pcm[i] = int16(binary.LittleEndian.Uint16(frame[2*i:]))
 	}

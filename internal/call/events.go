@@ -1,6 +1,10 @@
 package call
 
-import "github.com/handset-voice/handset/internal/turn"
+import (
+	"time"
+
+	"github.com/handset-voice/handset/internal/turn"
+)
 
 // Events other goroutines post to a call's owner loop. Each is a plain value.
 type (
@@ -26,8 +30,12 @@ type (
 	ttsRequested struct {
 		turn int
 		text string
+		kind sentenceKind
 	}
-	ttsFirstByte struct{ turn int }
+	ttsFirstByte struct {
+		turn int
+		mark string
+	}
 	ttsFailed    struct {
 		turn int
 		err  error
@@ -35,9 +43,14 @@ type (
 	segmentQueued struct {
 		turn       int
 		mark, text string
+		kind       sentenceKind
+		dur        time.Duration // length of its audio
 	}
 	speechQueued struct{ turn int }
-	timerFired   struct{ id turn.TimerID }
+	timerFired   struct {
+		id  turn.TimerID
+		gen uint32
+	}
 	goPanicked   struct {
 		where string
 		value any

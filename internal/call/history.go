@@ -3,13 +3,17 @@ package call
 import (
 	"slices"
 	"strings"
+	"time"
 
+	"github.com/handset-voice/handset/internal/turn"
 	"github.com/handset-voice/handset/internal/voice"
 )
 
 // history is the conversation as the agent runtime will see it, kept by the owner loop.
-// It knows which sentences of each reply the caller actually heard (from carrier marks), so
-// an interrupted reply is recorded as "<heard part> [interrupted by caller]".
+// It knows what the caller actually heard of each reply: sentences whose carrier mark came
+// back were heard whole; of the sentence playing at an interruption, the words that fit in
+// the time it had been playing. An interrupted reply is recorded as
+// "<heard part> [interrupted by caller]".
 type history struct {
 	msgs  []voice.Message
 	turns map[int]*turnRecord
@@ -19,10 +23,17 @@ type turnRecord struct {
 	assistant   int // index of the assistant message in msgs, -1 if none yet
 	segments    []segment
 	interrupted bool
+	audioAt     time.Time // the turn's first audio reached the carrier
+	lastEcho    time.Time // the latest mark the carrier returned: the next segment starts playing
+	// pendingBytes holds first-byte times of sentences still being synthesised.
+	pendingBytes map[string]time.Time
 }
 
 type segment struct {
 	mark, text string
+	dur        time.Duration
+	firstByte  time.Time
+	silent     bool // filler or error message: takes play time, is not the agent's words
 	heard      bool
 }
 
@@ -56,19 +67,36 @@ func (h *history) assistant(turn int, text string) {
 	h.msgs = append(h.msgs, voice.Message{Role: voice.RoleAssistant, Content: text})
 }
 
-// segment notes a sentence queued for playout behind mark.
-func (h *history) segment(turn int, mark, text string) {
+func (h *history) audioStarted(turn int, at time.Time) { h.record(turn).audioAt = at }
+
+// firstByte notes when the sentence behind mark started arriving from TTS.
+func (h *history) firstByte(turn int, mark string, at time.Time) {
+	h.firstBytes(turn)[mark] = at
+}
+
+func (h *history) firstBytes(turn int) map[string]time.Time {
 	r := h.record(turn)
-	r.segments = append(r.segments, segment{mark: mark, text: text})
+	if r.pendingBytes == nil {
+		r.pendingBytes = map[string]time.Time{}
+	}
+	return r.pendingBytes
+}
+
+// segment notes a sentence queued for playout behind mark, with its audio length.
+func (h *history) segment(turn int, mark, text string, dur time.Duration, silent bool) {
+	r := h.record(turn)
+	r.segments = append(r.segments, segment{mark: mark, text: text, dur: dur, silent: silent, firstByte: r.pendingBytes[mark]})
+	delete(r.pendingBytes, mark)
 }
 
 // heard marks the sentence behind mark as played; it reports false for marks that come
 // back after the turn was interrupted (the carrier returns cleared marks at once).
-func (h *history) heard(turn int, mark string) bool {
+func (h *history) heard(turn int, mark string, at time.Time) bool {
 	r := h.record(turn)
 	if r.interrupted {
 		return false
 	}
+	r.lastEcho = at
 	for i := range r.segments {
 		if r.segments[i].mark == mark {
 			r.segments[i].heard = true
@@ -77,17 +105,40 @@ func (h *history) heard(turn int, mark string) bool {
 	return true
 }
 
-// interrupt rewrites turn's reply to what the caller heard and returns that text.
-func (h *history) interrupt(turn int) string {
-	r := h.record(turn)
-	r.interrupted = true
+// heardText is what the caller heard of turn by now.
+func (r *turnRecord) heardText(now time.Time) string {
 	var heard []string
 	for _, s := range r.segments {
 		if s.heard {
-			heard = append(heard, s.text)
+			if !s.silent {
+				heard = append(heard, s.text)
+			}
+			continue
 		}
+		// The first sentence not yet played through: it started when the previous mark came
+		// back (or the turn's first audio went out), or when its own audio arrived if later.
+		start := r.lastEcho
+		if start.IsZero() {
+			start = r.audioAt
+		}
+		if s.firstByte.After(start) {
+			start = s.firstByte
+		}
+		if !s.silent && !start.IsZero() && s.dur > 0 && now.After(start) {
+			if part := turn.CutAtWord(s.text, float64(now.Sub(start))/float64(s.dur)); part != "" {
+				heard = append(heard, part)
+			}
+		}
+		break
 	}
-	text := strings.Join(heard, " ")
+	return strings.Join(heard, " ")
+}
+
+// interrupt rewrites turn's reply to what the caller heard by now and returns that text.
+func (h *history) interrupt(turn int, now time.Time) string {
+	r := h.record(turn)
+	text := r.heardText(now)
+	r.interrupted = true
 	content := strings.TrimSpace(text + " " + voice.InterruptedMarker)
 	if r.assistant >= 0 {
 		h.msgs[r.assistant].Content = content

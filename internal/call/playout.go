@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/handset-voice/handset/internal/audio"
+	"github.com/handset-voice/handset/internal/audio/echo"
 	"github.com/handset-voice/handset/internal/audio/pace"
 	"github.com/handset-voice/handset/internal/clock"
 	"github.com/handset-voice/handset/internal/voice"
@@ -22,6 +23,8 @@ type playout struct {
 	lead    time.Duration  // how far ahead of real time audio may go to the carrier
 	drain   time.Duration  // quiet time after a clear before new audio goes out
 	onAudio func(turn int) // called from the playout goroutine after a turn's first frame is sent
+	echo    *echo.Reference // told the level of every frame sent; nil: not tracked
+	pcm     []int16         // decode buffer for those levels
 
 	mu       sync.Mutex // guards following
 	items    []playItem // the queue; bounded by the reply text the agent produced
@@ -159,6 +162,12 @@ func (p *playout) run(ctx context.Context) error {
 				return err
 			}
 			pc.Sent(1)
+			if p.echo != nil {
+				if len(p.pcm) < len(it.frame) {
+					p.pcm = make([]int16, len(it.frame))
+				}
+				p.echo.Sent(now, echo.LevelDB(decodePCM(p.pcm, it.frame, p.format.Encoding)))
+			}
 			if it.turn > lastAudioTurn {
 				lastAudioTurn = it.turn
 				p.onAudio(it.turn)

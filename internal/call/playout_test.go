@@ -170,31 +170,72 @@ func TestPlayoutClearDropsTheTurnAndDrainsBeforeTheNext(t *testing.T) {
 	}
 }
 
+func ms(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
+
 func TestHistoryKeepsWhatTheCallerHeard(t *testing.T) {
 	var h history
 	h.user("tell me a story")
-	h.segment(1, "t1-s1", "Once upon a time.")
-	h.segment(1, "t1-s2", "There was a dragon.")
-	h.segment(1, "t1-s3", "It liked tea.")
-	h.heard(1, "t1-s1")
-	h.heard(1, "t1-s2")
-	if got := h.interrupt(1); got != "Once upon a time. There was a dragon." {
+	h.audioStarted(1, ms(0))
+	h.segment(1, "t1-s1", "Once upon a time.", 1000*time.Millisecond, false)
+	h.segment(1, "t1-s2", "There was a dragon.", 1000*time.Millisecond, false)
+	h.segment(1, "t1-s3", "It liked tea.", 1000*time.Millisecond, false)
+	h.heard(1, "t1-s1", ms(1000))
+	// Interrupted 630 ms into the second sentence: its words that fit are heard.
+	if got := h.interrupt(1, ms(1630)); got != "Once upon a time. There was a" {
 		t.Errorf("heard = %q", got)
 	}
 	h.assistant(1, "Once upon a time. There was a dragon. It liked tea.") // arrives late: ignored
-	if h.heard(1, "t1-s3") {
+	if h.heard(1, "t1-s3", ms(1700)) {
 		t.Error("a mark returned by the clear counted as heard")
 	}
 	msgs := h.snapshot()
-	if len(msgs) != 2 || msgs[1].Content != "Once upon a time. There was a dragon. [interrupted by caller]" {
+	if len(msgs) != 2 || msgs[1].Content != "Once upon a time. There was a [interrupted by caller]" {
 		t.Errorf("history = %+v", msgs)
 	}
-	// A finished reply that is interrupted while its tail still plays is rewritten in place.
+	// A finished reply interrupted while its tail still plays is rewritten in place.
 	h.user("and then?")
-	h.segment(2, "t2-s1", "The end.")
-	h.assistant(2, "The end. Goodnight.")
-	h.interrupt(2)
+	h.audioStarted(2, ms(5000))
+	h.segment(2, "t2-s1", "The end.", 500*time.Millisecond, false)
+	h.assistant(2, "The end.")
+	h.interrupt(2, ms(5000))
 	if got := h.snapshot()[3].Content; got != "[interrupted by caller]" || len(h.snapshot()) != 4 {
 		t.Errorf("rewritten reply = %q (history %+v)", got, h.snapshot())
+	}
+}
+
+func TestHeardPrefixTiming(t *testing.T) {
+	reply := func() *turnRecord {
+		var h history
+		h.audioStarted(1, ms(0))
+		h.segment(1, "t1-s1", "One moment please.", 800*time.Millisecond, true) // filler: plays, not the agent's words
+		h.segment(1, "t1-s2", "Your order shipped today.", 1000*time.Millisecond, false)
+		h.segment(1, "t1-s3", "It arrives Friday.", 1000*time.Millisecond, false)
+		return h.record(1)
+	}
+	tests := []struct {
+		name  string
+		marks map[string]int // mark -> echo time
+		now   int
+		want  string
+	}{
+		{"inside the filler: nothing of the reply", nil, 500, ""},
+		{"a sentence starting exactly at the play head is not heard", map[string]int{"t1-s1": 800}, 800, ""},
+		{"the mark echo moves the play head, not the byte estimate", map[string]int{"t1-s1": 1300}, 1900, "Your order"},
+		{"fully drained reply: every sentence", map[string]int{"t1-s1": 800, "t1-s2": 1800, "t1-s3": 2800}, 3000, "Your order shipped today. It arrives Friday."},
+		{"mid second sentence", map[string]int{"t1-s1": 800, "t1-s2": 1800}, 2400, "Your order shipped today. It arrives"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := reply()
+			h := history{turns: map[int]*turnRecord{1: r}}
+			for _, name := range []string{"t1-s1", "t1-s2", "t1-s3"} {
+				if at, ok := tt.marks[name]; ok {
+					h.heard(1, name, ms(at))
+				}
+			}
+			if got := r.heardText(ms(tt.now)); got != tt.want {
+				t.Errorf("heard %q, want %q", got, tt.want)
+			}
+		})
 	}
 }

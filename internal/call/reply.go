@@ -24,19 +24,46 @@ type reply struct {
 	wg     sync.WaitGroup
 }
 
-// sentenceQueue hands sentences from the agent reader (and the engine, for the error
-// message) to the speaker. It is bounded by the reply text the agent produced.
+// sentenceKind says where a sentence comes from, which decides how it is spoken.
+type sentenceKind uint8
+
+const (
+	sentenceReply   sentenceKind = iota // the agent's words: heard-prefix segments
+	sentenceMessage                     // greeting or re-prompt: also kept in history
+	sentenceError                       // the error message: plays, not history
+	sentenceFiller                      // the long-turn filler: only before the reply starts
+)
+
+type sentence struct {
+	text string
+	kind sentenceKind
+}
+
+// sentenceQueue hands sentences from the agent reader (and the engine, for messages) to
+// the speaker. It is bounded by the reply text the agent produced.
 type sentenceQueue struct {
 	mu     sync.Mutex // guards following
-	items  []string
+	items  []sentence
 	closed bool
 	signal chan struct{}
 }
 
-func (q *sentenceQueue) push(s ...string) {
+func (q *sentenceQueue) push(kind sentenceKind, texts ...string) {
 	q.mu.Lock()
 	if !q.closed {
-		q.items = append(q.items, s...)
+		for _, t := range texts {
+			q.items = append(q.items, sentence{text: t, kind: kind})
+		}
+	}
+	q.mu.Unlock()
+	q.notify()
+}
+
+// pushFront queues a filler ahead of reply sentences the speaker has not taken yet.
+func (q *sentenceQueue) pushFront(s sentence) {
+	q.mu.Lock()
+	if !q.closed {
+		q.items = append([]sentence{s}, q.items...)
 	}
 	q.mu.Unlock()
 	q.notify()
@@ -58,7 +85,7 @@ func (q *sentenceQueue) notify() {
 }
 
 // next blocks for the next sentence; ok is false once the queue is closed and empty.
-func (q *sentenceQueue) next(ctx context.Context) (string, bool) {
+func (q *sentenceQueue) next(ctx context.Context) (sentence, bool) {
 	for {
 		q.mu.Lock()
 		if len(q.items) > 0 {
@@ -70,23 +97,23 @@ func (q *sentenceQueue) next(ctx context.Context) (string, bool) {
 		closed := q.closed
 		q.mu.Unlock()
 		if closed {
-			return "", false
+			return sentence{}, false
 		}
 		select {
 		case <-ctx.Done():
-			return "", false
+			return sentence{}, false
 		case <-q.signal:
 		}
 	}
 }
 
-// startReply begins speaking turn: from the agent when req is set, and then any fixed
-// sentences. The engine closes the queue once the agent is done (or failed).
+// startReply begins speaking turn: from the agent when req is set, or the fixed message.
+// The engine closes the queue once the agent is done (or failed).
 func (c *Call) startReply(turn int, req *voice.TurnRequest, fixed ...string) *reply {
 	ctx, cancel := context.WithCancel(c.ctx)
 	r := &reply{turn: turn, ctx: ctx, cancel: cancel}
 	r.queue.signal = make(chan struct{}, 1)
-	r.queue.push(fixed...)
+	r.queue.push(sentenceMessage, fixed...)
 	if req != nil {
 		r.wg.Add(1)
 		c.goSafe("agent", func() { defer r.wg.Done(); c.readAgent(r, *req) })
@@ -113,7 +140,7 @@ func (c *Call) readAgent(r *reply, req voice.TurnRequest) {
 		chunk, err := stream.Next()
 		if errors.Is(err, io.EOF) {
 			if rest := chunker.Flush(); rest != "" {
-				r.queue.push(rest)
+				r.queue.push(sentenceReply, rest)
 			}
 			c.post(agentDone{turn: r.turn, text: strings.TrimSpace(full.String())})
 			return
@@ -134,7 +161,7 @@ func (c *Call) readAgent(r *reply, req voice.TurnRequest) {
 		}
 		full.WriteString(chunk.Text)
 		if s := chunker.Add(chunk.Text); len(s) > 0 {
-			r.queue.push(s...)
+			r.queue.push(sentenceReply, s...)
 		}
 	}
 }
@@ -143,15 +170,20 @@ func (c *Call) readAgent(r *reply, req voice.TurnRequest) {
 func (c *Call) speak(r *reply) {
 	format := c.deps.Leg.Info().Format
 	seg := 0
+	replyStarted := false
 	for {
-		text, ok := r.queue.next(r.ctx)
+		s, ok := r.queue.next(r.ctx)
 		if !ok {
 			break
 		}
+		if s.kind == sentenceFiller && replyStarted {
+			continue // the reply got there first: a filler now would talk over it
+		}
+		replyStarted = replyStarted || s.kind == sentenceReply
 		seg++
 		mark := fmt.Sprintf("t%d-s%d", r.turn, seg)
-		c.post(ttsRequested{turn: r.turn, text: text})
-		if err := c.synthesize(r, text, format, mark); err != nil {
+		c.post(ttsRequested{turn: r.turn, text: s.text, kind: s.kind})
+		if err := c.synthesize(r, s, format, mark); err != nil {
 			if r.ctx.Err() != nil {
 				return
 			}
@@ -166,8 +198,8 @@ func (c *Call) speak(r *reply) {
 }
 
 // synthesize speaks one sentence: its audio in whole frames, then its mark.
-func (c *Call) synthesize(r *reply, text string, format audio.Format, mark string) error {
-	rc, err := c.deps.TTS.Synthesize(r.ctx, text, format)
+func (c *Call) synthesize(r *reply, s sentence, format audio.Format, mark string) error {
+	rc, err := c.deps.TTS.Synthesize(r.ctx, s.text, format)
 	if err != nil {
 		return err
 	}
@@ -176,12 +208,14 @@ func (c *Call) synthesize(r *reply, text string, format audio.Format, mark strin
 	buf := make([]byte, 4*frameBytes)
 	var pending []byte // a partial frame carried to the next read
 	first := true
+	total := 0
 	for {
 		n, err := rc.Read(buf)
 		if n > 0 {
+			total += n
 			if first {
 				first = false
-				c.post(ttsFirstByte{turn: r.turn})
+				c.post(ttsFirstByte{turn: r.turn, mark: mark})
 			}
 			pending = append(pending, buf[:n]...)
 			var frames [][]byte
@@ -204,7 +238,7 @@ func (c *Call) synthesize(r *reply, text string, format audio.Format, mark strin
 	if len(pending) > 0 { // pad the last partial frame with silence
 		tail = append(tail, padFrame(pending, frameBytes, format))
 	}
-	c.post(segmentQueued{turn: r.turn, mark: mark, text: text})
+	c.post(segmentQueued{turn: r.turn, mark: mark, text: s.text, kind: s.kind, dur: format.Duration(total)})
 	c.playout.enqueue(r.turn, tail, mark)
 	return nil
 }

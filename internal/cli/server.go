@@ -61,10 +61,19 @@ func newServer(ctx context.Context, cfg *config.Config, prov providers, log *slo
 func callConfig(cfg *config.Config) call.Config {
 	c := call.DefaultConfig()
 	c.Turn = turn.Config{
-		FirstMessage: cfg.Messages.First,
-		ErrorMessage: cfg.Messages.Error,
-		BargeInGate:  cfg.Turn.BargeInGate,
-		MaxCall:      cfg.Turn.MaxCall,
+		FirstMessage:            cfg.Messages.First,
+		ErrorMessage:            cfg.Messages.Error,
+		LongTurnMessage:         cfg.Messages.LongTurn,
+		LongTurnAfter:           cfg.Messages.LongTurnAfter,
+		SilenceMessage:          cfg.Messages.Silence,
+		SilenceReprompt:         cfg.Turn.SilenceReprompt,
+		SilenceHangup:           cfg.Turn.SilenceHangup,
+		BargeInGate:             cfg.Turn.BargeInGate,
+		BargeInConfirm:          cfg.Turn.BargeInConfirm,
+		BargeInMinWords:         cfg.Turn.BargeInMinWords,
+		ForwardSTTWhileSpeaking: cfg.Turn.ForwardSTTWhileSpeaking,
+		TailGrace:               cfg.Turn.TailGrace,
+		MaxCall:                 cfg.Turn.MaxCall,
 	}
 	return c
 }

@@ -91,7 +91,7 @@ func buildVAD(cfg *config.Config, log *slog.Logger) (func(rate int) vad.Detector
 			log.Info("voice activity detection: energy (Silero and WebRTC VADs are not linked into this build)")
 		}
 		return func(rate int) vad.Detector {
-			d, err := vad.NewEnergy(vad.EnergyConfig{Rate: rate})
+			d, err := vad.NewEnergy(vad.EnergyConfig{Rate: rate, StartAfter: cfg.VAD.Start, EndAfter: cfg.VAD.End})
 			if err != nil {
 				panic(err) // rates come from legs we wrote; a bad one is a bug
 			}

@@ -2,6 +2,7 @@ package config
 
 import (
 	"slices"
+	"strconv"
 	"time"
 )
 
@@ -68,6 +69,7 @@ type Config struct {
 	MaxCalls    int    // HANDSET_MAX_CALLS
 	// DrainTimeout is how long a stopping server lets calls finish (HANDSET_DRAIN_TIMEOUT).
 	DrainTimeout time.Duration
+	EnginesDir   string // HANDSET_ENGINES_DIR
 
 	Agent    AgentConfig
 	Session  SessionConfig
@@ -139,7 +141,10 @@ type OpenAIConfig struct {
 
 // VADConfig selects voice activity detection.
 type VADConfig struct {
-	Engine string // HANDSET_VAD; empty means the best engine built in
+	Engine    string        // HANDSET_VAD; empty means the best engine built in
+	Start     time.Duration // HANDSET_VAD_START
+	End       time.Duration // HANDSET_VAD_END
+	Threshold string        // HANDSET_VAD_THRESHOLD, a probability; see VADThreshold
 }
 
 // TwilioConfig is the Twilio account.
@@ -155,6 +160,7 @@ type MessagesConfig struct {
 	LongTurn      string        // HANDSET_LONG_TURN_MESSAGE
 	LongTurnAfter time.Duration // HANDSET_LONG_TURN_AFTER
 	Error         string        // HANDSET_ERROR_MESSAGE
+	Silence       string        // HANDSET_SILENCE_MESSAGE
 }
 
 // TurnConfig holds the turn-taking knobs.
@@ -164,6 +170,9 @@ type TurnConfig struct {
 	ForwardSTTWhileSpeaking bool          // HANDSET_FORWARD_STT_WHILE_SPEAKING
 	BargeInGate             time.Duration // HANDSET_BARGE_IN_GATE
 	MaxCall                 time.Duration // HANDSET_MAX_CALL
+	BargeInMinWords         int           // HANDSET_BARGE_IN_MIN_WORDS
+	SilenceReprompt         time.Duration // HANDSET_SILENCE_REPROMPT
+	SilenceHangup           time.Duration // HANDSET_SILENCE_HANGUP
 }
 
 // LogConfig selects log verbosity and format.
@@ -292,4 +301,10 @@ func (l *loadInfo) problemFor(env string) *FieldError {
 		}
 	}
 	return nil
+}
+
+// VADThreshold is HANDSET_VAD_THRESHOLD as a probability (Validate has checked it).
+func (c *Config) VADThreshold() float64 {
+	p, _ := strconv.ParseFloat(c.VAD.Threshold, 64)
+	return p
 }

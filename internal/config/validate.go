@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"net"
 	"net/url"
 	"slices"
@@ -178,6 +179,9 @@ func (c *Config) crossCheck(table []Setting, opts ValidateOptions) []FieldError 
 	}
 	if c.Session.Key != "" && c.Session.KeyFrom != "" {
 		add("HANDSET_SESSION_KEY_FROM", "cannot be combined with HANDSET_SESSION_KEY (session.key): set only one of them")
+	}
+	if p, err := strconv.ParseFloat(c.VAD.Threshold, 64); err != nil || p <= 0 || p >= 1 {
+		add("HANDSET_VAD_THRESHOLD", fmt.Sprintf("%q is not a probability between 0 and 1 (exclusive), e.g. 0.5", c.VAD.Threshold))
 	}
 	if !opts.RequireKeys {
 		return errs

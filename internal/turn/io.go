@@ -12,87 +12,124 @@ type InputKind uint8
 
 // Inputs the engine feeds the machine.
 const (
-	CallStarted  InputKind = iota + 1
-	SpeechStart            // VAD: the caller started speaking
-	SpeechEnd              // VAD: the caller stopped speaking
-	Transcript             // STT result: Text, Final
-	DTMF                   // the caller pressed Text
-	AudioOnWire            // Turn's first audio reached the carrier
-	SpeechQueued           // Turn's audio is fully queued for playout
-	PlayoutDone            // the carrier finished playing Turn's audio
-	AgentDone              // the agent finished Turn's reply: Text
-	AgentError             // the agent failed Turn: Text is the error kind
-	TimerFired             // Timer fired
-	Hangup                 // the caller hung up
+	CallStarted    InputKind = iota + 1
+	SpeechStart              // VAD: the caller started speaking
+	SpeechEnd                // VAD: the caller stopped speaking
+	Transcript               // STT result: Text, Final
+	DTMF                     // the caller pressed Text
+	SentenceQueued           // a sentence of Turn went to TTS: Text; Filler for the long-turn filler
+	AudioOnWire              // Turn's first audio reached the carrier
+	SpeechQueued             // Turn's audio is fully queued for playout
+	PlayoutDone              // the carrier finished playing Turn's audio
+	AgentDone                // the agent finished Turn's reply
+	AgentError               // the agent failed Turn: Text is the error kind
+	TimerFired               // Timer fired (Gen says which arming)
+	Hangup                   // the caller hung up
 )
 
-var inputNames = map[InputKind]string{
+var inputNames = [...]string{
 	CallStarted: "call_started", SpeechStart: "speech_start", SpeechEnd: "speech_end",
-	Transcript: "transcript", DTMF: "dtmf", AudioOnWire: "audio_on_wire",
-	SpeechQueued: "speech_queued", PlayoutDone: "playout_done", AgentDone: "agent_done",
-	AgentError: "agent_error", TimerFired: "timer_fired", Hangup: "hangup",
+	Transcript: "transcript", DTMF: "dtmf", SentenceQueued: "sentence_queued",
+	AudioOnWire: "audio_on_wire", SpeechQueued: "speech_queued", PlayoutDone: "playout_done",
+	AgentDone: "agent_done", AgentError: "agent_error", TimerFired: "timer_fired", Hangup: "hangup",
 }
 
 func (k InputKind) String() string {
-	if n, ok := inputNames[k]; ok {
-		return n
+	if int(k) < len(inputNames) && inputNames[k] != "" {
+		return inputNames[k]
 	}
 	return fmt.Sprintf("input(%d)", uint8(k))
 }
 
 // Input is one thing that happened.
 type Input struct {
-	Kind  InputKind
-	Turn  int
-	Text  string
-	Final bool
-	Timer TimerID
+	Kind   InputKind
+	Turn   int
+	Text   string
+	Final  bool
+	Filler bool
+	Timer  TimerID
+	Gen    uint32
 }
 
-// TimerID names a timer the machine asked for.
+// TimerID names a timer the machine asks for.
 type TimerID uint8
 
-// Timers.
+// Timers. Each is armed at most once at a time; re-arming supersedes the old one.
 const (
-	TimerMaxCall TimerID = iota + 1
+	TimerMaxCall   TimerID = iota + 1 // the call has lasted Config.MaxCall
+	TimerGate                         // the barge-in gate opens
+	TimerConfirm                      // a pending barge-in was not confirmed: carry on
+	TimerTailGrace                    // the echo tail after a reply is over
+	TimerFiller                       // the agent is slow: speak the long-turn filler
+	TimerSilence                      // the caller has been silent: re-prompt, or hang up
+	numTimers
 )
+
+var timerNames = [...]string{
+	TimerMaxCall: "max_call", TimerGate: "gate", TimerConfirm: "confirm",
+	TimerTailGrace: "tail_grace", TimerFiller: "filler", TimerSilence: "silence",
+}
+
+func (t TimerID) String() string {
+	if int(t) < len(timerNames) && timerNames[t] != "" {
+		return timerNames[t]
+	}
+	return fmt.Sprintf("timer(%d)", uint8(t))
+}
 
 // ActionKind says what the engine must do.
 type ActionKind uint8
 
-// Actions the machine asks for.
+// Actions the machine asks for, carried out in order.
 const (
 	Dispatch          ActionKind = iota + 1 // send Text to the agent as caller turn Turn
-	CancelTurn                              // abort Turn: agent stream, TTS, queued audio
+	CancelTurn                              // abort Turn: agent stream (even before its first token), TTS, queued audio
 	ClearPlayout                            // flush local playout and tell the carrier to clear
 	RecordInterrupted                       // rewrite Turn's history to what the caller heard
-	ReplayInbound                           // send the recent caller audio STT did not hear
-	Say                                     // speak Text as part of Turn (Reason: greeting, error)
+	ReplayInbound                           // send STT the recent caller audio it did not hear
+	Say                                     // speak Text as part of Turn; Reason: greeting, error, filler, reprompt
 	FinalizeSTT                             // ask STT to finish the utterance now
-	ArmTimer                                // fire Timer after After
+	ResetVAD                                // forget the VAD's state (a stuck detector makes barge-in one-shot)
+	ArmTimer                                // fire Timer (with Gen) after After
+	CancelTimer                             // Timer is no longer wanted
+	Note                                    // journal a decision: Reason is the event type, Text its detail
 	EndCall                                 // hang up with End
 )
 
-var actionNames = map[ActionKind]string{
+var actionNames = [...]string{
 	Dispatch: "dispatch", CancelTurn: "cancel_turn", ClearPlayout: "clear_playout",
-	RecordInterrupted: "record_interrupted", ReplayInbound: "replay_inbound", Say: "say", FinalizeSTT: "finalize_stt",
-	ArmTimer: "arm_timer", EndCall: "end_call",
+	RecordInterrupted: "record_interrupted", ReplayInbound: "replay_inbound", Say: "say",
+	FinalizeSTT: "finalize_stt", ResetVAD: "reset_vad", ArmTimer: "arm_timer",
+	CancelTimer: "cancel_timer", Note: "note", EndCall: "end_call",
 }
 
 func (k ActionKind) String() string {
-	if n, ok := actionNames[k]; ok {
-		return n
+	if int(k) < len(actionNames) && actionNames[k] != "" {
+		return actionNames[k]
 	}
 	return fmt.Sprintf("action(%d)", uint8(k))
 }
 
-// Action is one thing the engine must do, in order.
+// Action is one thing the engine must do.
 type Action struct {
 	Kind   ActionKind
 	Turn   int
 	Text   string
 	Reason string
 	Timer  TimerID
+	Gen    uint32
 	After  time.Duration
 	End    voice.EndReason
 }
+
+// Notes the machine journals (Action.Reason of a Note), in the journal's naming style.
+const (
+	NoteBargeInPending = "barge_in.pending"
+	NoteBargeInResumed = "barge_in.resumed"
+	NoteGateSuppressed = "barge_in.suppressed" // caller speech inside the gate
+	NoteRescue         = "turn.rescue"         // caller speech in the tail grace: a new turn
+	NoteDropped        = "stt.dropped"         // a transcript the filters dropped: Text says why
+	NoteFiller         = "filler"
+	NoteReprompt       = "silence.reprompt"
+)

@@ -7,7 +7,6 @@ package turn
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/handset-voice/handset/internal/voice"
@@ -20,18 +19,25 @@ type Phase uint8
 const (
 	// Idle: nobody speaks for the agent; caller audio goes to STT.
 	Idle Phase = iota
-	// Thinking: a turn is dispatched (or a message queued) and no agent audio has reached
-	// the wire yet. The barge-in gate is closed; caller audio still goes to STT.
+	// Thinking: a turn is dispatched (or a message is being prepared) and none of its audio
+	// has reached the wire. The barge-in gate is closed; caller audio still goes to STT.
 	Thinking
-	// Speaking: agent audio is on the wire and more may follow.
+	// Speaking: the turn's audio is on the wire and more may follow. Gate closed until
+	// GateOpen, then armed.
 	Speaking
-	// Draining: the reply is fully queued; the carrier is still playing its backlog.
+	// BargeInPending: caller speech while Speaking or Draining waits for a transcript to
+	// confirm it (min-words strategy, or STT hearing the agent without echo cancellation).
+	BargeInPending
+	// Draining: the reply is fully queued; the carrier is still playing its backlog. Armed.
 	Draining
+	// TailGrace: the carrier has played everything; the echo tail fades. Caller speech now
+	// starts a new turn, never a barge-in.
+	TailGrace
 	// Ended: the call is over; every input is ignored.
 	Ended
 )
 
-var phaseNames = [...]string{"idle", "thinking", "speaking", "draining", "ended"}
+var phaseNames = [...]string{"idle", "thinking", "speaking", "barge_in_pending", "draining", "tail_grace", "ended"}
 
 func (p Phase) String() string {
 	if int(p) < len(phaseNames) {
@@ -40,42 +46,91 @@ func (p Phase) String() string {
 	return fmt.Sprintf("phase(%d)", uint8(p))
 }
 
-// Config holds the turn-taking settings.
+// Config holds the turn-taking settings (docs/turn-taking.md); zero durations disable.
 type Config struct {
-	FirstMessage string        // greeting spoken when the call starts; empty = none
-	ErrorMessage string        // spoken when the agent runtime fails
-	BargeInGate  time.Duration // barge-in stays closed this long after first audio
-	MaxCall      time.Duration // the call ends after this long; 0 = no limit
+	FirstMessage    string        // greeting spoken when the call starts
+	ErrorMessage    string        // spoken when the agent runtime fails
+	LongTurnMessage string        // filler for slow turns
+	LongTurnAfter   time.Duration // when the filler is spoken if no audio went out
+	SilenceMessage  string        // re-prompt after SilenceReprompt of caller silence
+	SilenceReprompt time.Duration
+	SilenceHangup   time.Duration // hang up after this much silence in total
+	BargeInGate     time.Duration // caller speech cannot interrupt this soon after first audio
+	BargeInConfirm  time.Duration // a pending barge-in gives up after this
+	BargeInMinWords int           // >0: barge-in waits for a transcript of this many words
+	// ForwardSTTWhileSpeaking lets STT hear the line while the agent speaks; without echo
+	// cancellation that means transcripts of the agent's own voice, so barge-in is then
+	// confirmed by words and the echo guard drops what the agent said.
+	ForwardSTTWhileSpeaking bool
+	TailGrace               time.Duration // echo-tail window after playout ends
+	MaxCall                 time.Duration // the call ends after this long
 }
+
+// Filter windows for repeated transcripts.
+const (
+	duplicateWindow     = 2 * time.Second
+	nearDuplicateWindow = 500 * time.Millisecond
+)
 
 // State is everything the machine remembers. The zero value is not ready: use New.
 type State struct {
 	Config Config
 	Phase  Phase
-	// Turn numbers the caller's turns from 1; 0 is the greeting.
+	// Turn numbers the agent's speaking turns: 0 is the greeting, caller turns and
+	// re-prompts count up from 1.
 	Turn int
-	// FirstAudioAt is when the current turn's first audio reached the wire (zero: none yet).
-	FirstAudioAt time.Time
-	// Queued reports that the current turn's audio is fully queued for playout.
-	Queued bool
-	// CallerSpeaking follows the VAD.
+	// Of the current turn:
+	FirstAudioAt time.Time // its first audio reached the wire (zero: none yet)
+	GateOpen     bool      // the barge-in gate has opened
+	Queued       bool      // all of its audio is queued for playout
+	RealSentence bool      // a sentence of the reply (not a filler) went to TTS
+	FillerSaid   bool      // the long-turn filler was spoken
+	AgentText    string    // what the agent is saying: the echo guard's reference
+	// ResumePhase is where a pending barge-in returns when nothing confirms it.
+	ResumePhase Phase
+	// Suppressed: caller speech was swallowed by the closed gate; its audio is replayed to
+	// STT when the agent finishes.
+	Suppressed bool
+
 	CallerSpeaking bool
+	Reprompted     bool // the silence re-prompt was spoken since the caller last spoke
+
+	LastCommit   string // normalised text of the last committed caller turn
+	LastCommitAt time.Time
+
+	Timers [numTimers]TimerState
+}
+
+// TimerState says whether a timer is armed and which arming is current.
+type TimerState struct {
+	Armed bool
+	Gen   uint32
 }
 
 // New returns the state of a call that has not started.
 func New(cfg Config) State { return State{Config: cfg} }
 
-// ListeningToSTT reports whether caller audio should reach STT now. While the agent's
-// audio is on the wire the caller's frames only feed the VAD, so the agent cannot hear
-// (and answer) itself.
-func (s State) ListeningToSTT() bool { return s.Phase == Idle || s.Phase == Thinking }
+// AgentHoldsFloor reports whether agent audio is (or may be) playing to the caller.
+func (s State) AgentHoldsFloor() bool {
+	return s.Phase == Speaking || s.Phase == Draining || s.Phase == BargeInPending
+}
 
-// BargeInOpen reports whether caller speech may interrupt the agent at now.
-func (s State) BargeInOpen(now time.Time) bool {
-	if s.Phase != Speaking && s.Phase != Draining {
-		return false
+// ListeningToSTT reports whether caller audio should reach STT now. While the agent's
+// audio plays the caller's frames feed only the VAD (and the rescue ring), so the agent
+// cannot hear, and answer, itself, unless ForwardSTTWhileSpeaking.
+func (s State) ListeningToSTT() bool {
+	switch s.Phase {
+	case Idle, Thinking, BargeInPending:
+		return true
+	case Speaking, Draining:
+		return s.Config.ForwardSTTWhileSpeaking
 	}
-	return !s.FirstAudioAt.IsZero() && !now.Before(s.FirstAudioAt.Add(s.Config.BargeInGate))
+	return false
+}
+
+// deferBargeIn reports whether barge-in waits for words instead of acting on VAD alone.
+func (s State) deferBargeIn() bool {
+	return s.Config.BargeInMinWords > 0 || s.Config.ForwardSTTWhileSpeaking
 }
 
 // Step applies one input at now.
@@ -83,106 +138,288 @@ func Step(s State, in Input, now time.Time) (State, []Action) {
 	if s.Phase == Ended {
 		return s, nil
 	}
-	h := handlers[in.Kind]
-	if h == nil {
-		return s, nil
+	var acts []Action
+	switch in.Kind {
+	case CallStarted:
+		s, acts = onCallStarted(s, now)
+	case SpeechStart:
+		s, acts = onSpeechStart(s, now)
+	case SpeechEnd:
+		s, acts = onSpeechEnd(s)
+	case Transcript:
+		s, acts = onTranscript(s, in, now)
+	case DTMF:
+		s, acts = onDTMF(s, in, now)
+	case SentenceQueued:
+		s, acts = onSentenceQueued(s, in)
+	case AudioOnWire:
+		s, acts = onAudioOnWire(s, in, now)
+	case SpeechQueued:
+		s = onSpeechQueued(s, in)
+	case PlayoutDone:
+		s, acts = onPlayoutDone(s, in)
+	case AgentError:
+		s, acts = onAgentError(s, in)
+	case TimerFired:
+		s, acts = onTimer(s, in)
+	case Hangup:
+		s, acts = end(s, voice.EndCallerHangup)
 	}
-	return h(s, in, now)
+	return s, acts
 }
 
-var handlers = map[InputKind]func(State, Input, time.Time) (State, []Action){
-	CallStarted:  onCallStarted,
-	SpeechStart:  onSpeechStart,
-	SpeechEnd:    onSpeechEnd,
-	Transcript:   onTranscript,
-	DTMF:         onDTMF,
-	AudioOnWire:  onAudioOnWire,
-	SpeechQueued: onSpeechQueued,
-	PlayoutDone:  onPlayoutDone,
-	AgentError:   onAgentError,
-	TimerFired:   onTimer,
-	Hangup:       onHangup,
+func (s *State) arm(id TimerID, after time.Duration) Action {
+	t := &s.Timers[id]
+	t.Armed = true
+	t.Gen++
+	return Action{Kind: ArmTimer, Timer: id, Gen: t.Gen, After: after}
 }
 
-func onCallStarted(s State, _ Input, _ time.Time) (State, []Action) {
+// disarm cancels id if it is armed.
+func (s *State) disarm(acts []Action, ids ...TimerID) []Action {
+	for _, id := range ids {
+		if s.Timers[id].Armed {
+			s.Timers[id].Armed = false
+			acts = append(acts, Action{Kind: CancelTimer, Timer: id})
+		}
+	}
+	return acts
+}
+
+func onCallStarted(s State, _ time.Time) (State, []Action) {
 	var acts []Action
 	if s.Config.MaxCall > 0 {
-		acts = append(acts, Action{Kind: ArmTimer, Timer: TimerMaxCall, After: s.Config.MaxCall})
+		acts = append(acts, s.arm(TimerMaxCall, s.Config.MaxCall))
 	}
 	if s.Config.FirstMessage == "" {
-		return s, acts
+		return enterIdle(s, acts)
 	}
-	s = beginTurn(s, 0)
+	s, acts = beginTurn(s, 0, acts)
 	return s, append(acts, Action{Kind: Say, Turn: 0, Text: s.Config.FirstMessage, Reason: "greeting"})
 }
 
-func onSpeechStart(s State, _ Input, now time.Time) (State, []Action) {
-	s.CallerSpeaking = true
-	if !s.BargeInOpen(now) {
-		return s, nil
-	}
-	return bargeIn(s, now)
+// beginTurn hands the floor to a new agent turn n (dispatch, greeting, re-prompt).
+func beginTurn(s State, n int, acts []Action) (State, []Action) {
+	acts = s.disarm(acts, TimerGate, TimerConfirm, TimerTailGrace, TimerFiller, TimerSilence)
+	s.Turn = n
+	s.Phase = Thinking
+	s.FirstAudioAt = time.Time{}
+	s.GateOpen = false
+	s.Queued = false
+	s.RealSentence = false
+	s.FillerSaid = false
+	s.AgentText = ""
+	s.Suppressed = false
+	// A fresh detector per agent turn: echo can leave a VAD stuck in speech, and then
+	// barge-in would work only once.
+	return s, append(acts, Action{Kind: ResetVAD})
 }
 
-func onSpeechEnd(s State, _ Input, _ time.Time) (State, []Action) {
+// enterIdle gives the floor back to the caller and starts the silence clock.
+func enterIdle(s State, acts []Action) (State, []Action) {
+	acts = s.disarm(acts, TimerGate, TimerConfirm, TimerTailGrace, TimerFiller)
+	s.Phase = Idle
+	s.FirstAudioAt = time.Time{}
+	s.GateOpen = false
+	s.Queued = false
+	return s, armSilence(&s, acts)
+}
+
+// armSilence starts the re-prompt (or, after one, the hang-up) clock while the caller is
+// quiet and nobody holds the floor.
+func armSilence(s *State, acts []Action) []Action {
+	if s.Phase != Idle || s.CallerSpeaking {
+		return acts
+	}
+	c := s.Config
+	switch {
+	case !s.Reprompted && c.SilenceMessage != "" && c.SilenceReprompt > 0:
+		return append(acts, s.arm(TimerSilence, c.SilenceReprompt))
+	case c.SilenceHangup > 0:
+		wait := c.SilenceHangup
+		if s.Reprompted && c.SilenceMessage != "" {
+			wait -= c.SilenceReprompt
+		}
+		return append(acts, s.arm(TimerSilence, max(wait, time.Second)))
+	}
+	return acts
+}
+
+func onSpeechStart(s State, now time.Time) (State, []Action) {
+	s.CallerSpeaking = true
+	s.Reprompted = false
+	acts := s.disarm(nil, TimerSilence)
+	switch s.Phase {
+	case TailGrace:
+		// The agent is done and only its echo tail is left: this is the caller's next turn.
+		// Recover its first syllables from the rescue ring; no clear, no interruption.
+		s, acts = enterIdle(s, acts)
+		return s, append(acts, Action{Kind: Note, Reason: NoteRescue}, Action{Kind: ReplayInbound})
+	case Speaking, Draining:
+		if !s.GateOpen {
+			s.Suppressed = true
+			return s, append(acts, Action{Kind: Note, Reason: NoteGateSuppressed})
+		}
+		if s.deferBargeIn() {
+			return pendBargeIn(s, now, acts)
+		}
+		return bargeIn(s, acts)
+	}
+	return s, acts
+}
+
+// pendBargeIn waits for words before interrupting; STT now hears the caller.
+func pendBargeIn(s State, _ time.Time, acts []Action) (State, []Action) {
+	s.ResumePhase = s.Phase
+	s.Phase = BargeInPending
+	acts = append(acts, Action{Kind: Note, Reason: NoteBargeInPending}, s.arm(TimerConfirm, s.Config.BargeInConfirm))
+	if !s.Config.ForwardSTTWhileSpeaking {
+		acts = append(acts, Action{Kind: ReplayInbound})
+	}
+	return s, acts
+}
+
+// bargeIn stops the agent: the caller interrupted.
+func bargeIn(s State, acts []Action) (State, []Action) {
+	acts = append(acts,
+		Action{Kind: CancelTurn, Turn: s.Turn},
+		Action{Kind: ClearPlayout, Turn: s.Turn},
+		Action{Kind: RecordInterrupted, Turn: s.Turn},
+	)
+	if (s.Phase == Speaking || s.Phase == Draining) && !s.Config.ForwardSTTWhileSpeaking {
+		// STT did not hear the caller while the agent spoke: give it their first words.
+		acts = append(acts, Action{Kind: ReplayInbound})
+	}
+	s.Suppressed = false
+	return enterIdle(s, acts)
+}
+
+func onSpeechEnd(s State) (State, []Action) {
 	s.CallerSpeaking = false
-	// Endpointing: our VAD heard the end of speech, so ask STT for its final now rather
-	// than waiting for the provider's own (slower, noisier) endpointing.
-	return s, []Action{{Kind: FinalizeSTT}}
+	var acts []Action
+	if s.ListeningToSTT() {
+		// Endpointing: our VAD heard the end of speech, so ask STT for its final now rather
+		// than waiting for the provider's own (slower, noisier) endpointing.
+		acts = append(acts, Action{Kind: FinalizeSTT})
+	}
+	return s, armSilence(&s, acts)
 }
 
 func onTranscript(s State, in Input, now time.Time) (State, []Action) {
-	text := strings.TrimSpace(in.Text)
-	if !in.Final || text == "" {
+	text := normalize(in.Text)
+	if text == "" {
 		return s, nil
 	}
-	return commit(s, text, now)
+	switch s.Phase {
+	case Speaking, Draining, BargeInPending:
+		if IsEcho(text, s.AgentText) {
+			return s, []Action{{Kind: Note, Reason: NoteDropped, Text: "echo: " + in.Text}}
+		}
+		if s.isDuplicate(text, now) {
+			return s, []Action{{Kind: Note, Reason: NoteDropped, Text: "duplicate: " + in.Text}}
+		}
+		if IsHallucination(in.Text) || !s.GateOpen || wordCount(text) < max(1, s.Config.BargeInMinWords) {
+			return s, nil
+		}
+		var acts []Action
+		s, acts = bargeIn(s, nil)
+		if !in.Final {
+			return s, acts
+		}
+		return commit(s, in.Text, text, now, acts)
+	case TailGrace:
+		if IsEcho(text, s.AgentText) {
+			return s, []Action{{Kind: Note, Reason: NoteDropped, Text: "echo: " + in.Text}}
+		}
+		if !in.Final {
+			return s, nil
+		}
+		s, acts := enterIdle(s, nil)
+		acts = append(acts, Action{Kind: Note, Reason: NoteRescue})
+		return commit(s, in.Text, text, now, acts)
+	}
+	if !in.Final {
+		return s, nil
+	}
+	return commit(s, in.Text, text, now, nil)
+}
+
+// commit hands a finished caller utterance to the agent, unless a filter drops it.
+func commit(s State, raw, norm string, now time.Time, acts []Action) (State, []Action) {
+	switch {
+	case IsHallucination(raw):
+		return s, append(acts, Action{Kind: Note, Reason: NoteDropped, Text: "non-speech: " + raw})
+	case s.isDuplicate(norm, now):
+		return s, append(acts, Action{Kind: Note, Reason: NoteDropped, Text: "duplicate: " + raw})
+	}
+	s.LastCommit, s.LastCommitAt = norm, now
+	if s.Phase == Thinking {
+		// The caller added to what they said before the agent answered. One dispatch in
+		// flight: abandon the old one; the agent gets both messages in the new turn.
+		acts = append(acts, Action{Kind: CancelTurn, Turn: s.Turn})
+	}
+	s, acts = beginTurn(s, s.Turn+1, acts)
+	acts = append(acts, Action{Kind: Dispatch, Turn: s.Turn, Text: raw})
+	if s.Config.LongTurnMessage != "" && s.Config.LongTurnAfter > 0 {
+		acts = append(acts, s.arm(TimerFiller, s.Config.LongTurnAfter))
+	}
+	return s, acts
+}
+
+// isDuplicate: the same words within 2 s, or one a word-prefix of the other within 500 ms
+// (an is_final then its speech_final twin). A different fast follow-up is kept.
+func (s State) isDuplicate(norm string, now time.Time) bool {
+	if s.LastCommit == "" {
+		return false
+	}
+	age := now.Sub(s.LastCommitAt)
+	if norm == s.LastCommit && age < duplicateWindow {
+		return true
+	}
+	return age < nearDuplicateWindow && (wordPrefix(norm, s.LastCommit) || wordPrefix(s.LastCommit, norm))
 }
 
 func onDTMF(s State, in Input, now time.Time) (State, []Action) {
 	if in.Text == "" {
 		return s, nil
 	}
-	return commit(s, "[DTMF "+in.Text+"]", now)
-}
-
-// commit hands a finished caller utterance to the agent.
-func commit(s State, text string, now time.Time) (State, []Action) {
-	var acts []Action
-	switch s.Phase {
-	case Thinking:
-		// The caller added to what they said before the agent answered: one in-flight
-		// dispatch only, so abandon the old one and answer everything together.
-		acts = append(acts, Action{Kind: CancelTurn, Turn: s.Turn})
-	case Speaking, Draining:
-		if !s.BargeInOpen(now) {
-			return s, nil // a transcript inside the gate is the agent's own echo or noise
+	s.Reprompted = false
+	acts := s.disarm(nil, TimerSilence)
+	text := "[DTMF " + in.Text + "]"
+	if s.AgentHoldsFloor() || s.Phase == TailGrace {
+		// A key press is deliberate: it interrupts at once, gate or not.
+		if s.Phase == TailGrace {
+			s, acts = enterIdle(s, acts)
+		} else {
+			s, acts = bargeIn(s, acts)
 		}
-		s, acts = bargeIn(s, now)
 	}
-	s = beginTurn(s, s.Turn+1)
-	return s, append(acts, Action{Kind: Dispatch, Turn: s.Turn, Text: text})
-}
-
-func bargeIn(s State, _ time.Time) (State, []Action) {
-	acts := []Action{
-		{Kind: CancelTurn, Turn: s.Turn},
-		{Kind: ClearPlayout, Turn: s.Turn},
-		{Kind: RecordInterrupted, Turn: s.Turn},
-		{Kind: ReplayInbound},
+	s.LastCommit, s.LastCommitAt = "", now // keys are never duplicates of speech
+	if s.Phase == Thinking {
+		acts = append(acts, Action{Kind: CancelTurn, Turn: s.Turn})
 	}
-	s.Phase = Idle
-	s.FirstAudioAt = time.Time{}
-	s.Queued = false
+	s, acts = beginTurn(s, s.Turn+1, acts)
+	acts = append(acts, Action{Kind: Dispatch, Turn: s.Turn, Text: text})
+	if s.Config.LongTurnMessage != "" && s.Config.LongTurnAfter > 0 {
+		acts = append(acts, s.arm(TimerFiller, s.Config.LongTurnAfter))
+	}
 	return s, acts
 }
 
-func beginTurn(s State, n int) State {
-	s.Turn = n
-	s.Phase = Thinking
-	s.FirstAudioAt = time.Time{}
-	s.Queued = false
-	return s
+func onSentenceQueued(s State, in Input) (State, []Action) {
+	if in.Turn != s.Turn {
+		return s, nil
+	}
+	if s.AgentText != "" {
+		s.AgentText += " "
+	}
+	s.AgentText += in.Text
+	if in.Filler {
+		return s, nil
+	}
+	s.RealSentence = true
+	// The reply has started: a filler now would talk over it.
+	return s, s.disarm(nil, TimerFiller)
 }
 
 func onAudioOnWire(s State, in Input, now time.Time) (State, []Action) {
@@ -194,53 +431,126 @@ func onAudioOnWire(s State, in Input, now time.Time) (State, []Action) {
 	if s.Queued {
 		s.Phase = Draining
 	}
-	return s, nil
+	// The gate is anchored on audio really reaching the wire, not on dispatch: a slow
+	// first token must not let line noise cancel a reply the caller never heard.
+	if s.Config.BargeInGate <= 0 {
+		s.GateOpen = true
+		return s, nil
+	}
+	return s, []Action{s.arm(TimerGate, s.Config.BargeInGate)}
 }
 
-func onSpeechQueued(s State, in Input, _ time.Time) (State, []Action) {
+func onSpeechQueued(s State, in Input) State {
 	if in.Turn != s.Turn {
-		return s, nil
+		return s
 	}
 	s.Queued = true
-	if s.Phase == Speaking {
+	switch s.Phase {
+	case Speaking:
 		s.Phase = Draining
+	case BargeInPending:
+		s.ResumePhase = Draining
 	}
-	return s, nil
+	return s
 }
 
-func onPlayoutDone(s State, in Input, _ time.Time) (State, []Action) {
-	if in.Turn != s.Turn || !s.Queued || (s.Phase != Draining && s.Phase != Thinking) {
+func onPlayoutDone(s State, in Input) (State, []Action) {
+	if in.Turn != s.Turn || !s.Queued {
 		return s, nil
 	}
-	s.Phase = Idle
-	s.FirstAudioAt = time.Time{}
-	return s, nil
-}
-
-func onAgentError(s State, in Input, _ time.Time) (State, []Action) {
-	if in.Turn != s.Turn || s.Phase == Idle || s.Config.ErrorMessage == "" {
+	switch s.Phase {
+	case Thinking, Speaking, Draining, BargeInPending:
+	default:
 		return s, nil
 	}
-	// Never the runtime's own error text: the configured message, spoken after whatever
-	// part of the reply already went out.
-	return s, []Action{{Kind: Say, Turn: s.Turn, Text: s.Config.ErrorMessage, Reason: "error"}}
+	acts := s.disarm(nil, TimerGate, TimerConfirm, TimerFiller)
+	s.Phase = TailGrace
+	if s.Config.TailGrace <= 0 {
+		return graceEnd(s, acts)
+	}
+	return s, append(acts, s.arm(TimerTailGrace, s.Config.TailGrace))
 }
 
-func onTimer(s State, in Input, _ time.Time) (State, []Action) {
-	if in.Timer == TimerMaxCall {
+// graceEnd hands the floor back after the echo tail.
+func graceEnd(s State, acts []Action) (State, []Action) {
+	suppressed := s.Suppressed
+	s.Suppressed = false
+	s, acts = enterIdle(s, acts)
+	acts = append(acts, Action{Kind: ResetVAD})
+	if suppressed {
+		// Speech swallowed by the gate is not lost: STT hears it now.
+		acts = append(acts, Action{Kind: ReplayInbound})
+	}
+	return s, acts
+}
+
+func onAgentError(s State, in Input) (State, []Action) {
+	if in.Turn != s.Turn || in.Text == voice.KindCanceled.String() || s.Config.ErrorMessage == "" {
+		return s, nil
+	}
+	switch s.Phase {
+	case Thinking, Speaking, Draining, BargeInPending:
+	default:
+		return s, nil
+	}
+	acts := s.disarm(nil, TimerFiller)
+	// Never the runtime's own error text: the configured message, after whatever part of
+	// the reply already went out.
+	return s, append(acts, Action{Kind: Say, Turn: s.Turn, Text: s.Config.ErrorMessage, Reason: "error"})
+}
+
+func onTimer(s State, in Input) (State, []Action) {
+	if in.Timer >= numTimers || !s.Timers[in.Timer].Armed || s.Timers[in.Timer].Gen != in.Gen {
+		return s, nil // cancelled or superseded
+	}
+	s.Timers[in.Timer].Armed = false
+	switch in.Timer {
+	case TimerMaxCall:
 		return end(s, voice.EndMaxDuration)
+	case TimerGate:
+		s.GateOpen = true
+	case TimerConfirm:
+		if s.Phase == BargeInPending {
+			s.Phase = s.ResumePhase // nothing real was said: the agent carries on
+			return s, []Action{{Kind: Note, Reason: NoteBargeInResumed}}
+		}
+	case TimerTailGrace:
+		if s.Phase == TailGrace {
+			return graceEnd(s, nil)
+		}
+	case TimerFiller:
+		if s.Phase == Thinking && !s.RealSentence && !s.FillerSaid && s.FirstAudioAt.IsZero() {
+			s.FillerSaid = true
+			return s, []Action{
+				{Kind: Note, Reason: NoteFiller, Turn: s.Turn},
+				{Kind: Say, Turn: s.Turn, Text: s.Config.LongTurnMessage, Reason: "filler"},
+			}
+		}
+	case TimerSilence:
+		return onSilence(s)
 	}
 	return s, nil
 }
 
-func onHangup(s State, _ Input, _ time.Time) (State, []Action) {
-	return end(s, voice.EndCallerHangup)
+func onSilence(s State) (State, []Action) {
+	if s.Phase != Idle || s.CallerSpeaking {
+		return s, nil
+	}
+	if !s.Reprompted && s.Config.SilenceMessage != "" && s.Config.SilenceReprompt > 0 {
+		s.Reprompted = true
+		s, acts := beginTurn(s, s.Turn+1, []Action{{Kind: Note, Reason: NoteReprompt}})
+		return s, append(acts, Action{Kind: Say, Turn: s.Turn, Text: s.Config.SilenceMessage, Reason: "reprompt"})
+	}
+	return end(s, voice.EndSilence)
 }
 
 func end(s State, reason voice.EndReason) (State, []Action) {
 	var acts []Action
 	if s.Phase != Idle {
 		acts = append(acts, Action{Kind: CancelTurn, Turn: s.Turn})
+	}
+	for id := TimerID(1); id < numTimers; id++ {
+		acts = s.disarm(acts, id)
 	}
 	s.Phase = Ended
 	return s, append(acts, Action{Kind: EndCall, End: reason})
