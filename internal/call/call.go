@@ -92,14 +92,14 @@ type Call struct {
 	reason    voice.EndReason
 
 	// Owned by the Run goroutine only.
-	fsm       turn.State
-	stt       voice.RecognizerStream
-	vad       vad.Detector
-	pcm       []int16
-	quiet     []int16 // what the VAD hears for a frame that is only echo
-	frame     []byte
-	gotMedia  bool
-	sttOpens  int // streams opened; bounded so a recognizer that keeps failing is not hammered
+	fsm         turn.State
+	stt         voice.RecognizerStream
+	vad         vad.Detector
+	pcm         []int16
+	quiet       []int16 // what the VAD hears for a frame that is only echo
+	frame       []byte
+	gotMedia    bool
+	sttOpens    int // streams opened; bounded so a recognizer that keeps failing is not hammered
 	reply       *reply
 	history     history
 	timers      map[turn.TimerID]clock.Timer

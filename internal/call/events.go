@@ -36,7 +36,7 @@ type (
 		turn int
 		mark string
 	}
-	ttsFailed    struct {
+	ttsFailed struct {
 		turn int
 		err  error
 	}
@@ -51,7 +51,7 @@ type (
 		id  turn.TimerID
 		gen uint32
 	}
-	goPanicked   struct {
+	goPanicked struct {
 		where string
 		value any
 	}

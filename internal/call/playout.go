@@ -20,9 +20,9 @@ type playout struct {
 	leg     voice.Leg
 	clock   clock.Clock
 	format  audio.Format
-	lead    time.Duration  // how far ahead of real time audio may go to the carrier
-	drain   time.Duration  // quiet time after a clear before new audio goes out
-	onAudio func(turn int) // called from the playout goroutine after a turn's first frame is sent
+	lead    time.Duration   // how far ahead of real time audio may go to the carrier
+	drain   time.Duration   // quiet time after a clear before new audio goes out
+	onAudio func(turn int)  // called from the playout goroutine after a turn's first frame is sent
 	echo    *echo.Reference // told the level of every frame sent; nil: not tracked
 	pcm     []int16         // decode buffer for those levels
 
