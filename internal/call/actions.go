@@ -133,7 +133,11 @@ func (c *Call) handle(ev any) {
 		c.onAgentFailed(e)
 	case ttsRequested:
 		if c.current(e.turn) {
-			j.Record(now, obs.Event{Type: obs.TTSRequest, Turn: e.turn, Text: e.text})
+			kind := ""
+			if e.kind == sentenceFiller {
+				kind = "filler"
+			}
+			j.Record(now, obs.Event{Type: obs.TTSRequest, Turn: e.turn, Text: e.text, Kind: kind})
 			c.step(turn.Input{Kind: turn.SentenceQueued, Turn: e.turn, Text: e.text, Filler: e.kind == sentenceFiller})
 		}
 	case ttsFirstByte:
@@ -147,8 +151,10 @@ func (c *Call) handle(ev any) {
 	case segmentQueued:
 		c.history.segment(e.turn, e.mark, e.text, e.dur, e.kind != sentenceReply && e.kind != sentenceMessage)
 	case speechQueued:
+		j.Record(now, obs.Event{Type: obs.PlayoutQueued, Turn: e.turn})
 		c.step(turn.Input{Kind: turn.SpeechQueued, Turn: e.turn})
 	case timerFired:
+		j.Record(now, obs.Event{Type: obs.TimerFired, Name: e.id.String(), Count: int(e.gen)})
 		c.step(turn.Input{Kind: turn.TimerFired, Timer: e.id, Gen: e.gen})
 	case goPanicked:
 		c.endReason = voice.EndInternalError
@@ -178,6 +184,7 @@ func (c *Call) onMark(name string, now time.Time) {
 		return
 	}
 	if _, err := fmt.Sscanf(name, "t%d-end", &t); err == nil {
+		c.deps.Journal.Record(now, obs.Event{Type: obs.PlayoutDone, Turn: t})
 		c.step(turn.Input{Kind: turn.PlayoutDone, Turn: t})
 	}
 }

@@ -6,6 +6,7 @@ package call
 
 import (
 	"context"
+	"encoding/json"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -192,9 +193,11 @@ func (c *Call) Run() (reason voice.EndReason) {
 
 func (c *Call) start() {
 	now := c.deps.Clock.Now()
+	turnCfg, _ := json.Marshal(c.cfg.Turn)
 	c.deps.Journal.Record(now, obs.Event{
 		Type: obs.CallStart, Carrier: c.info.Carrier, Direction: string(c.info.Direction),
 		CallerHash: c.cfg.CallerHash, Agent: c.deps.Agent.Name(), STT: c.deps.STT.Name(), TTS: c.deps.TTS.Name(),
+		TurnConfig: turnCfg,
 	})
 	c.vad = c.deps.NewVAD(c.info.Format.Rate)
 	c.openSTT()

@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/handset-voice/handset/internal/call"
 	"github.com/handset-voice/handset/internal/obs"
 	"github.com/handset-voice/handset/internal/sim/twiliocaller"
 	"github.com/handset-voice/handset/internal/voice"
@@ -102,6 +105,30 @@ func TestWholeCall(t *testing.T) {
 
 	events := r.journal()
 	checkJournal(t, events)
+
+	// The journal reproduces the call's turn-taking decisions when replayed.
+	replayed, err := call.Replay(events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recorded := call.Decisions(events)
+	if len(recorded) < 6 {
+		t.Fatalf("too few decisions recorded to compare: %v", recorded)
+	}
+	if diff := cmp.Diff(recorded, replayed); diff != "" {
+		t.Errorf("replayed decisions differ from the recorded ones (-recorded +replayed):\n%s", diff)
+	}
+	// ...and the comparison can fail: a caller who said something else is another call.
+	altered := append([]obs.Event(nil), events...)
+	for i := range altered {
+		if altered[i].Type == obs.STTFinal {
+			altered[i].Text = "something else entirely"
+			break
+		}
+	}
+	if other, _ := call.Replay(altered); cmp.Equal(recorded, other) {
+		t.Error("replay ignores the journal's transcripts")
+	}
 }
 
 func markEnd(turn int) string { return "t" + string(rune('0'+turn)) + "-end" }

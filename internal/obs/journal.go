@@ -36,6 +36,9 @@ const (
 	TTSError          = "tts.error"
 	PlayoutFirstAudio = "playout.first_audio"
 	PlayoutMark       = "playout.mark"
+	PlayoutQueued     = "playout.queued" // the turn's audio is fully queued
+	PlayoutDone       = "playout.done"   // the carrier played the turn to its end
+	TimerFired        = "timer"          // a turn-taking timer fired: name, count (its generation)
 	Filler            = "filler"
 	BargeInPending    = "barge_in.pending"
 	BargeIn           = "barge_in"
@@ -68,6 +71,8 @@ type Event struct {
 	Agent      string `json:"agent,omitempty"`
 	STT        string `json:"stt,omitempty"`
 	TTS        string `json:"tts,omitempty"`
+	// TurnConfig (call.start) is the turn-taking configuration, so a journal can be replayed.
+	TurnConfig json.RawMessage `json:"turn_config,omitempty"`
 }
 
 // Journal appends events for one call. Each event is written with a single write call as

@@ -133,3 +133,13 @@ const (
 	NoteFiller         = "filler"
 	NoteReprompt       = "silence.reprompt"
 )
+
+// TimerByName finds a timer by the name its String gives (as journals record it).
+func TimerByName(name string) (TimerID, bool) {
+	for id := TimerID(1); id < numTimers; id++ {
+		if timerNames[id] == name {
+			return id, true
+		}
+	}
+	return 0, false
+}
