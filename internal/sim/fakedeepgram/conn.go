@@ -46,6 +46,7 @@ type conn struct {
 	wdone <-chan struct{}
 	ctx   context.Context
 	meta  resultsMeta
+	texts []string // the text of each of evs' results, for emitAll
 }
 
 // serveConn runs one connection: this goroutine reads, a second one writes.
@@ -155,13 +156,13 @@ func (c *conn) readLoop(activity chan<- struct{}) bool {
 			c.s.update(func() { c.rec.KeepAlives++ })
 		case "Finalize":
 			c.s.update(func() { c.rec.Finalizes++ })
-			c.evs = c.det.flush(c.evs[:0], true)
+			c.evs = c.det.flush(c.evs[:0], causeFinalize)
 			if !c.emitAll(causeFinalize) {
 				return false
 			}
 		case "CloseStream":
 			c.s.update(func() { c.rec.CloseStreams++ })
-			c.evs = c.det.flush(c.evs[:0], false)
+			c.evs = c.det.flush(c.evs[:0], causeClose)
 			if !c.emitAll(causeClose) {
 				return false
 			}
@@ -193,9 +194,39 @@ func (c *conn) audio(data []byte) (dropped, ok bool) {
 	return false, c.emitAll(causeEndpoint)
 }
 
-// emitAll sends a message for each detector event; false means the writer is gone.
+// emitAll sends a message for each detector event; false means the writer is gone. The
+// results' texts are chosen in order and recorded, with the detector's utterances, before
+// the first message goes out, so Stats already describes what the client receives.
 func (c *conn) emitAll(why cause) bool {
+	c.texts = c.texts[:0]
 	for _, ev := range c.evs {
+		text := ""
+		switch {
+		case ev.kind == evInterim && c.p.interim:
+			text = firstHalf(c.s.nextLine(c.p.tag, false))
+		case ev.kind == evFinal:
+			text = c.s.nextLine(c.p.tag, true)
+			c.det.setText(ev.utt, text)
+		}
+		c.texts = append(c.texts, text)
+	}
+	from, utts := c.det.changed()
+	if len(c.evs) > 0 || len(utts) > 0 {
+		c.s.update(func() {
+			for i, ev := range c.evs {
+				switch {
+				case ev.kind == evInterim && c.p.interim:
+					c.rec.Interims = append(c.rec.Interims, c.texts[i])
+				case ev.kind == evFinal:
+					c.rec.Transcripts = append(c.rec.Transcripts, c.texts[i])
+				case ev.kind == evUtteranceEnd && c.p.utteranceEndMS != 0:
+					c.rec.UtteranceEnd++
+				}
+			}
+			c.rec.Utterances = append(c.rec.Utterances[:from], utts...)
+		})
+	}
+	for i, ev := range c.evs {
 		var msg []byte
 		switch ev.kind {
 		case evSpeechStarted:
@@ -207,20 +238,15 @@ func (c *conn) emitAll(why cause) bool {
 			if !c.p.interim {
 				continue
 			}
-			text := firstHalf(c.s.nextLine(c.p.tag, false))
-			c.s.update(func() { c.rec.Interims = append(c.rec.Interims, text) })
-			msg = c.results(ev, text, false, false, false)
+			msg = c.results(ev, c.texts[i], false, false, false)
 		case evFinal:
-			text := c.s.nextLine(c.p.tag, true)
-			c.s.update(func() { c.rec.Transcripts = append(c.rec.Transcripts, text) })
-			msg = c.results(ev, text, true, why == causeEndpoint, why == causeFinalize)
+			msg = c.results(ev, c.texts[i], true, why == causeEndpoint, why == causeFinalize)
 		case evEmptyFinal:
 			msg = c.results(ev, "", true, false, true)
 		case evUtteranceEnd:
 			if c.p.utteranceEndMS == 0 {
 				continue
 			}
-			c.s.update(func() { c.rec.UtteranceEnd++ })
 			msg = mustJSON(utteranceEndMsg{Type: "UtteranceEnd", Channel: []int{0, 1}, LastWordEnd: c.secs(ev.wordsEnd)})
 		}
 		if !c.send(outMsg{data: msg}) {

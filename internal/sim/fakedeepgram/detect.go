@@ -24,6 +24,7 @@ type event struct {
 	kind       eventKind
 	start, end int64 // span of the result
 	wordsEnd   int64 // end of the last speech block (words are spread over start..wordsEnd)
+	utt        int   // evFinal: the utterance's index in detector.utts
 }
 
 // minSpeech is the least speech an utterance needs to be transcribed: shorter bursts are
@@ -31,6 +32,9 @@ type event struct {
 const minSpeech = 60 * time.Millisecond
 
 // detector finds utterances by the RMS energy of 20 ms blocks, counting audio time only.
+// An utterance begins with a speech block and ends after EndSilence of silent blocks (or
+// at Finalize or CloseStream); a pause shorter than that is part of the utterance, and
+// speech after it continues it.
 type detector struct {
 	encoding string
 	rate     int
@@ -52,6 +56,9 @@ type detector struct {
 	uttEndArmed bool // an UtteranceEnd is due once the silence reaches uttEndGap
 	lastWordEnd int64
 	lastEnd     int64 // end of the last final result's span
+
+	utts   []UtteranceStat // every utterance detected; the last is open while inUtt
+	synced int             // utts[:synced] are unchanged since the connection last took them
 }
 
 func newDetector(p params, o Options) *detector {
@@ -125,19 +132,24 @@ func (d *detector) step(evs []event) []event {
 	if rms(d.block) >= d.level {
 		if !d.inUtt {
 			d.inUtt, d.uttStart, d.speech, d.interimSent = true, start, 0, false
+			d.utts = append(d.utts, UtteranceStat{Start: d.dur(start)})
 			evs = append(evs, event{kind: evSpeechStarted, start: start, end: start})
 		}
 		d.uttEndArmed = false // the caller went on: no UtteranceEnd for the last words
 		d.speech += int64(len(d.block))
 		d.lastSpeech = end
+		d.measure(end)
 		if !d.interimSent && d.speech >= d.interimAfter && d.speech >= d.minSpeech {
 			d.interimSent = true
 			evs = append(evs, event{kind: evInterim, start: d.uttStart, end: end, wordsEnd: end})
 		}
 		return evs
 	}
-	if d.inUtt && end-d.lastSpeech >= d.endSilence {
-		evs = d.endUtterance(evs, end)
+	if d.inUtt {
+		d.measure(end) // a pause, or the silence that ends it
+		if end-d.lastSpeech >= d.endSilence {
+			evs = d.endUtterance(evs, end, FinalEndpoint)
+		}
 	}
 	if d.uttEndArmed && end-d.lastWordEnd >= d.uttEndGap {
 		d.uttEndArmed = false
@@ -146,32 +158,71 @@ func (d *detector) step(evs []event) []event {
 	return evs
 }
 
-// flush ends the current utterance now (Finalize, CloseStream). With nothing pending it
-// appends evEmptyFinal when emptyAnswer is set.
-func (d *detector) flush(evs []event, emptyAnswer bool) []event {
+// flush ends the current utterance now: why is causeFinalize or causeClose. With nothing
+// to transcribe, Finalize brings an evEmptyFinal.
+func (d *detector) flush(evs []event, why cause) []event {
 	end := d.pos + int64(len(d.block)) // a partial block was received too
-	if d.inUtt && d.speech >= d.minSpeech {
-		return d.endUtterance(evs, end)
+	if d.inUtt {
+		how := FinalClose
+		if why == causeFinalize {
+			how = FinalFinalize
+		}
+		n := len(evs)
+		if evs = d.endUtterance(evs, end, how); len(evs) > n {
+			return evs
+		}
 	}
-	d.inUtt = false
-	if emptyAnswer {
+	if why == causeFinalize {
 		evs = append(evs, event{kind: evEmptyFinal, start: d.lastEnd, end: end})
 		d.lastEnd = end
 	}
 	return evs
 }
 
-func (d *detector) endUtterance(evs []event, end int64) []event {
+// endUtterance closes the open utterance at end, recording how; it appends evFinal unless
+// the utterance had too little speech to transcribe.
+func (d *detector) endUtterance(evs []event, end int64, how string) []event {
 	d.inUtt = false
+	d.measure(end)
+	d.utts[len(d.utts)-1].Final = how
 	if d.speech < d.minSpeech {
 		return evs
 	}
-	evs = append(evs, event{kind: evFinal, start: d.uttStart, end: end, wordsEnd: d.lastSpeech})
+	evs = append(evs, event{kind: evFinal, start: d.uttStart, end: end, wordsEnd: d.lastSpeech, utt: len(d.utts) - 1})
 	d.lastEnd = end
 	if d.uttEndGap > 0 {
 		d.uttEndArmed, d.lastWordEnd = true, d.lastSpeech
 	}
 	return evs
+}
+
+// measure brings the open utterance's record up to end.
+func (d *detector) measure(end int64) {
+	i := len(d.utts) - 1
+	u := &d.utts[i]
+	u.Speech = d.dur(d.lastSpeech - d.uttStart)
+	u.Voiced = d.dur(d.speech)
+	u.Audio = d.dur(end - d.uttStart)
+	d.synced = min(d.synced, i)
+}
+
+// setText records the transcript the utterance's final result carries.
+func (d *detector) setText(i int, text string) {
+	d.utts[i].Text = text
+	d.synced = min(d.synced, i)
+}
+
+// changed returns the utterances added or changed since the last call, and the index of
+// the first of them.
+func (d *detector) changed() (from int, utts []UtteranceStat) {
+	from, utts = d.synced, d.utts[d.synced:]
+	d.synced = len(d.utts)
+	return from, utts
+}
+
+// dur is n samples as audio time.
+func (d *detector) dur(n int64) time.Duration {
+	return time.Duration(n) * time.Second / time.Duration(d.rate)
 }
 
 func rms(block []int16) float64 {

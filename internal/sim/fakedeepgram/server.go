@@ -8,7 +8,9 @@
 // https://developers.deepgram.com/docs/utterance-end.
 //
 // Instead of recognising speech it finds utterances by the energy of 20 ms blocks of the
-// decoded audio and "transcribes" each one as the next line of a script. Everything is
+// decoded audio and "transcribes" each one as the next line of a script. A pause shorter
+// than EndSilence inside speech stays within one utterance. Stats records each utterance
+// (UtteranceStat), so a test can check how much of the caller's speech reached it. Everything is
 // measured in audio time, not wall time, so a test that sends a minute of audio in one go
 // gets the same messages as a caller speaking in real time. Only the idle timeout (NET-0001)
 // runs on the wall clock, as it does at Deepgram.
@@ -57,6 +59,8 @@ type Options struct {
 	// for interim_results) with the first half of the line's words. Default 300 ms.
 	InterimAfter time.Duration
 	// EndSilence of silence after speech ends the utterance with a speech_final result.
+	// A shorter pause inside speech does not: the speech after it continues the same
+	// utterance, with one transcript, and the pause counts in its UtteranceStat.Speech.
 	// Default 600 ms. The client's `endpointing` parameter is checked and recorded but does
 	// not change this, so a test controls the fake's timing in one place.
 	EndSilence time.Duration
@@ -86,13 +90,51 @@ type ConnStats struct {
 	Dropped      bool     // ended by the DropAfterBytes fault
 	IdleClosed   bool     // ended by the idle timeout
 	Closed       bool     // the connection has ended
+	// Utterances are the utterances the fake detected, in order, brought up to date after
+	// every message it reads and before any result about them is sent; the last may still
+	// be open.
+	Utterances []UtteranceStat
 }
 
 func (c ConnStats) clone() ConnStats {
 	c.Query = cloneValues(c.Query)
 	c.Interims = slices.Clone(c.Interims)
 	c.Transcripts = slices.Clone(c.Transcripts)
+	c.Utterances = slices.Clone(c.Utterances)
 	return c
+}
+
+// How an utterance ended, as UtteranceStat.Final reports it.
+const (
+	FinalEndpoint = "speech_final" // EndSilence of silence after its last speech
+	FinalFinalize = "finalize"     // the client sent Finalize
+	FinalClose    = "close"        // the client sent CloseStream
+)
+
+// UtteranceStat describes one utterance the fake detected: a run of 20 ms speech blocks
+// (RMS at or above SpeechLevel) with no pause of EndSilence or more. Durations are audio
+// time, in whole blocks except where a Finalize or CloseStream cut a block short, so a
+// test can tell how much of what the caller said reached the fake: an utterance whose
+// leading edge was lost starts later and has less Speech.
+type UtteranceStat struct {
+	// Start is where its first speech block begins, from the start of the connection's
+	// audio.
+	Start time.Duration
+	// Speech spans its speech, from the start of the first speech block to the end of the
+	// last, pauses shorter than EndSilence included.
+	Speech time.Duration
+	// Voiced counts the speech blocks alone: Speech less the pauses inside it.
+	Voiced time.Duration
+	// Audio is all the audio from the first speech block to the utterance's end: Speech
+	// plus the silence that ended it (EndSilence, rounded up to a block), or the audio
+	// received up to a Finalize or CloseStream. While it is open, the audio so far.
+	Audio time.Duration
+	// Text is the script line its final result carried; empty while it is open, and when
+	// it had less than 60 ms of speech (a click, which the fake does not transcribe).
+	Text string
+	// Final is how it ended: FinalEndpoint, FinalFinalize or FinalClose. Empty while it is
+	// open, and for good when the connection ended first (dropped, idle, client gone).
+	Final string
 }
 
 func cloneValues(v url.Values) url.Values {

@@ -53,6 +53,7 @@ type Call struct {
 	says      []*utterance  // caller speech waiting to be streamed, in order
 	play      playback      // Twilio's playback buffer
 	playTimer clock.Timer   // fires when the head of play falls due
+	echo      *echoLine     // the echo on the caller's line; nil without Options.Echo
 	loggedErr int
 	writeErr  error // why the writer gave up, for the reader to report
 	ended     bool
@@ -178,6 +179,9 @@ func newCall(ctx context.Context, o Options, tw StreamTwiML, conn *websocket.Con
 		wake:      make(chan struct{}, 1),
 		changed:   make(chan struct{}),
 	}
+	if o.Echo != nil {
+		c.echo = newEchoLine(*o.Echo)
+	}
 	c.ctx, c.cancel = context.WithCancel(ctx)
 	c.t0 = c.clk.Now()
 	return c
@@ -220,6 +224,9 @@ func (c *Call) finish(e Ending) {
 	if !c.ended {
 		unplayed := c.play.buffered()
 		c.play = playback{}
+		if c.echo != nil {
+			c.echo.heard = nil
+		}
 		if c.playTimer != nil {
 			c.playTimer.Stop()
 		}

@@ -4,7 +4,8 @@
 // when the caller says nothing), and records what Handset sends back while emulating
 // Twilio's playback buffer: audio plays out in real time, marks come back when the audio
 // queued before them has played, and clear drops the buffer and returns pending marks at
-// once.
+// once. Optionally (Options.Echo) the line echoes: what played comes back to Handset in the
+// caller's audio, delayed and quieter, as on a real phone line.
 //
 // It is shared by Handset's whole-call tests, `handset simulate` and `handset bench`.
 //

@@ -45,6 +45,12 @@ type Options struct {
 	// Params adds or overrides webhook form parameters (CallerName, FromCity, …).
 	Params map[string]string
 
+	// Echo, when set, returns part of what the caller hears to Handset, as a real phone
+	// line does: every media frame the caller streams mixes the caller's own audio with
+	// the audio that played on the caller's side Delay earlier, GainDB quieter. Nil (the
+	// default) streams the caller's audio alone.
+	Echo *EchoOptions
+
 	HTTPClient     *http.Client  // default http.DefaultClient
 	WebhookTimeout time.Duration // default DefaultWebhookTimeout
 	Clock          clock.Clock   // paces media and playback; default the wall clock
@@ -82,6 +88,10 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Echo != nil {
+		e := o.Echo.withDefaults() // a copy: the caller may reuse its EchoOptions
+		o.Echo = &e
 	}
 	return o
 }

@@ -158,7 +158,7 @@ func (c *Call) receiveClear() {
 	c.advanceLocked(now)
 	heard, marks, dropped := c.play.clear(now)
 	for _, p := range heard {
-		c.recordLocked(Event{Kind: AudioPlayed, Start: p.start, End: p.end, Bytes: len(p.audio), Audio: p.audio})
+		c.playedLocked(p)
 	}
 	c.recordLocked(Event{Kind: Clear, Bytes: dropped})
 	for _, name := range marks {
@@ -177,7 +177,7 @@ func (c *Call) advanceLocked(now time.Duration) {
 				c.echoMarkLocked(p.mark, false)
 				continue
 			}
-			c.recordLocked(Event{Kind: AudioPlayed, Start: p.start, End: p.end, Bytes: len(p.audio), Audio: p.audio})
+			c.playedLocked(p)
 		}
 		at, ok := c.play.next()
 		switch {
@@ -194,6 +194,15 @@ func (c *Call) advanceLocked(now time.Duration) {
 		if now = c.rel(); now < at {
 			return
 		}
+	}
+}
+
+// playedLocked records a piece of Handset's audio that played, wholly or (cut by a clear)
+// in part, and hands it to the echo path.
+func (c *Call) playedLocked(p piece) {
+	c.recordLocked(Event{Kind: AudioPlayed, Start: p.start, End: p.end, Bytes: len(p.audio), Audio: p.audio})
+	if c.echo != nil {
+		c.echo.played(p)
 	}
 }
 
@@ -260,7 +269,7 @@ func (c *Call) writeLoop() {
 		now := c.clk.Now()
 		due := c.t0.Add(time.Duration(n) * audio.FrameDuration)
 		if !now.Before(due) {
-			finished = c.nextFrame(frame[:], finished[:0])
+			finished = c.nextFrame(frame[:], due.Sub(c.t0), finished[:0])
 			c.seq++
 			n++
 			buf = appendMediaMsg(buf[:0], c.seq, n, int64(due.Sub(c.t0)/time.Millisecond), c.streamSid, frame[:])
@@ -349,9 +358,10 @@ func (c *Call) record(e Event) {
 	}
 }
 
-// nextFrame fills frame with the next 20 ms of caller speech, padded with silence, and
-// appends to finished the utterances whose last byte it took.
-func (c *Call) nextFrame(frame []byte, finished []*utterance) []*utterance {
+// nextFrame fills frame, the media frame with timestamp at, with the next 20 ms of caller
+// speech, padded with silence and mixed with the echo when the line has one, and appends
+// to finished the utterances whose last byte it took.
+func (c *Call) nextFrame(frame []byte, at time.Duration, finished []*utterance) []*utterance {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	n := 0
@@ -371,6 +381,9 @@ func (c *Call) nextFrame(frame []byte, finished []*utterance) []*utterance {
 	}
 	for i := n; i < len(frame); i++ {
 		frame[i] = g711.MulawSilence
+	}
+	if c.echo != nil {
+		c.echo.mix(frame, at, c.play.queue)
 	}
 	return finished
 }
