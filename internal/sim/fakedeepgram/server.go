@@ -10,10 +10,10 @@
 // Instead of recognising speech it finds utterances by the energy of 20 ms blocks of the
 // decoded audio and "transcribes" each one as the next line of a script. A pause shorter
 // than EndSilence inside speech stays within one utterance. Stats records each utterance
-// (UtteranceStat), so a test can check how much of the caller's speech reached it. Everything is
-// measured in audio time, not wall time, so a test that sends a minute of audio in one go
-// gets the same messages as a caller speaking in real time. Only the idle timeout (NET-0001)
-// runs on the wall clock, as it does at Deepgram.
+// (UtteranceStat), so a test can check how much of the caller's speech reached it.
+// Everything is measured in audio time, not wall time, so a test that sends a minute of
+// audio in one go gets the same messages as a caller speaking in real time. Only the idle
+// timeout (NET-0001) runs on the wall clock, as it does at Deepgram.
 package fakedeepgram
 
 import (
