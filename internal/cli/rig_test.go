@@ -101,10 +101,14 @@ func startServe(t *testing.T, transcripts []string, extra ...string) *rig {
 
 func (r *rig) baseURL() string { return "http://" + r.addr }
 
-// dial places a call as Twilio would.
-func (r *rig) dial(ctx context.Context) *twiliocaller.Call {
+// dial places a call as Twilio would; opts adjust the caller.
+func (r *rig) dial(ctx context.Context, opts ...func(*twiliocaller.Options)) *twiliocaller.Call {
 	r.t.Helper()
-	c, err := twiliocaller.Dial(ctx, twiliocaller.Options{BaseURL: r.baseURL(), AuthToken: r.token, InsecureStreamURL: true})
+	o := twiliocaller.Options{BaseURL: r.baseURL(), AuthToken: r.token, InsecureStreamURL: true}
+	for _, f := range opts {
+		f(&o)
+	}
+	c, err := twiliocaller.Dial(ctx, o)
 	if err != nil {
 		r.t.Fatalf("dial: %v\n%s", err, r.logs.String())
 	}

@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/handset-voice/handset/internal/audio/audiotest"
 	"github.com/handset-voice/handset/internal/obs"
+	"github.com/handset-voice/handset/internal/sim/twiliocaller"
 )
 
 // The headline turn-taking behaviours, through `handset serve` and a simulated caller.
@@ -88,4 +90,89 @@ func mustHave(t *testing.T, events []obs.Event, types ...string) {
 			t.Errorf("journal has no %s:\n%s", typ, dumpEvents(events))
 		}
 	}
+}
+
+// TestOwnEchoDoesNotInterrupt: the line returns the agent's voice 12 dB down after 120 ms.
+// A long reply plays to its end through its own echo; the caller talking over the next one
+// still interrupts it, exactly once.
+func TestOwnEchoDoesNotInterrupt(t *testing.T) {
+	r := startServe(t, []string{"LONG tell me about the menu", "LONG and the wine list", "stop there"})
+	ctx := context.Background()
+	c := r.dial(ctx, func(o *twiliocaller.Options) {
+		o.Echo = &twiliocaller.EchoOptions{Delay: 120 * time.Millisecond, GainDB: -12}
+	})
+	waitMark(ctx, t, c, "t0-end")
+	if err := c.SayAndWait(ctx, speech(1200*time.Millisecond, 41)); err != nil {
+		t.Fatal(err)
+	}
+	waitMark(ctx, t, c, "t1-end") // the whole long reply played over its own echo
+	if n := c.Clears(); n != 0 {
+		t.Fatalf("the agent's echo interrupted it: %d clears", n)
+	}
+	if err := c.SayAndWait(ctx, speech(1200*time.Millisecond, 42)); err != nil {
+		t.Fatal(err)
+	}
+	waitMark(ctx, t, c, "t2-s2")
+	if err := c.SayAndWait(ctx, speech(900*time.Millisecond, 43)); err != nil {
+		t.Fatal(err)
+	}
+	waitMark(ctx, t, c, "t3-end")
+	_ = c.Hangup()
+	<-c.Done()
+	if n := c.Clears(); n != 1 {
+		t.Errorf("clears = %d, want exactly 1 (the caller's real interruption)", n)
+	}
+	events := r.journal()
+	for _, e := range eventsOf(events, obs.BargeIn) {
+		if e.Turn != 2 {
+			t.Errorf("barge-in on turn %d: only turn 2 was interrupted", e.Turn)
+		}
+	}
+}
+
+// TestSpeechRightAfterTheReplyIsANewTurn: the caller starts 300 ms after the agent's audio
+// finished playing. That is the next turn (no clear, no interruption), and STT hears it
+// from its first syllable: the rescue ring replays what came before the VAD fired.
+func TestSpeechRightAfterTheReplyIsANewTurn(t *testing.T) {
+	r := startServe(t, []string{"what are your opening hours", "and on sundays"})
+	ctx := context.Background()
+	c := r.dial(ctx)
+	waitMark(ctx, t, c, "t0-end")
+	// It starts at full level, so losing its first 100 ms would show.
+	utterance := audiotest.Mulaw(audiotest.Concat(
+		audiotest.Tone(8000, 220, 250*time.Millisecond, 0.3),
+		audiotest.SpeechLike(8000, time.Second, 51)))
+	// The reference: said well after the greeting's tail grace, when nothing holds the floor.
+	if err := c.SayAndWait(ctx, append(twiliocaller.Silence(2*time.Second), utterance...)); err != nil {
+		t.Fatal(err)
+	}
+	waitMark(ctx, t, c, "t1-end")
+	if err := c.SayAndWait(ctx, append(twiliocaller.Silence(300*time.Millisecond), utterance...)); err != nil {
+		t.Fatal(err)
+	}
+	waitMark(ctx, t, c, "t2-end")
+	_ = c.Hangup()
+	<-c.Done()
+	events := r.journal()
+	if rescues := eventsOf(events, "turn.rescue"); len(rescues) != 1 {
+		t.Errorf("rescues %d, want 1 (only the second utterance starts inside a tail grace)", len(rescues))
+	}
+	if n := len(eventsOf(events, obs.Clear)) + len(eventsOf(events, obs.BargeIn)); n != 0 {
+		t.Errorf("speech after the reply was treated as an interruption:\n%s", dumpEvents(events))
+	}
+	commits := eventsOf(events, obs.TurnCommit)
+	if len(commits) != 2 || commits[1].Text != "and on sundays" {
+		t.Fatalf("commits %+v", commits)
+	}
+	// The same audio said while idle is the reference for "all of it reached STT".
+	stats := r.stt.Stats()
+	utts := stats[0].Utterances
+	if len(stats) != 1 || len(utts) != 2 {
+		t.Fatalf("STT saw %d connections, utterances %+v", len(stats), utts)
+	}
+	if lost := utts[0].Speech - utts[1].Speech; lost > 40*time.Millisecond {
+		t.Errorf("STT heard %v of speech after the reply, %v when idle: the first %v were lost",
+			utts[1].Speech, utts[0].Speech, lost)
+	}
+	t.Logf("speech heard by STT: idle %v, right after the reply %v", utts[0].Speech, utts[1].Speech)
 }
