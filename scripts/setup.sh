@@ -23,5 +23,6 @@ fi
 command -v go >/dev/null || { echo "setup: Go 1.26 is required (https://go.dev/dl/)" >&2; exit 1; }
 go mod download
 mkdir -p bin
-go build -trimpath -o bin/handset ./cmd/handset
+# The embedded engines (Silero VAD through ONNX Runtime) need cgo; the core builds without.
+CGO_ENABLED=1 go build -trimpath -tags embedded -o bin/handset ./cmd/handset
 echo "setup: built bin/handset ($(./bin/handset version | head -1))"

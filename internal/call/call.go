@@ -53,7 +53,7 @@ type Deps struct {
 	STT     voice.Recognizer
 	TTS     voice.Synthesizer
 	Agent   voice.Agent
-	NewVAD  func(rate int) vad.Detector
+	NewVAD  func(rate int) (vad.Detector, error) // one detector per call
 	Clock   clock.Clock
 	Journal *obs.Journal
 	Logger  *slog.Logger
@@ -199,7 +199,7 @@ func (c *Call) start() {
 		CallerHash: c.cfg.CallerHash, Agent: c.deps.Agent.Name(), STT: c.deps.STT.Name(), TTS: c.deps.TTS.Name(),
 		TurnConfig: turnCfg,
 	})
-	c.vad = c.deps.NewVAD(c.info.Format.Rate)
+	c.vad = c.newVAD()
 	c.openSTT()
 	c.goSafe("leg", func() { c.post(legEnded{err: c.deps.Leg.Run(c.ctx, legSink{c})}) })
 	c.goSafe("playout", func() {
@@ -213,6 +213,21 @@ func (c *Call) start() {
 // maxSTTOpens bounds how many times a call opens its STT stream. Providers already retry
 // dropped sockets themselves; this only stops a stream that dies for good on every open.
 const maxSTTOpens = 4
+
+// newVAD makes the call's detector; if the configured engine fails, the energy VAD
+// stands in so the call can still hear its caller.
+func (c *Call) newVAD() vad.Detector {
+	d, err := c.deps.NewVAD(c.info.Format.Rate)
+	if err == nil {
+		return d
+	}
+	c.log.Error("voice activity detector failed; using the energy detector", "err", err)
+	d, err = vad.NewEnergy(vad.EnergyConfig{Rate: c.info.Format.Rate})
+	if err != nil {
+		panic(err) // the leg's own rate: a bug
+	}
+	return d
+}
 
 func (c *Call) openSTT() {
 	if c.sttOpens >= maxSTTOpens {
@@ -357,6 +372,9 @@ func (c *Call) shutdown(reason voice.EndReason) {
 	}
 	c.cancel()
 	c.wg.Wait()
+	if closer, ok := c.vad.(interface{ Close() error }); ok {
+		_ = closer.Close()
+	}
 	if n := c.malformed.Load(); n > 0 {
 		c.log.Warn("dropped malformed media frames", "count", n)
 	}

@@ -41,10 +41,10 @@ func BenchmarkInboundFrame(b *testing.B) {
 	clk := clock.NewFake(t0)
 	c := New(context.Background(), DefaultConfig(), Deps{
 		Leg: &recLeg{clk: clk}, STT: nopProviders{}, TTS: nopProviders{}, Agent: nopProviders{}, Clock: clk,
-		NewVAD: func(rate int) vad.Detector { d, _ := vad.NewEnergy(vad.EnergyConfig{Rate: rate}); return d },
+		NewVAD: func(rate int) (vad.Detector, error) { return vad.NewEnergy(vad.EnergyConfig{Rate: rate}) },
 	})
 	defer c.cancel()
-	c.vad = c.deps.NewVAD(8000)
+	c.vad = c.newVAD()
 	c.stt = &nopStream{}
 	speech := audiotest.Mulaw(audiotest.SpeechLike(8000, 2000*audio.FrameDuration/20, 1))
 	frames := len(speech) / 160
@@ -93,7 +93,7 @@ func TestSTTThatKeepsDyingIsReopenedABoundedNumberOfTimes(t *testing.T) {
 	stt := &dyingSTT{}
 	c := New(context.Background(), DefaultConfig(), Deps{
 		Leg: &recLeg{clk: clk}, STT: stt, TTS: nopProviders{}, Agent: nopProviders{}, Clock: clk,
-		NewVAD: func(rate int) vad.Detector { d, _ := vad.NewEnergy(vad.EnergyConfig{Rate: rate}); return d },
+		NewVAD: func(rate int) (vad.Detector, error) { return vad.NewEnergy(vad.EnergyConfig{Rate: rate}) },
 	})
 	done := make(chan struct{})
 	go func() { c.Run(); close(done) }()

@@ -30,6 +30,7 @@ func runServe(ctx context.Context, env Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	defer prov.closeVAD()
 	srv, err := newServer(ctx, cfg, prov, log)
 	if err != nil {
 		return err

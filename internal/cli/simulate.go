@@ -120,10 +120,16 @@ func simulate(ctx context.Context, cfg *config.Config, f simulateFlags, log *slo
 	defer stopFakes()
 	cfg.Twilio.AuthToken = config.NewSecret(randomHex(16))
 	cfg.PublicURL = ""
+	if cfg.VAD.Engine == "" && f.audioFile == "" {
+		// --say callers are synthetic speech-like sound, which a neural VAD rightly does
+		// not call speech; the energy detector hears them.
+		cfg.VAD.Engine = config.VADEnergy
+	}
 	prov, err := buildProviders(cfg, log)
 	if err != nil {
 		return rep, err
 	}
+	defer prov.closeVAD()
 	sctx, stop := context.WithCancel(ctx)
 	defer stop()
 	srv, err := newServer(sctx, cfg, prov, log)

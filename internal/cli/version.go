@@ -2,7 +2,9 @@ package cli
 
 import (
 	"context"
+
 	"fmt"
+	"github.com/handset-voice/handset/internal/audio/vad/silero"
 	"runtime"
 	"strings"
 )
@@ -13,18 +15,23 @@ var (
 	commit  = "unknown"
 )
 
-// engines lists the embedded engines linked into this binary; files behind build tags
-// add themselves.
-var engines []string
+// linkedEngines lists the embedded engines linked into this binary.
+func linkedEngines() []string {
+	out := []string{"webrtc VAD (wasm, needs fvad.wasm)"}
+	if silero.Available() {
+		out = append([]string{"silero VAD (ONNX Runtime, needs libonnxruntime.so and silero_vad_v5.onnx)"}, out...)
+	}
+	return out
+}
 
 func runVersion(_ context.Context, env Env, args []string) error {
 	fs, _ := newFlagSet("version", env)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	linked := "none (build with -tags embedded for offline speech)"
-	if len(engines) > 0 {
-		linked = strings.Join(engines, ", ")
+	linked := strings.Join(linkedEngines(), "; ")
+	if !silero.Available() {
+		linked += " (build with -tags embedded for Silero)"
 	}
 	fmt.Fprintf(env.Stdout, "handset %s\ncommit: %s\ngo: %s %s/%s\nembedded engines: %s\n",
 		version, commit, runtime.Version(), runtime.GOOS, runtime.GOARCH, linked)

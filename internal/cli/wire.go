@@ -15,10 +15,11 @@ import (
 
 // providers are the concrete collaborators every call shares.
 type providers struct {
-	agent  voice.Agent
-	stt    voice.Recognizer
-	tts    voice.Synthesizer
-	newVAD func(rate int) vad.Detector
+	agent    voice.Agent
+	stt      voice.Recognizer
+	tts      voice.Synthesizer
+	newVAD   func(rate int) (vad.Detector, error)
+	closeVAD func() // releases the VAD engine at shutdown
 }
 
 // notYet explains a setting value that names something a later version brings.
@@ -84,23 +85,6 @@ func buildTTS(cfg *config.Config, log *slog.Logger) (voice.Synthesizer, error) {
 	return nil, notYet("HANDSET_TTS", cfg.TTS.Provider)
 }
 
-func buildVAD(cfg *config.Config, log *slog.Logger) (func(rate int) vad.Detector, error) {
-	switch cfg.VAD.Engine {
-	case "", config.VADEnergy:
-		if cfg.VAD.Engine == "" {
-			log.Info("voice activity detection: energy (Silero and WebRTC VADs are not linked into this build)")
-		}
-		return func(rate int) vad.Detector {
-			d, err := vad.NewEnergy(vad.EnergyConfig{Rate: rate, StartAfter: cfg.VAD.Start, EndAfter: cfg.VAD.End})
-			if err != nil {
-				panic(err) // rates come from legs we wrote; a bad one is a bug
-			}
-			return d
-		}, nil
-	}
-	return nil, notYet("HANDSET_VAD", cfg.VAD.Engine)
-}
-
 // buildProviders wires everything the configuration names.
 func buildProviders(cfg *config.Config, log *slog.Logger) (providers, error) {
 	var p providers
@@ -114,6 +98,6 @@ func buildProviders(cfg *config.Config, log *slog.Logger) (providers, error) {
 	if p.tts, err = buildTTS(cfg, log); err != nil {
 		return p, err
 	}
-	p.newVAD, err = buildVAD(cfg, log)
+	p.newVAD, p.closeVAD, err = buildVAD(cfg, log)
 	return p, err
 }

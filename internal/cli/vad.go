@@ -1,0 +1,117 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/handset-voice/handset/internal/audio/vad"
+	"github.com/handset-voice/handset/internal/audio/vad/silero"
+	"github.com/handset-voice/handset/internal/audio/vad/webrtc"
+	"github.com/handset-voice/handset/internal/config"
+)
+
+// Files of the embedded engines, as scripts/engines.sh lays them out.
+const (
+	ortLibFile      = "libonnxruntime.so"
+	sileroModelFile = "silero_vad_v5.onnx"
+	fvadFile        = "fvad.wasm"
+)
+
+// engineDirs are where engine files are looked for, in order.
+func engineDirs(cfg *config.Config) []string {
+	if cfg.EnginesDir != "" {
+		return []string{cfg.EnginesDir}
+	}
+	dirs := []string{filepath.Join(".cache", "engines")}
+	if exe, err := os.Executable(); err == nil {
+		dirs = append(dirs, filepath.Join(filepath.Dir(exe), "..", ".cache", "engines"), filepath.Dir(exe))
+	}
+	return dirs
+}
+
+// engineFile finds name among the engine dirs.
+func engineFile(cfg *config.Config, name string) (string, error) {
+	dirs := engineDirs(cfg)
+	for _, d := range dirs {
+		p := filepath.Join(d, name)
+		if st, err := os.Stat(p); err == nil && !st.IsDir() {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s not found in %v: run ./scripts/engines.sh, or set HANDSET_ENGINES_DIR", name, dirs)
+}
+
+// buildVAD picks the voice activity detector: the one HANDSET_VAD names, or the best
+// available (Silero, then WebRTC, then energy), saying why it chose.
+func buildVAD(cfg *config.Config, log *slog.Logger) (func(rate int) (vad.Detector, error), func(), error) {
+	choice := cfg.VAD.Engine
+	if choice == config.VADSilero || choice == "" {
+		f, err := sileroVAD(cfg)
+		if err == nil {
+			log.Info("voice activity detection: silero")
+			return f, func() {}, nil
+		}
+		if choice != "" {
+			return nil, nil, fmt.Errorf("HANDSET_VAD=silero: %w", err)
+		}
+		log.Info("silero VAD unavailable, trying webrtc", "why", err)
+	}
+	if choice == config.VADWebRTC || choice == "" {
+		f, closeFn, err := webrtcVAD(cfg)
+		if err == nil {
+			log.Info("voice activity detection: webrtc")
+			return f, closeFn, nil
+		}
+		if choice != "" {
+			return nil, nil, fmt.Errorf("HANDSET_VAD=webrtc: %w", err)
+		}
+		log.Warn("webrtc VAD unavailable, falling back to the energy VAD (weak in noise)", "why", err)
+	}
+	log.Info("voice activity detection: energy")
+	return func(rate int) (vad.Detector, error) {
+		return vad.NewEnergy(vad.EnergyConfig{Rate: rate, StartAfter: cfg.VAD.Start, EndAfter: cfg.VAD.End})
+	}, func() {}, nil
+}
+
+func sileroVAD(cfg *config.Config) (func(rate int) (vad.Detector, error), error) {
+	if !silero.Available() {
+		return nil, errors.New("not linked into this build (build with -tags embedded: ./scripts/setup.sh does)")
+	}
+	lib, err := engineFile(cfg, ortLibFile)
+	if err != nil {
+		return nil, err
+	}
+	model, err := engineFile(cfg, sileroModelFile)
+	if err != nil {
+		return nil, err
+	}
+	if err := silero.Init(lib); err != nil {
+		return nil, err
+	}
+	return func(rate int) (vad.Detector, error) {
+		return silero.New(silero.Config{
+			ModelPath: model, Rate: rate, Activation: cfg.VADThreshold(),
+			MinSpeech: cfg.VAD.Start, MinSilence: cfg.VAD.End,
+		})
+	}, nil
+}
+
+func webrtcVAD(cfg *config.Config) (func(rate int) (vad.Detector, error), func(), error) {
+	path, err := engineFile(cfg, fvadFile)
+	if err != nil {
+		return nil, nil, err
+	}
+	engine, err := webrtc.LoadEngine(context.Background(), path)
+	if err != nil {
+		return nil, nil, err
+	}
+	return func(rate int) (vad.Detector, error) {
+			return engine.NewDetector(webrtc.Config{Rate: rate, StartAfter: cfg.VAD.Start, EndAfter: cfg.VAD.End})
+		}, func() {
+			_ = engine.Close(context.Background())
+		}, nil
+}
