@@ -33,8 +33,10 @@ func (e Event) String() string {
 // length must work; it reports at most one transition per call, and a SpeechStart is
 // always followed by a SpeechEnd before the next SpeechStart (or a Reset). Reset returns
 // the detector to silence, reporting nothing, so speech still going on must be detected
-// afresh; the call engine calls it at each agent turn, so it keeps what the detector has
-// learnt about the line (such as its noise level); a new stream gets a new detector.
+// afresh; the call engine calls it at each agent turn and tail-grace end. What else it
+// forgets is the engine's choice, measured per detector: the energy VAD keeps its noise
+// floor, WebRTC resets libfvad fully (its hangover otherwise restarts speech just after a
+// Reset), Silero clears its network state. A new stream gets a new detector.
 // InSpeech reports whether the last transition was SpeechStart. Implementations are not
 // safe for concurrent use: one goroutine (the call owner) drives a detector.
 type Detector interface {

@@ -1,0 +1,155 @@
+package vadtest
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/handset-voice/handset/internal/audio/vad"
+)
+
+// Candidate is a detector under evaluation.
+type Candidate struct {
+	Name string
+	// New returns a fresh detector at rate Hz (8000 or 16000) and a function that frees it.
+	New func(rate int) (vad.Detector, func(), error)
+	// Lags returns the detector's designed start and end lags at rate Hz.
+	Lags func(rate int) Lags
+}
+
+var (
+	trackOnce sync.Once
+	track     Track
+	trackErr  error
+
+	degradedMu sync.Mutex
+	degraded   = map[Condition]Track{}
+)
+
+// SpeechTrack is the clean 16 kHz track built from the recordings in SpeechDir (about 64 s,
+// 13 utterances), built once per test binary. A missing recording fails t.
+func SpeechTrack(t testing.TB) Track {
+	t.Helper()
+	trackOnce.Do(func() {
+		recs, err := LoadRecordings(SpeechDir())
+		if err != nil {
+			trackErr = err
+			return
+		}
+		track = BuildTrack(recs)
+	})
+	if trackErr != nil {
+		t.Fatal(trackErr)
+	}
+	return track
+}
+
+// Degraded is SpeechTrack under c, built once per test binary.
+func Degraded(t testing.TB, c Condition) Track {
+	t.Helper()
+	clean := SpeechTrack(t)
+	degradedMu.Lock()
+	defer degradedMu.Unlock()
+	if tr, ok := degraded[c]; ok {
+		return tr
+	}
+	tr, err := clean.Apply(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	degraded[c] = tr
+	return tr
+}
+
+// Evaluate runs a fresh detector from c over SpeechTrack under each condition, logs the
+// table and returns the results in the order of conds.
+func Evaluate(t testing.TB, c Candidate, conds []Condition) []Result {
+	t.Helper()
+	results := make([]Result, 0, len(conds))
+	for _, cond := range conds {
+		tr := Degraded(t, cond)
+		d, free, err := c.New(tr.Rate)
+		if err != nil {
+			t.Fatalf("%s at %d Hz: %v", c.Name, tr.Rate, err)
+		}
+		res, err := Run(d, tr, c.Lags(tr.Rate))
+		free()
+		if err != nil {
+			t.Fatalf("%s, %v: %v", c.Name, cond, err)
+		}
+		res.Condition = cond
+		results = append(results, res)
+	}
+	t.Logf("\n%s", Table(c.Name, results))
+	return results
+}
+
+// Floors are the least a detector must achieve on clean speech.
+type Floors struct {
+	RawF1, SegmentF1 float64
+	// AllDetected asks for every utterance found and no false start.
+	AllDetected bool
+}
+
+// CheckClean fails t when a clean-condition result in results misses floors.
+func CheckClean(t testing.TB, name string, results []Result, f Floors) {
+	t.Helper()
+	for _, r := range results {
+		if r.Condition.Noise != Clean {
+			continue
+		}
+		if r.HasRaw && r.Raw.F1() < f.RawF1 {
+			t.Errorf("%s, %v: raw frame F1 %.3f, want >= %.2f", name, r.Condition, r.Raw.F1(), f.RawF1)
+		}
+		if r.Segment.F1() < f.SegmentF1 {
+			t.Errorf("%s, %v: segment F1 %.3f, want >= %.2f", name, r.Condition, r.Segment.F1(), f.SegmentF1)
+		}
+		if f.AllDetected && (r.Detected != r.Utterances || r.FalseStarts != 0) {
+			t.Errorf("%s, %v: %d of %d utterances detected, %d false starts; want all and none",
+				name, r.Condition, r.Detected, r.Utterances, r.FalseStarts)
+		}
+	}
+}
+
+// EnginesDir is the directory holding the embedded engines' files: $HANDSET_ENGINES_DIR
+// when set, otherwise .cache/engines in the module root (the directory holding go.mod,
+// found by walking up from the working directory).
+func EnginesDir() (string, error) {
+	if d := os.Getenv("HANDSET_ENGINES_DIR"); d != "" {
+		return d, nil
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return filepath.Join(dir, ".cache", "engines"), nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("vadtest: no go.mod above the working directory; set HANDSET_ENGINES_DIR")
+		}
+		dir = parent
+	}
+}
+
+// EngineFile is the path of the engine file name (for example "fvad.wasm") in EnginesDir.
+// It fails t, saying how to fetch it, when the file is missing: a test that needs an
+// engine never skips.
+func EngineFile(t testing.TB, name string) string {
+	t.Helper()
+	dir, err := EnginesDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, name)
+	if _, err := os.Stat(path); err != nil {
+		t.Fatal(fmt.Errorf("vadtest: engine file %s: %w; run ./scripts/engines.sh "+
+			"(or set HANDSET_ENGINES_DIR to a directory holding it)", path, err))
+	}
+	return path
+}
