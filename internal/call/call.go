@@ -57,6 +57,9 @@ type Deps struct {
 	Clock   clock.Clock
 	Journal *obs.Journal
 	Logger  *slog.Logger
+	// CallContext, when set, adds per-call values (the session context agent runtimes
+	// read) to the call's context.
+	CallContext func(context.Context) context.Context
 }
 
 // Sizes of a call's queues.
@@ -117,6 +120,9 @@ func New(ctx context.Context, cfg Config, deps Deps) *Call {
 		deps.Logger = slog.New(slog.DiscardHandler)
 	}
 	info := deps.Leg.Info()
+	if deps.CallContext != nil {
+		ctx = deps.CallContext(ctx)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	frameBytes := info.Format.FrameBytes()
 	c := &Call{

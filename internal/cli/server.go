@@ -94,12 +94,14 @@ func (s *server) admit(leg voice.Leg) (<-chan struct{}, error) {
 	if err != nil {
 		return nil, err
 	}
+	sc := session.NewContext(info, s.hashSecret)
 	cc := s.callCfg
-	cc.CallerHash = session.CallerHash(s.hashSecret, info.From)
+	cc.CallerHash = sc.CallerHash
 	c, err := s.calls.Start(cc, call.Deps{
 		Leg: leg, STT: s.prov.stt, TTS: s.prov.tts, Agent: s.prov.agent, NewVAD: s.prov.newVAD,
 		Clock: clock.Real{}, Journal: journal,
-		Logger: s.log.With("caller_hash", cc.CallerHash),
+		Logger:      s.log.With("caller_hash", cc.CallerHash),
+		CallContext: func(ctx context.Context) context.Context { return session.With(ctx, sc) },
 	})
 	if err != nil {
 		_ = journal.Close()

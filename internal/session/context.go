@@ -1,0 +1,48 @@
+package session
+
+import (
+	"context"
+
+	"github.com/handset-voice/handset/internal/voice"
+)
+
+// Context is who a call is with, as Handset may tell an agent runtime: the call's id, its
+// carrier and direction, and the caller's pseudonym. The raw numbers are kept unexported so
+// they cannot be marshalled, logged or sent by accident; only the store asks for them.
+type Context struct {
+	CallID     voice.CallID
+	Carrier    string
+	Direction  voice.Direction
+	CallerHash string // HMAC of the normalised caller number: the same caller, the same hash
+	CalleeHash string // the same for the number they called (which line of a business)
+
+	caller, callee string
+}
+
+// NewContext describes the call on a leg, hashing its numbers with secret.
+func NewContext(info voice.LegInfo, secret []byte) Context {
+	return Context{
+		CallID: info.CallID, Carrier: info.Carrier, Direction: info.Direction,
+		CallerHash: CallerHash(secret, info.From), CalleeHash: CallerHash(secret, info.To),
+		caller: info.From, callee: info.To,
+	}
+}
+
+// RawNumbers returns the caller's and callee's numbers. Only the store may keep them.
+func (c Context) RawNumbers() (caller, callee string) { return c.caller, c.callee }
+
+// String names the call by id and caller hash: never the numbers.
+func (c Context) String() string {
+	return "call " + string(c.CallID) + " caller " + c.CallerHash
+}
+
+type ctxKey struct{}
+
+// With returns ctx carrying c.
+func With(ctx context.Context, c Context) context.Context { return context.WithValue(ctx, ctxKey{}, c) }
+
+// From returns the session context ctx carries, if any.
+func From(ctx context.Context) (Context, bool) {
+	c, ok := ctx.Value(ctxKey{}).(Context)
+	return c, ok
+}
