@@ -95,6 +95,9 @@ type AgentConfig struct {
 	Model        string        // HANDSET_AGENT_MODEL; empty means the runtime's default, see Config.AgentModel
 	Timeout      time.Duration // HANDSET_AGENT_TIMEOUT
 	SystemPrompt string        // HANDSET_SYSTEM_PROMPT
+	// SystemPromptAsUser: HANDSET_SYSTEM_PROMPT_AS_USER.
+	SystemPromptAsUser bool
+	Transport          string // HANDSET_AGENT_TRANSPORT
 }
 
 // SessionConfig says how calls map to the agent runtime's memory.

@@ -253,6 +253,13 @@ func settingTable() []Setting {
 		{Env: "HANDSET_SYSTEM_PROMPT", YAML: "agent.system_prompt", Kind: KindString, Default: defaultSystemPrompt,
 			Help:  "Voice instructions sent with each turn.",
 			field: func(c *Config) any { return &c.Agent.SystemPrompt }},
+		{Env: "HANDSET_SYSTEM_PROMPT_AS_USER", YAML: "agent.system_prompt_as_user", Kind: KindBool, Default: "false",
+			Help:  "For runtimes that ignore system messages: put the voice instructions at the start of the caller's latest message instead.",
+			field: func(c *Config) any { return &c.Agent.SystemPromptAsUser }},
+		{Env: "HANDSET_AGENT_TRANSPORT", YAML: "agent.transport", Kind: KindEnum, Allowed: []string{"runs", "chat", "ws", "http"},
+			DefaultText: "empty: hermes uses runs, openclaw uses ws",
+			Help:        "How Handset talks to the runtime: Hermes runs (default) or chat completions; OpenClaw's gateway WebSocket (ws, default) or its OpenAI-compatible HTTP endpoint (http).",
+			field:       func(c *Config) any { return &c.Agent.Transport }},
 
 		// Sessions.
 		{Env: "HANDSET_SESSION_KEY", YAML: "session.key", Kind: KindString,

@@ -180,6 +180,14 @@ func (c *Config) crossCheck(table []Setting, opts ValidateOptions) []FieldError 
 	if c.Session.Key != "" && c.Session.KeyFrom != "" {
 		add("HANDSET_SESSION_KEY_FROM", "cannot be combined with HANDSET_SESSION_KEY (session.key): set only one of them")
 	}
+	switch t := c.Agent.Transport; {
+	case t != "runs" && t != "chat" && t != "ws" && t != "http": // empty, or already reported as not a choice
+	case c.Agent.Runtime == "": // nothing to check it against yet (serve requires a runtime)
+	case (t == "runs" || t == "chat") && c.Agent.Runtime == AgentHermes:
+	case (t == "ws" || t == "http") && c.Agent.Runtime == AgentOpenClaw:
+	default:
+		add("HANDSET_AGENT_TRANSPORT", fmt.Sprintf("%q does not apply to HANDSET_AGENT=%s: hermes takes runs or chat, openclaw takes ws or http", t, c.Agent.Runtime))
+	}
 	if p, err := strconv.ParseFloat(c.VAD.Threshold, 64); err != nil || p <= 0 || p >= 1 {
 		add("HANDSET_VAD_THRESHOLD", fmt.Sprintf("%q is not a probability between 0 and 1 (exclusive), e.g. 0.5", c.VAD.Threshold))
 	}

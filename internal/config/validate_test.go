@@ -307,3 +307,25 @@ func TestURLsLoseTrailingSlash(t *testing.T) {
 		t.Errorf("openai %q, public %q", c.OpenAI.URL, c.PublicURL)
 	}
 }
+
+func TestTransportMustFitTheRuntime(t *testing.T) {
+	for _, tc := range []struct {
+		runtime, transport string
+		ok                 bool
+	}{
+		{"hermes", "runs", true}, {"hermes", "chat", true}, {"hermes", "ws", false},
+		{"openclaw", "ws", true}, {"openclaw", "http", true}, {"openclaw", "runs", false},
+		{"openai", "chat", false}, {"echo", "", true},
+	} {
+		cfg, err := Load(LoadOptions{WorkDir: t.TempDir(), Environ: []string{
+			"HANDSET_AGENT=" + tc.runtime, "HANDSET_AGENT_TRANSPORT=" + tc.transport,
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = cfg.Validate(ValidateOptions{})
+		if (err == nil) != tc.ok {
+			t.Errorf("%s with %q: err %v, want ok %v", tc.runtime, tc.transport, err, tc.ok)
+		}
+	}
+}
