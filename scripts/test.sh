@@ -15,7 +15,8 @@ echo "== go test -race"
 go test -race -count=1 -timeout 20m ./...
 
 echo "== go test -tags embedded (engines linked through cgo)"
-CGO_ENABLED=1 go test -race -count=1 -tags embedded ./internal/audio/vad/... ./internal/cli/
+CGO_ENABLED=1 go test -race -count=1 -tags embedded ./internal/audio/vad/...
+CGO_ENABLED=1 go test -race -count=1 -tags embedded -run 'TestRealSpeechThroughEachVAD|TestVADSelection' ./internal/cli/
 
 echo "== fuzz (${FUZZTIME:=5s} per target)"
 for pkg in $(go list ./...); do

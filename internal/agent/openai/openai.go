@@ -16,6 +16,11 @@
 // other named events are ignored. A runtime that ignores "stream": true and answers one
 // application/json chat.completion is read as a single chunk.
 //
+// Conversation rules: only text messages of role system, user or assistant are forwarded
+// (empty ones and any other role, such as tool results or images, are omitted and logged once
+// per turn), and Options.SystemAsUser folds the system prompt into the latest user message for
+// runtimes that ignore system messages.
+//
 // Only silence is timed: waiting for response headers and the gap between stream bytes are
 // bounded by Options.Timeout, never the whole turn, because an agent turn that runs tools
 // can take minutes while sending keepalives.
@@ -56,6 +61,10 @@ type Options struct {
 	Model string
 	// SystemPrompt, when non-empty, is sent as a system message before the history.
 	SystemPrompt string
+	// SystemAsUser is for runtimes that ignore system messages: SystemPrompt is then
+	// prepended to the latest user message instead (the prompt, a blank line, then the
+	// caller's text), or sent as a first user message when the history has none.
+	SystemAsUser bool
 	// Timeout is the longest the runtime may stay silent: waiting for response headers,
 	// and between bytes of the stream. There is no limit on a whole turn. Default
 	// DefaultTimeout.
@@ -81,6 +90,7 @@ type Agent struct {
 	key        string
 	model      string
 	system     string
+	sysAsUser  bool
 	timeout    time.Duration
 	headers    http.Header
 	headersFor func(voice.TurnRequest) map[string]string
@@ -109,6 +119,7 @@ func New(opts Options) (*Agent, error) {
 		key:        opts.Key,
 		model:      opts.Model,
 		system:     opts.SystemPrompt,
+		sysAsUser:  opts.SystemAsUser,
 		timeout:    opts.Timeout,
 		headers:    http.Header{},
 		headersFor: opts.HeadersFor,
@@ -198,12 +209,9 @@ func (a *Agent) newRequest(req voice.TurnRequest) (*http.Request, error) {
 	if len(req.History) == 0 {
 		return nil, errors.New("empty history: nothing to reply to")
 	}
-	body := chatRequest{Model: a.model, Stream: true, Messages: make([]wireMessage, 0, len(req.History)+1)}
-	if a.system != "" {
-		body.Messages = append(body.Messages, wireMessage{Role: string(voice.RoleSystem), Content: a.system})
-	}
-	for _, m := range req.History {
-		body.Messages = append(body.Messages, wireMessage{Role: string(m.Role), Content: m.Content})
+	body := chatRequest{Model: a.model, Stream: true, Messages: a.messages(req)}
+	if len(body.Messages) == 0 {
+		return nil, errors.New("empty history: every message was omitted")
 	}
 	buf, err := json.Marshal(body)
 	if err != nil {
