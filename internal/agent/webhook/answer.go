@@ -1,0 +1,322 @@
+package webhook
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"unicode/utf8"
+)
+
+// piece is one decoded part of an answer.
+type piece struct {
+	text   string
+	hangup bool // the answer asked to end the call (reserved)
+}
+
+// decoder reads the pieces of one answer; next returns io.EOF at its end.
+type decoder interface {
+	next() (piece, error)
+}
+
+// protocolError is an answer we cannot read.
+type protocolError struct{ err error }
+
+func (e protocolError) Error() string { return e.err.Error() }
+
+// eventError is an SSE event named "error"; data is its payload.
+type eventError struct{ data string }
+
+func (e eventError) Error() string { return "error event" }
+
+// newDecoder picks the decoder for an answer's Content-Type.
+func newDecoder(contentType string, r io.Reader) (decoder, error) {
+	switch mt := mediaType(contentType); mt {
+	case "", "text/plain":
+		return &plainDecoder{r: r}, nil
+	case "application/json":
+		return &jsonDecoder{r: r}, nil
+	case "text/event-stream":
+		return &sseDecoder{sse: newSSEReader(r)}, nil
+	default:
+		return nil, fmt.Errorf("content type %q: want text/plain, application/json or text/event-stream", truncate(mt, 64))
+	}
+}
+
+// plainDecoder passes a text/plain body on as it arrives, holding back only a UTF-8
+// sequence split between reads. Invalid bytes become U+FFFD, one per byte.
+type plainDecoder struct {
+	r    io.Reader
+	buf  [4096]byte
+	tail []byte // the start of a rune whose rest has not arrived
+	eof  bool
+}
+
+func (d *plainDecoder) next() (piece, error) {
+	if d.eof {
+		return piece{}, io.EOF
+	}
+	n, err := d.r.Read(d.buf[:])
+	data := append(d.tail, d.buf[:n]...)
+	d.tail = nil
+	if err == io.EOF {
+		d.eof = true
+		if len(data) == 0 {
+			return piece{}, io.EOF
+		}
+		return piece{text: validUTF8(data)}, nil
+	}
+	if err != nil {
+		return piece{}, err
+	}
+	cut := completeRunes(data)
+	if cut < len(data) {
+		d.tail = append([]byte(nil), data[cut:]...)
+	}
+	return piece{text: validUTF8(data[:cut])}, nil
+}
+
+// completeRunes returns how much of b ends on a rune boundary: all of it, unless b ends
+// with the first bytes of a valid multi-byte sequence.
+func completeRunes(b []byte) int {
+	for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(b[i]) {
+			if utf8.FullRune(b[i:]) {
+				return len(b)
+			}
+			return i
+		}
+	}
+	return len(b)
+}
+
+// validUTF8 returns b as a string with each invalid byte replaced by U+FFFD.
+func validUTF8(b []byte) string {
+	if utf8.Valid(b) {
+		return string(b)
+	}
+	var s strings.Builder
+	for len(b) > 0 {
+		r, n := utf8.DecodeRune(b)
+		if r == utf8.RuneError && n == 1 {
+			s.WriteRune(utf8.RuneError)
+		} else {
+			s.Write(b[:n])
+		}
+		b = b[n:]
+	}
+	return s.String()
+}
+
+// jsonDecoder reads an application/json answer whole.
+type jsonDecoder struct {
+	r    io.Reader
+	done bool
+}
+
+func (d *jsonDecoder) next() (piece, error) {
+	if d.done {
+		return piece{}, io.EOF
+	}
+	d.done = true
+	data, err := io.ReadAll(io.LimitReader(d.r, maxReply+1))
+	if err != nil {
+		return piece{}, err
+	}
+	if len(data) > maxReply {
+		return piece{}, protocolError{errors.New("JSON answer larger than 1 MiB")}
+	}
+	p, err := parseAnswer(data)
+	if err != nil {
+		return piece{}, protocolError{err}
+	}
+	return p, nil
+}
+
+// parseAnswer reads a JSON answer object: {"text": "..."} or {"reply": "..."}, with an
+// optional "hangup" flag. Other fields are ignored.
+func parseAnswer(data []byte) (piece, error) {
+	if t := bytes.TrimLeft(data, " \t\r\n"); len(t) == 0 || t[0] != '{' {
+		return piece{}, errors.New(`JSON answer: want an object like {"text": "..."}`)
+	}
+	var w struct {
+		Text   *string `json:"text"`
+		Reply  *string `json:"reply"`
+		Hangup bool    `json:"hangup"`
+	}
+	if err := json.Unmarshal(data, &w); err != nil {
+		return piece{}, fmt.Errorf("JSON answer: %w", err)
+	}
+	p := piece{hangup: w.Hangup}
+	switch {
+	case w.Text != nil:
+		p.text = *w.Text
+	case w.Reply != nil:
+		p.text = *w.Reply
+	}
+	return p, nil
+}
+
+// sseDecoder reads a text/event-stream answer.
+type sseDecoder struct {
+	sse  *sseReader
+	done bool
+}
+
+func (d *sseDecoder) next() (piece, error) {
+	for !d.done {
+		typ, data, err := d.sse.next()
+		if err != nil {
+			return piece{}, err
+		}
+		switch typ {
+		case "message":
+		case "error":
+			return piece{}, eventError{data: data}
+		default:
+			continue // named events are not for us
+		}
+		trimmed := strings.TrimSpace(data)
+		if trimmed == "[DONE]" {
+			d.done = true
+			break
+		}
+		if strings.HasPrefix(trimmed, "{") && json.Valid([]byte(trimmed)) {
+			p, err := parseAnswer([]byte(trimmed))
+			if err != nil {
+				return piece{}, protocolError{fmt.Errorf("event data: %w", err)}
+			}
+			return p, nil
+		}
+		return piece{text: validUTF8([]byte(data))}, nil
+	}
+	return piece{}, io.EOF
+}
+
+// Limits on what one event stream may make us hold in memory.
+const (
+	maxLine  = 1 << 20
+	maxEvent = 1 << 20
+)
+
+// sseReader splits an event stream into events as the HTML standard's "Interpreting an
+// event stream" (9.2.6) says: lines end in CRLF, LF or CR; a leading BOM is dropped; a line
+// starting with ':' is a comment; "field: value" loses one space after the colon; a blank
+// line dispatches the event. At the end of the stream a pending event is still dispatched.
+type sseReader struct {
+	br      *bufio.Reader
+	line    []byte
+	afterCR bool
+	started bool
+
+	typ  string
+	data []byte
+	has  bool
+}
+
+func newSSEReader(r io.Reader) *sseReader {
+	return &sseReader{br: bufio.NewReaderSize(r, 16<<10)}
+}
+
+// next returns the next event's type ("message" by default) and data.
+func (s *sseReader) next() (typ, data string, err error) {
+	for {
+		line, err := s.readLine()
+		if err == io.EOF && s.has {
+			return s.dispatch()
+		}
+		if err != nil {
+			return "", "", err
+		}
+		if len(line) == 0 {
+			if s.has {
+				return s.dispatch()
+			}
+			s.typ = ""
+			continue
+		}
+		if line[0] == ':' {
+			continue
+		}
+		name, value, found := bytes.Cut(line, []byte{':'})
+		if found && len(value) > 0 && value[0] == ' ' {
+			value = value[1:]
+		}
+		switch string(name) {
+		case "event":
+			s.typ = string(value)
+		case "data":
+			if len(s.data)+len(value)+1 > maxEvent {
+				return "", "", protocolError{errors.New("event stream: event larger than 1 MiB")}
+			}
+			if s.has {
+				s.data = append(s.data, '\n')
+			}
+			s.data = append(s.data, value...)
+			s.has = true
+		}
+	}
+}
+
+func (s *sseReader) dispatch() (string, string, error) {
+	typ, data := s.typ, string(s.data)
+	s.typ, s.data, s.has = "", s.data[:0], false
+	if typ == "" {
+		typ = "message"
+	}
+	return typ, data, nil
+}
+
+// readLine returns the next line without its ending (valid until the next call). A last
+// line without an ending is returned before io.EOF.
+func (s *sseReader) readLine() ([]byte, error) {
+	s.line = s.line[:0]
+	for {
+		c, err := s.br.ReadByte()
+		if err != nil {
+			if err == io.EOF && len(s.line) > 0 {
+				return s.firstLine(), nil
+			}
+			return nil, err
+		}
+		if s.afterCR {
+			s.afterCR = false
+			if c == '\n' {
+				continue
+			}
+		}
+		switch c {
+		case '\r':
+			s.afterCR = true
+			return s.firstLine(), nil
+		case '\n':
+			return s.firstLine(), nil
+		}
+		if len(s.line) >= maxLine {
+			return nil, protocolError{errors.New("event stream: line longer than 1 MiB")}
+		}
+		s.line = append(s.line, c)
+	}
+}
+
+func (s *sseReader) firstLine() []byte {
+	if !s.started {
+		s.started = true
+		s.line = bytes.TrimPrefix(s.line, []byte("\xEF\xBB\xBF"))
+	}
+	return s.line
+}
+
+// truncate shortens s to at most n bytes on a rune boundary, marking the cut.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}

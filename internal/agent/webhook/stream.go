@@ -1,0 +1,122 @@
+package webhook
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/handset-voice/handset/internal/voice"
+)
+
+// maxReply bounds the text of one reply, whatever its answer type.
+const maxReply = 1 << 20
+
+// stream reads one reply. Next is called by one goroutine; Close may be called from any.
+type stream struct {
+	agent    *Agent
+	parent   context.Context // the turn's context as the caller gave it
+	rctx     context.Context // the request's context: parent plus our own cancel causes
+	cancel   context.CancelCauseFunc
+	watchdog *time.Timer // fires cancel(errSilent) after Timeout without bytes
+	body     io.ReadCloser
+	dec      decoder
+
+	// Owned by the Next goroutine.
+	err    error // the terminal result, returned again by later calls
+	total  int   // bytes of text returned
+	chunks int
+
+	closed  atomic.Bool
+	release sync.Once
+}
+
+// touch re-arms the silence watchdog whenever bytes arrive.
+func (s *stream) touch() {
+	if !s.closed.Load() {
+		s.watchdog.Reset(s.agent.timeout)
+	}
+}
+
+// Next returns the next piece of text, io.EOF at the end of the reply, or a
+// *voice.ProviderError. After Close, or once the turn's context is cancelled, it returns an
+// error of kind voice.KindCanceled.
+func (s *stream) Next() (voice.ReplyChunk, error) {
+	if s.err != nil {
+		return voice.ReplyChunk{}, s.err
+	}
+	if s.closed.Load() {
+		s.err = s.agent.aborted(s.parent, s.rctx, true, errClosed, "read answer")
+		return voice.ReplyChunk{}, s.err
+	}
+	for {
+		p, err := s.dec.next()
+		if err == nil && p.hangup {
+			s.agent.log.Debug("webhook asked to hang up (reserved, ignored)", "provider", Name)
+		}
+		if err == nil && s.total+len(p.text) > maxReply {
+			err = protocolError{errors.New("reply longer than 1 MiB")}
+		}
+		if err != nil {
+			s.err = s.readErr(err)
+			s.stop()
+			s.agent.log.Debug("agent reply ended", "provider", Name, "chunks", s.chunks, "err", s.err)
+			return voice.ReplyChunk{}, s.err
+		}
+		if p.text != "" {
+			s.total += len(p.text)
+			s.chunks++
+			return voice.ReplyChunk{Text: p.text}, nil
+		}
+	}
+}
+
+// Close aborts the request if it is still running and releases the connection. Idempotent.
+func (s *stream) Close() error {
+	s.closed.Store(true)
+	s.stop()
+	return nil
+}
+
+// stop cancels the request, stops the watchdog and closes the body, once.
+func (s *stream) stop() {
+	s.release.Do(func() {
+		s.watchdog.Stop()
+		s.cancel(errClosed)
+		_ = s.body.Close()
+	})
+}
+
+// readErr classifies what ended the answer.
+func (s *stream) readErr(err error) error {
+	var pe protocolError
+	var ee eventError
+	switch {
+	case err == io.EOF:
+		return io.EOF
+	case s.rctx.Err() != nil || s.closed.Load():
+		return s.agent.aborted(s.parent, s.rctx, s.closed.Load(), err, "read answer")
+	case errors.As(err, &pe):
+		return s.agent.fail(voice.KindProtocol, 0, pe.err)
+	case errors.As(err, &ee):
+		return s.agent.fail(voice.KindTransient, 0, fmt.Errorf("error event: %w", bodyError([]byte(ee.data))))
+	}
+	return s.agent.fail(voice.KindTransient, 0, fmt.Errorf("answer ended early: %w", err))
+}
+
+// touchReader calls touch whenever a read returns bytes.
+type touchReader struct {
+	r     io.Reader
+	touch func()
+}
+
+func (t *touchReader) Read(p []byte) (int, error) {
+	n, err := t.r.Read(p)
+	if n > 0 {
+		t.touch()
+	}
+	return n, err
+}
