@@ -66,7 +66,7 @@ func startServe(t *testing.T, transcripts []string, extra ...string) *rig {
 		"HANDSET_FIRST_MESSAGE=" + greeting,
 		"HANDSET_ERROR_MESSAGE=Sorry, something went wrong.",
 	}
-	env = append(env, extra...)
+	env = override(env, extra)
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
 	exited := make(chan int, 1)
@@ -122,6 +122,18 @@ func (r *rig) journal() []obs.Event {
 	if len(paths) != 1 {
 		r.t.Fatalf("want one call journal, found %d", len(paths))
 	}
+	return r.journalAt(paths[0])
+}
+
+// journalOf returns the events of call id, once it has ended.
+func journalOf(t *testing.T, r *rig, id string) []obs.Event {
+	t.Helper()
+	return r.journalAt(filepath.Join(r.dataDir, "calls", id, "events.jsonl"))
+}
+
+func (r *rig) journalAt(path string) []obs.Event {
+	r.t.Helper()
+	paths := []string{path}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		events, err := obs.ReadFile(paths[0])
@@ -218,3 +230,19 @@ func (s *syncBuffer) String() string {
 }
 
 type fakeopenaiMessage = fakeopenai.Message
+
+// override replaces settings in env with those in extra, and adds the rest.
+func override(env, extra []string) []string {
+	keys := map[string]bool{}
+	for _, kv := range extra {
+		k, _, _ := strings.Cut(kv, "=")
+		keys[k] = true
+	}
+	var out []string
+	for _, kv := range env {
+		if k, _, _ := strings.Cut(kv, "="); !keys[k] {
+			out = append(out, kv)
+		}
+	}
+	return append(out, extra...)
+}

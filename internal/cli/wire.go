@@ -6,6 +6,7 @@ import (
 
 	"github.com/handset-voice/handset/internal/agent/echo"
 	agentopenai "github.com/handset-voice/handset/internal/agent/openai"
+	"github.com/handset-voice/handset/internal/agent/webhook"
 	"github.com/handset-voice/handset/internal/audio/vad"
 	"github.com/handset-voice/handset/internal/config"
 	"github.com/handset-voice/handset/internal/stt/deepgram"
@@ -40,8 +41,16 @@ func buildAgent(cfg *config.Config, log *slog.Logger) (voice.Agent, error) {
 			Key:          cfg.Agent.Key.Reveal(),
 			Model:        cfg.AgentModel(),
 			SystemPrompt: cfg.Agent.SystemPrompt,
+			SystemAsUser: cfg.Agent.SystemPromptAsUser,
 			Timeout:      cfg.Agent.Timeout,
 			Logger:       log,
+		})
+	case config.AgentWebhook:
+		return webhook.New(webhook.Options{
+			URL:     cfg.AgentURL(),
+			Key:     cfg.Agent.Key.Reveal(),
+			Timeout: cfg.Agent.Timeout,
+			Logger:  log,
 		})
 	case "":
 		return nil, &usageError{msg: "HANDSET_AGENT (agent.runtime) is not set", hint: "set HANDSET_AGENT to one of hermes, openclaw, openai, webhook, echo"}
