@@ -1,0 +1,307 @@
+// Package openclaw is the native client for the OpenClaw gateway: the WebSocket protocol
+// v4 described in /work/shared/reference/openclaw.md §1 and §3 (the gateway's
+// docs/gateway/protocol). It implements voice.Agent.
+//
+// One WebSocket connection per Agent is shared by all calls. It is opened on first use
+// (connect.challenge → connect with the gateway token → hello-ok) and reopened when it
+// drops; one reader goroutine matches responses to requests by id and routes "chat" events
+// to the turn whose runId matches (the gateway broadcasts every run's events to every
+// client, so everything else is dropped), and one writer goroutine sends frames.
+//
+// History: OpenClaw keeps the conversation itself, per session key, in its own durable
+// transcript. Each turn therefore sends only the caller's latest message (the last user
+// entry of TurnRequest.History); earlier entries are never re-sent, which would duplicate
+// them in the gateway's transcript. What the caller heard of an interrupted reply is not
+// told to the gateway: its transcript holds the whole reply.
+//
+// Session keys live in Handset's own namespace: "handset:<key>" from the KeyFactory, or
+// "handset:call:<call id>" per call when the factory gives none, qualified as
+// "agent:<agent>:…" when an agent is configured (§1.6, §3).
+package openclaw
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/handset-voice/handset/internal/session"
+	"github.com/handset-voice/handset/internal/voice"
+)
+
+const providerName = "openclaw"
+
+// DefaultURL is the gateway's default listen address (§1.1).
+const DefaultURL = "ws://127.0.0.1:18789"
+
+// DefaultTimeout is how long a turn may stay silent before it fails with KindTimeout.
+const DefaultTimeout = 120 * time.Second
+
+// errClosed reports use of a closed Agent.
+var errClosed = errors.New("agent closed")
+
+// Options configures an Agent.
+type Options struct {
+	URL   string // gateway WebSocket URL; default DefaultURL
+	Token string // the gateway's shared token (auth.token); never logged
+	// Agent is the OpenClaw agent id ("support" from HANDSET_AGENT_MODEL=openclaw/support;
+	// the "openclaw/" prefix is accepted). Empty: the gateway's only agent; see SelectAgent.
+	Agent string
+	// SessionKey derives the key the gateway files a call's memory under. Nil, or an empty
+	// result: one session per call.
+	SessionKey session.KeyFactory
+	// VoicePrompt is an extra system prompt asking for voice-style replies. When set, turns
+	// use the gateway's "agent" method, whose extraSystemPrompt carries it; chat.send has no
+	// such field (§1.4).
+	VoicePrompt string
+	// Timeout is how long a turn may stay silent (no event for its run). Default DefaultTimeout.
+	Timeout time.Duration
+	// Logger receives records about the connection and turns. Nil discards them.
+	Logger *slog.Logger
+}
+
+// AgentInfo is one agent the gateway reports in agents.list.
+type AgentInfo struct {
+	ID   string
+	Name string
+}
+
+// Agent is the OpenClaw gateway client. Safe for concurrent use.
+type Agent struct {
+	url, token, agentID, voicePrompt string
+	keys                             session.KeyFactory
+	timeout                          time.Duration
+	log                              *slog.Logger
+
+	ctx    context.Context // ends when the Agent is closed
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // the connection goroutines
+	dialMu chan struct{}  // size 1: one dial at a time
+
+	mu     sync.Mutex
+	closed bool
+	cur    *gwConn
+	runs   map[string]*run // runId (= our idempotency key) → its turn
+
+	badFrames atomic.Int64
+}
+
+// New returns an Agent. It does not connect: the first turn or ListAgents does.
+func New(opts Options) (*Agent, error) {
+	if opts.URL == "" {
+		opts.URL = DefaultURL
+	}
+	if !strings.HasPrefix(opts.URL, "ws://") && !strings.HasPrefix(opts.URL, "wss://") {
+		return nil, fmt.Errorf("openclaw: URL %q must start with ws:// or wss://", opts.URL)
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Agent{
+		url: opts.URL, token: opts.Token, agentID: trimAgent(opts.Agent), voicePrompt: opts.VoicePrompt,
+		keys: opts.SessionKey, timeout: opts.Timeout, log: opts.Logger,
+		ctx: ctx, cancel: cancel, dialMu: make(chan struct{}, 1), runs: map[string]*run{},
+	}, nil
+}
+
+// Name is "openclaw".
+func (a *Agent) Name() string { return providerName }
+
+// BadFrames counts inbound frames that were malformed and dropped.
+func (a *Agent) BadFrames() int64 { return a.badFrames.Load() }
+
+// Close aborts the turns still running, closes the connection and waits for its
+// goroutines. Idempotent.
+func (a *Agent) Close() error {
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		return nil
+	}
+	a.closed = true
+	c := a.cur
+	runs := make([]*run, 0, len(a.runs))
+	for _, r := range a.runs {
+		runs = append(runs, r)
+	}
+	a.mu.Unlock()
+	for _, r := range runs {
+		r.abort()
+	}
+	if c != nil {
+		close(c.stop)
+	}
+	a.wg.Wait()
+	a.cancel()
+	return nil
+}
+
+// conn returns the live connection, dialling one if there is none.
+func (a *Agent) conn(ctx context.Context) (*gwConn, error) {
+	select {
+	case a.dialMu <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-a.dialMu }()
+	a.mu.Lock()
+	closed, c := a.closed, a.cur
+	a.mu.Unlock()
+	if closed {
+		return nil, a.fail("connect", voice.KindCanceled, errClosed)
+	}
+	if c != nil && !c.dead() {
+		return c, nil
+	}
+	c, err := a.dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	a.mu.Lock()
+	if a.closed { // closed while dialling
+		a.mu.Unlock()
+		c.ws.CloseNow()
+		return nil, a.fail("connect", voice.KindCanceled, errClosed)
+	}
+	a.cur = c
+	a.wg.Add(2) // under mu, so never after Close began waiting
+	go c.reader()
+	go c.writer()
+	a.mu.Unlock()
+	a.log.Debug("openclaw: connected", "url", a.url)
+	return c, nil
+}
+
+// route hands a chat event to its run; events of other runs are not ours.
+func (a *Agent) route(ev chatEvent) {
+	a.mu.Lock()
+	r := a.runs[ev.RunID]
+	a.mu.Unlock()
+	if r != nil {
+		r.push(ev)
+	}
+}
+
+func (a *Agent) fail(op string, kind voice.ErrorKind, err error) *voice.ProviderError {
+	return &voice.ProviderError{Provider: providerName, Op: op, Kind: kind, Err: err}
+}
+
+// classify turns a request error into a ProviderError.
+func (a *Agent) classify(op string, err error) *voice.ProviderError {
+	var pe *voice.ProviderError
+	var ge *gatewayError
+	switch {
+	case errors.As(err, &pe):
+		return pe
+	case errors.As(err, &ge):
+		return a.fail(op, ge.kind(), ge)
+	case errors.Is(err, context.Canceled):
+		return a.fail(op, voice.KindCanceled, err)
+	case errors.Is(err, context.DeadlineExceeded):
+		return a.fail(op, voice.KindTimeout, err)
+	case errors.Is(err, errConnLost):
+		return a.fail(op, voice.KindTransient, err)
+	}
+	return a.fail(op, voice.KindUnknown, err)
+}
+
+// ListAgents asks the gateway for its agents (agents.list, §1.4 and §3).
+func (a *Agent) ListAgents(ctx context.Context) ([]AgentInfo, error) {
+	c, err := a.conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	payload, err := c.call(ctx, "agents.list", map[string]any{})
+	if err != nil {
+		return nil, a.classify("agents.list", err)
+	}
+	var list struct {
+		Agents []struct {
+			ID   string `json:"id"`
+			Name string `json:"name"`
+		} `json:"agents"`
+	}
+	if err := unmarshal(payload, &list); err != nil {
+		return nil, a.fail("agents.list", voice.KindProtocol, err)
+	}
+	out := make([]AgentInfo, 0, len(list.Agents))
+	for _, ag := range list.Agents {
+		if ag.ID != "" {
+			out = append(out, AgentInfo{ID: ag.ID, Name: ag.Name})
+		}
+	}
+	return out, nil
+}
+
+// SelectAgent picks the agent to talk to from the configured one ("support",
+// "openclaw/support" or empty) and the gateway's list. A named agent must exist. With
+// none named, a gateway with exactly one agent gives that one, and a gateway with several
+// is refused rather than silently falling back to its default.
+func SelectAgent(configured string, agents []AgentInfo) (string, error) {
+	id := trimAgent(configured)
+	ids := make([]string, len(agents))
+	for i, ag := range agents {
+		ids[i] = ag.ID
+	}
+	switch {
+	case len(agents) == 0:
+		return "", errors.New("openclaw: the gateway reports no agents")
+	case id != "":
+		if contains(ids, id) {
+			return id, nil
+		}
+		return "", fmt.Errorf("openclaw: agent %q is not on the gateway (it has %s)", id, strings.Join(ids, ", "))
+	case len(agents) == 1:
+		return agents[0].ID, nil
+	}
+	return "", fmt.Errorf("openclaw: the gateway has several agents (%s) and none is chosen: set HANDSET_AGENT_MODEL=openclaw/<agent>",
+		strings.Join(ids, ", "))
+}
+
+// trimAgent reduces "openclaw/support", "openclaw:support" or "support" to "support";
+// "openclaw", "openclaw/default" and "default" name no agent.
+func trimAgent(s string) string {
+	s = strings.TrimSpace(s)
+	for _, p := range []string{"openclaw/", "openclaw:", "agent:"} {
+		s = strings.TrimPrefix(s, p)
+	}
+	if s == "openclaw" || s == "default" {
+		return ""
+	}
+	return s
+}
+
+// sessionKey is the gateway session for this call, in Handset's own namespace.
+func (a *Agent) sessionKey(sc session.Context) string {
+	key := ""
+	if a.keys != nil {
+		key = a.keys(sc)
+	}
+	switch {
+	case key == "":
+		key = "handset:call:" + string(sc.CallID)
+	case !strings.HasPrefix(key, "handset:"):
+		key = "handset:" + key
+	}
+	if a.agentID != "" {
+		key = "agent:" + a.agentID + ":" + key
+	}
+	return key
+}
+
+// newIdempotencyKey is unique per turn; the gateway uses it as the runId.
+func newIdempotencyKey() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return "handset-" + hex.EncodeToString(b[:])
+}

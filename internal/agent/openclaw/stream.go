@@ -1,0 +1,330 @@
+package openclaw
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/handset-voice/handset/internal/session"
+	"github.com/handset-voice/handset/internal/voice"
+)
+
+// Reply starts one turn: chat.send (or "agent" with the voice prompt) for the caller's
+// latest message on the call's session, with a fresh idempotency key that is also the run
+// id the reply's events carry (§1.4, §1.5).
+func (a *Agent) Reply(ctx context.Context, req voice.TurnRequest) (voice.ReplyStream, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, a.classify("chat", err)
+	}
+	msg := ""
+	for i := len(req.History) - 1; i >= 0; i-- {
+		if req.History[i].Role == voice.RoleUser {
+			msg = req.History[i].Content
+			break
+		}
+	}
+	if strings.TrimSpace(msg) == "" {
+		return nil, a.fail("chat", voice.KindBadInput, errors.New("no caller message in the turn"))
+	}
+	sc, ok := session.From(ctx)
+	if !ok {
+		sc = session.Context{CallID: req.CallID, CallerHash: req.CallerHash}
+	}
+	key := newIdempotencyKey()
+	if sc.CallID == "" {
+		sc.CallID = voice.CallID(key) // no call id: at least never share a session
+	}
+	r := &run{a: a, ctx: ctx, id: key, sessionKey: a.sessionKey(sc), notify: make(chan struct{}, 1),
+		timer: time.NewTimer(a.timeout)}
+	r.method, r.params = a.turnParams(r.sessionKey, msg, key)
+
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		return nil, a.fail("chat", voice.KindCanceled, errClosed)
+	}
+	a.runs[key] = r // before sending: events may beat the ack
+	a.mu.Unlock()
+
+	if err := r.start(); err != nil {
+		if ctx.Err() != nil {
+			r.abort() // the gateway may have accepted the turn before we gave up
+		}
+		r.timer.Stop()
+		r.unregister()
+		return nil, err
+	}
+	r.stopWatch = context.AfterFunc(ctx, r.abort)
+	a.log.Debug("openclaw: turn started", "call", string(sc.CallID), "turn", req.Turn, "run", key)
+	return r, nil
+}
+
+// turnParams builds the request for one turn.
+func (a *Agent) turnParams(sessionKey, msg, key string) (string, map[string]any) {
+	p := map[string]any{"sessionKey": sessionKey, "message": msg, "idempotencyKey": key}
+	if a.agentID != "" {
+		p["agentId"] = a.agentID
+	}
+	if a.voicePrompt != "" {
+		p["extraSystemPrompt"] = a.voicePrompt
+		return "agent", p
+	}
+	// A caller saying "slash reset" must not run a gateway command.
+	p["suppressCommandInterpretation"] = true
+	return "chat.send", p
+}
+
+// run is one turn: its events, routed here by the reader, and the stream state, which
+// only the goroutine calling Next touches.
+type run struct {
+	a                  *Agent
+	ctx                context.Context
+	id, sessionKey     string
+	method             string
+	params             map[string]any
+	stopWatch          func() bool
+	terminal, aborting atomic.Bool
+
+	mu     sync.Mutex
+	queue  []chatEvent   // events not yet read: bounded by the run's own reply
+	notify chan struct{} // size 1: "the queue grew"; a full one already says so
+	conn   *gwConn       // the connection the turn was sent on
+
+	// Next's state.
+	acc, spoken string // the reply so far as the gateway reports it; what we yielded
+	yielded     bool
+	resent      bool
+	err         error
+	timer       *time.Timer
+	closeOnce   sync.Once
+}
+
+// start sends the turn. A connection lost on the way is reopened once and the turn re-sent
+// with the same idempotency key, which the gateway deduplicates (§1.8).
+func (r *run) start() error {
+	for {
+		c, err := r.a.conn(r.ctx)
+		if err != nil {
+			return r.a.classify("chat", err)
+		}
+		r.mu.Lock()
+		r.conn = c
+		r.mu.Unlock()
+		_, err = c.call(r.ctx, r.method, r.params)
+		if errors.Is(err, errConnLost) && !r.resent {
+			r.resent = true
+			r.a.log.Info("openclaw: connection lost while starting a turn; re-sending", "run", r.id)
+			continue
+		}
+		if err != nil {
+			return r.a.classify("chat", err)
+		}
+		return nil
+	}
+}
+
+func (r *run) push(ev chatEvent) {
+	r.mu.Lock()
+	r.queue = append(r.queue, ev)
+	r.mu.Unlock()
+	select {
+	case r.notify <- struct{}{}:
+	default:
+	}
+}
+
+func (r *run) pop() (chatEvent, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.queue) == 0 {
+		return chatEvent{}, false
+	}
+	ev := r.queue[0]
+	r.queue = r.queue[1:]
+	return ev, true
+}
+
+// Next returns the next piece of the reply.
+func (r *run) Next() (voice.ReplyChunk, error) {
+	if r.err != nil {
+		return voice.ReplyChunk{}, r.err
+	}
+	for {
+		if ev, ok := r.pop(); ok {
+			r.timer.Reset(r.a.timeout)
+			if ev.State == "progress" {
+				return voice.ReplyChunk{Progress: ev.Progress}, nil
+			}
+			if text := r.handle(ev); text != "" {
+				return voice.ReplyChunk{Text: text}, nil
+			}
+			if r.err != nil {
+				return voice.ReplyChunk{}, r.err
+			}
+			continue
+		}
+		r.mu.Lock()
+		c := r.conn
+		r.mu.Unlock()
+		select {
+		case <-r.notify:
+		case <-r.ctx.Done():
+			r.abort()
+			return r.end(r.a.fail("chat", voice.KindCanceled, r.ctx.Err()))
+		case <-r.timer.C:
+			r.abort()
+			return r.end(r.a.fail("chat", voice.KindTimeout, errors.New("the gateway stayed silent past the turn timeout")))
+		case <-c.done:
+			if err := r.dropped(c); err != nil {
+				return r.end(err)
+			}
+		}
+	}
+}
+
+// handle applies one event and returns the text to yield. A terminal event sets r.err
+// (io.EOF after a final); the first terminal event wins, since Next reads no more.
+func (r *run) handle(ev chatEvent) string {
+	switch ev.State {
+	case "delta":
+		// v4 sends deltaText (incremental) and message (the cumulative snapshot); replace
+		// means deltaText replaces the text so far (§1.5). The snapshot wins when present,
+		// so a gateway that sends cumulative deltas is read correctly too.
+		if snap, ok := messageText(ev.Message); ok {
+			r.acc = snap
+		} else if ev.DeltaText != nil {
+			if ev.Replace {
+				r.acc = *ev.DeltaText
+			} else {
+				r.acc += *ev.DeltaText
+			}
+		}
+		return r.fresh()
+	case "final":
+		if snap, ok := messageText(ev.Message); ok {
+			r.acc = snap
+		}
+		text := r.fresh()
+		r.end(io.EOF)
+		return text
+	case "error":
+		pe := ev.runError()
+		r.a.log.Info("openclaw: run failed", "run", r.id, "err", pe)
+		r.end(pe)
+	case "aborted":
+		if r.aborting.Load() {
+			r.end(r.a.fail("chat", voice.KindCanceled, errors.New("run aborted")))
+		} else {
+			r.end(r.a.fail("chat", voice.KindUnknown, errors.New("run aborted by the gateway")))
+		}
+	}
+	return ""
+}
+
+// fresh returns the part of the reply not yet yielded. A correction that rewrites text
+// already spoken cannot be unsaid: it is skipped and the stream goes on from there.
+func (r *run) fresh() string {
+	if !strings.HasPrefix(r.acc, r.spoken) {
+		r.a.log.Debug("openclaw: reply rewrote text already spoken", "run", r.id)
+		r.spoken = r.acc
+		return ""
+	}
+	text := r.acc[len(r.spoken):]
+	r.spoken = r.acc
+	if text != "" {
+		r.yielded = true
+	}
+	return text
+}
+
+// dropped handles the loss of connection c mid-turn: reconnect once and re-send the turn
+// with the same idempotency key if nothing was yielded yet; otherwise the turn fails, since
+// the caller has heard part of a reply that cannot be resumed.
+func (r *run) dropped(c *gwConn) error {
+	if r.queued() { // events read before the drop come first
+		return nil
+	}
+	r.a.mu.Lock()
+	closed := r.a.closed
+	r.a.mu.Unlock()
+	if closed {
+		return r.a.fail("chat", voice.KindCanceled, errClosed)
+	}
+	if r.yielded || r.resent {
+		return r.a.fail("chat", voice.KindTransient, c.err)
+	}
+	r.resent = true
+	r.a.log.Info("openclaw: connection lost mid-turn; re-sending", "run", r.id)
+	if err := r.start(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (r *run) queued() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.queue) > 0
+}
+
+// end records the stream's result and stops routing events to it.
+func (r *run) end(err error) (voice.ReplyChunk, error) {
+	if r.err == nil {
+		r.err = err
+		r.terminal.Store(true)
+		r.unregister()
+	}
+	return voice.ReplyChunk{}, r.err
+}
+
+func (r *run) unregister() {
+	r.a.mu.Lock()
+	if r.a.runs[r.id] == r {
+		delete(r.a.runs, r.id)
+	}
+	r.a.mu.Unlock()
+}
+
+// abort asks the gateway to stop the run (chat.abort, §1.7). It does not wait for the
+// acknowledgement: the aborted event, if anyone still reads, ends the stream.
+func (r *run) abort() {
+	if r.terminal.Load() || !r.aborting.CompareAndSwap(false, true) {
+		return
+	}
+	r.mu.Lock()
+	c := r.conn
+	r.mu.Unlock()
+	if c == nil || c.dead() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+	defer cancel()
+	p := map[string]any{"sessionKey": r.sessionKey, "runId": r.id}
+	if r.a.agentID != "" {
+		p["agentId"] = r.a.agentID
+	}
+	if _, _, err := c.send(ctx, "chat.abort", p, false); err != nil {
+		r.a.log.Debug("openclaw: chat.abort not sent", "run", r.id, "err", err)
+	}
+}
+
+// Close releases the stream; a run still going is aborted. Idempotent.
+func (r *run) Close() error {
+	r.closeOnce.Do(func() {
+		if r.stopWatch != nil {
+			r.stopWatch()
+		}
+		r.abort()
+		r.terminal.Store(true)
+		r.unregister()
+		r.timer.Stop()
+	})
+	return nil
+}
+
+func unmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
