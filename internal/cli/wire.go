@@ -32,9 +32,7 @@ func buildAgent(cfg *config.Config, log *slog.Logger) (voice.Agent, error) {
 	switch cfg.Agent.Runtime {
 	case config.AgentEcho:
 		return echo.New(), nil
-	case config.AgentOpenAI, config.AgentHermes, config.AgentOpenClaw:
-		// Hermes and OpenClaw both serve the OpenAI-compatible chat API; their native
-		// protocols (runs, gateway WebSocket) come with their own adapters.
+	case config.AgentOpenAI:
 		return agentopenai.New(agentopenai.Options{
 			Name:         cfg.Agent.Runtime,
 			BaseURL:      cfg.AgentURL(),
@@ -45,6 +43,10 @@ func buildAgent(cfg *config.Config, log *slog.Logger) (voice.Agent, error) {
 			Timeout:      cfg.Agent.Timeout,
 			Logger:       log,
 		})
+	case config.AgentHermes:
+		return buildHermes(cfg, log)
+	case config.AgentOpenClaw:
+		return buildOpenClaw(cfg, log)
 	case config.AgentWebhook:
 		return webhook.New(webhook.Options{
 			URL:     cfg.AgentURL(),

@@ -37,6 +37,9 @@ func (a *Agent) messages(req voice.TurnRequest) []wireMessage {
 		}
 		out = append(out, wireMessage{Role: string(m.Role), Content: m.Content})
 	}
+	if a.latestOnly {
+		out = latestUserOnly(out)
+	}
 	if a.system != "" && a.sysAsUser {
 		out = prependToLastUser(out, a.system)
 	}
@@ -73,4 +76,22 @@ func omittedRoles(roles map[string]int) string {
 		parts[i] = fmt.Sprintf("%s×%d", truncate(r, 32), roles[r])
 	}
 	return strings.Join(parts, ", ")
+}
+
+// latestUserOnly keeps the system messages and the caller's latest message: a runtime that
+// keeps the conversation itself (a persistent session) would otherwise see it twice.
+func latestUserOnly(msgs []wireMessage) []wireMessage {
+	var out []wireMessage
+	last := -1
+	for i, m := range msgs {
+		if m.Role == string(voice.RoleUser) {
+			last = i
+		}
+	}
+	for i, m := range msgs {
+		if m.Role == string(voice.RoleSystem) || i == last {
+			out = append(out, m)
+		}
+	}
+	return out
 }

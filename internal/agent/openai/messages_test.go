@@ -147,3 +147,14 @@ func TestHistoryAllOmitted(t *testing.T) {
 		t.Errorf("%d requests sent for a history with nothing to send", n)
 	}
 }
+
+func TestLatestTurnOnly(t *testing.T) {
+	a := &Agent{system: "be brief", latestOnly: true, log: slog.New(slog.DiscardHandler)}
+	got := a.messages(voice.TurnRequest{History: []voice.Message{
+		{Role: voice.RoleUser, Content: "one"}, {Role: voice.RoleAssistant, Content: "reply"},
+		{Role: voice.RoleUser, Content: "two"},
+	}})
+	if len(got) != 2 || got[0].Role != "system" || got[1].Content != "two" {
+		t.Errorf("messages = %+v, want the system prompt and the latest user message", got)
+	}
+}

@@ -65,6 +65,10 @@ type Options struct {
 	// prepended to the latest user message instead (the prompt, a blank line, then the
 	// caller's text), or sent as a first user message when the history has none.
 	SystemAsUser bool
+	// LatestTurnOnly sends the system prompt and the caller's latest message only, for
+	// runtimes that keep the conversation in a session of their own (OpenClaw's HTTP
+	// endpoint with a session key).
+	LatestTurnOnly bool
 	// Timeout is the longest the runtime may stay silent: waiting for response headers,
 	// and between bytes of the stream. There is no limit on a whole turn. Default
 	// DefaultTimeout.
@@ -73,7 +77,7 @@ type Options struct {
 	Headers map[string]string
 	// HeadersFor returns per-turn headers (session ids, memory keys); they win over
 	// Headers. May be nil.
-	HeadersFor func(voice.TurnRequest) map[string]string
+	HeadersFor func(context.Context, voice.TurnRequest) map[string]string
 	// HTTPClient sends the requests. Default: a client with no overall timeout (an
 	// http.Client Timeout would cap whole turns, which Timeout deliberately does not).
 	HTTPClient *http.Client
@@ -91,9 +95,10 @@ type Agent struct {
 	model      string
 	system     string
 	sysAsUser  bool
+	latestOnly bool
 	timeout    time.Duration
 	headers    http.Header
-	headersFor func(voice.TurnRequest) map[string]string
+	headersFor func(context.Context, voice.TurnRequest) map[string]string
 	client     *http.Client
 	log        *slog.Logger
 	name       string
@@ -120,6 +125,7 @@ func New(opts Options) (*Agent, error) {
 		model:      opts.Model,
 		system:     opts.SystemPrompt,
 		sysAsUser:  opts.SystemAsUser,
+		latestOnly: opts.LatestTurnOnly,
 		timeout:    opts.Timeout,
 		headers:    http.Header{},
 		headersFor: opts.HeadersFor,
@@ -164,7 +170,7 @@ var (
 // *voice.ProviderError. Cancelling ctx, or closing the stream, aborts the HTTP request,
 // which is how an OpenAI-compatible runtime learns to stop the run.
 func (a *Agent) Reply(ctx context.Context, req voice.TurnRequest) (voice.ReplyStream, error) {
-	httpReq, err := a.newRequest(req)
+	httpReq, err := a.newRequest(ctx, req)
 	if err != nil {
 		return nil, a.fail(voice.KindBadInput, 0, err)
 	}
@@ -205,7 +211,7 @@ func (a *Agent) Reply(ctx context.Context, req voice.TurnRequest) (voice.ReplySt
 }
 
 // newRequest builds the POST for one turn (its context is set by the caller).
-func (a *Agent) newRequest(req voice.TurnRequest) (*http.Request, error) {
+func (a *Agent) newRequest(ctx context.Context, req voice.TurnRequest) (*http.Request, error) {
 	if len(req.History) == 0 {
 		return nil, errors.New("empty history: nothing to reply to")
 	}
@@ -231,7 +237,7 @@ func (a *Agent) newRequest(req voice.TurnRequest) (*http.Request, error) {
 		h[k] = slices.Clone(v)
 	}
 	if a.headersFor != nil {
-		for k, v := range a.headersFor(req) {
+		for k, v := range a.headersFor(ctx, req) {
 			if err := checkHeader(k, v); err != nil {
 				return nil, fmt.Errorf("per-turn header: %w", err)
 			}

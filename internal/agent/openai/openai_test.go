@@ -131,7 +131,7 @@ func TestRequestShape(t *testing.T) {
 		Model:        "hermes-agent",
 		SystemPrompt: "You are on the phone. Be brief.",
 		Headers:      map[string]string{"X-Static": "s", "X-Hermes-Session-Id": "static"},
-		HeadersFor: func(r voice.TurnRequest) map[string]string {
+		HeadersFor: func(_ context.Context, r voice.TurnRequest) map[string]string {
 			return map[string]string{"X-Hermes-Session-Id": "handset-" + string(r.CallID), "X-Turn": "turn"}
 		},
 	})
@@ -469,7 +469,7 @@ func TestEmptyHistory(t *testing.T) {
 }
 
 func TestBadPerTurnHeader(t *testing.T) {
-	_, a := setup(t, fakeopenai.Options{}, Options{HeadersFor: func(voice.TurnRequest) map[string]string {
+	_, a := setup(t, fakeopenai.Options{}, Options{HeadersFor: func(context.Context, voice.TurnRequest) map[string]string {
 		return map[string]string{"X-Session": "a\r\nX-Evil: 1"}
 	}})
 	_, err := a.Reply(t.Context(), user("hi"))

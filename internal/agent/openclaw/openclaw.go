@@ -282,10 +282,15 @@ func trimAgent(s string) string {
 }
 
 // sessionKey is the gateway session for this call, in Handset's own namespace.
-func (a *Agent) sessionKey(sc session.Context) string {
+func (a *Agent) sessionKey(sc session.Context) string { return SessionKey(a.agentID, a.keys, sc) }
+
+// SessionKey is the gateway session key for a call: the factory's key (or one per call)
+// in Handset's namespace, under the agent when one is named. Both transports use it, so a
+// caller's memory is the same over the WebSocket and the HTTP endpoint.
+func SessionKey(agentID string, keys session.KeyFactory, sc session.Context) string {
 	key := ""
-	if a.keys != nil {
-		key = a.keys(sc)
+	if keys != nil {
+		key = keys(sc)
 	}
 	switch {
 	case key == "":
@@ -293,8 +298,8 @@ func (a *Agent) sessionKey(sc session.Context) string {
 	case !strings.HasPrefix(key, "handset:"):
 		key = "handset:" + key
 	}
-	if a.agentID != "" {
-		key = "agent:" + a.agentID + ":" + key
+	if agentID != "" {
+		key = "agent:" + agentID + ":" + key
 	}
 	return key
 }

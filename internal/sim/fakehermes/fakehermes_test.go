@@ -1,0 +1,204 @@
+package fakehermes_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/handset-voice/handset/internal/sim/fakehermes"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const key = "fake-key-0123456789abcdef"
+
+func start(t *testing.T, opts fakehermes.Options) (*fakehermes.Server, string) {
+	t.Helper()
+	opts.Key = key
+	srv := fakehermes.New(opts)
+	ts := httptest.NewServer(srv)
+	t.Cleanup(func() { srv.Close(); ts.Close() })
+	return srv, ts.URL
+}
+
+func do(t *testing.T, method, url, auth, body string, hdr ...string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if auth != "" {
+		req.Header.Set("Authorization", "Bearer "+auth)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	return resp
+}
+
+func readAll(t *testing.T, r io.Reader) string {
+	t.Helper()
+	b, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestAuthAndHealth(t *testing.T) {
+	_, url := start(t, fakehermes.Options{})
+	if r := do(t, "GET", url+"/health", "", ""); r.StatusCode != 200 {
+		t.Errorf("health: %d", r.StatusCode)
+	}
+	r := do(t, "GET", url+"/v1/models", "wrong", "")
+	if body := readAll(t, r.Body); r.StatusCode != 401 || !strings.Contains(body, `"code":"gateway_auth_failed"`) {
+		t.Errorf("bad key: %d %s", r.StatusCode, body)
+	}
+	_, url2 := start(t, fakehermes.Options{LegacyAuthError: true})
+	r = do(t, "GET", url2+"/v1/capabilities", "", "")
+	if body := readAll(t, r.Body); r.StatusCode != 401 || !strings.Contains(body, `"code":"invalid_api_key"`) {
+		t.Errorf("legacy: %d %s", r.StatusCode, body)
+	}
+	r = do(t, "GET", url+"/v1/models", key, "")
+	if body := readAll(t, r.Body); r.StatusCode != 200 || !strings.Contains(body, `"hermes-agent"`) {
+		t.Errorf("models: %d %s", r.StatusCode, body)
+	}
+}
+
+func startRun(t *testing.T, url, text string) string {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"input": text, "instructions": "be brief", "session_id": "handset-x"})
+	r := do(t, "POST", url+"/v1/runs", key, string(body), "X-Hermes-Session-Key", "k1")
+	var started struct {
+		RunID  string `json:"run_id"`
+		Status string `json:"status"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&started); err != nil || r.StatusCode != 202 || !strings.HasPrefix(started.RunID, "run_") || started.Status != "started" {
+		t.Fatalf("start run: %d %+v %v", r.StatusCode, started, err)
+	}
+	return started.RunID
+}
+
+func TestRunEventsWire(t *testing.T) {
+	srv, url := start(t, fakehermes.Options{Keepalive: 5 * time.Millisecond, ToolDuration: 60 * time.Millisecond})
+	id := startRun(t, url, "check TOOLCALL")
+	r := do(t, "GET", url+"/v1/runs/"+id+"/events", key, "")
+	body := readAll(t, r.Body)
+	for _, want := range []string{`"event":"tool.started"`, ": keepalive\n\n", `"event":"message.delta"`, `"delta":"\n\nI `, `"event":"run.completed"`, `"total_tokens":110`, ": stream closed\n\n"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("events lack %q:\n%s", want, body)
+		}
+	}
+	if strings.Contains(body, "event: ") {
+		t.Errorf("runs events must be data-only frames:\n%s", body)
+	}
+	if r := do(t, "GET", url+"/v1/runs/"+id+"/events", key, ""); r.StatusCode != 404 {
+		t.Errorf("second subscriber: %d, want 404", r.StatusCode)
+	}
+	if r := do(t, "POST", url+"/v1/runs/"+id+"/stop", key, ""); r.StatusCode != 404 {
+		t.Errorf("stop after completion: %d, want 404", r.StatusCode)
+	}
+	if srv.Stopped(id) || srv.Abandoned(id) || srv.StopCount() != 1 || srv.Status(id) != "completed" {
+		t.Errorf("records: stopped %v abandoned %v stops %d status %q", srv.Stopped(id), srv.Abandoned(id), srv.StopCount(), srv.Status(id))
+	}
+	reqs := srv.Requests()
+	if reqs[0].SessionKey != "k1" || len(reqs[0].Messages) != 2 || reqs[0].Messages[0].Role != "system" || reqs[0].RunID != id {
+		t.Errorf("recorded start: %+v", reqs[0])
+	}
+}
+
+func TestStopMidRun(t *testing.T) {
+	srv, url := start(t, fakehermes.Options{})
+	id := startRun(t, url, "slow tool TOOLCALL")
+	r := do(t, "GET", url+"/v1/runs/"+id+"/events", key, "")
+	br := bufio.NewReader(r.Body)
+	line, err := br.ReadString('\n')
+	if err != nil || !strings.Contains(line, "tool.started") {
+		t.Fatalf("first frame %q, %v", line, err)
+	}
+	if s := do(t, "POST", url+"/v1/runs/"+id+"/stop", key, ""); s.StatusCode != 200 || !strings.Contains(readAll(t, s.Body), `"stopping"`) {
+		t.Fatalf("stop: %d", s.StatusCode)
+	}
+	rest := readAll(t, br)
+	if !strings.Contains(rest, `"event":"run.cancelled"`) || !strings.Contains(rest, ": stream closed") {
+		t.Errorf("after stop:\n%s", rest)
+	}
+	if !srv.Stopped(id) || srv.Status(id) != "cancelled" || srv.Abandoned(id) {
+		t.Errorf("stopped %v status %q abandoned %v", srv.Stopped(id), srv.Status(id), srv.Abandoned(id))
+	}
+}
+
+func TestChatStreamWire(t *testing.T) {
+	srv, url := start(t, fakehermes.Options{ToolDuration: time.Millisecond})
+	r := do(t, "POST", url+"/v1/chat/completions", key, `{"model":"hermes-agent","stream":true,"messages":[{"role":"user","content":"hi TOOLCALL"}]}`, "X-Hermes-Session-Id", "handset-c1")
+	body := readAll(t, r.Body)
+	if r.Header.Get("X-Hermes-Session-Id") != "handset-c1" || r.Header.Get("Content-Type") != "text/event-stream" {
+		t.Errorf("headers %v", r.Header)
+	}
+	role := strings.Index(body, `"role":"assistant"`)
+	tool := strings.Index(body, "event: hermes.tool.progress\ndata: ")
+	text := strings.Index(body, `"content":"\n\nI `)
+	done := strings.Index(body, "data: [DONE]\n\n")
+	if role < 0 || tool < role || text < tool || done < text || !strings.Contains(body, `"finish_reason":"stop"`) {
+		t.Errorf("chat stream out of shape:\n%s", body)
+	}
+	// Without a session id Hermes derives one from the opening prompt.
+	r = do(t, "POST", url+"/v1/chat/completions", key, `{"messages":[{"role":"user","content":"hello"}]}`)
+	var c struct {
+		Choices []struct {
+			Message struct{ Content string } `json:"message"`
+		} `json:"choices"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&c); err != nil || len(c.Choices) != 1 || c.Choices[0].Message.Content != "I heard you say: hello. What else can I do for you?" {
+		t.Errorf("non-stream: %+v %v", c, err)
+	}
+	if id := r.Header.Get("X-Hermes-Session-Id"); !strings.HasPrefix(id, "api-") || len(id) != 20 {
+		t.Errorf("derived session id %q", id)
+	}
+	if n := len(srv.Requests()); n != 2 {
+		t.Errorf("%d requests recorded", n)
+	}
+}
+
+func TestNoRunsCapabilities(t *testing.T) {
+	_, url := start(t, fakehermes.Options{NoRuns: true})
+	r := do(t, "GET", url+"/v1/capabilities", key, "")
+	var c struct {
+		Features map[string]any `json:"features"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&c); err != nil || c.Features["run_submission"] != false || c.Features["chat_completions"] != true {
+		t.Errorf("capabilities %+v %v", c, err)
+	}
+	if r := do(t, "POST", url+"/v1/runs", key, `{"input":"x"}`); r.StatusCode != 404 {
+		t.Errorf("runs without the runs API: %d", r.StatusCode)
+	}
+}
+
+func TestAbandonedStreamIsRecorded(t *testing.T) {
+	srv, url := start(t, fakehermes.Options{})
+	id := startRun(t, url, "wait HANG")
+	r := do(t, "GET", url+"/v1/runs/"+id+"/events", key, "")
+	if r.StatusCode != 200 {
+		t.Fatalf("events: %d", r.StatusCode)
+	}
+	r.Body.Close()
+	<-srv.StreamDone(id)
+	if !srv.Abandoned(id) || srv.Stopped(id) {
+		t.Errorf("abandoned %v stopped %v, want abandoned and not stopped", srv.Abandoned(id), srv.Stopped(id))
+	}
+	if st := srv.Status(id); st != "running" {
+		t.Errorf("status %q: abandoning the stream must not stop the run", st)
+	}
+}
