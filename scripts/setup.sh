@@ -19,6 +19,7 @@ if ((${#missing[@]})); then
 fi
 
 ./scripts/engines.sh
+./scripts/openclaw.sh # the real OpenClaw gateway the runtime tests call through (pinned, from npm)
 
 command -v go >/dev/null || { echo "setup: Go 1.26 is required (https://go.dev/dl/)" >&2; exit 1; }
 go mod download

@@ -158,7 +158,13 @@ func speech(d time.Duration, seed int64) []byte {
 // waitMark waits until the carrier echoed a mark with this name (played, not cleared).
 func waitMark(ctx context.Context, t *testing.T, c *twiliocaller.Call, name string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	waitMarkFor(ctx, t, c, name, 20*time.Second)
+}
+
+// waitMarkFor is waitMark with a deadline of its own (real runtimes are slower).
+func waitMarkFor(ctx context.Context, t *testing.T, c *twiliocaller.Call, name string, limit time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	err := c.WaitFor(ctx, func(s twiliocaller.Snapshot) bool {
 		for _, m := range s.Marks() {

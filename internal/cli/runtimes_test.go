@@ -2,12 +2,14 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/handset-voice/handset/internal/obs"
+	"github.com/handset-voice/handset/internal/sim/fakeopenclaw"
 	"github.com/handset-voice/handset/internal/sim/fakewebhook"
 	"github.com/handset-voice/handset/internal/sim/twiliocaller"
 )
@@ -67,5 +69,67 @@ func TestWebhookRuntime(t *testing.T) {
 	said := strings.Join(spoken, "|")
 	if !strings.Contains(said, "Sorry, something went wrong.") || strings.Contains(said, "500") {
 		t.Errorf("the webhook failure was not handled by the error message: %q", said)
+	}
+}
+
+// callerTurns places a call from number, says each line (waiting for its reply) and hangs
+// up; bargeAfter > 0 talks over reply bargeAfter once its first sentence has played.
+func callerTurns(ctx context.Context, t *testing.T, r *rig, from string, turns int, bargeAfter int) {
+	t.Helper()
+	c := r.dial(ctx, func(o *twiliocaller.Options) { o.From = from })
+	waitMark(ctx, t, c, "t0-end")
+	for i := 1; i <= turns; i++ {
+		if err := c.SayAndWait(ctx, speech(1200*time.Millisecond, int64(70+i))); err != nil {
+			t.Fatal(err)
+		}
+		if i == bargeAfter {
+			waitMark(ctx, t, c, markSeg(i, 1))
+			continue // the next line talks over this reply
+		}
+		waitMark(ctx, t, c, markEnd(i))
+	}
+	_ = c.Hangup()
+	<-c.Done()
+}
+
+func markSeg(turn, seg int) string { return fmt.Sprintf("t%d-s%d", turn, seg) }
+
+// TestOpenClawRuntime drives the gateway protocol through the fake gateway: turns are
+// spoken sentence by sentence; a barge-in during a silent tool run sends chat.abort; the
+// same caller keeps one session across calls, another caller gets their own; errors are
+// spoken as the error message; no phone number reaches the gateway.
+func TestOpenClawRuntime(t *testing.T) {
+	gw := fakeopenclaw.New(fakeopenclaw.Options{Token: "gw-token",
+		Agents: []fakeopenclaw.Agent{{ID: "main"}, {ID: "support"}}, ToolCallFor: time.Minute})
+	gwSrv := httptest.NewServer(gw)
+	t.Cleanup(func() { gw.Close(); gwSrv.Close() })
+	// The STT fake restarts its script on every call: each call says a prefix of it.
+	r := startServe(t, []string{"hello there", "TOOLCALL check my orders", "FAIL500 oops", "again"},
+		"HANDSET_AGENT=openclaw", "HANDSET_AGENT_URL="+gwSrv.URL, "HANDSET_AGENT_KEY=gw-token",
+		"HANDSET_AGENT_MODEL=openclaw/support", "HANDSET_SESSION_KEY_FROM=caller_hash",
+		"HANDSET_LONG_TURN_MESSAGE=One moment.", "HANDSET_LONG_TURN_AFTER=500ms")
+	ctx := context.Background()
+	callerTurns(ctx, t, r, "+15550100001", 4, 2) // hello; tool run interrupted by "FAIL500 oops"; again
+	callerTurns(ctx, t, r, "+15550100001", 1, 0) // the same caller calls back
+	callerTurns(ctx, t, r, "+15550109999", 1, 0) // another caller
+
+	sends := gw.Sends()
+	if len(sends) != 6 {
+		t.Fatalf("gateway got %d turns, want 6: %+v", len(sends), sends)
+	}
+	if len(gw.Aborts()) != 1 {
+		t.Errorf("chat.abort sent %d times, want once (the interrupted tool run)", len(gw.Aborts()))
+	}
+	same, other := sends[0].SessionKey, sends[5].SessionKey
+	if sends[4].SessionKey != same || other == same || !strings.HasPrefix(same, "agent:support:handset:") {
+		t.Errorf("session keys: first call %q, same caller later %q, other caller %q", same, sends[4].SessionKey, other)
+	}
+	for _, f := range gw.Frames() {
+		if strings.Contains(f, "5550100001") || strings.Contains(f, "5550109999") {
+			t.Fatalf("a phone number reached the gateway: %s", f)
+		}
+	}
+	if strings.Contains(r.logs.String(), "5550100001") {
+		t.Error("a phone number reached the logs")
 	}
 }

@@ -509,6 +509,15 @@ func onTimer(s State, in Input) (State, []Action) {
 		return end(s, voice.EndMaxDuration)
 	case TimerGate:
 		s.GateOpen = true
+		if s.Suppressed && s.CallerSpeaking && (s.Phase == Speaking || s.Phase == Draining) {
+			// The caller started inside the gate and is still talking now it opens: that
+			// is no noise burst, it is an interruption.
+			s.Suppressed = false
+			if s.deferBargeIn() {
+				return pendBargeIn(s, time.Time{}, nil)
+			}
+			return bargeIn(s, nil)
+		}
 	case TimerConfirm:
 		if s.Phase == BargeInPending {
 			s.Phase = s.ResumePhase // nothing real was said: the agent carries on

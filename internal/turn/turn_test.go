@@ -277,7 +277,7 @@ func TestVADResets(t *testing.T) {
 
 // patter 4.3 #19: speech swallowed by the closed gate reaches STT when the agent is done.
 func TestSuppressedSpeechIsReplayedAtGraceEnd(t *testing.T) {
-	m := run(base, []step{{0, start}, {100, wire(0)}, {200, speech}, {300, queued(0)}, {1200, played(0)}}, 2800)
+	m := run(base, []step{{0, start}, {100, wire(0)}, {200, speech}, {350, quiet}, {400, queued(0)}, {1200, played(0)}}, 2800)
 	mustContain(t, m.log, "200:note barge_in.suppressed", "2700:replay_inbound")
 }
 
@@ -368,4 +368,14 @@ func TestCutAtWord(t *testing.T) {
 			t.Errorf("CutAtWord(%.2f) = %q, want %q", tt.frac, got, tt.want)
 		}
 	}
+}
+
+// A caller who starts inside the gate and is still talking when it opens interrupts then
+// (a short filler can end before the gate does, and the caller must not go unheard).
+func TestSpeechThroughTheGateInterruptsWhenItOpens(t *testing.T) {
+	m := run(base, []step{{0, final("check my orders")}, {4050, filler(1, "One moment.")}, {4100, wire(1)}, {4300, speech}}, 4700)
+	mustContain(t, m.log, "4300:note barge_in.suppressed", "4600:cancel_turn 1", "4600:clear_playout 1")
+	// A burst that ended inside the gate does not.
+	m = run(base, []step{{0, final("check my orders")}, {4050, filler(1, "One moment.")}, {4100, wire(1)}, {4300, speech}, {4450, quiet}}, 4700)
+	mustNotContain(t, m.log, "cancel_turn 1", "clear_playout")
 }
