@@ -33,7 +33,7 @@ func buildHermes(cfg *config.Config, log *slog.Logger) (voice.Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	return hermes.New(hermes.Options{
+	a, err := hermes.New(hermes.Options{
 		BaseURL:      cfg.AgentURL(),
 		Key:          cfg.Agent.Key.Reveal(),
 		Model:        cfg.AgentModel(),
@@ -43,6 +43,17 @@ func buildHermes(cfg *config.Config, log *slog.Logger) (voice.Agent, error) {
 		Timeout:      max(cfg.Agent.Timeout, hermesMinTimeout),
 		Logger:       log,
 	})
+	if err != nil {
+		return nil, err
+	}
+	// What does this Hermes support? Without the runs API the adapter uses chat.
+	ctx, cancel := context.WithTimeout(context.Background(), startupProbe)
+	defer cancel()
+	if _, err := a.Probe(ctx); err != nil {
+		return nil, fmt.Errorf("Hermes API server at %s: %w (is `hermes gateway` running with API_SERVER_ENABLED=true, and is the key its API_SERVER_KEY?)", cfg.AgentURL(), err)
+	}
+	log.Info("hermes", "transport", a.Transport())
+	return a, nil
 }
 
 // hermesMinTimeout: Hermes sends a keepalive every 30 s while a tool runs; a shorter

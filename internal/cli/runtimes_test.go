@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/handset-voice/handset/internal/obs"
+	"github.com/handset-voice/handset/internal/sim/fakehermes"
 	"github.com/handset-voice/handset/internal/sim/fakeopenclaw"
 	"github.com/handset-voice/handset/internal/sim/fakewebhook"
 	"github.com/handset-voice/handset/internal/sim/twiliocaller"
@@ -132,4 +134,71 @@ func TestOpenClawRuntime(t *testing.T) {
 	if strings.Contains(r.logs.String(), "5550100001") {
 		t.Error("a phone number reached the logs")
 	}
+	if spoken := spokenTexts(t, r); !strings.Contains(spoken, "Sorry, something went wrong.") {
+		t.Errorf("the gateway's error was not handled by the error message: %q", spoken)
+	}
+}
+
+// TestHermesRuntime drives Hermes' runs API through the fake Hermes server: turns spoken
+// sentence by sentence; a barge-in during a silent tool run stops the run on Hermes' side;
+// warning-text and 500 failures are spoken as the error message and the call goes on;
+// each call has its own session id, the same caller the same session key, and no number
+// is ever sent.
+func TestHermesRuntime(t *testing.T) {
+	h := fakehermes.New(fakehermes.Options{Key: "hermes-key-0123456789", Keepalive: 200 * time.Millisecond, ToolDuration: time.Minute})
+	hSrv := httptest.NewServer(h)
+	t.Cleanup(func() { h.Close(); hSrv.Close() })
+	r := startServe(t, []string{"hello hermes", "TOOLCALL check my orders", "WARNING please", "FAIL500 oops", "still there"},
+		"HANDSET_AGENT=hermes", "HANDSET_AGENT_URL="+hSrv.URL+"/v1", "HANDSET_AGENT_KEY=hermes-key-0123456789",
+		"HANDSET_SESSION_KEY_FROM=caller_hash",
+		"HANDSET_LONG_TURN_MESSAGE=One moment please.", "HANDSET_LONG_TURN_AFTER=500ms")
+	ctx := context.Background()
+	callerTurns(ctx, t, r, "+15550100001", 5, 2) // the tool run is interrupted by "WARNING please"
+	callerTurns(ctx, t, r, "+15550100001", 1, 0) // the same caller calls back
+	callerTurns(ctx, t, r, "+15550109999", 1, 0) // another caller
+
+	var starts []fakehermes.Request
+	for _, rq := range h.Requests() {
+		if rq.Method == "POST" && strings.HasSuffix(rq.Path, "/runs") {
+			starts = append(starts, rq)
+		}
+		if strings.Contains(rq.Body, "5550100001") || strings.Contains(rq.Body, "5550109999") ||
+			strings.Contains(fmt.Sprint(rq.Header), "555010") {
+			t.Fatalf("a phone number reached Hermes: %+v", rq)
+		}
+	}
+	if len(starts) != 7 {
+		t.Fatalf("runs started %d, want 7", len(starts))
+	}
+	if !h.Stopped(starts[1].RunID) || h.Stopped(starts[0].RunID) || h.Stopped(starts[4].RunID) {
+		t.Errorf("stopped on Hermes: tool run %v (want true), normal runs %v %v (want false)",
+			h.Stopped(starts[1].RunID), h.Stopped(starts[0].RunID), h.Stopped(starts[4].RunID))
+	}
+	first, sameCaller, other := starts[0], starts[5], starts[6]
+	if first.SessionID == sameCaller.SessionID || first.SessionKey != sameCaller.SessionKey || first.SessionKey == other.SessionKey || first.SessionKey == "" {
+		t.Errorf("sessions: ids %q %q, keys %q %q %q", first.SessionID, sameCaller.SessionID, first.SessionKey, sameCaller.SessionKey, other.SessionKey)
+	}
+	if starts[1].SessionID != first.SessionID {
+		t.Error("one call's turns must share its session id")
+	}
+	spoken := spokenTexts(t, r)
+	if n := strings.Count(spoken, "Sorry, something went wrong."); n != 2 {
+		t.Errorf("error message spoken %d times, want 2 (warning text, 500): %q", n, spoken)
+	}
+	if strings.Contains(spoken, fakehermes.WarningText) || strings.Contains(spoken, "⚠") {
+		t.Errorf("Hermes' warning text was spoken: %q", spoken)
+	}
+}
+
+// spokenTexts joins every sentence sent to TTS in every call so far.
+func spokenTexts(t *testing.T, r *rig) string {
+	t.Helper()
+	paths, _ := filepath.Glob(filepath.Join(r.dataDir, "calls", "*", "events.jsonl"))
+	var out []string
+	for _, p := range paths {
+		for _, e := range eventsOf(r.journalAt(p), obs.TTSRequest) {
+			out = append(out, e.Text)
+		}
+	}
+	return strings.Join(out, "|")
 }
