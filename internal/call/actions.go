@@ -126,6 +126,7 @@ func (c *Call) handle(ev any) {
 	case agentProgress:
 		if c.current(e.turn) {
 			j.Record(now, obs.Event{Type: obs.AgentProgress, Turn: e.turn, Text: e.label})
+			c.step(turn.Input{Kind: turn.AgentProgress, Turn: e.turn, Text: e.label})
 		}
 	case agentDone:
 		c.onAgentDone(e)

@@ -108,6 +108,8 @@ func replayInput(e obs.Event) (turn.Input, bool) {
 		return turn.Input{Kind: turn.AgentDone, Turn: e.Turn, Text: e.Text}, true
 	case obs.AgentError:
 		return turn.Input{Kind: turn.AgentError, Turn: e.Turn, Text: e.Kind}, true
+	case obs.AgentProgress:
+		return turn.Input{Kind: turn.AgentProgress, Turn: e.Turn, Text: e.Text}, true
 	case obs.TimerFired:
 		if id, ok := turn.TimerByName(e.Name); ok {
 			return turn.Input{Kind: turn.TimerFired, Timer: id, Gen: uint32(e.Count)}, true

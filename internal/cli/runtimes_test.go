@@ -181,6 +181,9 @@ func TestHermesRuntime(t *testing.T) {
 	if starts[1].SessionID != first.SessionID {
 		t.Error("one call's turns must share its session id")
 	}
+	if strings.Contains(r.logs.String(), "5550100001") || strings.Contains(r.logs.String(), "5550109999") {
+		t.Error("a phone number reached the logs")
+	}
 	spoken := spokenTexts(t, r)
 	if n := strings.Count(spoken, "Sorry, something went wrong."); n != 2 {
 		t.Errorf("error message spoken %d times, want 2 (warning text, 500): %q", n, spoken)
@@ -201,4 +204,25 @@ func spokenTexts(t *testing.T, r *rig) string {
 		}
 	}
 	return strings.Join(out, "|")
+}
+
+// TestWebhookBargeInAbortsTheRequest: talking over the filler of a webhook that never
+// answers aborts its HTTP request, and the next turn is answered.
+func TestWebhookBargeInAbortsTheRequest(t *testing.T) {
+	hook := fakewebhook.New(fakewebhook.Options{Mode: fakewebhook.ModePlain})
+	hookSrv := httptest.NewServer(hook)
+	t.Cleanup(func() { hook.Close(); hookSrv.Close() })
+	r := startServe(t, []string{"HANG think hard", "never mind"},
+		"HANDSET_AGENT=webhook", "HANDSET_AGENT_URL="+hookSrv.URL, "HANDSET_AGENT_KEY=",
+		"HANDSET_LONG_TURN_MESSAGE=One moment please.", "HANDSET_LONG_TURN_AFTER=500ms")
+	ctx := context.Background()
+	callerTurns(ctx, t, r, "+15550100001", 2, 1)
+	abortCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := hook.AwaitAborted(abortCtx, 1); err != nil {
+		t.Errorf("the webhook request was not aborted by the barge-in: %v", err)
+	}
+	if n := len(hook.Requests()); n != 2 {
+		t.Errorf("webhook requests %d, want 2", n)
+	}
 }

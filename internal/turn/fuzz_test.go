@@ -12,7 +12,7 @@ func inputFrom(b0, b1 byte, s State) Input {
 	texts := []string{"hello", "what are your hours", "we open at nine on weekdays", "no", "nothing else", "[music]", "stop", ""}
 	turn := s.Turn - int(b1%3) + 1 // current-1 .. current+1
 	text := texts[int(b1>>3)%len(texts)]
-	switch b0 % 14 {
+	switch b0 % 15 {
 	case 0:
 		return Input{Kind: SpeechStart}
 	case 1:
@@ -37,6 +37,8 @@ func inputFrom(b0, b1 byte, s State) Input {
 		return Input{Kind: AgentError, Turn: turn, Text: []string{"transient", "timeout", "canceled"}[int(b1)%3]}
 	case 11:
 		return Input{Kind: CallStarted}
+	case 13:
+		return Input{Kind: AgentProgress, Turn: turn, Text: "tool"}
 	case 12: // a stale or wrong timer fire
 		return Input{Kind: TimerFired, Timer: TimerID(1 + int(b1)%int(numTimers-1)), Gen: uint32(b1 % 4)}
 	}

@@ -23,6 +23,7 @@ const (
 	PlayoutDone              // the carrier finished playing Turn's audio
 	AgentDone                // the agent finished Turn's reply
 	AgentError               // the agent failed Turn: Text is the error kind
+	AgentProgress            // the runtime reports work on Turn (a tool running): Text is its label
 	TimerFired               // Timer fired (Gen says which arming)
 	Hangup                   // the caller hung up
 )
@@ -31,7 +32,8 @@ var inputNames = [...]string{
 	CallStarted: "call_started", SpeechStart: "speech_start", SpeechEnd: "speech_end",
 	Transcript: "transcript", DTMF: "dtmf", SentenceQueued: "sentence_queued",
 	AudioOnWire: "audio_on_wire", SpeechQueued: "speech_queued", PlayoutDone: "playout_done",
-	AgentDone: "agent_done", AgentError: "agent_error", TimerFired: "timer_fired", Hangup: "hangup",
+	AgentDone: "agent_done", AgentError: "agent_error", AgentProgress: "agent_progress",
+	TimerFired: "timer_fired", Hangup: "hangup",
 }
 
 func (k InputKind) String() string {

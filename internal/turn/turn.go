@@ -160,6 +160,8 @@ func Step(s State, in Input, now time.Time) (State, []Action) {
 		s, acts = onPlayoutDone(s, in)
 	case AgentError:
 		s, acts = onAgentError(s, in)
+	case AgentProgress:
+		s, acts = onAgentProgress(s, in)
 	case TimerFired:
 		s, acts = onTimer(s, in)
 	case Hangup:
@@ -528,17 +530,32 @@ func onTimer(s State, in Input) (State, []Action) {
 			return graceEnd(s, nil)
 		}
 	case TimerFiller:
-		if s.Phase == Thinking && !s.RealSentence && !s.FillerSaid && s.FirstAudioAt.IsZero() {
-			s.FillerSaid = true
-			return s, []Action{
-				{Kind: Note, Reason: NoteFiller, Turn: s.Turn},
-				{Kind: Say, Turn: s.Turn, Text: s.Config.LongTurnMessage, Reason: "filler"},
-			}
-		}
+		return sayFiller(s, nil)
 	case TimerSilence:
 		return onSilence(s)
 	}
 	return s, nil
+}
+
+// onAgentProgress: the runtime started a tool. The caller is going to wait, so the filler
+// goes out now instead of when its timer runs out.
+func onAgentProgress(s State, in Input) (State, []Action) {
+	if in.Turn != s.Turn || s.Config.LongTurnMessage == "" {
+		return s, nil
+	}
+	return sayFiller(s, s.disarm(nil, TimerFiller))
+}
+
+// sayFiller speaks the long-turn filler once, only while nothing of the turn has been
+// heard and no reply sentence has started.
+func sayFiller(s State, acts []Action) (State, []Action) {
+	if s.Phase != Thinking || s.RealSentence || s.FillerSaid || !s.FirstAudioAt.IsZero() {
+		return s, acts
+	}
+	s.FillerSaid = true
+	return s, append(acts,
+		Action{Kind: Note, Reason: NoteFiller, Turn: s.Turn},
+		Action{Kind: Say, Turn: s.Turn, Text: s.Config.LongTurnMessage, Reason: "filler"})
 }
 
 func onSilence(s State) (State, []Action) {

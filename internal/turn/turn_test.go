@@ -379,3 +379,17 @@ func TestSpeechThroughTheGateInterruptsWhenItOpens(t *testing.T) {
 	m = run(base, []step{{0, final("check my orders")}, {4050, filler(1, "One moment.")}, {4100, wire(1)}, {4300, speech}, {4450, quiet}}, 4700)
 	mustNotContain(t, m.log, "cancel_turn 1", "clear_playout")
 }
+
+// A tool starting (runtime progress) brings the filler forward; it is still said once.
+func TestToolProgressSpeaksTheFillerAtOnce(t *testing.T) {
+	progress := Input{Kind: AgentProgress, Turn: 1, Text: "search_orders"}
+	m := run(base, []step{{0, final("check my orders")}, {700, progress}, {900, progress}}, 10000)
+	if diff := cmp.Diff([]string{`0:dispatch 1 "check my orders"`, `700:say 1 "One moment please."`},
+		pick(m.log, "dispatch", "say")); diff != "" {
+		t.Errorf("(-want +got)\n%s", diff)
+	}
+	mustContain(t, m.log, "700:cancel filler")
+	// Once the reply has started, progress says nothing.
+	m = run(base, []step{{0, final("hi")}, {300, said(1, "Let me look.")}, {700, progress}}, 10000)
+	mustNotContain(t, m.log, "say 1")
+}
