@@ -248,6 +248,14 @@ func TestRefusesForgedRequests(t *testing.T) {
 	if token == "" {
 		t.Fatalf("TwiML carries no handset_token parameter: %+v", tw)
 	}
+	// Replay the token only once the real stream has redeemed it (audio is flowing):
+	// otherwise, on a loaded machine, the probe could redeem it first.
+	for deadline := time.Now().Add(10 * time.Second); c.Snapshot().Count(twiliocaller.AudioReceived) == 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the real call's stream never started:\n%s", dumpCaller(c))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	cases := []struct {
 		name   string
 		params map[string]string

@@ -53,6 +53,11 @@ func TestRealOpenClawGateway(t *testing.T) {
 				t.Fatal(err)
 			}
 			waitMarkFor(ctx, t, c, "t2-s1", 30*time.Second) // the filler played: the run is silent
+			// Barge in only once the gateway has asked the LLM (on a loaded machine the run
+			// can start late): the test is about that request being cancelled.
+			if err := awaitHangingRequest(ctx, llm); err != nil {
+				t.Fatalf("the gateway never asked the LLM for the silent turn: %v\n%s", err, gw.Log())
+			}
 			if err := c.SayAndWait(ctx, speech(1200*time.Millisecond, 83)); err != nil {
 				t.Fatal(err)
 			}
@@ -88,4 +93,22 @@ func onlyNewTurnHangs(next http.Handler) http.Handler {
 		r.ContentLength = int64(len(body))
 		next.ServeHTTP(w, r)
 	})
+}
+
+// awaitHangingRequest waits until the LLM holds a request for a HANG turn open.
+func awaitHangingRequest(ctx context.Context, llm *fakeopenai.Server) error {
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	for {
+		for _, r := range llm.Requests() {
+			if !r.Done && len(r.Messages) > 0 && strings.Contains(r.Messages[len(r.Messages)-1].Content, "HANG") {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }

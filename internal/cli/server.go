@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/handset-voice/handset/internal/browser"
 	"github.com/handset-voice/handset/internal/call"
 	"github.com/handset-voice/handset/internal/carrier/twilio"
 	"github.com/handset-voice/handset/internal/clock"
@@ -53,6 +54,9 @@ func newServer(ctx context.Context, cfg *config.Config, prov providers, log *slo
 		Admit:     s.admit,
 		Logger:    log,
 	}).Register(s.mux)
+	if cfg.Browser {
+		browser.New(browser.Options{Admit: s.admit, Logger: log}).Register(s.mux)
+	}
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	s.mux.HandleFunc("GET /readyz", s.readyz)
 	return s, nil
@@ -93,6 +97,9 @@ func (s *server) admit(leg voice.Leg) (<-chan struct{}, error) {
 	journal, err := obs.Create(s.cfg.DataDir, string(info.CallID), now)
 	if err != nil {
 		return nil, err
+	}
+	if live, ok := leg.(interface{ Observe(obs.Event) }); ok {
+		journal.Tee(live.Observe) // the browser page shows the call as it happens
 	}
 	sc := session.NewContext(info, s.hashSecret)
 	cc := s.callCfg

@@ -70,6 +70,7 @@ type Config struct {
 	// DrainTimeout is how long a stopping server lets calls finish (HANDSET_DRAIN_TIMEOUT).
 	DrainTimeout time.Duration
 	EnginesDir   string // HANDSET_ENGINES_DIR
+	Browser      bool   // HANDSET_BROWSER: serve the browser call page
 
 	Agent    AgentConfig
 	Session  SessionConfig
@@ -111,6 +112,15 @@ type SessionConfig struct {
 type STTConfig struct {
 	Provider string // HANDSET_STT
 	Deepgram DeepgramConfig
+	Sphinx   SphinxConfig
+	// OpenAIModel is the transcription model of HANDSET_STT=openai (HANDSET_OPENAI_STT_MODEL).
+	OpenAIModel string
+}
+
+// SphinxConfig is the embedded PocketSphinx recognizer.
+type SphinxConfig struct {
+	Model    string // HANDSET_SPHINX_MODEL
+	Decoders int    // HANDSET_SPHINX_DECODERS
 }
 
 // DeepgramConfig reaches Deepgram or a compatible server.
@@ -125,6 +135,17 @@ type DeepgramConfig struct {
 type TTSConfig struct {
 	Provider   string // HANDSET_TTS
 	ElevenLabs ElevenLabsConfig
+	OpenAI     OpenAITTSConfig
+	// FliteVoice and FliteWidebandVoice are the embedded voices for 8 kHz phone calls and for
+	// wideband (browser) calls (HANDSET_FLITE_VOICE, HANDSET_FLITE_WIDEBAND_VOICE).
+	FliteVoice, FliteWidebandVoice string
+	EspeakVoice                    string // HANDSET_ESPEAK_VOICE
+}
+
+// OpenAITTSConfig is HANDSET_TTS=openai's model and voice.
+type OpenAITTSConfig struct {
+	Model string // HANDSET_OPENAI_TTS_MODEL
+	Voice string // HANDSET_OPENAI_TTS_VOICE
 }
 
 // ElevenLabsConfig reaches ElevenLabs or a compatible server.

@@ -89,3 +89,18 @@ func TestTurnsLatencyBreakdown(t *testing.T) {
 		t.Errorf("turn 2 = %+v", two)
 	}
 }
+
+func TestTeeSeesEachLaterEventStamped(t *testing.T) {
+	var buf bytes.Buffer
+	j := NewWriter(&buf, t0)
+	j.Record(at(0), Event{Type: CallStart})
+	var seen []Event
+	j.Tee(func(e Event) { seen = append(seen, e) })
+	j.Record(at(250), Event{Type: STTFinal, Turn: 1, Text: "hello"})
+	if len(seen) != 1 || seen[0].Type != STTFinal || seen[0].MS != 250 || seen[0].Text != "hello" {
+		t.Errorf("tee saw %+v, want only the stamped stt.final", seen)
+	}
+	if strings.Count(buf.String(), "\n") != 2 {
+		t.Errorf("the tee must not replace the journal: %q", buf.String())
+	}
+}

@@ -1,0 +1,160 @@
+// Package browser is the browser channel: the call page served at / and its media socket
+// at /browser/ws. A browser call is a leg like a phone call (same engine, same journal);
+// only the wire differs.
+//
+// The socket protocol (docs/browser.md):
+//
+//   - server → page, text: {"type":"ready","call":ID,"rate":16000} once the call is admitted;
+//     {"type":"mark","name":N} after audio; {"type":"clear"} to drop queued audio;
+//     {"type":"event","event":{…}} for a subset of journal events (transcripts, agent text,
+//     playout, barge-in, call end), from which the page shows the transcript and the state.
+//   - server → page, binary: agent audio, 16-bit little-endian PCM at 16 kHz, mono.
+//   - page → server, binary: microphone audio in the same format, any length.
+//   - page → server, text: {"type":"mark","name":N} when N has played (or was cleared),
+//     {"type":"dtmf","digit":D}, {"type":"hangup"}.
+//
+// The page is a secure context only on localhost or behind HTTPS, because browsers grant
+// the microphone nowhere else. Each browser gets a random caller id in a cookie, so the
+// caller-hash session key finds the same agent memory when the same browser calls again.
+package browser
+
+import (
+	"crypto/rand"
+	"embed"
+	"encoding/hex"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/handset-voice/handset/internal/audio"
+	"github.com/handset-voice/handset/internal/voice"
+)
+
+// Format is what a browser call carries both ways: wideband PCM.
+var Format = audio.Format{Encoding: audio.PCM16, Rate: 16000}
+
+// Carrier is the leg's name in the journal and the logs.
+const Carrier = "browser"
+
+// callerCookie keeps a browser's caller id between calls.
+const callerCookie = "handset_caller"
+
+//go:embed page
+var pageFiles embed.FS
+
+// Admit starts a call on leg and returns a channel closed when it ends, or an error when
+// the call is refused (too many calls, draining).
+type Admit func(leg voice.Leg) (<-chan struct{}, error)
+
+// Options configure the channel.
+type Options struct {
+	Admit  Admit
+	Logger *slog.Logger // nil discards
+	// Callee is the "To" of browser calls (for session templates); default "browser".
+	Callee string
+}
+
+// Channel serves the call page and admits browser calls.
+type Channel struct {
+	opts Options
+	log  *slog.Logger
+}
+
+// New returns a Channel.
+func New(opts Options) *Channel {
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if opts.Callee == "" {
+		opts.Callee = Carrier
+	}
+	return &Channel{opts: opts, log: log}
+}
+
+// Register adds the page and the socket to mux.
+func (c *Channel) Register(mux *http.ServeMux) {
+	static, _ := fs.Sub(pageFiles, "page")
+	files := http.FileServerFS(static)
+	mux.HandleFunc("GET /{$}", c.page)
+	mux.Handle("GET /browser/", http.StripPrefix("/browser/", noSniff(files)))
+	mux.HandleFunc("GET /browser/ws", c.socket)
+}
+
+func noSniff(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		h.ServeHTTP(w, r)
+	})
+}
+
+// page serves the call page and gives a new browser its caller id.
+func (c *Channel) page(w http.ResponseWriter, r *http.Request) {
+	if _, ok := callerID(r); !ok {
+		http.SetCookie(w, &http.Cookie{
+			Name: callerCookie, Value: newCallerID(), Path: "/",
+			MaxAge: int((365 * 24 * time.Hour).Seconds()), HttpOnly: true, SameSite: http.SameSiteStrictMode,
+		})
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Content-Security-Policy", "default-src 'self'; connect-src 'self'; media-src 'self' blob:")
+	page, err := pageFiles.ReadFile("page/index.html")
+	if err != nil {
+		http.Error(w, "page missing from this build", http.StatusInternalServerError)
+		return
+	}
+	_, _ = w.Write(page)
+}
+
+// callerID is the browser's id from its cookie, if it has a well-formed one.
+func callerID(r *http.Request) (string, bool) {
+	ck, err := r.Cookie(callerCookie)
+	if err != nil || len(ck.Value) != 32 || strings.Trim(ck.Value, "0123456789abcdef") != "" {
+		return "", false
+	}
+	return ck.Value, true
+}
+
+func newCallerID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// socket accepts the media WebSocket and runs the call on it.
+func (c *Channel) socket(w http.ResponseWriter, r *http.Request) {
+	// Same-origin only (the library's default): another site must not place calls from a
+	// visitor's browser.
+	conn, err := websocket.Accept(w, r, nil)
+	if err != nil {
+		return // Accept answered the client
+	}
+	conn.SetReadLimit(maxMessage)
+	id, ok := callerID(r)
+	if !ok {
+		id = newCallerID() // no cookie: a caller nobody will recognise again
+	}
+	leg := newLeg(conn, voice.LegInfo{
+		CallID: voice.NewCallID(), Carrier: Carrier, Direction: voice.Inbound,
+		From: "browser:" + id, To: c.opts.Callee, Format: Format,
+	})
+	done, err := c.opts.Admit(leg)
+	if err != nil {
+		c.log.Warn("refused browser call", "err", err)
+		conn.Close(websocket.StatusTryAgainLater, truncate(err.Error(), 120))
+		return
+	}
+	<-done // the call owns the connection until it ends
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
