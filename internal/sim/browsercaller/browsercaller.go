@@ -228,7 +228,9 @@ func (c *Call) Send(ctx context.Context, typ websocket.MessageType, msg []byte) 
 }
 
 // DTMF presses a key.
-func (c *Call) DTMF(digit string) error { return c.send(map[string]string{"type": "dtmf", "digit": digit}) }
+func (c *Call) DTMF(digit string) error {
+	return c.send(map[string]string{"type": "dtmf", "digit": digit})
+}
 
 // Hangup ends the call the way the page's button does.
 func (c *Call) Hangup() error {
