@@ -1,6 +1,9 @@
 package resample
 
-import "math"
+import (
+	"math"
+	"sync"
+)
 
 // Filter design parameters; see the package comment.
 const (
@@ -8,6 +11,30 @@ const (
 	stopEdge    = 0.50 // stopband edge as a fraction of the lower rate
 	stopAttenDB = 60.0 // minimum stopband attenuation
 )
+
+// designs caches the coefficients of every conversion designed so far, keyed by
+// designKey. A table is read-only once designed, so all Resamplers of one conversion share
+// it: the 22050 Hz conversions need up to 20 000 coefficients (80 KB), which take a few
+// milliseconds to design, and a TTS stream opens one Resampler per utterance.
+var designs sync.Map
+
+type designKey struct{ from, l, m int }
+
+type designed struct {
+	coef []float32
+	taps int
+}
+
+// designFor is design through the cache.
+func designFor(from, l, m int) (coef []float32, taps int) {
+	k := designKey{from, l, m}
+	if d, ok := designs.Load(k); ok {
+		return d.(designed).coef, d.(designed).taps
+	}
+	coef, taps = design(from, l, m)
+	d, _ := designs.LoadOrStore(k, designed{coef, taps})
+	return d.(designed).coef, d.(designed).taps
+}
 
 // design returns the polyphase coefficients for interpolating by l and decimating by m
 // from rate from: l branches of taps coefficients each, branch p at [p*taps, (p+1)*taps).

@@ -10,8 +10,9 @@ import (
 // ErrUnsupportedRate is wrapped by New's error when a rate is not one of Rates.
 var ErrUnsupportedRate = errors.New("unsupported sample rate")
 
-// Rates are the sample rates (Hz) a Resampler converts between.
-var Rates = [...]int{8000, 16000, 24000, 48000}
+// Rates are the sample rates (Hz) a Resampler converts between: the telephone, wideband,
+// OpenAI and Opus rates, and 22050 Hz, which espeak-ng (and some other TTS engines) produce.
+var Rates = [...]int{8000, 16000, 22050, 24000, 48000}
 
 // block is how many input samples are filtered per pass; longer inputs are processed in
 // blocks so the working buffer never grows.
@@ -41,7 +42,7 @@ func New(from, to int) (*Resampler, error) {
 	if from == to {
 		return r, nil
 	}
-	r.coef, r.taps = design(from, r.l, r.m)
+	r.coef, r.taps = designFor(from, r.l, r.m)
 	r.buf = make([]float32, r.taps-1+block)
 	return r, nil
 }

@@ -210,10 +210,15 @@ func TestDCPassesWithoutRippleOrDrift(t *testing.T) {
 				}
 			}
 		}
-		// The mean of a signal passes unchanged: rounding adds no offset.
+		// The mean of a signal passes unchanged: rounding adds no offset. The last Delay()
+		// of the input is still inside the filter when the input ends, so it is left out
+		// of the input's sum (for the 22050 Hz noise here, that tail alone moves the mean
+		// by up to 1.2).
 		r := mustNew(t, p.from, p.to)
 		in := audiotest.WhiteNoise(p.from, 2*time.Second, -20, 4)
-		if d := mean(process(r, in, []int{p.from / 50})) - mean(in); math.Abs(d) > 0.5 {
+		inside := int(r.Delay().Seconds() * float64(p.from))
+		want := mean(in[:len(in)-inside]) * float64(len(in)-inside) / float64(len(in))
+		if d := mean(process(r, in, []int{p.from / 50})) - want; math.Abs(d) > 0.5 {
 			t.Errorf("%v: mean moved by %.2f", p, d)
 		}
 	}
