@@ -3,6 +3,7 @@
 # detector, and a short run of every fuzz target on top of its committed seed corpus.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+./scripts/test-deps.sh
 
 echo "== gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
@@ -10,13 +11,17 @@ if [ -n "$unformatted" ]; then echo "gofmt would change:"; echo "$unformatted"; 
 
 echo "== go vet"
 go vet ./...
+CGO_ENABLED=1 go vet -tags embedded ./...
 
 echo "== go test -race"
 go test -race -count=1 -timeout 20m ./...
 
-echo "== go test -tags embedded (engines linked through cgo)"
-CGO_ENABLED=1 go test -race -count=1 -tags embedded ./internal/audio/vad/...
-CGO_ENABLED=1 go test -race -count=1 -tags embedded -run 'TestRealSpeechThroughEachVAD|TestVADSelection' ./internal/cli/
+echo "== go test -tags embedded (offline engines linked through cgo)"
+CGO_ENABLED=1 go test -race -count=1 -tags embedded ./internal/audio/vad/... ./internal/stt/sphinx/ ./internal/tts/...
+# The whole-call tests that need the engines: real speech through each VAD, an offline
+# phone call, and the demo in headless Chromium (its screenshot lands in test-artifacts/).
+CGO_ENABLED=1 go test -race -count=1 -tags embedded \
+	-run 'TestRealSpeechThroughEachVAD|TestVADSelection|TestOfflinePhoneCall|TestDemoInChromium|TestVersionReportsEngines' ./internal/cli/
 
 echo "== fuzz (${FUZZTIME:=5s} per target)"
 for pkg in $(go list ./...); do

@@ -38,7 +38,8 @@ type command struct {
 }
 
 var commands = map[string]command{
-	"serve":    {"Run the gateway: carrier webhooks and media streams, API.", runServe},
+	"serve":    {"Run the gateway: carrier webhooks and media streams, browser calls, API.", runServe},
+	"demo":     {"Try Handset with no keys: offline speech, the browser call page, a local agent.", runDemo},
 	"simulate": {"A whole call in the terminal through the real engine.", runSimulate},
 	"version":  {"Version, commit and build tags.", runVersion},
 }
@@ -89,7 +90,7 @@ func Main(ctx context.Context, args []string, env Env) int {
 
 // planned are INTERFACE.md commands that later versions add.
 var planned = map[string]bool{
-	"demo": true, "doctor": true, "setup": true, "test": true, "trace": true, "diagnose": true,
+	"doctor": true, "setup": true, "test": true, "trace": true, "diagnose": true,
 	"numbers": true, "attach-number": true, "call": true, "agents": true, "bench": true,
 }
 

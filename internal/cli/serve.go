@@ -26,11 +26,12 @@ func runServe(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	log := newLogger(env.Stderr, cfg)
+	logEngines(log, cfg)
 	prov, err := buildProviders(cfg, log)
 	if err != nil {
 		return err
 	}
-	defer prov.closeVAD()
+	defer prov.release()
 	srv, err := newServer(ctx, cfg, prov, log)
 	if err != nil {
 		return err

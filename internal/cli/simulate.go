@@ -129,7 +129,7 @@ func simulate(ctx context.Context, cfg *config.Config, f simulateFlags, log *slo
 	if err != nil {
 		return rep, err
 	}
-	defer prov.closeVAD()
+	defer prov.release()
 	sctx, stop := context.WithCancel(ctx)
 	defer stop()
 	srv, err := newServer(sctx, cfg, prov, log)

@@ -2,10 +2,9 @@ package cli
 
 import (
 	"context"
-
 	"fmt"
-	"github.com/handset-voice/handset/internal/audio/vad/silero"
 	"runtime"
+	"runtime/debug"
 	"strings"
 )
 
@@ -15,25 +14,38 @@ var (
 	commit  = "unknown"
 )
 
-// linkedEngines lists the embedded engines linked into this binary.
-func linkedEngines() []string {
-	out := []string{"webrtc VAD (wasm, needs fvad.wasm)"}
-	if silero.Available() {
-		out = append([]string{"silero VAD (ONNX Runtime, needs libonnxruntime.so and silero_vad_v5.onnx)"}, out...)
+// buildTags are the tags this binary was built with ("embedded" links the offline engines).
+func buildTags() string {
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range info.Settings {
+			if s.Key == "-tags" {
+				return s.Value
+			}
+		}
 	}
-	return out
+	return ""
 }
 
 func runVersion(_ context.Context, env Env, args []string) error {
-	fs, _ := newFlagSet("version", env)
+	fs, g := newFlagSet("version", env)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	linked := strings.Join(linkedEngines(), "; ")
-	if !silero.Available() {
-		linked += " (build with -tags embedded for Silero)"
+	cfg, err := loadConfig(env, g, nil)
+	if err != nil {
+		return err
 	}
-	fmt.Fprintf(env.Stdout, "handset %s\ncommit: %s\ngo: %s %s/%s\nembedded engines: %s\n",
-		version, commit, runtime.Version(), runtime.GOOS, runtime.GOARCH, linked)
+	tags := buildTags()
+	if tags == "" {
+		tags = "none"
+	}
+	fmt.Fprintf(env.Stdout, "handset %s\ncommit: %s\ngo: %s %s/%s\nbuild tags: %s\nengines:\n",
+		version, commit, runtime.Version(), runtime.GOOS, runtime.GOARCH, tags)
+	for _, e := range engines(cfg) {
+		fmt.Fprintf(env.Stdout, "  %s\n", e)
+	}
+	if !strings.Contains(tags, "embedded") {
+		fmt.Fprintf(env.Stdout, "the offline engines need a build with -tags embedded: %s\n", setupHint)
+	}
 	return nil
 }

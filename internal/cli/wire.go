@@ -10,7 +10,12 @@ import (
 	"github.com/handset-voice/handset/internal/audio/vad"
 	"github.com/handset-voice/handset/internal/config"
 	"github.com/handset-voice/handset/internal/stt/deepgram"
+	sttopenai "github.com/handset-voice/handset/internal/stt/openai"
+	"github.com/handset-voice/handset/internal/stt/sphinx"
 	"github.com/handset-voice/handset/internal/tts/elevenlabs"
+	"github.com/handset-voice/handset/internal/tts/espeak"
+	"github.com/handset-voice/handset/internal/tts/flite"
+	ttsopenai "github.com/handset-voice/handset/internal/tts/openai"
 	"github.com/handset-voice/handset/internal/voice"
 )
 
@@ -21,6 +26,18 @@ type providers struct {
 	tts      voice.Synthesizer
 	newVAD   func(rate int) (vad.Detector, error)
 	closeVAD func() // releases the VAD engine at shutdown
+}
+
+// release frees what the providers hold (VAD engine, speech decoders) at shutdown.
+func (p providers) release() {
+	if p.closeVAD != nil {
+		p.closeVAD()
+	}
+	for _, x := range []any{p.stt, p.tts} {
+		if c, ok := x.(interface{ Close() error }); ok {
+			_ = c.Close()
+		}
+	}
 }
 
 // notYet explains a setting value that names something a later version brings.
@@ -74,8 +91,21 @@ func buildSTT(cfg *config.Config, log *slog.Logger) (voice.Recognizer, error) {
 			return nil, fmt.Errorf("HANDSET_DEEPGRAM_URL: %w", err)
 		}
 		return r, nil
+	case config.STTOpenAI:
+		r, err := sttopenai.New(sttopenai.Options{
+			BaseURL: cfg.OpenAI.URL,
+			Key:     cfg.OpenAI.Key.Reveal(),
+			Model:   cfg.STT.OpenAIModel,
+			Logger:  log,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("HANDSET_STT=openai: %w", err)
+		}
+		return r, nil
+	case config.STTSphinx:
+		return buildSphinx(cfg, log)
 	case "":
-		return nil, &usageError{msg: "HANDSET_STT (stt.provider) is not set", hint: "set HANDSET_STT=deepgram and DEEPGRAM_API_KEY"}
+		return nil, &usageError{msg: "HANDSET_STT (stt.provider) is not set", hint: "set HANDSET_STT=deepgram and DEEPGRAM_API_KEY, or run `handset demo` for the offline engines"}
 	}
 	return nil, notYet("HANDSET_STT", cfg.STT.Provider)
 }
@@ -90,10 +120,51 @@ func buildTTS(cfg *config.Config, log *slog.Logger) (voice.Synthesizer, error) {
 			Model:   cfg.TTS.ElevenLabs.Model,
 			Logger:  log,
 		}), nil
+	case config.TTSOpenAI:
+		t, err := ttsopenai.New(ttsopenai.Options{
+			BaseURL: cfg.OpenAI.URL,
+			Key:     cfg.OpenAI.Key.Reveal(),
+			Model:   cfg.TTS.OpenAI.Model,
+			Voice:   cfg.TTS.OpenAI.Voice,
+			Logger:  log,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("HANDSET_TTS=openai: %w", err)
+		}
+		return t, nil
+	case config.TTSFlite:
+		t, err := flite.New(flite.Options{Voice8k: cfg.TTS.FliteVoice, Voice16k: cfg.TTS.FliteWidebandVoice, Logger: log})
+		if err != nil {
+			return nil, fmt.Errorf("HANDSET_TTS=flite: %w", err)
+		}
+		return t, nil
+	case config.TTSEspeak:
+		t, err := espeak.New(espeak.Options{Voice: cfg.TTS.EspeakVoice, Logger: log})
+		if err != nil {
+			return nil, fmt.Errorf("HANDSET_TTS=espeak: %w", err)
+		}
+		return t, nil
 	case "":
-		return nil, &usageError{msg: "HANDSET_TTS (tts.provider) is not set", hint: "set HANDSET_TTS=elevenlabs and ELEVENLABS_API_KEY"}
+		return nil, &usageError{msg: "HANDSET_TTS (tts.provider) is not set", hint: "set HANDSET_TTS=elevenlabs and ELEVENLABS_API_KEY, or run `handset demo` for the offline engines"}
 	}
 	return nil, notYet("HANDSET_TTS", cfg.TTS.Provider)
+}
+
+// buildSphinx loads the PocketSphinx decoders, saying what to install when it cannot.
+func buildSphinx(cfg *config.Config, log *slog.Logger) (voice.Recognizer, error) {
+	if !sphinx.Available() {
+		return nil, fmt.Errorf("HANDSET_STT=sphinx: %w", sphinx.ErrNotLinked)
+	}
+	if err := sphinx.CheckModel(cfg.STT.Sphinx.Model); err != nil {
+		return nil, fmt.Errorf("HANDSET_STT=sphinx: %w", err)
+	}
+	r, err := sphinx.New(sphinx.Options{ModelDir: cfg.STT.Sphinx.Model, Decoders: cfg.STT.Sphinx.Decoders, Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("HANDSET_STT=sphinx: %w", err)
+	}
+	log.Info("speech recognition: PocketSphinx (offline, demo quality: configure a cloud STT for real calls)",
+		"decoders", cfg.STT.Sphinx.Decoders)
+	return r, nil
 }
 
 // buildProviders wires everything the configuration names.
@@ -107,8 +178,11 @@ func buildProviders(cfg *config.Config, log *slog.Logger) (providers, error) {
 		return p, err
 	}
 	if p.tts, err = buildTTS(cfg, log); err != nil {
+		p.release()
 		return p, err
 	}
-	p.newVAD, p.closeVAD, err = buildVAD(cfg, log)
+	if p.newVAD, p.closeVAD, err = buildVAD(cfg, log); err != nil {
+		p.release()
+	}
 	return p, err
 }

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# The real peers the test suite talks to, beyond what setup.sh installs: recorded human
+# speech (pocketsphinx-testdata), headless Chromium for the browser page, espeak-ng for its
+# provider, and the real OpenClaw gateway. Idempotent; test.sh runs it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/apt.sh pocketsphinx-testdata chromium espeak-ng
+./scripts/openclaw.sh
