@@ -38,9 +38,13 @@ static ps_decoder_t *handset_ps_new(const char *hmm, const char *lm, const char 
 // The decoder's live cepstral mean normalisation: cmn_mean is subtracted from every frame,
 // sum and nframe accumulate the frames heard (the mean is recomputed from them at the end
 // of each utterance and every few hundred frames). The state is saved and restored whole,
-// as 2*veclen+1 floats: mean, sum, nframe.
+// as 2*veclen+1 floats: mean, sum, nframe. A model without normalisation (-cmn none) has
+// no state: length 0.
 static cmn_t *handset_ps_cmn(ps_decoder_t *ps) { return ps_get_feat(ps)->cmn_struct; }
-static int handset_ps_cmn_len(ps_decoder_t *ps) { return 2 * handset_ps_cmn(ps)->veclen + 1; }
+static int handset_ps_cmn_len(ps_decoder_t *ps) {
+	cmn_t *c = handset_ps_cmn(ps);
+	return c == NULL ? 0 : 2 * c->veclen + 1;
+}
 static void handset_ps_cmn_get(ps_decoder_t *ps, float *v) {
 	cmn_t *c = handset_ps_cmn(ps);
 	for (int i = 0; i < c->veclen; i++) {
@@ -64,7 +68,10 @@ static void handset_ps_cmn_set(ps_decoder_t *ps, const float *v) {
 // chunks fell; cmn_live_update is idempotent, so calling it again is safe.
 static int handset_ps_end(ps_decoder_t *ps) {
 	int rv = ps_end_utt(ps);
-	cmn_live_update(handset_ps_cmn(ps));
+	cmn_t *c = handset_ps_cmn(ps);
+	if (c != NULL && c->nframe > 0) {
+		cmn_live_update(c);
+	}
 	return rv;
 }
 
@@ -92,9 +99,9 @@ var quietOnce sync.Once
 // utterance at its rate has been heard, for the en-us model's 13 cepstra. The live
 // normalisation keeps one mean for a whole utterance (it updates at the end, or after 8 s),
 // so the first utterance decodes against its starting mean, and the model's -cmninit is a
-// poor one: measured on the pocketsphinx-testdata recordings decoded cold, 39% WER from
-// -cmninit against 22% from the 16 kHz mean below, and on their telephone version 88%
-// against 48% (8 kHz audio up-sampled has no energy above 4 kHz, which shifts every
+// poor one: measured on the pocketsphinx-testdata recordings decoded cold, 38% WER from
+// -cmninit against 24% from the 16 kHz mean below, and on their telephone version 88%
+// against 45% (8 kHz audio up-sampled has no energy above 4 kHz, which shifts every
 // cepstrum). Both were measured as the mean over flite voices awb, kal16 and slt speaking
 // eight caller lines, at 16 kHz and through 8 kHz mu-law, each utterance decoded from
 // nothing accumulated (HANDSET_SPHINX_REMEASURE=1 go test -tags embedded -run TestColdMeans
@@ -148,6 +155,9 @@ func newDecoder(dir string) (decoder, error) {
 }
 
 func (d *psDecoder) getCMN() []float32 {
+	if len(d.cmn) == 0 {
+		return nil
+	}
 	C.handset_ps_cmn_get(d.ps, &d.cmn[0])
 	out := make([]float32, len(d.cmn))
 	for i, v := range d.cmn {
@@ -158,12 +168,14 @@ func (d *psDecoder) getCMN() []float32 {
 
 func (d *psDecoder) start(cmn []float32) error {
 	if len(cmn) != len(d.cmn) {
-		cmn = d.initial
+		cmn = d.initial // nil (a stream's first utterance) or another model's state
 	}
-	for i, v := range cmn {
-		d.cmn[i] = C.float(v)
+	if len(cmn) > 0 {
+		for i, v := range cmn {
+			d.cmn[i] = C.float(v)
+		}
+		C.handset_ps_cmn_set(d.ps, &d.cmn[0])
 	}
-	C.handset_ps_cmn_set(d.ps, &d.cmn[0])
 	if C.ps_start_utt(d.ps) < 0 {
 		return errors.New("ps_start_utt failed")
 	}
