@@ -70,13 +70,16 @@ func allowed(from, to string) bool {
 		return to == "internal/store" || to == "internal/voice"
 	case under(from, "internal/config"):
 		return under(to, "internal/audio")
+	case from == "internal/openaiwire":
+		return false
 	}
 	for _, root := range providerRoots {
 		if !under(from, root) {
 			continue
 		}
 		if under(to, "internal/audio") || to == "internal/voice" || to == "internal/obs" ||
-			to == "internal/session" || to == "internal/clock" || to == "internal/carrier/mediastream" {
+			to == "internal/session" || to == "internal/clock" || to == "internal/carrier/mediastream" ||
+			to == "internal/openaiwire" {
 			return true
 		}
 		// a provider's own subpackages (its test helpers) are fine; siblings are not

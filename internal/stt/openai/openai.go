@@ -15,6 +15,7 @@ import (
 
 	"github.com/handset-voice/handset/internal/audio"
 	"github.com/handset-voice/handset/internal/audio/resample"
+	"github.com/handset-voice/handset/internal/openaiwire"
 	"github.com/handset-voice/handset/internal/voice"
 )
 
@@ -211,7 +212,7 @@ func (r *Recognizer) attempt(ctx context.Context, body []byte, ctype string) (st
 		if kind == voice.KindUnknown {
 			kind = voice.KindProtocol // a redirect that was not followed, say
 		}
-		return "", fail(kind, resp.StatusCode, errors.New(errorMessage(answer, resp.StatusCode)))
+		return "", fail(kind, resp.StatusCode, errors.New(openaiwire.ErrorMessage(answer, resp.StatusCode)))
 	}
 	text, err := parseTranscription(resp.Header.Get("Content-Type"), answer)
 	if err != nil {

@@ -13,27 +13,6 @@ import (
 	"github.com/handset-voice/handset/internal/audio/resample"
 )
 
-func TestErrorMessage(t *testing.T) {
-	cases := []struct {
-		body   string
-		status int
-		want   string
-	}{
-		{`{"error":{"message":"Invalid 'input': string too long.","type":"invalid_request_error","param":"input","code":"string_above_max_length"}}`, 400, "Invalid 'input': string too long."},
-		{`{"detail":{"error":"processing_error","message":"CUDA out of memory","type":"server_error"}}`, 500, "CUDA out of memory"},
-		{`{"detail":[{"loc":["body","voice"],"msg":"Field required","type":"missing"}]}`, 422, "Field required"},
-		{`{"detail":"Unsupported model: tts-2"}`, 400, "Unsupported model: tts-2"},
-		{`overloaded`, 503, "overloaded"},
-		{`<html>`, 502, "Bad Gateway"},
-		{``, 401, "Unauthorized"},
-	}
-	for _, c := range cases {
-		if got := errorMessage([]byte(c.body), c.status); got != c.want {
-			t.Errorf("errorMessage(%s, %d) = %q, want %q", c.body, c.status, got, c.want)
-		}
-	}
-}
-
 func TestCheckContentType(t *testing.T) {
 	for ct, ok := range map[string]bool{
 		"": true, "audio/pcm": true, "audio/L16; rate=24000; channels=1": true, "application/octet-stream": true,

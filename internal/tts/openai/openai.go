@@ -17,6 +17,7 @@ import (
 
 	"github.com/handset-voice/handset/internal/audio"
 	"github.com/handset-voice/handset/internal/audio/resample"
+	"github.com/handset-voice/handset/internal/openaiwire"
 	"github.com/handset-voice/handset/internal/voice"
 )
 
@@ -216,7 +217,7 @@ func (s *Synthesizer) attempt(ctx context.Context, body []byte) (answer, error) 
 		if kind == voice.KindUnknown {
 			kind = voice.KindProtocol
 		}
-		return answer{}, fail(kind, resp.StatusCode, errors.New(errorMessage(b, resp.StatusCode)))
+		return answer{}, fail(kind, resp.StatusCode, errors.New(openaiwire.ErrorMessage(b, resp.StatusCode)))
 	}
 	if err := checkContentType(resp.Header.Get("Content-Type")); err != nil {
 		resp.Body.Close()
