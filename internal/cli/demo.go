@@ -75,21 +75,11 @@ func runDemo(ctx context.Context, env Env, args []string) error {
 	if err := demoEnginesReady(cfg); err != nil {
 		return err
 	}
-	log := newLogger(env.Stderr, cfg)
-	logEngines(log, cfg)
-	prov, err := buildProviders(cfg, log)
+	srv, ln, release, err := openGateway(ctx, env, cfg)
 	if err != nil {
 		return err
 	}
-	defer prov.release()
-	srv, err := newServer(ctx, cfg, prov, log)
-	if err != nil {
-		return err
-	}
-	ln, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		return fmt.Errorf("listen on %s (HANDSET_LISTEN, or --listen): %w", cfg.Listen, err)
-	}
+	defer release()
 	addr := ln.Addr().(*net.TCPAddr)
 	fmt.Fprintf(env.Stdout, "handset demo\n  speech to text: %s\n  text to speech: %s\n  agent:          %s (%s)\n",
 		describeSTT(cfg), describeTTS(cfg), cfg.Agent.Runtime, agentNote)

@@ -25,20 +25,32 @@ func runServe(ctx context.Context, env Env, args []string) error {
 	if err := cfg.Validate(config.ValidateOptions{RequireAgent: true, RequireKeys: true}); err != nil {
 		return err
 	}
+	srv, ln, release, err := openGateway(ctx, env, cfg)
+	if err != nil {
+		return err
+	}
+	defer release()
+	return srv.serve(ctx, ln, env.Ready)
+}
+
+// openGateway builds the providers and the server cfg describes and opens its listener;
+// release frees the providers once the server has stopped.
+func openGateway(ctx context.Context, env Env, cfg *config.Config) (*server, net.Listener, func(), error) {
 	log := newLogger(env.Stderr, cfg)
 	logEngines(log, cfg)
 	prov, err := buildProviders(cfg, log)
 	if err != nil {
-		return err
+		return nil, nil, nil, err
 	}
-	defer prov.release()
 	srv, err := newServer(ctx, cfg, prov, log)
 	if err != nil {
-		return err
+		prov.release()
+		return nil, nil, nil, err
 	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
-		return fmt.Errorf("listen on %s (HANDSET_LISTEN): %w", cfg.Listen, err)
+		prov.release()
+		return nil, nil, nil, fmt.Errorf("listen on %s (HANDSET_LISTEN, or --listen): %w", cfg.Listen, err)
 	}
-	return srv.serve(ctx, ln, env.Ready)
+	return srv, ln, prov.release, nil
 }
