@@ -4,5 +4,5 @@
 # provider, and the real OpenClaw gateway. Idempotent; test.sh runs it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-./scripts/apt.sh pocketsphinx-testdata chromium espeak-ng
+./scripts/apt.sh pocketsphinx-testdata chromium espeak-ng curl
 ./scripts/openclaw.sh

@@ -23,6 +23,10 @@ CGO_ENABLED=1 go test -race -count=1 -tags embedded ./internal/audio/vad/... ./i
 CGO_ENABLED=1 go test -race -count=1 -tags embedded \
 	-run 'TestRealSpeechThroughEachVAD|TestVADSelection|TestOfflinePhoneCall|TestDemoInChromium|TestVersionReportsEngines' ./internal/cli/
 
+echo "== the built binary: bin/handset demo"
+CGO_ENABLED=1 go build -trimpath -tags embedded -o bin/handset ./cmd/handset
+./scripts/smoke-demo.sh
+
 echo "== fuzz (${FUZZTIME:=5s} per target)"
 for pkg in $(go list ./...); do
 	dir=$(go list -f '{{.Dir}}' "$pkg")
