@@ -35,6 +35,17 @@ func TestRealOpenClawGateway(t *testing.T) {
 	defer gw.Stop()
 	base := strings.TrimSuffix(gw.HTTPURL(), "/v1")
 
+	// `handset agents` reads the real roster and applies the selection rule.
+	env := []string{"HANDSET_AGENT_URL=" + base, "OPENCLAW_GATEWAY_TOKEN=" + gw.Token()}
+	if code, out := runCmd(t, env, "agents"); code != 1 || !strings.Contains(out, "support") ||
+		!strings.Contains(out, "billing") || !strings.Contains(out, "would refuse") {
+		t.Errorf("agents with none named: exit %d\n%s", code, out)
+	}
+	if code, out := runCmd(t, append(env, "HANDSET_AGENT_MODEL=openclaw/billing"), "agents"); code != 0 ||
+		!strings.Contains(out, "Handset uses billing") {
+		t.Errorf("agents with billing named: exit %d\n%s", code, out)
+	}
+
 	for _, transport := range []string{"ws", "http"} {
 		t.Run(transport, func(t *testing.T) {
 			abortedBefore := llm.Aborted()

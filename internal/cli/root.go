@@ -40,9 +40,13 @@ type command struct {
 var commands = map[string]command{
 	"serve":    {"Run the gateway: carrier webhooks and media streams, browser calls, API.", runServe},
 	"demo":     {"Try Handset with no keys: offline speech, the browser call page, a local agent.", runDemo},
+	"agents":   {"OpenClaw: the gateway's agents and which one Handset would use.", runAgents},
 	"simulate": {"A whole call in the terminal through the real engine.", runSimulate},
 	"version":  {"Version, commit and build tags.", runVersion},
 }
+
+// errReported: the command has printed its findings itself; exit 1 with no more words.
+var errReported = errors.New("problems reported above")
 
 // usageError is a mistake in how a command was called: exit code 2, with a hint.
 type usageError struct{ msg, hint string }
@@ -76,6 +80,8 @@ func Main(ctx context.Context, args []string, env Env) int {
 		return 0
 	case errors.Is(err, flag.ErrHelp):
 		return 0
+	case errors.Is(err, errReported):
+		return 1
 	case errors.As(err, &ue):
 		fmt.Fprintf(env.Stderr, "handset %s: %s\n", name, ue.msg)
 		if ue.hint != "" {
@@ -91,7 +97,7 @@ func Main(ctx context.Context, args []string, env Env) int {
 // planned are INTERFACE.md commands that later versions add.
 var planned = map[string]bool{
 	"doctor": true, "setup": true, "test": true, "trace": true, "diagnose": true,
-	"numbers": true, "attach-number": true, "call": true, "agents": true, "bench": true,
+	"numbers": true, "attach-number": true, "call": true, "bench": true,
 }
 
 func printUsage(w io.Writer) {

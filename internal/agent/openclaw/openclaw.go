@@ -68,8 +68,8 @@ type Options struct {
 
 // AgentInfo is one agent the gateway reports in agents.list.
 type AgentInfo struct {
-	ID   string
-	Name string
+	ID   string `json:"id"`
+	Name string `json:"name,omitempty"`
 }
 
 // Agent is the OpenClaw gateway client. Safe for concurrent use.
