@@ -38,8 +38,9 @@ type rig struct {
 
 const greeting = "Hello, this is Handset."
 
-// startServe runs serve with the caller's scripted transcripts; extra adds settings.
-func startServe(t *testing.T, transcripts []string, extra ...string) *rig {
+// withFakes starts fake Deepgram, ElevenLabs and OpenAI-compatible servers and returns the
+// settings that point Handset at them (extra overrides them); the fakes stop with the test.
+func withFakes(t *testing.T, transcripts []string, extra ...string) (*rig, []string) {
 	t.Helper()
 	r := &rig{
 		t: t, token: "test-auth-token", dataDir: t.TempDir(), logs: &syncBuffer{},
@@ -67,6 +68,20 @@ func startServe(t *testing.T, transcripts []string, extra ...string) *rig {
 		"HANDSET_ERROR_MESSAGE=Sorry, something went wrong.",
 	}
 	env = override(env, extra)
+	t.Cleanup(func() {
+		r.agent.Close()
+		r.stt.Close()
+		agentSrv.Close()
+		sttSrv.Close()
+		ttsSrv.Close()
+	})
+	return r, env
+}
+
+// startServe runs serve with the caller's scripted transcripts; extra adds settings.
+func startServe(t *testing.T, transcripts []string, extra ...string) *rig {
+	t.Helper()
+	r, env := withFakes(t, transcripts, extra...)
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
 	exited := make(chan int, 1)
@@ -90,11 +105,6 @@ func startServe(t *testing.T, transcripts []string, extra ...string) *rig {
 		if code := <-exited; code != 0 {
 			t.Errorf("serve exited with %d:\n%s", code, r.logs.String())
 		}
-		r.agent.Close()
-		r.stt.Close()
-		agentSrv.Close()
-		sttSrv.Close()
-		ttsSrv.Close()
 	})
 	return r
 }

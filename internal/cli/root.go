@@ -41,6 +41,7 @@ var commands = map[string]command{
 	"serve":    {"Run the gateway: carrier webhooks and media streams, browser calls, API.", runServe},
 	"demo":     {"Try Handset with no keys: offline speech, the browser call page, a local agent.", runDemo},
 	"agents":   {"OpenClaw: the gateway's agents and which one Handset would use.", runAgents},
+	"test":     {"One real turn through the agent runtime, and the TTS and STT heard end to end.", runTest},
 	"simulate": {"A whole call in the terminal through the real engine.", runSimulate},
 	"version":  {"Version, commit and build tags.", runVersion},
 }
@@ -96,7 +97,7 @@ func Main(ctx context.Context, args []string, env Env) int {
 
 // planned are INTERFACE.md commands that later versions add.
 var planned = map[string]bool{
-	"doctor": true, "setup": true, "test": true, "trace": true, "diagnose": true,
+	"doctor": true, "setup": true, "trace": true, "diagnose": true,
 	"numbers": true, "attach-number": true, "call": true, "bench": true,
 }
 

@@ -1,0 +1,285 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/handset-voice/handset/internal/audio"
+	"github.com/handset-voice/handset/internal/config"
+	"github.com/handset-voice/handset/internal/session"
+	"github.com/handset-voice/handset/internal/voice"
+)
+
+// The words `handset test` speaks with the TTS and expects the STT to hear back.
+const probePhrase = "testing one two three"
+
+// probeResult is one stage of `handset test`.
+type probeResult struct {
+	Stage    string  `json:"stage"` // "agent", "tts", "stt"
+	Provider string  `json:"provider"`
+	OK       bool    `json:"ok"`
+	FirstMS  float64 `json:"first_ms,omitempty"` // to first token / first audio / final transcript
+	TotalMS  float64 `json:"total_ms,omitempty"`
+	Result   string  `json:"result,omitempty"` // reply snippet, audio length, transcript
+	Error    string  `json:"error,omitempty"`
+	Fix      string  `json:"fix,omitempty"`
+}
+
+// runTest is acceptance, not preflight: one real turn through the configured runtime, with
+// the session a call would carry, then the TTS speaking a phrase and the STT hearing it.
+func runTest(ctx context.Context, env Env, args []string) error {
+	fs, g := newFlagSet("test", env)
+	prompt := fs.String("prompt", "This is a test from Handset, the phone gateway. Reply with one short sentence.", "what the test caller says to the agent")
+	caller := fs.String("caller", "+15550100000", "the caller `number` whose session the turn uses (hashed, never sent)")
+	asJSON := fs.Bool("json", false, "print the results as JSON")
+	timeout := fs.Duration("timeout", 60*time.Second, "limit for the agent's turn")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	cfg, err := loadConfig(env, g, nil)
+	if err != nil {
+		return err
+	}
+	if err := cfg.Validate(config.ValidateOptions{RequireAgent: true, RequireKeys: true}); err != nil {
+		return err
+	}
+	log := newLogger(io.Discard, cfg)
+	secret, err := session.LoadOrCreateSecret(cfg.Session.CallerHashSecret.Reveal(), cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	info := voice.LegInfo{CallID: voice.NewCallID(), Carrier: "test", Direction: voice.Inbound, From: *caller, To: cfg.PhoneNumber, Format: audio.Telephone}
+	sc := session.NewContext(info, secret)
+
+	results := []probeResult{probeAgent(ctx, cfg, log, sc, *prompt, *timeout)}
+	tts, audioOut := probeTTS(ctx, cfg, log)
+	results = append(results, tts, probeSTT(ctx, cfg, log, audioOut))
+
+	failed := false
+	for _, r := range results {
+		failed = failed || !r.OK
+	}
+	if *asJSON {
+		enc := json.NewEncoder(env.Stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(results); err != nil {
+			return err
+		}
+	} else {
+		for _, r := range results {
+			printProbe(env.Stdout, r)
+		}
+	}
+	if failed {
+		return errReported
+	}
+	return nil
+}
+
+func printProbe(w io.Writer, r probeResult) {
+	mark := "ok  "
+	if !r.OK {
+		mark = "FAIL"
+	}
+	fmt.Fprintf(w, "%s %-5s %-10s", mark, r.Stage, r.Provider)
+	if r.OK {
+		fmt.Fprintf(w, " first %.0f ms, total %.0f ms: %s\n", r.FirstMS, r.TotalMS, r.Result)
+		return
+	}
+	fmt.Fprintf(w, " %s\n", r.Error)
+	if r.Fix != "" {
+		fmt.Fprintf(w, "     fix: %s\n", r.Fix)
+	}
+}
+
+func msSince(t time.Time) float64 { return float64(time.Since(t).Microseconds()) / 1000 }
+
+// probeAgent runs one turn, with the call's session context, to the end of the reply.
+func probeAgent(ctx context.Context, cfg *config.Config, log *slog.Logger, sc session.Context, prompt string, limit time.Duration) probeResult {
+	r := probeResult{Stage: "agent", Provider: cfg.Agent.Runtime}
+	agent, err := buildAgent(cfg, log)
+	if err != nil {
+		return failed(r, err, agentFix(cfg))
+	}
+	if c, ok := agent.(interface{ Close() error }); ok {
+		defer c.Close()
+	}
+	ctx, cancel := context.WithTimeout(session.With(ctx, sc), limit)
+	defer cancel()
+	start := time.Now()
+	stream, err := agent.Reply(ctx, voice.TurnRequest{
+		CallID: sc.CallID, Turn: 1, CallerHash: sc.CallerHash,
+		History: []voice.Message{{Role: voice.RoleUser, Content: prompt}},
+	})
+	if err != nil {
+		return failed(r, err, agentFix(cfg))
+	}
+	defer stream.Close()
+	var reply strings.Builder
+	for {
+		chunk, err := stream.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return failed(r, err, agentFix(cfg))
+		}
+		if chunk.Text != "" && r.FirstMS == 0 {
+			r.FirstMS = msSince(start)
+		}
+		reply.WriteString(chunk.Text)
+	}
+	r.TotalMS = msSince(start)
+	text := strings.TrimSpace(reply.String())
+	if text == "" {
+		return failed(r, errors.New("the runtime answered with no text"), agentFix(cfg))
+	}
+	r.OK, r.Result = true, fmt.Sprintf("%q", snippet(text, 100))
+	return r
+}
+
+// probeTTS speaks the probe phrase in the phone format and returns the audio.
+func probeTTS(ctx context.Context, cfg *config.Config, log *slog.Logger) (probeResult, []byte) {
+	r := probeResult{Stage: "tts", Provider: cfg.TTS.Provider}
+	tts, err := buildTTS(cfg, log)
+	if err != nil {
+		return failed(r, err, speechFix(cfg, "tts")), nil
+	}
+	defer release(tts)
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	start := time.Now()
+	rd, err := tts.Synthesize(ctx, probePhrase, audio.Telephone)
+	if err != nil {
+		return failed(r, err, speechFix(cfg, "tts")), nil
+	}
+	defer rd.Close()
+	var out []byte
+	buf := make([]byte, 4096)
+	for {
+		n, err := rd.Read(buf)
+		if n > 0 && r.FirstMS == 0 {
+			r.FirstMS = msSince(start)
+		}
+		out = append(out, buf[:n]...)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return failed(r, err, speechFix(cfg, "tts")), nil
+		}
+	}
+	r.TotalMS = msSince(start)
+	if len(out) == 0 {
+		return failed(r, errors.New("no audio came back"), speechFix(cfg, "tts")), nil
+	}
+	r.OK, r.Result = true, fmt.Sprintf("%.1f s of audio for %q", audio.Telephone.Duration(len(out)).Seconds(), probePhrase)
+	return r, out
+}
+
+// probeSTT streams the TTS's audio (or, without it, a second of silence) to the
+// recognizer in real time and waits for its final transcript.
+func probeSTT(ctx context.Context, cfg *config.Config, log *slog.Logger, speech []byte) probeResult {
+	r := probeResult{Stage: "stt", Provider: cfg.STT.Provider}
+	stt, err := buildSTT(cfg, log)
+	if err != nil {
+		return failed(r, err, speechFix(cfg, "stt"))
+	}
+	defer release(stt)
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	stream, err := stt.Stream(ctx, audio.Telephone, voice.StreamOptions{CallID: "test"})
+	if err != nil {
+		return failed(r, err, speechFix(cfg, "stt"))
+	}
+	defer stream.Close()
+	// Trailing quiet, as a caller pauses (mu-law silence is 0xFF).
+	quiet := make([]byte, audio.Telephone.Bytes(600*time.Millisecond))
+	for i := range quiet {
+		quiet[i] = 0xFF
+	}
+	frame := audio.Telephone.FrameBytes()
+	tick := time.NewTicker(audio.FrameDuration)
+	defer tick.Stop()
+	for all, i := append(speech, quiet...), 0; i < len(all); i += frame {
+		_ = stream.Write(all[i:min(i+frame, len(all))])
+		<-tick.C
+	}
+	start := time.Now()
+	_ = stream.Finalize()
+	for {
+		select {
+		case tr, ok := <-stream.Results():
+			if !ok {
+				return failed(r, fmt.Errorf("the stream ended: %v", stream.Close()), speechFix(cfg, "stt"))
+			}
+			if !tr.Final {
+				continue
+			}
+			r.FirstMS, r.TotalMS = msSince(start), msSince(start)
+			r.OK, r.Result = true, fmt.Sprintf("heard %q", tr.Text)
+			if len(speech) > 0 && tr.Text == "" {
+				r.Result = "heard nothing in the TTS's audio (the recognizer works, but check its language and model)"
+			}
+			return r
+		case <-ctx.Done():
+			return failed(r, errors.New("no final transcript within 20 s"), speechFix(cfg, "stt"))
+		}
+	}
+}
+
+func release(x any) {
+	if c, ok := x.(interface{ Close() error }); ok {
+		_ = c.Close()
+	}
+}
+
+func failed(r probeResult, err error, fix string) probeResult {
+	r.OK, r.Error, r.Fix = false, err.Error(), fix
+	return r
+}
+
+func snippet(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// agentFix is the first thing to check when the runtime fails.
+func agentFix(cfg *config.Config) string {
+	switch cfg.Agent.Runtime {
+	case config.AgentHermes:
+		return "run `handset doctor`; is `hermes gateway` running with API_SERVER_ENABLED=true, and is HANDSET_AGENT_KEY (or API_SERVER_KEY) its key?"
+	case config.AgentOpenClaw:
+		return "run `handset doctor` and `handset agents`; is the gateway running, and is OPENCLAW_GATEWAY_TOKEN its token?"
+	case config.AgentWebhook:
+		return "check that HANDSET_AGENT_URL answers a POST with text, JSON or an SSE stream (docs/runtimes.md)"
+	}
+	return "run `handset doctor`; check HANDSET_AGENT_URL, HANDSET_AGENT_KEY and HANDSET_AGENT_MODEL"
+}
+
+// speechFix names the settings of the configured STT or TTS provider.
+func speechFix(cfg *config.Config, stage string) string {
+	provider := cfg.STT.Provider
+	if stage == "tts" {
+		provider = cfg.TTS.Provider
+	}
+	switch provider {
+	case config.STTDeepgram:
+		return "check DEEPGRAM_API_KEY (and HANDSET_DEEPGRAM_URL); `handset doctor` tests the key"
+	case config.TTSElevenLabs:
+		return "check ELEVENLABS_API_KEY and HANDSET_ELEVENLABS_VOICE; `handset doctor` tests both"
+	case config.STTOpenAI:
+		return "check HANDSET_OPENAI_URL, OPENAI_API_KEY and the model setting of the speech server"
+	case config.STTSphinx, config.TTSFlite, config.TTSEspeak:
+		return "run `handset version` to see which offline engines this binary has; ./scripts/setup.sh installs them"
+	}
+	return "run `handset doctor`"
+}
