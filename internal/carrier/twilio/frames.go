@@ -193,18 +193,36 @@ func skipSpace(d []byte, i int) int {
 	return i
 }
 
-// skipString returns the index just past the string starting at d[i] == '"'.
+// skipString returns the index just past the string starting at d[i] == '"', refusing
+// what encoding/json refuses: raw control characters and unknown escapes.
 func skipString(d []byte, i int) (int, error) {
 	for j := i + 1; j < len(d); j++ {
-		switch d[j] {
-		case '\\':
-			j++
-		case '"':
+		switch c := d[j]; {
+		case c == '"':
 			return j + 1, nil
+		case c < 0x20:
+			return 0, errors.New("malformed message: control character in a string")
+		case c == '\\':
+			j++
+			if j >= len(d) {
+				break
+			}
+			switch d[j] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if j+4 >= len(d) || !isHex(d[j+1]) || !isHex(d[j+2]) || !isHex(d[j+3]) || !isHex(d[j+4]) {
+					return 0, errors.New("malformed message: bad \\u escape")
+				}
+				j += 4
+			default:
+				return 0, errors.New("malformed message: bad escape")
+			}
 		}
 	}
 	return 0, errors.New("malformed message: unterminated string")
 }
+
+func isHex(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F' }
 
 // skipValue returns the index just past the JSON value starting at d[i].
 func skipValue(d []byte, i int) (int, error) {
@@ -229,6 +247,9 @@ func skipValue(d []byte, i int) (int, error) {
 			case '}', ']':
 				depth--
 				if depth == 0 {
+					if !json.Valid(d[i : j+1]) { // members Handset does not read, seldom sent
+						return 0, errors.New("malformed message: bad value")
+					}
 					return j + 1, nil
 				}
 			}
@@ -239,8 +260,8 @@ func skipValue(d []byte, i int) (int, error) {
 	for j < len(d) && d[j] != ',' && d[j] != '}' && d[j] != ']' && d[j] != ' ' && d[j] != '\n' && d[j] != '\r' && d[j] != '\t' {
 		j++
 	}
-	if j == i {
-		return 0, errors.New("malformed message: missing value")
+	if j == i || !json.Valid(d[i:j]) { // a number, true, false or null, and nothing else
+		return 0, errors.New("malformed message: bad value")
 	}
 	return j, nil
 }
