@@ -38,12 +38,14 @@ type command struct {
 }
 
 var commands = map[string]command{
-	"serve":    {"Run the gateway: carrier webhooks and media streams, browser calls, API.", runServe},
-	"demo":     {"Try Handset with no keys: offline speech, the browser call page, a local agent.", runDemo},
-	"agents":   {"OpenClaw: the gateway's agents and which one Handset would use.", runAgents},
-	"test":     {"One real turn through the agent runtime, and the TTS and STT heard end to end.", runTest},
-	"simulate": {"A whole call in the terminal through the real engine.", runSimulate},
-	"version":  {"Version, commit and build tags.", runVersion},
+	"serve":         {"Run the gateway: carrier webhooks and media streams, browser calls, API.", runServe},
+	"demo":          {"Try Handset with no keys: offline speech, the browser call page, a local agent.", runDemo},
+	"agents":        {"OpenClaw: the gateway's agents and which one Handset would use.", runAgents},
+	"numbers":       {"The Twilio account's numbers and where their voice webhooks point.", runNumbers},
+	"attach-number": {"Point a Twilio number's voice webhook at this Handset.", runAttachNumber},
+	"test":          {"One real turn through the agent runtime, and the TTS and STT heard end to end.", runTest},
+	"simulate":      {"A whole call in the terminal through the real engine.", runSimulate},
+	"version":       {"Version, commit and build tags.", runVersion},
 }
 
 // errReported: the command has printed its findings itself; exit 1 with no more words.
@@ -98,7 +100,7 @@ func Main(ctx context.Context, args []string, env Env) int {
 // planned are INTERFACE.md commands that later versions add.
 var planned = map[string]bool{
 	"doctor": true, "setup": true, "trace": true, "diagnose": true,
-	"numbers": true, "attach-number": true, "call": true, "bench": true,
+	"call": true, "bench": true,
 }
 
 func printUsage(w io.Writer) {

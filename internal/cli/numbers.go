@@ -1,0 +1,211 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+
+	"github.com/handset-voice/handset/internal/carrier/twilio"
+	"github.com/handset-voice/handset/internal/config"
+)
+
+// Where a number's voice webhook leads, as `handset numbers` reports it.
+const (
+	voiceAtHandset    = "handset"     // POST to HANDSET_PUBLIC_URL/twilio/voice
+	voiceHandsetGET   = "handset_get" // Handset's URL, but with GET, which Handset refuses
+	voiceElsewhere    = "elsewhere"   // another URL
+	voiceTwiMLApp     = "twiml_app"   // a TwiML app, which overrides the voice URL
+	voiceNone         = "none"        // no voice URL at all
+	voiceUnknownOwner = "unknown"     // HANDSET_PUBLIC_URL is not set, so we cannot tell
+)
+
+// numbersReport is what `handset numbers --json` prints.
+type numbersReport struct {
+	Account twilio.Account `json:"account"`
+	// HandsetVoiceURL is HANDSET_PUBLIC_URL + /twilio/voice; empty without a public URL.
+	HandsetVoiceURL string `json:"handset_voice_url"`
+	// PhoneNumber is HANDSET_PHONE_NUMBER, and PhoneNumberFound whether the account has it.
+	PhoneNumber      string         `json:"phone_number"`
+	PhoneNumberFound bool           `json:"phone_number_found"`
+	Numbers          []numberStatus `json:"numbers"`
+	Hints            []string       `json:"hints,omitempty"`
+}
+
+// numberStatus is one number and where its calls go.
+type numberStatus struct {
+	twilio.Number
+	// IsPhoneNumber marks HANDSET_PHONE_NUMBER.
+	IsPhoneNumber bool   `json:"is_handset_phone_number"`
+	Voice         string `json:"voice"`      // one of the voice… states above
+	VoiceNote     string `json:"voice_note"` // the same, in words
+}
+
+func runNumbers(ctx context.Context, env Env, args []string) error {
+	fs, g := newFlagSet("numbers", env)
+	asJSON := fs.Bool("json", false, "print a JSON report instead of text")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "Usage: handset numbers [--json]")
+		fmt.Fprintln(fs.Output(), "\nLists the Twilio account's phone numbers and where each one's calls go.")
+		fs.PrintDefaults()
+	}
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return &usageError{msg: "numbers takes no arguments, got " + strings.Join(fs.Args(), " "),
+			hint: "`handset attach-number NUMBER` points one number at Handset"}
+	}
+	cfg, err := loadConfig(env, g, nil)
+	if err != nil {
+		return err
+	}
+	if err := cfg.Validate(config.ValidateOptions{}); err != nil {
+		return err
+	}
+	rest, err := twilioREST(cfg)
+	if err != nil {
+		return err
+	}
+	account, err := rest.Account(ctx)
+	if err != nil {
+		return explainTwilio(cfg, rest, err)
+	}
+	numbers, err := rest.Numbers(ctx)
+	if err != nil {
+		return explainTwilio(cfg, rest, err)
+	}
+
+	rep := numbersReport{Account: account, PhoneNumber: cfg.PhoneNumber, Numbers: []numberStatus{}}
+	if base := strings.TrimRight(cfg.PublicURL, "/"); base != "" {
+		rep.HandsetVoiceURL = base + twilioVoicePath
+	}
+	for _, n := range numbers {
+		st := numberStatus{Number: n, IsPhoneNumber: n.PhoneNumber == cfg.PhoneNumber && cfg.PhoneNumber != ""}
+		st.Voice, st.VoiceNote = voiceTarget(n, rep.HandsetVoiceURL)
+		rep.PhoneNumberFound = rep.PhoneNumberFound || st.IsPhoneNumber
+		rep.Numbers = append(rep.Numbers, st)
+	}
+	rep.Hints = numbersHints(rep)
+
+	if *asJSON {
+		enc := json.NewEncoder(env.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	rep.print(env.Stdout)
+	return nil
+}
+
+// voiceTarget says where calls to n go, given Handset's voice URL (empty when unknown).
+func voiceTarget(n twilio.Number, handsetURL string) (state, note string) {
+	switch {
+	case n.VoiceApplicationSID != "":
+		return voiceTwiMLApp, fmt.Sprintf("uses a TwiML app %s, which overrides the voice URL", n.VoiceApplicationSID)
+	case n.VoiceURL == "":
+		return voiceNone, "has no voice URL, so its calls do not reach Handset"
+	case handsetURL == "":
+		if strings.HasSuffix(strings.TrimRight(urlPath(n.VoiceURL), "/"), twilioVoicePath) {
+			return voiceUnknownOwner, "looks like a Handset voice URL; set HANDSET_PUBLIC_URL to check it is this Handset"
+		}
+		return voiceUnknownOwner, "set HANDSET_PUBLIC_URL to check whether it points at Handset"
+	case !sameWebhookURL(n.VoiceURL, handsetURL):
+		return voiceElsewhere, "points elsewhere: " + n.VoiceURL
+	case strings.EqualFold(n.VoiceMethod, "GET"):
+		return voiceHandsetGET, "points at Handset, but with GET; Handset answers POST only"
+	}
+	return voiceAtHandset, "points at Handset"
+}
+
+func urlPath(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	return u.Path
+}
+
+// sameWebhookURL compares two URLs as Twilio would reach them: scheme and host ignore
+// case and default ports, a trailing slash does not count, and neither does the query.
+func sameWebhookURL(a, b string) bool {
+	ua, errA := url.Parse(a)
+	ub, errB := url.Parse(b)
+	if errA != nil || errB != nil {
+		return a == b
+	}
+	norm := func(u *url.URL) string {
+		scheme := strings.ToLower(u.Scheme)
+		host := strings.ToLower(u.Hostname())
+		port := u.Port()
+		if (scheme == "https" && port == "443") || (scheme == "http" && port == "80") {
+			port = ""
+		}
+		if port != "" {
+			host += ":" + port
+		}
+		return scheme + "://" + host + strings.TrimRight(u.EscapedPath(), "/")
+	}
+	return norm(ua) == norm(ub)
+}
+
+// numbersHints are the next steps the report suggests.
+func numbersHints(rep numbersReport) []string {
+	var hints []string
+	if rep.Account.Status != "" && rep.Account.Status != "active" {
+		hints = append(hints, fmt.Sprintf("the account is %s: it takes no calls until it is active again (check it in the Twilio console)", rep.Account.Status))
+	}
+	if len(rep.Numbers) == 0 {
+		return append(hints, "this account has no phone numbers: buy one with voice capability in the Twilio console (Phone Numbers > Manage > Buy a number)")
+	}
+	if rep.HandsetVoiceURL == "" {
+		hints = append(hints, "HANDSET_PUBLIC_URL is not set, so Handset's voice URL is unknown: set it to the public https address Twilio reaches Handset at")
+	}
+	switch {
+	case rep.PhoneNumber == "":
+		hints = append(hints, "set HANDSET_PHONE_NUMBER to the number Handset answers and calls from")
+	case !rep.PhoneNumberFound:
+		hints = append(hints, fmt.Sprintf("HANDSET_PHONE_NUMBER %s is not a number of this account: set it to one of the numbers above", rep.PhoneNumber))
+	default:
+		for _, n := range rep.Numbers {
+			if n.IsPhoneNumber && n.Voice != voiceAtHandset && rep.HandsetVoiceURL != "" {
+				hints = append(hints, fmt.Sprintf("run `handset attach-number %s` to send its calls to Handset", n.PhoneNumber))
+			}
+		}
+	}
+	return hints
+}
+
+func (rep numbersReport) print(w io.Writer) {
+	a := rep.Account
+	plural := "s"
+	if len(rep.Numbers) == 1 {
+		plural = ""
+	}
+	fmt.Fprintf(w, "Twilio account %q (%s, %s, %s): %d number%s\n", a.FriendlyName, a.SID, a.Type, a.Status, len(rep.Numbers), plural)
+	if rep.HandsetVoiceURL != "" {
+		fmt.Fprintf(w, "Handset's voice URL: %s\n", rep.HandsetVoiceURL)
+	}
+	for _, n := range rep.Numbers {
+		mark, tag := " ", ""
+		if n.IsPhoneNumber {
+			mark, tag = "*", "  [HANDSET_PHONE_NUMBER]"
+		}
+		fmt.Fprintf(w, "\n%s %s  %s  %s%s\n", mark, n.PhoneNumber, n.FriendlyName, n.SID, tag)
+		fmt.Fprintf(w, "    voice URL: %s\n", methodURL(n.VoiceMethod, n.VoiceURL))
+		if n.VoiceApplicationSID != "" {
+			fmt.Fprintf(w, "    TwiML app: %s\n", n.VoiceApplicationSID)
+		}
+		if n.StatusCallback != "" {
+			fmt.Fprintf(w, "    status callback: %s\n", n.StatusCallback)
+		}
+		fmt.Fprintf(w, "    %s\n", n.VoiceNote)
+	}
+	if len(rep.Hints) > 0 {
+		fmt.Fprintln(w)
+	}
+	for _, h := range rep.Hints {
+		fmt.Fprintln(w, "hint: "+h)
+	}
+}
