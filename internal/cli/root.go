@@ -43,6 +43,8 @@ var commands = map[string]command{
 	"agents":        {"OpenClaw: the gateway's agents and which one Handset would use.", runAgents},
 	"numbers":       {"The Twilio account's numbers and where their voice webhooks point.", runNumbers},
 	"attach-number": {"Point a Twilio number's voice webhook at this Handset.", runAttachNumber},
+	"trace":         {"Stage-by-stage view of a call with per-turn latencies.", runTrace},
+	"diagnose":      {"Names the first broken stage of a call and the fix.", runDiagnose},
 	"test":          {"One real turn through the agent runtime, and the TTS and STT heard end to end.", runTest},
 	"simulate":      {"A whole call in the terminal through the real engine.", runSimulate},
 	"version":       {"Version, commit and build tags.", runVersion},
@@ -99,7 +101,7 @@ func Main(ctx context.Context, args []string, env Env) int {
 
 // planned are INTERFACE.md commands that later versions add.
 var planned = map[string]bool{
-	"doctor": true, "setup": true, "trace": true, "diagnose": true,
+	"doctor": true, "setup": true,
 	"call": true, "bench": true,
 }
 
