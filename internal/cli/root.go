@@ -43,6 +43,8 @@ var commands = map[string]command{
 	"agents":        {"OpenClaw: the gateway's agents and which one Handset would use.", runAgents},
 	"numbers":       {"The Twilio account's numbers and where their voice webhooks point.", runNumbers},
 	"attach-number": {"Point a Twilio number's voice webhook at this Handset.", runAttachNumber},
+	"setup":         {"Scaffold a ready-to-run project for Hermes, OpenClaw or an OpenAI-compatible runtime.", runSetup},
+	"doctor":        {"Check everything configured; each problem comes with its fix.", runDoctor},
 	"trace":         {"Stage-by-stage view of a call with per-turn latencies.", runTrace},
 	"diagnose":      {"Names the first broken stage of a call and the fix.", runDiagnose},
 	"test":          {"One real turn through the agent runtime, and the TTS and STT heard end to end.", runTest},
@@ -100,10 +102,7 @@ func Main(ctx context.Context, args []string, env Env) int {
 }
 
 // planned are INTERFACE.md commands that later versions add.
-var planned = map[string]bool{
-	"doctor": true, "setup": true,
-	"call": true, "bench": true,
-}
+var planned = map[string]bool{"call": true, "bench": true}
 
 func printUsage(w io.Writer) {
 	fmt.Fprintln(w, "handset gives an AI agent runtime a phone number and a voice.")

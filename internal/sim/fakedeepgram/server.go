@@ -344,8 +344,13 @@ func parseParams(q url.Values) (params, error) {
 	return p, nil
 }
 
-// ServeHTTP answers GET /v1/listen with a WebSocket, as wss://api.deepgram.com does.
+// ServeHTTP answers GET /v1/listen with a WebSocket, as wss://api.deepgram.com does, and
+// GET /v1/projects (see projects.go).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/v1/projects" {
+		s.projects(w, r)
+		return
+	}
 	requestID := newRequestID()
 	if r.URL.Path != "/v1/listen" {
 		s.reject(w, http.StatusNotFound, "Not Found", "no route for "+r.URL.Path, requestID)

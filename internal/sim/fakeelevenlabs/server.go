@@ -111,6 +111,7 @@ func New(o Options) *Server {
 	s.mux.HandleFunc("POST /v1/text-to-speech/{voice_id}", func(w http.ResponseWriter, r *http.Request) {
 		s.serve(w, r, false)
 	})
+	s.mux.HandleFunc("GET /v1/voices/{voice_id}", s.voice)
 	return s
 }
 

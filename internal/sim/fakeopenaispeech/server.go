@@ -175,6 +175,7 @@ func New(opts Options) *Server {
 	}
 	s.mux.HandleFunc("POST /v1/audio/transcriptions", s.transcribe)
 	s.mux.HandleFunc("POST /v1/audio/speech", s.speech)
+	s.mux.HandleFunc("GET /v1/models", s.models)
 	s.mux.HandleFunc("/", s.notFound)
 	return s
 }

@@ -1,0 +1,261 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/handset-voice/handset/internal/config"
+	"github.com/handset-voice/handset/internal/doctor"
+)
+
+// doctorReport is `handset doctor --json`.
+type doctorReport struct {
+	OK         bool            `json:"ok"` // no check failed
+	ConfigFile string          `json:"config_file,omitempty"`
+	EnvFiles   []string        `json:"env_files"` // dotenv files read, in precedence order
+	Results    []doctor.Result `json:"results"`
+	Summary    doctor.Counts   `json:"summary"`
+}
+
+// doctorTransport, when set, carries every HTTP probe doctor makes itself; tests use it to
+// trust their TLS fakes. Nil: a transport of doctor's own, closed when it ends.
+var doctorTransport http.RoundTripper
+
+// runDoctor is the preflight: every configured part checked at once, each bounded by
+// --timeout, every problem with a one-line fix. It exits 0 when nothing failed (warnings
+// allowed), 1 when a check failed, 2 on a usage error.
+func runDoctor(ctx context.Context, env Env, args []string) error {
+	fs, g := newFlagSet("doctor", env)
+	asJSON := fs.Bool("json", false, "print the results as JSON")
+	noNetwork := fs.Bool("no-network", false, "skip every check that talks to a server (agent runtime, speech providers, Twilio, the public URL)")
+	timeout := fs.Duration("timeout", doctor.DefaultTimeout, "time `limit` for each check (they run in parallel)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return &usageError{msg: fmt.Sprintf("unexpected argument %q", fs.Arg(0)), hint: "doctor takes only flags: run `handset doctor --help`"}
+	}
+	if *timeout <= 0 {
+		return &usageError{msg: "--timeout must be more than 0", hint: "like --timeout 10s"}
+	}
+
+	home := environValue(env.Environ, "HOME")
+	files, hermesEnv := doctorEnvFiles(env, g, home)
+	lg := *g
+	lg.envFiles = files
+	cfg, err := loadConfig(env, &lg, nil)
+	var results []doctor.Result
+	if err != nil {
+		// The settings cannot be read at all: say which file and line, and stop there.
+		results = loadProblems(err)
+		return doctorOutput(env, *asJSON, doctorReport{EnvFiles: files, ConfigFile: g.configFile}, results, nil)
+	}
+	tr := doctorTransport
+	if tr == nil {
+		own := http.DefaultTransport.(*http.Transport).Clone()
+		defer own.CloseIdleConnections()
+		tr = own
+	}
+	d := &doctorRun{
+		cfg: cfg, env: env, home: home, hermesEnv: hermesEnv,
+		explicitEnvFiles: len(g.envFiles) > 0,
+		client:           &http.Client{Transport: tr},
+	}
+	results = doctor.Run(ctx, d.checks(), doctor.Options{Timeout: *timeout, NoNetwork: *noNetwork})
+	rep := doctorReport{ConfigFile: cfg.ConfigFile(), EnvFiles: cfg.EnvFiles()}
+	return doctorOutput(env, *asJSON, rep, results, secretsOf(cfg, d.hermes()))
+}
+
+// doctorOutput redacts and prints the results, and turns a failure into exit code 1.
+func doctorOutput(env Env, asJSON bool, rep doctorReport, results []doctor.Result, secrets []string) error {
+	for i := range results {
+		results[i].Detail = redactSecrets(results[i].Detail, secrets)
+		results[i].Fix = redactSecrets(results[i].Fix, secrets)
+	}
+	rep.Results, rep.Summary, rep.OK = results, doctor.Count(results), !doctor.Failed(results)
+	if rep.EnvFiles == nil {
+		rep.EnvFiles = []string{}
+	}
+	if asJSON {
+		enc := json.NewEncoder(env.Stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
+	} else {
+		doctor.Print(env.Stdout, results, useColor(env))
+	}
+	if !rep.OK {
+		return errReported
+	}
+	return nil
+}
+
+// doctorEnvFiles are the dotenv files doctor reads: the --env-file files, or the project's
+// .env when there is one, then ~/.hermes/.env when it exists (an earlier file wins, and the
+// environment beats them all). It also returns the Hermes file's path when it is read.
+func doctorEnvFiles(env Env, g *globals, home string) (files []string, hermesEnv string) {
+	files = slices.Clone([]string(g.envFiles))
+	if len(files) == 0 {
+		p := filepath.Join(cmpOrDot(env.WorkDir), config.DefaultEnvFile)
+		if st, err := os.Stat(p); err == nil && !st.IsDir() {
+			files = append(files, p)
+		}
+	}
+	if home == "" {
+		return files, ""
+	}
+	p := filepath.Join(home, ".hermes", ".env")
+	if st, err := os.Stat(p); err != nil || st.IsDir() {
+		return files, ""
+	}
+	for _, f := range files {
+		if sameFile(f, p, env.WorkDir) {
+			return files, p
+		}
+	}
+	return append(files, p), p
+}
+
+func cmpOrDot(dir string) string {
+	if dir == "" {
+		return "."
+	}
+	return dir
+}
+
+// sameFile reports whether name (relative to dir) and path are one file.
+func sameFile(name, path, dir string) bool {
+	if !filepath.IsAbs(name) {
+		name = filepath.Join(cmpOrDot(dir), name)
+	}
+	a, err1 := os.Stat(name)
+	b, err2 := os.Stat(path)
+	return err1 == nil && err2 == nil && os.SameFile(a, b)
+}
+
+// loadProblems turns the error of config.Load into one failed check per problem.
+func loadProblems(err error) []doctor.Result {
+	var errs []error
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	} else {
+		errs = []error{err}
+	}
+	out := make([]doctor.Result, 0, len(errs))
+	for _, e := range errs {
+		fix := "correct the file and line named here; docs/configuration.md describes every setting"
+		var fe *config.FileError
+		if errors.As(e, &fe) && fe.Msg == "no such file" {
+			fix = "create " + fe.Path + ", or drop the flag that names it"
+		}
+		out = append(out, doctor.Result{Section: "config", Name: "load", Status: doctor.Fail,
+			Detail: "the settings cannot be read: " + e.Error(), Fix: fix})
+	}
+	return out
+}
+
+// secretsOf lists every secret value doctor knows, so no output can carry one.
+func secretsOf(cfg *config.Config, h hermesHome) []string {
+	var out []string
+	for _, s := range []config.Secret{cfg.Agent.Key, cfg.DatabaseURL, cfg.APIToken, cfg.Session.CallerHashSecret,
+		cfg.STT.Deepgram.Key, cfg.TTS.ElevenLabs.Key, cfg.OpenAI.Key, cfg.Twilio.AuthToken} {
+		if s.IsSet() {
+			out = append(out, s.Reveal())
+		}
+	}
+	if k := h.env[config.HermesKeyVar]; k != "" {
+		out = append(out, k)
+	}
+	return out
+}
+
+// redactSecrets replaces every secret (of 4 characters or more) in s.
+func redactSecrets(s string, secrets []string) string {
+	for _, v := range secrets {
+		if len(v) >= 4 {
+			s = strings.ReplaceAll(s, v, "[redacted]")
+		}
+	}
+	return s
+}
+
+// useColor: colours only on a terminal, and never with NO_COLOR set or TERM=dumb.
+func useColor(env Env) bool {
+	if environValue(env.Environ, "NO_COLOR") != "" || environValue(env.Environ, "TERM") == "dumb" {
+		return false
+	}
+	f, ok := env.Stdout.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// environValue is the last value of key in an os.Environ-style list.
+func environValue(environ []string, key string) string {
+	v := ""
+	for _, kv := range environ {
+		if k, val, ok := strings.Cut(kv, "="); ok && k == key {
+			v = val
+		}
+	}
+	return v
+}
+
+// doctorRun holds what the checks share.
+type doctorRun struct {
+	cfg              *config.Config
+	env              Env
+	home             string // HOME from the command's environment
+	hermesEnv        string // ~/.hermes/.env when doctor added it to the dotenv files
+	explicitEnvFiles bool   // --env-file was given
+	client           *http.Client
+
+	hermesOnce onceValue[hermesHome]
+}
+
+// onceValue computes a value once, for the checks that share one probe. The zero value is
+// ready to use.
+type onceValue[T any] struct {
+	init sync.Once
+	sem  chan struct{} // size 1: one computation at a time
+	done bool
+	v    T
+	err  error
+}
+
+// get returns the value, computing it with f the first time. A caller waiting for another
+// one's computation gives up when its own ctx ends.
+func (o *onceValue[T]) get(ctx context.Context, f func(context.Context) (T, error)) (T, error) {
+	o.init.Do(func() { o.sem = make(chan struct{}, 1) })
+	select {
+	case o.sem <- struct{}{}:
+	case <-ctx.Done():
+		var zero T
+		return zero, ctx.Err()
+	}
+	defer func() { <-o.sem }()
+	if !o.done {
+		o.v, o.err = f(ctx)
+		o.done = true
+	}
+	return o.v, o.err
+}
+
+// hermes reads ~/.hermes once.
+func (d *doctorRun) hermes() hermesHome {
+	h, _ := d.hermesOnce.get(context.Background(), func(context.Context) (hermesHome, error) {
+		return readHermesHome(d.home), nil
+	})
+	return h
+}

@@ -1,0 +1,263 @@
+package cli
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/handset-voice/handset/internal/config"
+)
+
+// setupOptions are `handset setup`'s flags.
+type setupOptions struct {
+	dir, runtime           string
+	yes, force             bool
+	enableHermes, genKey   bool
+	startGateway           bool
+	number, url            string
+	noCheck                bool
+	hermesHome, binaryPath string
+}
+
+// runSetup scaffolds a ready-to-run project folder for an agent runtime, optionally
+// prepares Hermes and attaches a Twilio number, then runs doctor on the result.
+func runSetup(ctx context.Context, env Env, args []string) error {
+	fs, _ := newFlagSet("setup", env)
+	var o setupOptions
+	fs.StringVar(&o.dir, "dir", "handset-phone-agent", "project `folder` to create")
+	fs.StringVar(&o.runtime, "runtime", "", "agent runtime: hermes, openclaw or openai (required)")
+	fs.BoolVar(&o.yes, "yes", false, "do what the flags ask without asking (changes outside the folder need it)")
+	fs.BoolVar(&o.force, "force", false, "overwrite files that already exist in the folder")
+	fs.BoolVar(&o.enableHermes, "enable-hermes", false, "write API_SERVER_ENABLED=true into ~/.hermes/.env (backed up first)")
+	fs.BoolVar(&o.genKey, "generate-key", false, "generate a strong API key and write it to both Hermes and the project")
+	fs.BoolVar(&o.startGateway, "start-gateway", false, "run `hermes gateway start` and wait until its API answers")
+	fs.StringVar(&o.number, "number", "", "Twilio `number` to point at this Handset")
+	fs.StringVar(&o.url, "url", "", "public base `URL` of this Handset (HANDSET_PUBLIC_URL)")
+	fs.BoolVar(&o.noCheck, "no-check", false, "skip the doctor checks at the end")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	switch o.runtime {
+	case config.AgentHermes, config.AgentOpenClaw, config.AgentOpenAI:
+	case "":
+		return &usageError{msg: "--runtime is required", hint: "handset setup --runtime hermes|openclaw|openai"}
+	default:
+		return &usageError{msg: fmt.Sprintf("--runtime %q is not one of hermes, openclaw, openai", o.runtime)}
+	}
+	if (o.enableHermes || o.startGateway) && o.runtime != config.AgentHermes {
+		return &usageError{msg: "--enable-hermes and --start-gateway are for --runtime hermes"}
+	}
+	if o.genKey && o.runtime == config.AgentOpenClaw {
+		return &usageError{msg: "--generate-key writes Hermes' key; OpenClaw's token is the gateway's own",
+			hint: "put the gateway's token in the project's .env as OPENCLAW_GATEWAY_TOKEN"}
+	}
+	if o.number != "" && o.url == "" {
+		return &usageError{msg: "--number needs --url, the public URL Twilio will call"}
+	}
+	if o.url != "" && !strings.HasPrefix(o.url, "https://") {
+		return &usageError{msg: fmt.Sprintf("--url %q must be https:// (Twilio calls it over the internet)", o.url)}
+	}
+	outside := o.enableHermes || o.startGateway || o.number != "" || (o.genKey && o.runtime == config.AgentHermes)
+	if outside && !o.yes {
+		return &usageError{msg: "this changes things outside the project folder (~/.hermes/.env, the Hermes gateway, the Twilio number)",
+			hint: "add --yes to confirm"}
+	}
+	home := environValue(env.Environ, "HOME")
+	o.hermesHome = filepath.Join(home, ".hermes")
+	dir := o.dir
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(env.WorkDir, dir)
+	}
+
+	key := ""
+	if o.genKey {
+		key = newAPIKey()
+	}
+	files := scaffold(o, key)
+	if err := writeProject(env, dir, files, o.force); err != nil {
+		return err
+	}
+	if o.enableHermes || o.genKey && o.runtime == config.AgentHermes {
+		if err := updateHermesEnv(env, o.hermesHome, o.enableHermes, key); err != nil {
+			return err
+		}
+	}
+	if o.startGateway {
+		if err := startHermesGateway(ctx, env, dir); err != nil {
+			return err
+		}
+	}
+	if o.number != "" {
+		if err := setupAttach(ctx, env, dir, o.number, strings.TrimRight(o.url, "/")); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(env.Stdout, "\nNext: cd %s, fill in .env (see .env.example), then run `handset doctor` and `handset serve`.\n", o.dir)
+	if o.noCheck {
+		return nil
+	}
+	fmt.Fprintln(env.Stdout, "\nChecking the new project (handset doctor):")
+	projectEnv := env
+	projectEnv.WorkDir = dir
+	if err := runDoctor(ctx, projectEnv, nil); err != nil && !errors.Is(err, errReported) {
+		return err
+	}
+	return nil // blockers are expected until .env is filled in; doctor has listed them
+}
+
+// newAPIKey is 32 random bytes, hex: strong enough for a bearer key.
+func newAPIKey() string {
+	var b [32]byte
+	_, _ = rand.Read(b[:])
+	return "hs_" + hex.EncodeToString(b[:])
+}
+
+// projectFile is one file setup writes.
+type projectFile struct {
+	name    string
+	content string
+	mode    os.FileMode
+}
+
+// writeProject writes the files, refusing to overwrite any without force (checked for all
+// before any is written, so a refusal leaves the folder as it was).
+func writeProject(env Env, dir string, files []projectFile, force bool) error {
+	if !force {
+		var exist []string
+		for _, f := range files {
+			if _, err := os.Stat(filepath.Join(dir, f.name)); err == nil {
+				exist = append(exist, f.name)
+			}
+		}
+		if len(exist) > 0 {
+			return &usageError{msg: fmt.Sprintf("%s already has %s", dir, strings.Join(exist, ", ")),
+				hint: "use --force to overwrite them, or --dir for another folder"}
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("setup: %w", err)
+	}
+	for _, f := range files {
+		if err := os.WriteFile(filepath.Join(dir, f.name), []byte(f.content), f.mode); err != nil {
+			return fmt.Errorf("setup: %w", err)
+		}
+		if err := os.Chmod(filepath.Join(dir, f.name), f.mode); err != nil {
+			return fmt.Errorf("setup: %w", err)
+		}
+		fmt.Fprintf(env.Stdout, "wrote %s\n", filepath.Join(dir, f.name))
+	}
+	return nil
+}
+
+// updateHermesEnv sets API_SERVER_ENABLED=true and/or API_SERVER_KEY in Hermes' dotenv
+// file, keeping every other line, after copying it to a timestamped backup.
+func updateHermesEnv(env Env, hermesHome string, enable bool, key string) error {
+	path := filepath.Join(hermesHome, ".env")
+	old, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("setup: %w", err)
+	}
+	set := map[string]string{}
+	if enable {
+		set["API_SERVER_ENABLED"] = "true"
+	}
+	if key != "" {
+		set["API_SERVER_KEY"] = key
+	}
+	var lines []string
+	if len(old) > 0 {
+		lines = strings.Split(strings.TrimRight(string(old), "\n"), "\n")
+	}
+	for i, l := range lines {
+		k, _, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(l), "export "), "=")
+		if v, want := set[strings.TrimSpace(k)]; ok && want {
+			lines[i] = strings.TrimSpace(k) + "=" + v
+			delete(set, strings.TrimSpace(k))
+		}
+	}
+	for _, k := range []string{"API_SERVER_ENABLED", "API_SERVER_KEY"} {
+		if v, ok := set[k]; ok {
+			lines = append(lines, k+"="+v)
+		}
+	}
+	if err := os.MkdirAll(hermesHome, 0o700); err != nil {
+		return fmt.Errorf("setup: %w", err)
+	}
+	if old != nil {
+		backup := path + ".bak-" + time.Now().UTC().Format("20060102T150405Z")
+		if err := os.WriteFile(backup, old, 0o600); err != nil {
+			return fmt.Errorf("setup: backing up %s: %w", path, err)
+		}
+		fmt.Fprintf(env.Stdout, "backed up %s to %s\n", path, backup)
+	}
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		return fmt.Errorf("setup: %w", err)
+	}
+	what := []string{}
+	if enable {
+		what = append(what, "API_SERVER_ENABLED=true")
+	}
+	if key != "" {
+		what = append(what, "API_SERVER_KEY (the same key as the project's HANDSET_AGENT_KEY)")
+	}
+	fmt.Fprintf(env.Stdout, "updated %s: %s; restart the Hermes gateway to apply it\n", path, strings.Join(what, ", "))
+	return nil
+}
+
+// gatewayWait bounds how long setup waits for a started Hermes gateway to answer.
+var gatewayWait = 60 * time.Second
+
+// startHermesGateway runs `hermes gateway start` and waits for the API server's /health.
+func startHermesGateway(ctx context.Context, env Env, dir string) error {
+	bin := lookPathIn(env.Environ, "hermes")
+	if bin == "" {
+		return errors.New("--start-gateway: the hermes command is not on PATH: install Hermes Agent first")
+	}
+	cmd := exec.CommandContext(ctx, bin, "gateway", "start")
+	cmd.Env = env.Environ
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("--start-gateway: `hermes gateway start` failed: %v: %s", err, strings.TrimSpace(string(out)))
+	}
+	projectEnv := env
+	projectEnv.WorkDir = dir
+	cfg, err := loadConfig(projectEnv, &globals{}, nil)
+	if err != nil {
+		return err
+	}
+	health := strings.TrimSuffix(strings.TrimSuffix(cfg.AgentURL(), "/"), "/v1") + "/health"
+	deadline := time.Now().Add(gatewayWait)
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, health, nil)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				fmt.Fprintf(env.Stdout, "the Hermes gateway answers at %s\n", health)
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("--start-gateway: the gateway started but %s did not answer within %s: is API_SERVER_ENABLED=true in ~/.hermes/.env?", health, gatewayWait)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// setupAttach points the Twilio number at publicURL, with the project's credentials.
+func setupAttach(ctx context.Context, env Env, dir, number, publicURL string) error {
+	projectEnv := env
+	projectEnv.WorkDir = dir
+	return runAttachNumber(ctx, projectEnv, []string{number, "--url", publicURL + "/twilio/voice"})
+}
