@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/handset-voice/handset/internal/audio/transcode"
 	"io"
 	"log/slog"
 	"os/exec"
@@ -96,7 +97,7 @@ func (s *Synthesizer) Name() string { return name }
 // converted from espeak-ng's 22050 Hz to f, as espeak-ng writes it. Text with nothing to
 // say gives an empty reader; an unsupported format is a KindBadInput error.
 func (s *Synthesizer) Synthesize(ctx context.Context, text string, f audio.Format) (io.ReadCloser, error) {
-	if _, err := newConverter(nativeRate, f); err != nil {
+	if _, err := transcode.New(nativeRate, f); err != nil {
 		return nil, &voice.ProviderError{Provider: name, Op: "synthesize", Kind: voice.KindBadInput, Err: err}
 	}
 	if err := ctx.Err(); err != nil {
@@ -175,7 +176,7 @@ type stream struct {
 
 	// Owned by the reader.
 	wav   wavReader
-	conv  *converter
+	conv  *transcode.Encoder
 	raw   []byte // PCM read from espeak-ng, whole samples
 	carry []byte // a trailing odd byte awaiting its pair
 	out   []byte // converted audio not yet returned is out[off:]
@@ -208,7 +209,7 @@ func (st *stream) readHeader() error {
 		}
 		return &voice.ProviderError{Provider: name, Op: "synthesize", Kind: voice.KindProtocol, Err: err}
 	}
-	if st.conv, err = newConverter(rate, st.f); err != nil {
+	if st.conv, err = transcode.New(rate, st.f); err != nil {
 		return &voice.ProviderError{Provider: name, Op: "synthesize", Kind: voice.KindProtocol,
 			Err: fmt.Errorf("espeak-ng speaks at %d Hz: %w", rate, err)}
 	}
@@ -255,7 +256,7 @@ func (st *stream) fill() {
 	whole := len(raw) &^ 1
 	st.carry = append(st.carry[:0], raw[whole:]...)
 	if whole > 0 {
-		st.out = append(st.out, st.conv.convert(raw[:whole])...)
+		st.out = append(st.out, st.conv.EncodeLE(raw[:whole])...)
 	}
 	if err != nil {
 		st.eof = true

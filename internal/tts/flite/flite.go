@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/handset-voice/handset/internal/audio/transcode"
 	"io"
 	"log/slog"
 	"slices"
@@ -117,7 +118,7 @@ func (s *Synthesizer) Synthesize(ctx context.Context, text string, f audio.Forma
 	if f.Rate == 8000 {
 		sp = s.v8k
 	}
-	conv, err := newConverter(sp.rate(), f)
+	conv, err := transcode.New(sp.rate(), f)
 	if err != nil {
 		return nil, &voice.ProviderError{Provider: name, Op: "synthesize", Kind: voice.KindBadInput, Err: err}
 	}

@@ -3,6 +3,7 @@ package flite
 import (
 	"context"
 	"errors"
+	"github.com/handset-voice/handset/internal/audio/transcode"
 	"io"
 	"log/slog"
 	"sync"
@@ -44,7 +45,7 @@ func newStream(ctx context.Context, f audio.Format) *stream {
 }
 
 // run speaks the chunks one after another through conv into the buffer.
-func (st *stream) run(sp speaker, chunks []string, conv *converter, log *slog.Logger) {
+func (st *stream) run(sp speaker, chunks []string, conv *transcode.Encoder, log *slog.Logger) {
 	defer close(st.finished)
 	// Wake the producer and any reader when the caller gives up.
 	stopWatching := context.AfterFunc(st.ctx, st.halt)
@@ -60,7 +61,7 @@ func (st *stream) run(sp speaker, chunks []string, conv *converter, log *slog.Lo
 		if first == 0 {
 			first = time.Since(start)
 		}
-		return st.push(conv.convert(pcm))
+		return st.push(conv.Encode(pcm))
 	}
 	var err error
 	for _, c := range chunks {
