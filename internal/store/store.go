@@ -1,0 +1,165 @@
+// Package store is the contract for what Handset keeps beyond a call's journal: calls,
+// their transcripts, callers' sessions (caller hash to agent session key), and jobs with
+// leases. Two implementations satisfy it, store/sqlite (the default, in the data dir) and
+// store/postgres (HANDSET_DATABASE_URL, for several nodes); store/storetest is the
+// conformance suite both pass.
+//
+// Jobs move pending -> running -> completed | failed. Every transition is a compare-and-set
+// on the job's state, lease owner and version, so a node whose lease expired cannot
+// overwrite the result of the node that reclaimed the job.
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/handset-voice/handset/internal/voice"
+)
+
+// Errors every implementation returns (wrapped, test with errors.Is).
+var (
+	ErrNotFound  = errors.New("store: not found")
+	ErrLeaseLost = errors.New("store: the job is no longer leased to this owner") // expired and reclaimed, or finished
+	ErrDuplicate = errors.New("store: duplicate")                                 // an id or dedupe key already used
+)
+
+// Call is one call as the store keeps it. From and To are raw numbers: the store is the
+// only place they are kept (callbacks and the dashboard need them).
+type Call struct {
+	ID         voice.CallID
+	Carrier    string
+	CarrierRef string // the carrier's own id (Twilio CallSid)
+	Direction  voice.Direction
+	From, To   string
+	CallerHash string
+	Agent      string // runtime name
+	Node       string // the Handset process that ran it
+	StartedAt  time.Time
+	EndedAt    time.Time // zero while the call runs
+	Outcome    string    // the end reason ("caller_hangup", …); empty while it runs
+	Journal    string    // where its events.jsonl is
+}
+
+// TranscriptLine is one line of a call's conversation.
+type TranscriptLine struct {
+	CallID      voice.CallID
+	Turn        int
+	Role        voice.Role
+	Text        string
+	At          time.Time
+	Interrupted bool // an agent line the caller cut off (Text is what they heard)
+}
+
+// Session links a caller to the agent memory they reach.
+type Session struct {
+	CallerHash string
+	SessionKey string
+	FirstSeen  time.Time
+	LastSeen   time.Time
+	Calls      int
+	LastCall   voice.CallID
+}
+
+// JobState is where a job is in its life cycle.
+type JobState string
+
+// Job states.
+const (
+	JobPending   JobState = "pending"
+	JobRunning   JobState = "running"
+	JobCompleted JobState = "completed"
+	JobFailed    JobState = "failed"
+)
+
+// NewJob is what Enqueue takes.
+type NewJob struct {
+	Kind        string // "outbound_call", "transfer", "handoff", "deliver", …
+	Payload     []byte // JSON, the kind's own shape
+	RunAt       time.Time
+	MaxAttempts int    // default 3
+	DedupeKey   string // optional: a second Enqueue with the same key is ErrDuplicate
+}
+
+// Job is a unit of work with a lease.
+type Job struct {
+	ID          int64
+	Kind        string
+	Payload     []byte
+	State       JobState
+	Attempts    int // claims so far, reclaims included
+	MaxAttempts int
+	RunAt       time.Time
+	LeaseOwner  string
+	LeaseUntil  time.Time
+	Result      []byte // JSON, on completion
+	Error       string // why it failed (the last attempt's error while it retries)
+	DedupeKey   string
+	Version     int64 // bumped by every transition
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+}
+
+// ListCalls filters ListCalls; zero values mean no filter.
+type ListCalls struct {
+	CallerHash string
+	Before     time.Time // started before
+	Limit      int       // default 50
+}
+
+// ListJobs filters ListJobs.
+type ListJobs struct {
+	State JobState
+	Kind  string
+	Limit int // default 100
+}
+
+// Store keeps calls, transcripts, sessions and jobs. Safe for concurrent use, and for use
+// by several processes sharing one database (PostgreSQL) or one file (SQLite, one node).
+type Store interface {
+	// StartCall records a new call; its ID must be new (ErrDuplicate).
+	StartCall(ctx context.Context, c Call) error
+	// EndCall sets EndedAt and Outcome of a running call.
+	EndCall(ctx context.Context, id voice.CallID, endedAt time.Time, outcome string) error
+	Call(ctx context.Context, id voice.CallID) (Call, error)
+	// Calls lists calls, newest first.
+	Calls(ctx context.Context, f ListCalls) ([]Call, error)
+	AppendTranscript(ctx context.Context, lines []TranscriptLine) error
+	// Transcript returns a call's lines in order (turn, then time).
+	Transcript(ctx context.Context, id voice.CallID) ([]TranscriptLine, error)
+
+	// TouchSession records that callerHash called (call) at `at` reaching sessionKey: it
+	// creates the session or bumps Calls and LastSeen, keeping the first key it was given
+	// unless sessionKey is not empty and differs (then the new key wins).
+	TouchSession(ctx context.Context, callerHash, sessionKey string, call voice.CallID, at time.Time) (Session, error)
+	Session(ctx context.Context, callerHash string) (Session, error)
+	SessionByKey(ctx context.Context, sessionKey string) (Session, error)
+
+	Enqueue(ctx context.Context, j NewJob) (Job, error)
+	// Claim leases the next due job of one of kinds (all kinds when empty) to owner until
+	// now+lease: a pending job whose RunAt has come, or a running job whose lease expired
+	// (a dead node's; reclaimed). It counts an attempt. ok is false when none is due. On
+	// PostgreSQL concurrent claimers never get the same job (FOR UPDATE SKIP LOCKED).
+	Claim(ctx context.Context, owner string, kinds []string, lease time.Duration, now time.Time) (j Job, ok bool, err error)
+	// Heartbeat extends owner's lease; ErrLeaseLost when the job is no longer its own.
+	Heartbeat(ctx context.Context, id int64, owner string, lease time.Duration, now time.Time) error
+	// Complete finishes owner's job with result; ErrLeaseLost when it is no longer its own.
+	Complete(ctx context.Context, id int64, owner string, result []byte, now time.Time) error
+	// Fail records errMsg. With a non-zero retryAt and attempts left, the job goes back to
+	// pending until retryAt; otherwise it is failed for good. ErrLeaseLost as above.
+	Fail(ctx context.Context, id int64, owner, errMsg string, retryAt, now time.Time) error
+	Job(ctx context.Context, id int64) (Job, error)
+	// Jobs lists jobs, oldest first.
+	Jobs(ctx context.Context, f ListJobs) ([]Job, error)
+
+	Close() error
+}
+
+// Backoff is the wait before retry attempt n (1-based): 5 s doubling, at most 10 min.
+func Backoff(attempt int) time.Duration {
+	d := 5 * time.Second
+	for i := 1; i < attempt && d < 10*time.Minute; i++ {
+		d *= 2
+	}
+	return min(d, 10*time.Minute)
+}
