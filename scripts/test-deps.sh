@@ -5,4 +5,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/apt.sh pocketsphinx-testdata chromium espeak-ng curl
+./scripts/postgres.sh >/dev/null # a private PostgreSQL for the store tests (.cache/postgres/url)
 ./scripts/openclaw.sh

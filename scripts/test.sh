@@ -4,6 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/test-deps.sh
+# The store/postgres tests (and multi-node job tests) use the private cluster postgres.sh started.
+export HANDSET_TEST_DATABASE_URL="${HANDSET_TEST_DATABASE_URL:-$(cat .cache/postgres/url)}"
 
 echo "== gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))

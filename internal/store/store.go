@@ -138,8 +138,11 @@ type Store interface {
 	Enqueue(ctx context.Context, j NewJob) (Job, error)
 	// Claim leases the next due job of one of kinds (all kinds when empty) to owner until
 	// now+lease: a pending job whose RunAt has come, or a running job whose lease expired
-	// (a dead node's; reclaimed). It counts an attempt. ok is false when none is due. On
-	// PostgreSQL concurrent claimers never get the same job (FOR UPDATE SKIP LOCKED).
+	// (a dead node's; reclaimed). It counts an attempt; pending jobs come before reclaims. A
+	// running job whose lease expired on its last attempt is failed instead ("lease expired
+	// on the last attempt"), so a job that kills its node cannot be retried forever. An
+	// expired lease stays its owner's until another claim takes it. ok is false when none
+	// is due. On PostgreSQL concurrent claimers never get the same job (FOR UPDATE SKIP LOCKED).
 	Claim(ctx context.Context, owner string, kinds []string, lease time.Duration, now time.Time) (j Job, ok bool, err error)
 	// Heartbeat extends owner's lease; ErrLeaseLost when the job is no longer its own.
 	Heartbeat(ctx context.Context, id int64, owner string, lease time.Duration, now time.Time) error

@@ -1,0 +1,267 @@
+// Package postgres is the PostgreSQL implementation of store.Store (pgx/v5, pgxpool), for
+// several Handset nodes sharing one database. Open migrates the schema (embedded SQL files,
+// under an advisory lock so nodes starting together migrate once). Jobs are claimed with
+// SELECT … FOR UPDATE SKIP LOCKED, and every job transition is an UPDATE guarded by the
+// job's id, state and lease owner, so a node whose lease expired cannot overwrite the work
+// of the node that reclaimed it.
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/handset-voice/handset/internal/store"
+	"github.com/handset-voice/handset/internal/voice"
+)
+
+// Store is a store.Store on PostgreSQL. Safe for concurrent use, and for several processes.
+type Store struct {
+	pool *pgxpool.Pool
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open connects to url (postgres://user@host:port/db?sslmode=…), checks the connection and
+// migrates the schema. It refuses a database migrated by a newer Handset (ErrSchemaTooNew).
+func Open(ctx context.Context, url string) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: connect %s@%s:%d/%s: %w", cfg.ConnConfig.User, cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database, err)
+	}
+	if err := migrate(ctx, pool); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return &Store{pool: pool}, nil
+}
+
+// Close closes the pool, waiting for connections in use to be released.
+func (s *Store) Close() error {
+	s.pool.Close()
+	return nil
+}
+
+// ---- helpers
+
+// ts is t for a timestamptz parameter: NULL when zero, else UTC (PostgreSQL keeps
+// microseconds; pgx truncates the rest).
+func ts(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UTC()
+}
+
+// fromTS turns a scanned nullable timestamptz back into a time (zero for NULL), in UTC.
+func fromTS(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.UTC()
+}
+
+func isUniqueViolation(err error) bool {
+	var pg *pgconn.PgError
+	return errors.As(err, &pg) && pg.Code == "23505"
+}
+
+func notFound(err error, what string, id any) error {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("postgres: %s %v: %w", what, id, store.ErrNotFound)
+	}
+	return fmt.Errorf("postgres: %s %v: %w", what, id, err)
+}
+
+// ---- calls
+
+const callColumns = `id, carrier, carrier_ref, direction, from_number, to_number, caller_hash, agent, node, started_at, ended_at, outcome, journal`
+
+func scanCall(row pgx.Row) (store.Call, error) {
+	var c store.Call
+	var started time.Time
+	var ended *time.Time
+	err := row.Scan(&c.ID, &c.Carrier, &c.CarrierRef, &c.Direction, &c.From, &c.To, &c.CallerHash,
+		&c.Agent, &c.Node, &started, &ended, &c.Outcome, &c.Journal)
+	c.StartedAt, c.EndedAt = started.UTC(), fromTS(ended)
+	return c, err
+}
+
+// StartCall records a new call; ErrDuplicate when its ID is taken.
+func (s *Store) StartCall(ctx context.Context, c store.Call) error {
+	if c.ID == "" {
+		return errors.New("postgres: start call: empty id")
+	}
+	started := c.StartedAt
+	if started.IsZero() {
+		started = time.Now()
+	}
+	_, err := s.pool.Exec(ctx, `INSERT INTO calls (`+callColumns+`)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+		string(c.ID), c.Carrier, c.CarrierRef, string(c.Direction), c.From, c.To, c.CallerHash,
+		c.Agent, c.Node, started.UTC(), ts(c.EndedAt), c.Outcome, c.Journal)
+	if isUniqueViolation(err) {
+		return fmt.Errorf("postgres: start call %s: %w", c.ID, store.ErrDuplicate)
+	}
+	if err != nil {
+		return fmt.Errorf("postgres: start call %s: %w", c.ID, err)
+	}
+	return nil
+}
+
+// EndCall sets a call's end time and outcome.
+func (s *Store) EndCall(ctx context.Context, id voice.CallID, endedAt time.Time, outcome string) error {
+	if endedAt.IsZero() {
+		endedAt = time.Now()
+	}
+	tag, err := s.pool.Exec(ctx, `UPDATE calls SET ended_at = $2, outcome = $3 WHERE id = $1`,
+		string(id), endedAt.UTC(), outcome)
+	if err != nil {
+		return fmt.Errorf("postgres: end call %s: %w", id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("postgres: end call %s: %w", id, store.ErrNotFound)
+	}
+	return nil
+}
+
+// Call returns one call; ErrNotFound when there is none with that id.
+func (s *Store) Call(ctx context.Context, id voice.CallID) (store.Call, error) {
+	c, err := scanCall(s.pool.QueryRow(ctx, `SELECT `+callColumns+` FROM calls WHERE id = $1`, string(id)))
+	if err != nil {
+		return store.Call{}, notFound(err, "call", id)
+	}
+	return c, nil
+}
+
+// Calls lists calls, newest first.
+func (s *Store) Calls(ctx context.Context, f store.ListCalls) ([]store.Call, error) {
+	limit := f.Limit
+	if limit <= 0 {
+		limit = 50
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+callColumns+` FROM calls
+		WHERE ($1 = '' OR caller_hash = $1) AND ($2::timestamptz IS NULL OR started_at < $2)
+		ORDER BY started_at DESC, id DESC LIMIT $3`, f.CallerHash, ts(f.Before), limit)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list calls: %w", err)
+	}
+	calls, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Call, error) { return scanCall(r) })
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list calls: %w", err)
+	}
+	return calls, nil
+}
+
+// AppendTranscript adds lines to their calls' transcripts, all or none.
+func (s *Store) AppendTranscript(ctx context.Context, lines []store.TranscriptLine) error {
+	if len(lines) == 0 {
+		return nil
+	}
+	_, err := s.pool.CopyFrom(ctx, pgx.Identifier{"transcript_lines"},
+		[]string{"call_id", "turn", "role", "text", "at", "interrupted"},
+		pgx.CopyFromSlice(len(lines), func(i int) ([]any, error) {
+			l := lines[i]
+			at := l.At
+			if at.IsZero() {
+				at = time.Now()
+			}
+			return []any{string(l.CallID), int32(l.Turn), string(l.Role), l.Text, at.UTC(), l.Interrupted}, nil
+		}))
+	if err != nil {
+		return fmt.Errorf("postgres: append transcript: %w", err)
+	}
+	return nil
+}
+
+// Transcript returns a call's lines by turn, then time, then the order they were added.
+func (s *Store) Transcript(ctx context.Context, id voice.CallID) ([]store.TranscriptLine, error) {
+	rows, err := s.pool.Query(ctx, `SELECT call_id, turn, role, text, at, interrupted FROM transcript_lines
+		WHERE call_id = $1 ORDER BY turn, at, seq`, string(id))
+	if err != nil {
+		return nil, fmt.Errorf("postgres: transcript %s: %w", id, err)
+	}
+	lines, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.TranscriptLine, error) {
+		var l store.TranscriptLine
+		var turn int32
+		err := r.Scan(&l.CallID, &turn, &l.Role, &l.Text, &l.At, &l.Interrupted)
+		l.Turn, l.At = int(turn), l.At.UTC()
+		return l, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: transcript %s: %w", id, err)
+	}
+	return lines, nil
+}
+
+// ---- sessions
+
+const sessionColumns = `caller_hash, session_key, first_seen, last_seen, calls, last_call`
+
+func scanSession(row pgx.Row) (store.Session, error) {
+	var ss store.Session
+	var calls int32
+	err := row.Scan(&ss.CallerHash, &ss.SessionKey, &ss.FirstSeen, &ss.LastSeen, &calls, &ss.LastCall)
+	ss.Calls, ss.FirstSeen, ss.LastSeen = int(calls), ss.FirstSeen.UTC(), ss.LastSeen.UTC()
+	return ss, err
+}
+
+// TouchSession creates callerHash's session or bumps it (one statement, so concurrent
+// touches of the same caller all count).
+func (s *Store) TouchSession(ctx context.Context, callerHash, sessionKey string, call voice.CallID, at time.Time) (store.Session, error) {
+	if callerHash == "" {
+		return store.Session{}, errors.New("postgres: touch session: empty caller hash")
+	}
+	if at.IsZero() {
+		at = time.Now()
+	}
+	ss, err := scanSession(s.pool.QueryRow(ctx, `INSERT INTO sessions AS s (`+sessionColumns+`)
+		VALUES ($1, $2, $3, $3, 1, $4)
+		ON CONFLICT (caller_hash) DO UPDATE SET
+			session_key = CASE WHEN excluded.session_key <> '' THEN excluded.session_key ELSE s.session_key END,
+			first_seen = least(s.first_seen, excluded.first_seen),
+			last_seen = greatest(s.last_seen, excluded.last_seen),
+			calls = s.calls + 1,
+			last_call = excluded.last_call
+		RETURNING `+sessionColumns, callerHash, sessionKey, at.UTC(), string(call)))
+	if err != nil {
+		return store.Session{}, fmt.Errorf("postgres: touch session: %w", err)
+	}
+	return ss, nil
+}
+
+// Session returns callerHash's session; ErrNotFound when the caller is new.
+func (s *Store) Session(ctx context.Context, callerHash string) (store.Session, error) {
+	ss, err := scanSession(s.pool.QueryRow(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE caller_hash = $1`, callerHash))
+	if err != nil {
+		return store.Session{}, notFound(err, "session", callerHash)
+	}
+	return ss, nil
+}
+
+// SessionByKey returns the session using sessionKey (the most recently seen one, should
+// several callers share it); ErrNotFound when none does.
+func (s *Store) SessionByKey(ctx context.Context, sessionKey string) (store.Session, error) {
+	if sessionKey == "" {
+		return store.Session{}, fmt.Errorf("postgres: session by key \"\": %w", store.ErrNotFound)
+	}
+	ss, err := scanSession(s.pool.QueryRow(ctx, `SELECT `+sessionColumns+` FROM sessions
+		WHERE session_key = $1 ORDER BY last_seen DESC, caller_hash LIMIT 1`, sessionKey))
+	if err != nil {
+		return store.Session{}, notFound(err, "session by key", sessionKey)
+	}
+	return ss, nil
+}
