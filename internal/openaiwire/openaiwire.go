@@ -6,7 +6,9 @@ package openaiwire
 import (
 	"cmp"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"unicode/utf8"
 )
@@ -98,4 +100,24 @@ func Truncate(s string, n int) string {
 		cut--
 	}
 	return s[:cut] + "…"
+}
+
+// Endpoint checks an API root and key as the providers take them and returns the URL of
+// path under the root ("https://api.openai.com/v1" + "/audio/speech"). what names the
+// provider in errors ("openai tts").
+func Endpoint(what, base, key, path string) (string, error) {
+	u, err := url.Parse(base)
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("%s: base URL %q: %w", what, base, err)
+	case u.Scheme != "http" && u.Scheme != "https":
+		return "", fmt.Errorf("%s: base URL %q: scheme must be http or https", what, base)
+	case u.Host == "":
+		return "", fmt.Errorf("%s: base URL %q has no host", what, base)
+	case u.RawQuery != "" || u.Fragment != "":
+		return "", fmt.Errorf("%s: base URL %q must not have a query or fragment", what, base)
+	case strings.ContainsAny(key, "\r\n\x00"):
+		return "", fmt.Errorf("%s: key contains a line break or NUL", what)
+	}
+	return strings.TrimRight(base, "/") + path, nil
 }

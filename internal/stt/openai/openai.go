@@ -9,8 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
-	"strings"
 	"time"
 
 	"github.com/handset-voice/handset/internal/audio"
@@ -68,21 +66,12 @@ var _ voice.Recognizer = (*Recognizer)(nil)
 // BaseURL or key; a wrong key shows up as an auth error on the first transcription.
 func New(o Options) (*Recognizer, error) {
 	base := cmp.Or(o.BaseURL, DefaultBaseURL)
-	u, err := url.Parse(base)
-	switch {
-	case err != nil:
-		return nil, fmt.Errorf("openai stt: base URL %q: %w", base, err)
-	case u.Scheme != "http" && u.Scheme != "https":
-		return nil, fmt.Errorf("openai stt: base URL %q: scheme must be http or https", base)
-	case u.Host == "":
-		return nil, fmt.Errorf("openai stt: base URL %q has no host", base)
-	case u.RawQuery != "" || u.Fragment != "":
-		return nil, fmt.Errorf("openai stt: base URL %q must not have a query or fragment", base)
-	case strings.ContainsAny(o.Key, "\r\n\x00"):
-		return nil, errors.New("openai stt: key contains a line break or NUL")
+	endpoint, err := openaiwire.Endpoint("openai stt", base, o.Key, "/audio/transcriptions")
+	if err != nil {
+		return nil, err
 	}
 	r := &Recognizer{
-		url:          strings.TrimRight(base, "/") + "/audio/transcriptions",
+		url:          endpoint,
 		key:          o.Key,
 		model:        cmp.Or(o.Model, DefaultModel),
 		language:     o.Language,

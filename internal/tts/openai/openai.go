@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
@@ -69,21 +68,12 @@ var _ voice.Synthesizer = (*Synthesizer)(nil)
 // BaseURL or key.
 func New(o Options) (*Synthesizer, error) {
 	base := cmp.Or(o.BaseURL, DefaultBaseURL)
-	u, err := url.Parse(base)
-	switch {
-	case err != nil:
-		return nil, fmt.Errorf("openai tts: base URL %q: %w", base, err)
-	case u.Scheme != "http" && u.Scheme != "https":
-		return nil, fmt.Errorf("openai tts: base URL %q: scheme must be http or https", base)
-	case u.Host == "":
-		return nil, fmt.Errorf("openai tts: base URL %q has no host", base)
-	case u.RawQuery != "" || u.Fragment != "":
-		return nil, fmt.Errorf("openai tts: base URL %q must not have a query or fragment", base)
-	case strings.ContainsAny(o.Key, "\r\n\x00"):
-		return nil, errors.New("openai tts: key contains a line break or NUL")
+	endpoint, err := openaiwire.Endpoint("openai tts", base, o.Key, "/audio/speech")
+	if err != nil {
+		return nil, err
 	}
 	s := &Synthesizer{
-		url:           strings.TrimRight(base, "/") + "/audio/speech",
+		url:           endpoint,
 		key:           o.Key,
 		model:         cmp.Or(o.Model, DefaultModel),
 		voice:         cmp.Or(o.Voice, DefaultVoice),
