@@ -1,0 +1,250 @@
+package cli
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/handset-voice/handset/internal/carrier/twilio"
+	"github.com/handset-voice/handset/internal/config"
+	"github.com/handset-voice/handset/internal/doctor"
+	"github.com/handset-voice/handset/internal/voice"
+)
+
+// ---- store ----
+
+func (d *doctorRun) storeChecks() []doctor.Check {
+	cs := []doctor.Check{localCheck(secStore, "data dir", func(context.Context) doctor.Result { return d.dataDir() })}
+	if d.cfg.DatabaseURL.IsSet() {
+		cs = append(cs, fixedCheck(secStore, "database", resWarn(
+			"HANDSET_DATABASE_URL is set ("+d.origin("HANDSET_DATABASE_URL")+"), but this version keeps only call journals, on disk in HANDSET_DATA_DIR",
+			"unset HANDSET_DATABASE_URL until a version with the PostgreSQL store; nothing is written there now")))
+	}
+	return cs
+}
+
+// dataDir checks that HANDSET_DATA_DIR exists and is writable, or can be created.
+func (d *doctorRun) dataDir() doctor.Result {
+	dir := d.cfg.DataDir
+	shown := dir
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(cmpOrDot(d.env.WorkDir), dir)
+	}
+	fix := "set HANDSET_DATA_DIR (now " + shown + ", from " + d.origin("HANDSET_DATA_DIR") + ") to a folder this user can write, or fix its permissions"
+	st, err := os.Stat(dir)
+	switch {
+	case err == nil && !st.IsDir():
+		return resFail(shown+" is a file, not a folder", fix)
+	case err == nil:
+		if err := probeWrite(dir); err != nil {
+			return resFail("cannot write in "+shown+": "+err.Error(), fix)
+		}
+		return resOK(shown + " is writable (call journals go in " + filepath.Join(shown, "calls") + ")")
+	case !errors.Is(err, os.ErrNotExist):
+		return resFail("cannot use "+shown+": "+err.Error(), fix)
+	}
+	// Not there yet: serve creates it, if the nearest existing parent lets it.
+	parent := filepath.Dir(dir)
+	for {
+		pst, err := os.Stat(parent)
+		switch {
+		case err == nil && !pst.IsDir():
+			return resFail(shown+" cannot be created: "+parent+" is a file", fix)
+		case err == nil:
+			if err := probeWrite(parent); err != nil {
+				return resFail(shown+" does not exist and cannot be created in "+parent+": "+err.Error(), fix)
+			}
+			return resOK(shown + " does not exist yet; handset serve creates it")
+		case !errors.Is(err, os.ErrNotExist):
+			return resFail(shown+" cannot be created: "+err.Error(), fix)
+		}
+		next := filepath.Dir(parent)
+		if next == parent {
+			return resFail(shown+" cannot be created: no parent folder exists", fix)
+		}
+		parent = next
+	}
+}
+
+// probeWrite creates and removes a small file in dir.
+func probeWrite(dir string) error {
+	f, err := os.CreateTemp(dir, ".handset-doctor-*")
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			return pe.Err
+		}
+		return err
+	}
+	name := f.Name()
+	_ = f.Close()
+	return os.Remove(name)
+}
+
+// ---- carrier ----
+
+func twilioConfigured(cfg *config.Config) bool {
+	return cfg.Twilio.AccountSID != "" || cfg.Twilio.AuthToken.IsSet()
+}
+
+// voiceWebhook is the URL a number's voice webhook must hold: HANDSET_PUBLIC_URL + /twilio/voice.
+func voiceWebhook(public string) string { return strings.TrimRight(public, "/") + twilioVoicePath }
+
+func (d *doctorRun) carrierChecks() []doctor.Check {
+	cfg := d.cfg
+	if !twilioConfigured(cfg) {
+		return []doctor.Check{fixedCheck(secCarrier, "twilio", resSkip("Twilio is not configured: browser calls only"))}
+	}
+	if cfg.Twilio.AccountSID == "" || !cfg.Twilio.AuthToken.IsSet() {
+		return []doctor.Check{fixedCheck(secCarrier, "twilio", resSkip("Twilio credentials are incomplete (see config)"))}
+	}
+	var account onceValue[twilio.Account]
+	getAccount := func(ctx context.Context) (twilio.Account, error) {
+		return account.get(ctx, func(ctx context.Context) (twilio.Account, error) {
+			rest, err := twilioREST(cfg)
+			if err != nil {
+				return twilio.Account{}, err
+			}
+			return rest.Account(ctx)
+		})
+	}
+	var number onceValue[twilio.Number]
+	getNumber := func(ctx context.Context) (twilio.Number, error) {
+		return number.get(ctx, func(ctx context.Context) (twilio.Number, error) {
+			rest, err := twilioREST(cfg)
+			if err != nil {
+				return twilio.Number{}, err
+			}
+			return rest.FindNumber(ctx, cfg.PhoneNumber)
+		})
+	}
+	num := cfg.PhoneNumber
+	// attach-number points the number at HANDSET_PUBLIC_URL + /twilio/voice by default.
+	attach := "handset attach-number " + cmp.Or(num, "NUMBER")
+	return []doctor.Check{
+		netCheck(secCarrier, "twilio credentials", func(ctx context.Context) doctor.Result {
+			acct, err := getAccount(ctx)
+			var pe *voice.ProviderError
+			isPE := errors.As(err, &pe)
+			kind := voice.KindOf(err)
+			switch {
+			case kind == voice.KindAuth:
+				return resFail(fmt.Sprintf("Twilio rejects the auth token (TWILIO_AUTH_TOKEN, from %s) for account %s (TWILIO_ACCOUNT_SID, from %s)",
+					d.origin("TWILIO_AUTH_TOKEN"), cfg.Twilio.AccountSID, d.origin("TWILIO_ACCOUNT_SID")),
+					"copy the Account SID and Auth Token of the same account from "+twilioConsole+"; after rotating the token, use the new primary one")
+			case err != nil && !isPE:
+				return resFail(err.Error(), "correct the Twilio settings named here")
+			case err != nil && (kind == voice.KindTransient || kind == voice.KindTimeout) && pe.Status == 0:
+				return resFail("cannot reach Twilio at "+cfg.Twilio.APIURL+": "+err.Error(), "check this machine's network, https://status.twilio.com and HANDSET_TWILIO_API_URL")
+			case err != nil:
+				return resFail("Twilio answered: "+err.Error(), "check https://status.twilio.com, the account in the Twilio console, and HANDSET_TWILIO_API_URL")
+			case acct.Status != "" && acct.Status != "active":
+				return resFail(fmt.Sprintf("Twilio account %s is %s", acct.SID, acct.Status), "reactivate the account in the Twilio console, or use another one")
+			case strings.EqualFold(acct.Type, "Trial"):
+				return resWarn(fmt.Sprintf("%s (%s) is a trial account: calls start with Twilio's trial notice and can only reach verified numbers", acct.FriendlyName, acct.SID),
+					"upgrade the account in the Twilio console")
+			}
+			return resOK(fmt.Sprintf("%s (%s, %s)", cmp.Or(acct.FriendlyName, acct.SID), acct.SID, cmp.Or(acct.Status, "status unknown")))
+		}),
+		netCheck(secCarrier, "phone number", func(ctx context.Context) doctor.Result {
+			if num == "" {
+				return resWarn("HANDSET_PHONE_NUMBER is not set: doctor cannot check which number rings Handset, and outbound calls have no caller id",
+					"set HANDSET_PHONE_NUMBER to your Twilio number in E.164 form, like +14155550100")
+			}
+			if _, err := getAccount(ctx); err != nil {
+				return resSkip("not checked (see twilio credentials)")
+			}
+			n, err := getNumber(ctx)
+			switch {
+			case errors.Is(err, twilio.ErrNumberNotFound):
+				return resFail(err.Error()+" (HANDSET_PHONE_NUMBER from "+d.origin("HANDSET_PHONE_NUMBER")+")",
+					"set HANDSET_PHONE_NUMBER to one of the account's numbers, or buy or port this number into the account")
+			case err != nil:
+				return resFail("cannot look the number up: "+err.Error(), "check the Twilio settings and this machine's network")
+			}
+			return resOK(fmt.Sprintf("%s (%s) is on the account", n.PhoneNumber, n.SID))
+		}),
+		netCheck(secCarrier, "voice webhook", func(ctx context.Context) doctor.Result {
+			if num == "" {
+				return resSkip("no HANDSET_PHONE_NUMBER to check")
+			}
+			n, err := getNumber(ctx)
+			if err != nil {
+				return resSkip("not checked (see phone number)")
+			}
+			public := strings.TrimRight(cfg.PublicURL, "/")
+			want := voiceWebhook(public)
+			switch {
+			case n.VoiceApplicationSID != "":
+				return resFail(fmt.Sprintf("calls to %s go to the TwiML app %s, which overrides the number's voice URL", n.PhoneNumber, n.VoiceApplicationSID),
+					attach+" (it points the number at Handset and clears the app)")
+			case public == "":
+				return resWarn(fmt.Sprintf("calls to %s go to %s; HANDSET_PUBLIC_URL is not set, so doctor cannot tell whether that is Handset", n.PhoneNumber, cmp.Or(n.VoiceURL, "nowhere (no voice URL)")),
+					"set HANDSET_PUBLIC_URL, then "+attach)
+			case n.VoiceURL == "":
+				return resFail(fmt.Sprintf("%s has no voice webhook: its calls never reach Handset", n.PhoneNumber), attach)
+			case !sameWebhookURL(n.VoiceURL, want):
+				return resFail(fmt.Sprintf("calls to %s go to %s, not %s", n.PhoneNumber, n.VoiceURL, want), attach)
+			case n.VoiceMethod != "" && !strings.EqualFold(n.VoiceMethod, http.MethodPost):
+				return resFail(fmt.Sprintf("Twilio calls the webhook with %s; Handset answers POST", n.VoiceMethod), attach)
+			}
+			return resOK(fmt.Sprintf("calls to %s go to %s", n.PhoneNumber, want))
+		}),
+	}
+}
+
+// ---- public URL ----
+
+func (d *doctorRun) publicChecks() []doctor.Check {
+	cfg := d.cfg
+	twilioOn := twilioConfigured(cfg)
+	public := strings.TrimRight(cfg.PublicURL, "/")
+	if public == "" {
+		if twilioOn {
+			return []doctor.Check{fixedCheck(secPublic, "address", resFail("HANDSET_PUBLIC_URL is not set: Twilio needs an address to reach Handset, and webhook signatures are checked against it",
+				"set HANDSET_PUBLIC_URL to the https address of your tunnel or domain, like https://voice.example.com"))}
+		}
+		return []doctor.Check{fixedCheck(secPublic, "address", resSkip("not set: browser calls on this machine only"))}
+	}
+	u, err := url.Parse(public)
+	var addr doctor.Result
+	switch {
+	case err != nil:
+		addr = resFail("HANDSET_PUBLIC_URL does not parse: "+err.Error(), "set it like https://voice.example.com")
+	case u.Scheme != "https" && twilioOn:
+		addr = resFail(public+" is not https: Twilio's media streams need wss://, which Handset derives from it",
+			"put Handset behind TLS (a tunnel such as cloudflared or ngrok, or a reverse proxy) and set HANDSET_PUBLIC_URL to its https:// address")
+	case twilioOn && (isLoopbackHost(u.Hostname()) || isPrivateHost(u.Hostname())):
+		addr = resWarn(public+" is not an internet address ("+u.Hostname()+" is this machine or a private network): Twilio cannot reach it, so real calls fail",
+			"set HANDSET_PUBLIC_URL to the public https address of your tunnel or domain (fine as it is against a local fake)")
+	case u.Scheme != "https" && !isLoopback(public):
+		addr = resWarn(public+" is not https: browsers only allow the microphone on https pages (or localhost)",
+			"serve Handset over TLS and set HANDSET_PUBLIC_URL to its https:// address")
+	default:
+		addr = resOK(public + " (" + d.origin("HANDSET_PUBLIC_URL") + ")")
+	}
+	listen := cfg.Listen
+	return []doctor.Check{
+		fixedCheck(secPublic, "address", addr),
+		netCheck(secPublic, "reachable", func(ctx context.Context) doctor.Result {
+			a, err := d.get(ctx, public+"/healthz", nil)
+			switch {
+			case err != nil && isTLSProblem(err):
+				return resFail(public+" answers, but "+unreachable(err), "give the tunnel or proxy a valid certificate for its host name")
+			case err != nil:
+				return resWarn(public+" is not reachable: "+unreachable(err)+": start handset serve and your tunnel",
+					"start handset serve (it listens on "+listen+") and the tunnel or proxy that forwards "+public+" to it, then run doctor again")
+			case a.status != http.StatusOK || strings.TrimSpace(string(a.body)) != "ok":
+				return resFail(fmt.Sprintf("something else answers at %s/healthz (HTTP %d: %s)", public, a.status, bodySnippet(a.body)),
+					"point the tunnel or proxy for "+public+" at handset serve on "+listen)
+			}
+			return resOK("Handset answers at " + public + "/healthz")
+		}),
+	}
+}
