@@ -96,8 +96,16 @@ if ! as_owner "$BIN/pg_ctl" status -D "$DATA" >/dev/null 2>&1; then
 		PORT=$(free_port "$PORT")
 		echo "port = $PORT" >>"$DATA/postgresql.conf"
 	fi
+	start() { as_owner "$BIN/pg_ctl" start -D "$DATA" -l "$DIR/log" -w -t 60 >/dev/null 2>&1; }
+	if ! start && tail -5 "$DIR/log" | grep -q 'Address already in use'; then
+		# Another program took the port between the check and the start (the port is in
+		# the ephemeral range): once more on the next free one.
+		PORT=$(free_port $((PORT + 1)))
+		echo "port = $PORT" >>"$DATA/postgresql.conf"
+		start || true
+	fi
 	URL="postgres://postgres@127.0.0.1:$PORT/postgres?sslmode=disable"
-	if ! as_owner "$BIN/pg_ctl" start -D "$DATA" -l "$DIR/log" -w -t 60 >/dev/null; then
+	if ! as_owner "$BIN/pg_ctl" status -D "$DATA" >/dev/null 2>&1; then
 		echo "postgres.sh: the server did not start; its log:" >&2
 		tail -20 "$DIR/log" >&2
 		exit 1
