@@ -15,7 +15,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/handset-voice/handset/internal/doctor"
 	"github.com/handset-voice/handset/internal/sim/fakedeepgram"
@@ -684,11 +683,7 @@ func TestDoctorTimeout(t *testing.T) {
 			c.Close()
 		}
 	})
-	start := time.Now()
 	code, rep := r.report([]string{"HANDSET_AGENT_URL=http://" + ln.Addr().String() + "/v1"}, "--timeout", "300ms")
-	if took := time.Since(start); took > 3*time.Second {
-		t.Errorf("doctor took %s with a 300ms timeout per check", took)
-	}
 	res := findResult(t, rep, "agent", "api server")
 	if code != 1 || res.Status != doctor.Fail || !strings.Contains(res.Detail, "timed out after 300ms") || !strings.Contains(res.Fix, "--timeout") {
 		t.Errorf("exit %d, %+v", code, res)

@@ -46,12 +46,9 @@ func TestRunParallelAndBounded(t *testing.T) {
 		{Section: "a", Name: "three", Run: slow},
 		{Section: "c", Name: "quick", Run: fixed(Result{Status: Warn, Detail: "meh", Fix: "do it"})},
 	}
-	start := time.Now()
+	// Parallelism is the peak of slow checks running at once; the bound is the hung
+	// check's timeout result. Wall time is left to load, not asserted.
 	res := Run(context.Background(), checks, Options{Timeout: 400 * time.Millisecond})
-	took := time.Since(start)
-	if took > 900*time.Millisecond {
-		t.Errorf("Run took %s: the checks did not run in parallel or the timeout did not bound them", took)
-	}
 	if peak.Load() < 3 {
 		t.Errorf("at most %d slow checks ran at once, want 3", peak.Load())
 	}
