@@ -19,9 +19,10 @@ import (
 
 // Errors every implementation returns (wrapped, test with errors.Is).
 var (
-	ErrNotFound  = errors.New("store: not found")
-	ErrLeaseLost = errors.New("store: the job is no longer leased to this owner") // expired and reclaimed, or finished
-	ErrDuplicate = errors.New("store: duplicate")                                 // an id or dedupe key already used
+	ErrNotFound   = errors.New("store: not found")
+	ErrLeaseLost  = errors.New("store: the job is no longer leased to this owner") // expired and reclaimed, or finished
+	ErrDuplicate  = errors.New("store: duplicate")                                 // an id or dedupe key already used
+	ErrNotPending = errors.New("store: the job is no longer pending")              // Cancel lost the race to a claimer
 )
 
 // Call is one call as the store keeps it. From and To are raw numbers: the store is the
@@ -39,6 +40,17 @@ type Call struct {
 	EndedAt    time.Time // zero while the call runs
 	Outcome    string    // the end reason ("caller_hangup", …); empty while it runs
 	Journal    string    // where its events.jsonl is
+	JobID      int64     // the job that placed it (outbound calls, deliveries); 0 for none
+}
+
+// CallUpdate fills in what is learnt about a call after it started: the carrier's id once
+// the carrier reports it, and the node and journal once its media arrives (an outbound
+// call is recorded by the node that places it, and answered by whichever node the carrier
+// reaches). Empty fields are left as they are.
+type CallUpdate struct {
+	CarrierRef string
+	Node       string
+	Journal    string
 }
 
 // TranscriptLine is one line of a call's conversation.
@@ -79,6 +91,11 @@ type NewJob struct {
 	RunAt       time.Time
 	MaxAttempts int    // default 3
 	DedupeKey   string // optional: a second Enqueue with the same key is ErrDuplicate
+	// Batch groups jobs queued together (a dialer list) so their progress can be listed.
+	Batch string
+	// Node, when set, is the only owner that may claim the job: work on a live call runs
+	// on the node that holds the call's media.
+	Node string
 }
 
 // Job is a unit of work with a lease.
@@ -95,9 +112,14 @@ type Job struct {
 	Result      []byte // JSON, on completion
 	Error       string // why it failed (the last attempt's error while it retries)
 	DedupeKey   string
-	Version     int64 // bumped by every transition
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
+	Batch       string
+	Node        string // the only owner that may claim it; empty for any
+	// Checkpoint is the handler's saved progress (JSON), kept across reclaims so a new
+	// owner resumes instead of repeating a side effect (a call already placed).
+	Checkpoint []byte
+	Version    int64 // bumped by every transition
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
 }
 
 // ListCalls filters ListCalls; zero values mean no filter.
@@ -111,7 +133,9 @@ type ListCalls struct {
 type ListJobs struct {
 	State JobState
 	Kind  string
-	Limit int // default 100
+	Batch string
+	After int64 // only jobs with a larger ID (paging)
+	Limit int   // default 100
 }
 
 // Store keeps calls, transcripts, sessions and jobs. Safe for concurrent use, and for use
@@ -119,7 +143,10 @@ type ListJobs struct {
 type Store interface {
 	// StartCall records a new call; its ID must be new (ErrDuplicate).
 	StartCall(ctx context.Context, c Call) error
-	// EndCall sets EndedAt and Outcome of a running call.
+	// UpdateCall sets the non-empty fields of u on call id; ErrNotFound when unknown.
+	UpdateCall(ctx context.Context, id voice.CallID, u CallUpdate) error
+	// EndCall sets EndedAt and Outcome of a running call. A call already ended keeps its
+	// first end (a carrier's status callback may race the engine's own end).
 	EndCall(ctx context.Context, id voice.CallID, endedAt time.Time, outcome string) error
 	Call(ctx context.Context, id voice.CallID) (Call, error)
 	// Calls lists calls, newest first.
@@ -142,15 +169,22 @@ type Store interface {
 	// running job whose lease expired on its last attempt is failed instead ("lease expired
 	// on the last attempt"), so a job that kills its node cannot be retried forever. An
 	// expired lease stays its owner's until another claim takes it. ok is false when none
-	// is due. On PostgreSQL concurrent claimers never get the same job (FOR UPDATE SKIP LOCKED).
+	// is due. A job with a Node is only claimed by that owner. On PostgreSQL concurrent
+	// claimers never get the same job (FOR UPDATE SKIP LOCKED).
 	Claim(ctx context.Context, owner string, kinds []string, lease time.Duration, now time.Time) (j Job, ok bool, err error)
 	// Heartbeat extends owner's lease; ErrLeaseLost when the job is no longer its own.
 	Heartbeat(ctx context.Context, id int64, owner string, lease time.Duration, now time.Time) error
+	// Checkpoint saves owner's progress on a running job (replacing the last checkpoint);
+	// ErrLeaseLost when it is no longer its own.
+	Checkpoint(ctx context.Context, id int64, owner string, checkpoint []byte, now time.Time) error
 	// Complete finishes owner's job with result; ErrLeaseLost when it is no longer its own.
 	Complete(ctx context.Context, id int64, owner string, result []byte, now time.Time) error
 	// Fail records errMsg. With a non-zero retryAt and attempts left, the job goes back to
 	// pending until retryAt; otherwise it is failed for good. ErrLeaseLost as above.
 	Fail(ctx context.Context, id int64, owner, errMsg string, retryAt, now time.Time) error
+	// Cancel fails a job that is still pending with reason (nobody claimed it in time);
+	// ErrNotPending when it is running or finished, which a claimer's result then decides.
+	Cancel(ctx context.Context, id int64, reason string, now time.Time) error
 	Job(ctx context.Context, id int64) (Job, error)
 	// Jobs lists jobs, oldest first.
 	Jobs(ctx context.Context, f ListJobs) ([]Job, error)

@@ -11,7 +11,7 @@ import (
 	"github.com/handset-voice/handset/internal/store"
 )
 
-const jobColumns = `id, kind, payload, state, attempts, max_attempts, run_at, lease_owner, lease_until, result, error, dedupe_key, version, created_at, updated_at`
+const jobColumns = `id, kind, payload, state, attempts, max_attempts, run_at, lease_owner, lease_until, result, error, dedupe_key, batch, node, checkpoint, version, created_at, updated_at`
 
 func scanJob(row pgx.Row) (store.Job, error) {
 	var j store.Job
@@ -19,7 +19,7 @@ func scanJob(row pgx.Row) (store.Job, error) {
 	var leaseUntil *time.Time
 	var dedupe *string
 	err := row.Scan(&j.ID, &j.Kind, &j.Payload, &j.State, &attempts, &maxAttempts, &j.RunAt,
-		&j.LeaseOwner, &leaseUntil, &j.Result, &j.Error, &dedupe, &j.Version, &j.CreatedAt, &j.UpdatedAt)
+		&j.LeaseOwner, &leaseUntil, &j.Result, &j.Error, &dedupe, &j.Batch, &j.Node, &j.Checkpoint, &j.Version, &j.CreatedAt, &j.UpdatedAt)
 	j.Attempts, j.MaxAttempts = int(attempts), int(maxAttempts)
 	j.RunAt, j.LeaseUntil = j.RunAt.UTC(), fromTS(leaseUntil)
 	j.CreatedAt, j.UpdatedAt = j.CreatedAt.UTC(), j.UpdatedAt.UTC()
@@ -46,9 +46,9 @@ func (s *Store) Enqueue(ctx context.Context, nj store.NewJob) (store.Job, error)
 		dedupe = nj.DedupeKey
 	}
 	j, err := scanJob(s.pool.QueryRow(ctx, `INSERT INTO jobs
-		(kind, payload, state, max_attempts, run_at, dedupe_key, created_at, updated_at)
-		VALUES ($1, $2, 'pending', $3, $4, $5, $6, $6)
-		RETURNING `+jobColumns, nj.Kind, nj.Payload, int32(maxAttempts), runAt.UTC(), dedupe, now))
+		(kind, payload, state, max_attempts, run_at, dedupe_key, batch, node, created_at, updated_at)
+		VALUES ($1, $2, 'pending', $3, $4, $5, $6, $7, $8, $8)
+		RETURNING `+jobColumns, nj.Kind, nj.Payload, int32(maxAttempts), runAt.UTC(), dedupe, nj.Batch, nj.Node, now))
 	if isUniqueViolation(err) {
 		return store.Job{}, fmt.Errorf("postgres: enqueue %s (dedupe key %q): %w", nj.Kind, nj.DedupeKey, store.ErrDuplicate)
 	}
@@ -75,13 +75,13 @@ func (s *Store) Claim(ctx context.Context, owner string, kinds []string, lease t
 			error = 'lease expired on the last attempt (owner ' || lease_owner || ')',
 			version = version + 1, updated_at = $1
 		WHERE state = 'running' AND lease_until <= $1 AND attempts >= max_attempts
-			AND ($2::text[] IS NULL OR kind = ANY($2))`, now, kinds); err != nil {
+			AND ($2::text[] IS NULL OR kind = ANY($2)) AND node IN ('', $3)`, now, kinds, owner); err != nil {
 		return store.Job{}, false, fmt.Errorf("postgres: claim: %w", err)
 	}
 	j, err := scanJob(s.pool.QueryRow(ctx, `WITH next AS (
 			SELECT id FROM jobs
 			WHERE ((state = 'pending' AND run_at <= $3) OR (state = 'running' AND lease_until <= $3))
-				AND ($2::text[] IS NULL OR kind = ANY($2))
+				AND ($2::text[] IS NULL OR kind = ANY($2)) AND node IN ('', $1)
 			ORDER BY state = 'running', run_at, id -- pending work first, then reclaims
 			LIMIT 1
 			FOR UPDATE SKIP LOCKED)
@@ -126,6 +126,28 @@ func (s *Store) Heartbeat(ctx context.Context, id int64, owner string, lease tim
 	return s.transition(ctx, "heartbeat", id, owner, `lease_until = $3, updated_at = $4`, now.Add(lease), now)
 }
 
+// Checkpoint saves owner's progress on its running job.
+func (s *Store) Checkpoint(ctx context.Context, id int64, owner string, checkpoint []byte, now time.Time) error {
+	return s.transition(ctx, "checkpoint", id, owner, `checkpoint = $3, updated_at = $4`, checkpoint, now.UTC())
+}
+
+// Cancel fails a job nobody has claimed yet.
+func (s *Store) Cancel(ctx context.Context, id int64, reason string, now time.Time) error {
+	tag, err := s.pool.Exec(ctx, `UPDATE jobs SET state = 'failed', error = $2, version = version + 1, updated_at = $3
+		WHERE id = $1 AND state = 'pending'`, id, reason, now.UTC())
+	if err != nil {
+		return fmt.Errorf("postgres: cancel job %d: %w", id, err)
+	}
+	if tag.RowsAffected() == 1 {
+		return nil
+	}
+	j, err := s.Job(ctx, id)
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("postgres: cancel job %d: it is %s: %w", id, j.State, store.ErrNotPending)
+}
+
 // Complete finishes owner's job with result.
 func (s *Store) Complete(ctx context.Context, id int64, owner string, result []byte, now time.Time) error {
 	return s.transition(ctx, "complete", id, owner,
@@ -158,8 +180,8 @@ func (s *Store) Jobs(ctx context.Context, f store.ListJobs) ([]store.Job, error)
 		limit = 100
 	}
 	rows, err := s.pool.Query(ctx, `SELECT `+jobColumns+` FROM jobs
-		WHERE ($1 = '' OR state = $1) AND ($2 = '' OR kind = $2)
-		ORDER BY id LIMIT $3`, string(f.State), f.Kind, limit)
+		WHERE ($1 = '' OR state = $1) AND ($2 = '' OR kind = $2) AND ($3 = '' OR batch = $3) AND id > $4
+		ORDER BY id LIMIT $5`, string(f.State), f.Kind, f.Batch, f.After, limit)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: list jobs: %w", err)
 	}

@@ -79,6 +79,11 @@ func isUniqueViolation(err error) bool {
 	return errors.As(err, &pg) && pg.Code == "23505"
 }
 
+func isForeignKeyViolation(err error) bool {
+	var pg *pgconn.PgError
+	return errors.As(err, &pg) && pg.Code == "23503"
+}
+
 func notFound(err error, what string, id any) error {
 	if errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("postgres: %s %v: %w", what, id, store.ErrNotFound)
@@ -88,14 +93,14 @@ func notFound(err error, what string, id any) error {
 
 // ---- calls
 
-const callColumns = `id, carrier, carrier_ref, direction, from_number, to_number, caller_hash, agent, node, started_at, ended_at, outcome, journal`
+const callColumns = `id, carrier, carrier_ref, direction, from_number, to_number, caller_hash, agent, node, started_at, ended_at, outcome, journal, job_id`
 
 func scanCall(row pgx.Row) (store.Call, error) {
 	var c store.Call
 	var started time.Time
 	var ended *time.Time
 	err := row.Scan(&c.ID, &c.Carrier, &c.CarrierRef, &c.Direction, &c.From, &c.To, &c.CallerHash,
-		&c.Agent, &c.Node, &started, &ended, &c.Outcome, &c.Journal)
+		&c.Agent, &c.Node, &started, &ended, &c.Outcome, &c.Journal, &c.JobID)
 	c.StartedAt, c.EndedAt = started.UTC(), fromTS(ended)
 	return c, err
 }
@@ -110,9 +115,9 @@ func (s *Store) StartCall(ctx context.Context, c store.Call) error {
 		started = time.Now()
 	}
 	_, err := s.pool.Exec(ctx, `INSERT INTO calls (`+callColumns+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
 		string(c.ID), c.Carrier, c.CarrierRef, string(c.Direction), c.From, c.To, c.CallerHash,
-		c.Agent, c.Node, started.UTC(), ts(c.EndedAt), c.Outcome, c.Journal)
+		c.Agent, c.Node, started.UTC(), ts(c.EndedAt), c.Outcome, c.Journal, c.JobID)
 	if isUniqueViolation(err) {
 		return fmt.Errorf("postgres: start call %s: %w", c.ID, store.ErrDuplicate)
 	}
@@ -122,20 +127,37 @@ func (s *Store) StartCall(ctx context.Context, c store.Call) error {
 	return nil
 }
 
-// EndCall sets a call's end time and outcome.
+// UpdateCall sets the non-empty fields of u.
+func (s *Store) UpdateCall(ctx context.Context, id voice.CallID, u store.CallUpdate) error {
+	tag, err := s.pool.Exec(ctx, `UPDATE calls SET
+			carrier_ref = CASE WHEN $2 <> '' THEN $2 ELSE carrier_ref END,
+			node = CASE WHEN $3 <> '' THEN $3 ELSE node END,
+			journal = CASE WHEN $4 <> '' THEN $4 ELSE journal END
+		WHERE id = $1`, string(id), u.CarrierRef, u.Node, u.Journal)
+	if err != nil {
+		return fmt.Errorf("postgres: update call %s: %w", id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("postgres: update call %s: %w", id, store.ErrNotFound)
+	}
+	return nil
+}
+
+// EndCall sets a call's end time and outcome. A call already ended keeps its first end.
 func (s *Store) EndCall(ctx context.Context, id voice.CallID, endedAt time.Time, outcome string) error {
 	if endedAt.IsZero() {
 		endedAt = time.Now()
 	}
-	tag, err := s.pool.Exec(ctx, `UPDATE calls SET ended_at = $2, outcome = $3 WHERE id = $1`,
+	tag, err := s.pool.Exec(ctx, `UPDATE calls SET ended_at = $2, outcome = $3 WHERE id = $1 AND ended_at IS NULL`,
 		string(id), endedAt.UTC(), outcome)
 	if err != nil {
 		return fmt.Errorf("postgres: end call %s: %w", id, err)
 	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("postgres: end call %s: %w", id, store.ErrNotFound)
+	if tag.RowsAffected() == 1 {
+		return nil
 	}
-	return nil
+	_, err = s.Call(ctx, id)
+	return err
 }
 
 // Call returns one call; ErrNotFound when there is none with that id.
@@ -181,6 +203,9 @@ func (s *Store) AppendTranscript(ctx context.Context, lines []store.TranscriptLi
 			}
 			return []any{string(l.CallID), int32(l.Turn), string(l.Role), l.Text, at.UTC(), l.Interrupted}, nil
 		}))
+	if isForeignKeyViolation(err) {
+		return fmt.Errorf("postgres: append transcript: a line's call is unknown: %w", store.ErrNotFound)
+	}
 	if err != nil {
 		return fmt.Errorf("postgres: append transcript: %w", err)
 	}

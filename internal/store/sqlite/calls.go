@@ -13,7 +13,7 @@ import (
 )
 
 const callColumns = `id, carrier, carrier_ref, direction, from_number, to_number, caller_hash, agent, node,
-	started_at, ended_at, outcome, journal`
+	started_at, ended_at, outcome, journal, job_id`
 
 // StartCall records a new call; ErrDuplicate when its id is taken.
 func (s *Store) StartCall(ctx context.Context, c store.Call) error {
@@ -21,9 +21,9 @@ func (s *Store) StartCall(ctx context.Context, c store.Call) error {
 		return errors.New("sqlite store: StartCall: empty call id")
 	}
 	res, err := s.w.ExecContext(ctx, `INSERT INTO calls (`+callColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
 		string(c.ID), c.Carrier, c.CarrierRef, string(c.Direction), c.From, c.To, c.CallerHash, c.Agent, c.Node,
-		encTime(c.StartedAt), encTime(c.EndedAt), c.Outcome, c.Journal)
+		encTime(c.StartedAt), encTime(c.EndedAt), c.Outcome, c.Journal, c.JobID)
 	if err != nil {
 		return fmt.Errorf("sqlite store: StartCall %s: %w", c.ID, err)
 	}
@@ -33,6 +33,22 @@ func (s *Store) StartCall(ctx context.Context, c store.Call) error {
 		return fmt.Errorf("call %s: %w", c.ID, store.ErrDuplicate)
 	}
 	return nil
+}
+
+// UpdateCall sets the non-empty fields of u.
+func (s *Store) UpdateCall(ctx context.Context, id voice.CallID, u store.CallUpdate) error {
+	res, err := s.w.ExecContext(ctx, `UPDATE calls SET
+			carrier_ref = CASE WHEN ? <> '' THEN ? ELSE carrier_ref END,
+			node = CASE WHEN ? <> '' THEN ? ELSE node END,
+			journal = CASE WHEN ? <> '' THEN ? ELSE journal END
+		WHERE id = ?`, u.CarrierRef, u.CarrierRef, u.Node, u.Node, u.Journal, u.Journal, string(id))
+	if err != nil {
+		return fmt.Errorf("sqlite store: UpdateCall %s: %w", id, err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 1 {
+		return err
+	}
+	return fmt.Errorf("call %s: %w", id, store.ErrNotFound)
 }
 
 // EndCall sets EndedAt and Outcome of a running call. A call already ended keeps its first
@@ -62,7 +78,7 @@ func scanCall(sc scanner) (store.Call, error) {
 		started, ended sql.NullString
 	)
 	err := sc.Scan(&id, &c.Carrier, &c.CarrierRef, &dir, &c.From, &c.To, &c.CallerHash, &c.Agent, &c.Node,
-		&started, &ended, &c.Outcome, &c.Journal)
+		&started, &ended, &c.Outcome, &c.Journal, &c.JobID)
 	if err != nil {
 		return store.Call{}, err
 	}

@@ -12,7 +12,7 @@ import (
 )
 
 const jobColumns = `id, kind, payload, state, attempts, max_attempts, run_at, lease_owner, lease_until,
-	result, error, dedupe_key, version, created_at, updated_at`
+	result, error, dedupe_key, batch, node, checkpoint, version, created_at, updated_at`
 
 func scanJob(sc scanner) (store.Job, error) {
 	var (
@@ -22,7 +22,7 @@ func scanJob(sc scanner) (store.Job, error) {
 		runAt, leaseUntil, created, updated sql.NullString
 	)
 	err := sc.Scan(&j.ID, &j.Kind, &j.Payload, &state, &j.Attempts, &j.MaxAttempts, &runAt, &j.LeaseOwner, &leaseUntil,
-		&j.Result, &j.Error, &dedupe, &j.Version, &created, &updated)
+		&j.Result, &j.Error, &dedupe, &j.Batch, &j.Node, &j.Checkpoint, &j.Version, &created, &updated)
 	if err != nil {
 		return store.Job{}, err
 	}
@@ -52,11 +52,12 @@ func (s *Store) Enqueue(ctx context.Context, nj store.NewJob) (store.Job, error)
 		nj.RunAt = now
 	}
 	j, err := scanJob(s.w.QueryRowContext(ctx, `INSERT INTO jobs
-		(kind, payload, state, attempts, max_attempts, run_at, dedupe_key, version, created_at, updated_at)
-		VALUES (?, ?, 'pending', 0, ?, ?, ?, 1, ?, ?)
+		(kind, payload, state, attempts, max_attempts, run_at, dedupe_key, batch, node, version, created_at, updated_at)
+		VALUES (?, ?, 'pending', 0, ?, ?, ?, ?, ?, 1, ?, ?)
 		ON CONFLICT (dedupe_key) DO NOTHING
 		RETURNING `+jobColumns,
-		nj.Kind, nj.Payload, nj.MaxAttempts, encTime(nj.RunAt), nullString(nj.DedupeKey), encTime(now), encTime(now)))
+		nj.Kind, nj.Payload, nj.MaxAttempts, encTime(nj.RunAt), nullString(nj.DedupeKey), nj.Batch, nj.Node,
+		encTime(now), encTime(now)))
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Job{}, fmt.Errorf("job with dedupe key %q: %w", nj.DedupeKey, store.ErrDuplicate)
 	}
@@ -66,16 +67,18 @@ func (s *Store) Enqueue(ctx context.Context, nj store.NewJob) (store.Job, error)
 	return j, nil
 }
 
-// kindFilter is " AND kind IN (?, …)" for kinds, or nothing for all kinds.
-func kindFilter(kinds []string) (string, []any) {
+// claimFilter is " AND node IN ('', owner) AND kind IN (?, …)": the jobs owner may claim,
+// of kinds (all kinds when empty).
+func claimFilter(owner string, kinds []string) (string, []any) {
+	args := []any{owner}
+	f := " AND node IN ('', ?)"
 	if len(kinds) == 0 {
-		return "", nil
+		return f, args
 	}
-	args := make([]any, len(kinds))
-	for i, k := range kinds {
-		args[i] = k
+	for _, k := range kinds {
+		args = append(args, k)
 	}
-	return " AND kind IN (" + strings.TrimSuffix(strings.Repeat("?, ", len(kinds)), ", ") + ")", args
+	return f + " AND kind IN (" + strings.TrimSuffix(strings.Repeat("?, ", len(kinds)), ", ") + ")", args
 }
 
 // Claim leases the next due job (pending with RunAt come, or running with its lease
@@ -91,7 +94,7 @@ func (s *Store) Claim(ctx context.Context, owner string, kinds []string, lease t
 		return store.Job{}, false, fmt.Errorf("sqlite store: Claim: %w", err)
 	}
 	defer rollback(tx, &err)
-	kf, kargs := kindFilter(kinds)
+	kf, kargs := claimFilter(owner, kinds)
 	nowS := encTime(now)
 
 	// A dead node's job on its last attempt: failed, not run a MaxAttempts+1st time.
@@ -156,6 +159,31 @@ func (s *Store) Heartbeat(ctx context.Context, id int64, owner string, lease tim
 		WHERE id = ? AND state = 'running' AND lease_owner = ?`,
 		encTime(now.Add(lease)), encTime(now), id, owner)
 	return s.checkTransition(ctx, res, err, "Heartbeat", id, owner)
+}
+
+// Checkpoint saves owner's progress on its running job.
+func (s *Store) Checkpoint(ctx context.Context, id int64, owner string, checkpoint []byte, now time.Time) error {
+	res, err := s.w.ExecContext(ctx, `UPDATE jobs SET checkpoint = ?, version = version + 1, updated_at = ?
+		WHERE id = ? AND state = 'running' AND lease_owner = ?`,
+		checkpoint, encTime(now), id, owner)
+	return s.checkTransition(ctx, res, err, "Checkpoint", id, owner)
+}
+
+// Cancel fails a job nobody has claimed yet.
+func (s *Store) Cancel(ctx context.Context, id int64, reason string, now time.Time) error {
+	res, err := s.w.ExecContext(ctx, `UPDATE jobs SET state = 'failed', error = ?, version = version + 1, updated_at = ?
+		WHERE id = ? AND state = 'pending'`, reason, encTime(now), id)
+	if err != nil {
+		return fmt.Errorf("sqlite store: Cancel job %d: %w", id, err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 1 {
+		return err
+	}
+	j, err := s.Job(ctx, id)
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("cancel job %d: it is %s: %w", id, j.State, store.ErrNotPending)
 }
 
 // Complete finishes owner's job with result.
@@ -249,6 +277,12 @@ func (s *Store) Jobs(ctx context.Context, f store.ListJobs) ([]store.Job, error)
 	}
 	if f.Kind != "" {
 		where, args = append(where, "kind = ?"), append(args, f.Kind)
+	}
+	if f.Batch != "" {
+		where, args = append(where, "batch = ?"), append(args, f.Batch)
+	}
+	if f.After > 0 {
+		where, args = append(where, "id > ?"), append(args, f.After)
 	}
 	q := `SELECT ` + jobColumns + ` FROM jobs`
 	if len(where) > 0 {

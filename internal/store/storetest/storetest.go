@@ -63,6 +63,13 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Jobs/List", testJobList},
 		{"Jobs/ListDefaultLimit", testJobListDefaultLimit},
 		{"Jobs/ConcurrentClaim", testJobConcurrentClaim},
+		{"Calls/Update", testCallUpdate},
+		{"Calls/FirstEndWins", testCallFirstEndWins},
+		{"Transcripts/UnknownCall", testTranscriptUnknownCall},
+		{"Jobs/Checkpoint", testJobCheckpoint},
+		{"Jobs/Node", testJobNode},
+		{"Jobs/Batch", testJobBatch},
+		{"Jobs/Cancel", testJobCancel},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
