@@ -18,6 +18,7 @@ func (c *Call) do(a turn.Action) {
 	case turn.Dispatch:
 		j.Record(now, obs.Event{Type: obs.TurnCommit, Turn: a.Turn, Text: a.Text})
 		c.history.user(a.Text)
+		c.transcript(a.Turn, voice.RoleUser, a.Text, now, false)
 		req := voice.TurnRequest{CallID: c.info.CallID, Turn: a.Turn, History: c.history.snapshot(), CallerHash: c.cfg.CallerHash}
 		j.Record(now, obs.Event{Type: obs.AgentRequest, Turn: a.Turn})
 		c.reply = c.startReply(a.Turn, &req)
@@ -32,6 +33,7 @@ func (c *Call) do(a turn.Action) {
 		j.Record(now, obs.Event{Type: obs.Clear, Turn: a.Turn})
 	case turn.RecordInterrupted:
 		heard := c.history.interrupt(a.Turn, now)
+		c.transcript(a.Turn, voice.RoleAssistant, heard, now, true)
 		j.Record(now, obs.Event{Type: obs.BargeIn, Turn: a.Turn, Text: heard})
 		j.Record(now, obs.Event{Type: obs.TurnInterrupted, Turn: a.Turn})
 	case turn.ReplayInbound:
@@ -159,6 +161,11 @@ func (c *Call) handle(ev any) {
 		c.step(turn.Input{Kind: turn.TimerFired, Timer: e.id, Gen: e.gen})
 	case goPanicked:
 		c.endReason = voice.EndInternalError
+	case transferring:
+		c.transferring = e.on
+	case endRequested:
+		c.step(turn.Input{Kind: turn.Hangup})
+		c.endReason = e.reason
 	default:
 		panic(fmt.Sprintf("call: unhandled event %T", ev))
 	}
@@ -174,6 +181,9 @@ func (c *Call) legEnded(err error) {
 		return
 	}
 	c.step(turn.Input{Kind: turn.Hangup})
+	if c.transferring {
+		c.endReason = voice.EndTransferred
+	}
 }
 
 func (c *Call) onMark(name string, now time.Time) {
@@ -186,6 +196,9 @@ func (c *Call) onMark(name string, now time.Time) {
 	}
 	if _, err := fmt.Sscanf(name, "t%d-end", &t); err == nil {
 		c.deps.Journal.Record(now, obs.Event{Type: obs.PlayoutDone, Turn: t})
+		if text, interrupted, ok := c.history.settled(t, now, false); ok {
+			c.transcript(t, voice.RoleAssistant, text, now, interrupted)
+		}
 		c.step(turn.Input{Kind: turn.PlayoutDone, Turn: t})
 	}
 }

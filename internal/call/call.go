@@ -23,6 +23,7 @@ import (
 	"github.com/handset-voice/handset/internal/audio/vad"
 	"github.com/handset-voice/handset/internal/clock"
 	"github.com/handset-voice/handset/internal/obs"
+	"github.com/handset-voice/handset/internal/store"
 	"github.com/handset-voice/handset/internal/turn"
 	"github.com/handset-voice/handset/internal/voice"
 )
@@ -60,6 +61,11 @@ type Deps struct {
 	// CallContext, when set, adds per-call values (the session context agent runtimes
 	// read) to the call's context.
 	CallContext func(context.Context) context.Context
+	// Transcript, when set, receives each line of the conversation as it settles: the
+	// caller's words when the turn is committed, the agent's when they have played or
+	// been cut off (then what the caller heard). It runs on the owner goroutine and must
+	// not block.
+	Transcript func(store.TranscriptLine)
 }
 
 // Sizes of a call's queues.
@@ -109,6 +115,9 @@ type Call struct {
 	timers      map[turn.TimerID]clock.Timer
 	ttsByteSeen map[int]bool // turns whose first TTS byte is journaled
 	endReason   voice.EndReason
+	// transferring: a transfer away from Handset is under way, so the media leg ending is
+	// the carrier moving the call, not the caller hanging up.
+	transferring bool
 }
 
 // New prepares a call on leg. ctx is the server's context, never a request's.
@@ -159,6 +168,19 @@ func (c *Call) Reason() voice.EndReason { return c.reason }
 
 // Hangup ends the call from our side.
 func (c *Call) Hangup() { c.cancel() }
+
+// Info describes the call's leg.
+func (c *Call) Info() voice.LegInfo { return c.info }
+
+// Journal is the call's journal; safe to record to from any goroutine.
+func (c *Call) Journal() *obs.Journal { return c.deps.Journal }
+
+// Transferring tells the call that a transfer to another party is (on) or is no longer
+// (off) under way: while it is, the leg ending ends the call as transferred.
+func (c *Call) Transferring(on bool) { c.post(transferring{on: on}) }
+
+// End hangs up with reason, as the agent or an operator asked.
+func (c *Call) End(reason voice.EndReason) { c.post(endRequested{reason: reason}) }
 
 // post hands an event to the owner loop, giving up when the call is over.
 func (c *Call) post(ev any) {
@@ -357,6 +379,14 @@ func (c *Call) step(in turn.Input) {
 	}
 }
 
+// transcript hands one settled line to the transcript sink.
+func (c *Call) transcript(turnN int, role voice.Role, text string, at time.Time, interrupted bool) {
+	if c.deps.Transcript == nil || text == "" {
+		return
+	}
+	c.deps.Transcript(store.TranscriptLine{CallID: c.info.CallID, Turn: turnN, Role: role, Text: text, At: at, Interrupted: interrupted})
+}
+
 func (c *Call) journalError(typ string, turnN int, err error) {
 	msg := err.Error()
 	if len(msg) > 300 {
@@ -388,7 +418,11 @@ func (c *Call) shutdown(reason voice.EndReason) {
 		c.log.Warn("dropped inbound frames: engine fell behind", "count", d)
 	}
 	c.reason = reason
-	c.deps.Journal.Record(c.deps.Clock.Now(), obs.Event{Type: obs.CallEnd, Reason: reason.String()})
+	now := c.deps.Clock.Now()
+	if text, interrupted, ok := c.history.settled(c.fsm.Turn, now, true); ok {
+		c.transcript(c.fsm.Turn, voice.RoleAssistant, text, now, interrupted)
+	}
+	c.deps.Journal.Record(now, obs.Event{Type: obs.CallEnd, Reason: reason.String()})
 	c.log.Info("call ended", "reason", reason.String())
 }
 

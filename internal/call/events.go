@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/handset-voice/handset/internal/turn"
+	"github.com/handset-voice/handset/internal/voice"
 )
 
 // Events other goroutines post to a call's owner loop. Each is a plain value.
@@ -55,4 +56,6 @@ type (
 		where string
 		value any
 	}
+	transferring struct{ on bool }
+	endRequested struct{ reason voice.EndReason }
 )

@@ -23,6 +23,7 @@ type turnRecord struct {
 	assistant   int // index of the assistant message in msgs, -1 if none yet
 	segments    []segment
 	interrupted bool
+	logged      bool // its transcript line was written
 	audioAt     time.Time // the turn's first audio reached the carrier
 	lastEcho    time.Time // the latest mark the carrier returned: the next segment starts playing
 	// pendingBytes holds first-byte times of sentences still being synthesised.
@@ -134,11 +135,30 @@ func (r *turnRecord) heardText(now time.Time) string {
 	return strings.Join(heard, " ")
 }
 
+// settled returns turn's reply as its transcript line will hold it, once: when it has
+// played to its end (whole), or when the call ends first (what was heard by now, marked
+// interrupted when that is not all of it). ok is false when there is nothing to log.
+func (h *history) settled(turn int, now time.Time, ended bool) (text string, interrupted, ok bool) {
+	r := h.turns[turn]
+	if r == nil || r.logged || r.assistant < 0 {
+		return "", false, false
+	}
+	r.logged = true
+	text = h.msgs[r.assistant].Content
+	if ended && !r.interrupted {
+		if heard := r.heardText(now); heard != text {
+			return heard, true, true
+		}
+	}
+	return text, r.interrupted, true
+}
+
 // interrupt rewrites turn's reply to what the caller heard by now and returns that text.
 func (h *history) interrupt(turn int, now time.Time) string {
 	r := h.record(turn)
 	text := r.heardText(now)
 	r.interrupted = true
+	r.logged = true // the caller interrupted: the transcript line is what they heard
 	content := strings.TrimSpace(text + " " + voice.InterruptedMarker)
 	if r.assistant >= 0 {
 		h.msgs[r.assistant].Content = content

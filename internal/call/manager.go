@@ -57,6 +57,14 @@ func (m *Manager) Start(cfg Config, deps Deps) (*Call, error) {
 	return c, nil
 }
 
+// Get returns call id if it is running on this node.
+func (m *Manager) Get(id voice.CallID) (*Call, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c, ok := m.calls[id]
+	return c, ok
+}
+
 // Active returns how many calls are running.
 func (m *Manager) Active() int {
 	m.mu.Lock()

@@ -89,6 +89,7 @@ func FuzzTurnMachine(f *testing.F) {
 	f.Add([]byte{2, 8, 5, 9, 6, 1, 0, 0, 0, 0, 2, 16}, uint8(1))
 	f.Add([]byte{2, 8, 2, 9, 2, 24, 10, 1, 6, 1}, uint8(2))
 	f.Add([]byte{11, 0, 12, 3, 0, 0, 4, 0, 5, 1, 3, 8}, uint8(3))
+	f.Add([]byte{11, 0, 6, 0, 0, 5, 7, 0, 0, 2, 8, 8, 0, 8}, uint8(8))
 	f.Fuzz(func(t *testing.T, script []byte, mode uint8) {
 		cfg := base
 		cfg.ForwardSTTWhileSpeaking = mode&1 == 1
@@ -98,6 +99,7 @@ func FuzzTurnMachine(f *testing.F) {
 		if mode&4 != 0 {
 			cfg.TailGrace = 0
 		}
+		cfg.Voicemail = mode&8 != 0
 		m := newMachine(cfg)
 		clock := 0
 		for i := 0; i+2 < len(script); i += 3 {
@@ -107,6 +109,9 @@ func FuzzTurnMachine(f *testing.F) {
 			in := inputFrom(script[i], script[i+1], m.s)
 			acts := m.apply(in, at(clock))
 			checkStep(t, before, acts, m.s)
+			if cfg.Voicemail && callerInput(in.Kind) && len(acts) > 0 {
+				t.Fatalf("voicemail: the line's %v caused %v", in.Kind, acts)
+			}
 			if before.Phase == Ended && len(acts) > 0 {
 				t.Fatalf("actions after the call ended: %v", acts)
 			}

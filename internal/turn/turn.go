@@ -64,6 +64,10 @@ type Config struct {
 	ForwardSTTWhileSpeaking bool
 	TailGrace               time.Duration // echo-tail window after playout ends
 	MaxCall                 time.Duration // the call ends after this long
+	// Voicemail: the call reached an answering machine after its greeting. The first
+	// message is spoken whole (nothing the line says interrupts it) and the call ends once
+	// the carrier has played it.
+	Voicemail bool
 }
 
 // Filter windows for repeated transcripts.
@@ -138,6 +142,9 @@ func Step(s State, in Input, now time.Time) (State, []Action) {
 	if s.Phase == Ended {
 		return s, nil
 	}
+	if s.Config.Voicemail && callerInput(in.Kind) {
+		return s, nil // a recording is listening, not a caller: nothing it hears matters
+	}
 	var acts []Action
 	switch in.Kind {
 	case CallStarted:
@@ -170,6 +177,11 @@ func Step(s State, in Input, now time.Time) (State, []Action) {
 	return s, acts
 }
 
+// callerInput reports whether k is something the caller's side of the line did.
+func callerInput(k InputKind) bool {
+	return k == SpeechStart || k == SpeechEnd || k == Transcript || k == DTMF
+}
+
 func (s *State) arm(id TimerID, after time.Duration) Action {
 	t := &s.Timers[id]
 	t.Armed = true
@@ -194,6 +206,9 @@ func onCallStarted(s State, _ time.Time) (State, []Action) {
 		acts = append(acts, s.arm(TimerMaxCall, s.Config.MaxCall))
 	}
 	if s.Config.FirstMessage == "" {
+		if s.Config.Voicemail {
+			return end(s, voice.EndAgentHangup) // nothing to leave
+		}
 		return enterIdle(s, acts)
 	}
 	s, acts = beginTurn(s, 0, acts)
@@ -466,6 +481,9 @@ func onPlayoutDone(s State, in Input) (State, []Action) {
 		return s, nil
 	}
 	acts := s.disarm(nil, TimerGate, TimerConfirm, TimerFiller)
+	if s.Config.Voicemail {
+		return end(s, voice.EndAgentHangup) // the message is on the recording
+	}
 	s.Phase = TailGrace
 	if s.Config.TailGrace <= 0 {
 		return graceEnd(s, acts)

@@ -38,6 +38,7 @@ const (
 	EndShutdown                // the server shut down or drained
 	EndMediaError              // the media leg failed
 	EndInternalError           // a bug: a panic inside the call
+	EndTransferred             // the carrier moved the call to another party
 )
 
 var endReasonNames = [...]string{
@@ -49,6 +50,7 @@ var endReasonNames = [...]string{
 	EndShutdown:      "shutdown",
 	EndMediaError:    "media_error",
 	EndInternalError: "internal_error",
+	EndTransferred:   "transferred",
 }
 
 func (r EndReason) String() string {

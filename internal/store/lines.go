@@ -1,0 +1,119 @@
+package store
+
+import (
+	"context"
+	"log/slog"
+	"sync/atomic"
+	"time"
+)
+
+// LineWriter appends one call's transcript lines to a store off the call's own goroutine:
+// Add never blocks (the call's owner loop calls it), and a writer goroutine saves what has
+// come in, a batch at a time, in order.
+type LineWriter struct {
+	st      Store
+	log     *slog.Logger
+	in      chan lineOrFlush
+	done    chan struct{}
+	dropped atomic.Int64
+}
+
+type lineOrFlush struct {
+	line  TranscriptLine
+	flush chan struct{} // non-nil: closed once every earlier line is saved
+}
+
+// lineQueue holds a call's unsaved lines; a store that stalls this long behind a call
+// loses the newest lines (counted and logged), never the call.
+const lineQueue = 256
+
+// saveTimeout bounds one batch write, so a dead database cannot hold a call's end.
+const saveTimeout = 10 * time.Second
+
+// NewLineWriter starts a writer for lines into st.
+func NewLineWriter(st Store, log *slog.Logger) *LineWriter {
+	w := &LineWriter{st: st, log: log, in: make(chan lineOrFlush, lineQueue), done: make(chan struct{})}
+	go w.run()
+	return w
+}
+
+// Add queues l; when the queue is full the line is dropped and counted.
+func (w *LineWriter) Add(l TranscriptLine) {
+	select {
+	case w.in <- lineOrFlush{line: l}:
+	default:
+		if w.dropped.Add(1) == 1 {
+			w.log.Warn("transcript lines dropped: the store is not keeping up", "call", l.CallID)
+		}
+	}
+}
+
+// Flush waits until every line added before it is saved, or ctx ends.
+func (w *LineWriter) Flush(ctx context.Context) error {
+	done := make(chan struct{})
+	select {
+	case w.in <- lineOrFlush{flush: done}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Close saves what is queued and stops the writer. Add must not be called after Close.
+func (w *LineWriter) Close() {
+	close(w.in)
+	<-w.done
+}
+
+// Dropped is how many lines were lost to a full queue.
+func (w *LineWriter) Dropped() int64 { return w.dropped.Load() }
+
+func (w *LineWriter) run() {
+	defer close(w.done)
+	var batch []TranscriptLine
+	var flushes []chan struct{}
+	for item := range w.in {
+		batch, flushes = add(batch, flushes, item)
+		// take whatever else is already waiting, then save it in one transaction
+		for more := true; more; {
+			select {
+			case next, ok := <-w.in:
+				if !ok {
+					more = false
+					break
+				}
+				batch, flushes = add(batch, flushes, next)
+			default:
+				more = false
+			}
+		}
+		w.save(batch)
+		for _, f := range flushes {
+			close(f)
+		}
+		batch, flushes = batch[:0], flushes[:0]
+	}
+}
+
+func add(batch []TranscriptLine, flushes []chan struct{}, item lineOrFlush) ([]TranscriptLine, []chan struct{}) {
+	if item.flush != nil {
+		return batch, append(flushes, item.flush)
+	}
+	return append(batch, item.line), flushes
+}
+
+func (w *LineWriter) save(batch []TranscriptLine) {
+	if len(batch) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), saveTimeout)
+	defer cancel()
+	if err := w.st.AppendTranscript(ctx, batch); err != nil {
+		w.log.Warn("transcript lines not saved", "call", batch[0].CallID, "lines", len(batch), "err", err)
+	}
+}

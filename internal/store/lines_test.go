@@ -1,0 +1,97 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/handset-voice/handset/internal/store"
+	"github.com/handset-voice/handset/internal/store/sqlite"
+	"github.com/handset-voice/handset/internal/voice"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func openSQLite(t *testing.T) store.Store {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "handset.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if err := st.StartCall(context.Background(), store.Call{ID: "c1", StartedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func line(i int) store.TranscriptLine {
+	return store.TranscriptLine{CallID: "c1", Turn: i, Role: voice.RoleUser, Text: fmt.Sprint("line ", i), At: time.Now()}
+}
+
+func TestLineWriterSavesInOrderAndFlushes(t *testing.T) {
+	st := openSQLite(t)
+	w := store.NewLineWriter(st, slog.New(slog.DiscardHandler))
+	for i := range 40 {
+		w.Add(line(i))
+	}
+	if err := w.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.Transcript(t.Context(), "c1")
+	if err != nil || len(got) != 40 {
+		t.Fatalf("after Flush: %d lines, %v", len(got), err)
+	}
+	for i, l := range got {
+		if l.Text != fmt.Sprint("line ", i) {
+			t.Fatalf("line %d = %q", i, l.Text)
+		}
+	}
+	w.Add(line(40))
+	w.Close() // saves what is left
+	if got, _ := st.Transcript(t.Context(), "c1"); len(got) != 41 {
+		t.Errorf("after Close: %d lines, want 41", len(got))
+	}
+}
+
+// stalled blocks AppendTranscript until released, like a database that stopped answering.
+type stalled struct {
+	store.Store
+	release chan struct{}
+}
+
+func (s stalled) AppendTranscript(ctx context.Context, l []store.TranscriptLine) error {
+	<-s.release
+	return s.Store.AppendTranscript(ctx, l)
+}
+
+func TestLineWriterNeverBlocksTheCall(t *testing.T) {
+	st := stalled{Store: openSQLite(t), release: make(chan struct{})}
+	w := store.NewLineWriter(st, slog.New(slog.DiscardHandler))
+	done := make(chan struct{})
+	go func() {
+		for i := range 1000 {
+			w.Add(line(i))
+		}
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Add blocked behind a stalled store")
+	}
+	if w.Dropped() == 0 {
+		t.Error("1000 lines behind a stalled store: none counted as dropped")
+	}
+	close(st.release)
+	w.Close()
+	got, _ := st.Transcript(t.Context(), "c1")
+	if int64(len(got))+w.Dropped() != 1000 {
+		t.Errorf("saved %d + dropped %d != 1000 added", len(got), w.Dropped())
+	}
+}
