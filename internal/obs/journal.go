@@ -46,6 +46,13 @@ const (
 	Clear             = "clear"
 	TurnInterrupted   = "turn.interrupted"
 	DTMF              = "dtmf"
+	TransferRequested = "transfer.requested" // name: the number asked for
+	TransferRefused   = "transfer.refused"   // name, message: why (not on the allow-list, …)
+	TransferStarted   = "transfer.started"   // name: the carrier is dialling it
+	TransferFailed    = "transfer.failed"    // name, message
+	HandoffRequested  = "handoff.requested"  // name: the channel
+	HandoffDone       = "handoff.done"       // name
+	HandoffFailed     = "handoff.failed"     // name, message
 	CallEnd           = "call.end"
 )
 

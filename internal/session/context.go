@@ -19,16 +19,22 @@ type Context struct {
 	caller, callee string
 }
 
-// NewContext describes the call on a leg, hashing its numbers with secret.
+// NewContext describes the call on a leg, hashing its numbers with secret. The "caller"
+// is always the person on the line: the number that called in, or for an outbound call the
+// number Handset called, so a callback reaches the memory of that person's earlier calls.
 func NewContext(info voice.LegInfo, secret []byte) Context {
+	person, line := info.From, info.To
+	if info.Direction == voice.Outbound {
+		person, line = info.To, info.From
+	}
 	return Context{
 		CallID: info.CallID, Carrier: info.Carrier, Direction: info.Direction,
-		CallerHash: CallerHash(secret, info.From), CalleeHash: CallerHash(secret, info.To),
-		caller: info.From, callee: info.To,
+		CallerHash: CallerHash(secret, person), CalleeHash: CallerHash(secret, line),
+		caller: person, callee: line,
 	}
 }
 
-// RawNumbers returns the caller's and callee's numbers. Only the store may keep them.
+// RawNumbers returns the person's and the business line's numbers. Only the store may keep them.
 func (c Context) RawNumbers() (caller, callee string) { return c.caller, c.callee }
 
 // String names the call by id and caller hash: never the numbers.

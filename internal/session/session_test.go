@@ -3,6 +3,8 @@ package session
 import (
 	"strings"
 	"testing"
+
+	"github.com/handset-voice/handset/internal/voice"
 )
 
 func TestCallerHash(t *testing.T) {
@@ -34,5 +36,20 @@ func TestLoadOrCreateSecretIsStable(t *testing.T) {
 	}
 	if c, _ := LoadOrCreateSecret("configured", dir); string(c) != "configured" {
 		t.Errorf("configured secret ignored: %q", c)
+	}
+}
+
+// An outbound call to someone who called in before reaches their memory: the person on
+// the line is the number called, not Handset's own number.
+func TestOutboundCallerIsThePersonCalled(t *testing.T) {
+	secret := []byte("secret")
+	in := NewContext(voice.LegInfo{CallID: "c_in", Direction: voice.Inbound, From: "+15550102000", To: "+15550009999"}, secret)
+	out := NewContext(voice.LegInfo{CallID: "c_out", Direction: voice.Outbound, From: "+15550009999", To: "+1 555 010 2000"}, secret)
+	if in.CallerHash != out.CallerHash || in.CalleeHash != out.CalleeHash {
+		t.Errorf("inbound %s/%s, outbound %s/%s: the same person and line must hash the same",
+			in.CallerHash, in.CalleeHash, out.CallerHash, out.CalleeHash)
+	}
+	if person, _ := out.RawNumbers(); person != "+1 555 010 2000" {
+		t.Errorf("outbound person = %q", person)
 	}
 }

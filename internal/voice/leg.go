@@ -14,6 +14,14 @@ type LegInfo struct {
 	Direction  Direction
 	From, To   string       // raw numbers: only the store may keep them
 	Format     audio.Format // what SendAudio takes and LegSink.Audio delivers
+	// AnsweredBy is who picked up an outbound call as the carrier's answering-machine
+	// detection judged it: "human", "machine_end_beep", …; empty when not detected.
+	AnsweredBy string
+}
+
+// Machine reports whether the carrier judged that a recording, not a person, answered.
+func (i LegInfo) Machine() bool {
+	return len(i.AnsweredBy) >= 7 && i.AnsweredBy[:7] == "machine" || i.AnsweredBy == "fax"
 }
 
 // LegSink receives what a leg reads from its carrier. Legs call it from their reader
