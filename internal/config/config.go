@@ -1,6 +1,7 @@
 package config
 
 import (
+	"os"
 	"slices"
 	"strconv"
 	"time"
@@ -71,6 +72,12 @@ type Config struct {
 	DrainTimeout time.Duration
 	EnginesDir   string // HANDSET_ENGINES_DIR
 	Browser      bool   // HANDSET_BROWSER: serve the browser call page
+	NodeID       string // HANDSET_NODE_ID; empty means host name and process id, see Config.Node
+	// JobLease is how long a job claim lasts without a heartbeat (HANDSET_JOB_LEASE).
+	JobLease time.Duration
+
+	Outbound OutboundConfig
+	Handoff  HandoffConfig
 
 	Agent    AgentConfig
 	Session  SessionConfig
@@ -86,6 +93,23 @@ type Config struct {
 	// What Load learned on the way; nil for a Config built by Default. A pointer, so printing a
 	// Config shows an address rather than the bookkeeping.
 	info *loadInfo
+}
+
+// OutboundConfig says when and how Handset places calls.
+type OutboundConfig struct {
+	Concurrency int           // HANDSET_OUTBOUND_CONCURRENCY
+	Rate        int           // HANDSET_OUTBOUND_RATE, calls a minute
+	QuietHours  string        // HANDSET_QUIET_HOURS
+	QuietZone   string        // HANDSET_QUIET_HOURS_ZONE
+	Machine     string        // HANDSET_MACHINE_DETECTION
+	RingTimeout time.Duration // HANDSET_RING_TIMEOUT
+}
+
+// HandoffConfig is where calls are handed: people (transfers) and other channels.
+type HandoffConfig struct {
+	TransferAllow string // HANDSET_TRANSFER_ALLOW
+	URL           string // HANDSET_HANDOFF_URL
+	Key           Secret // HANDSET_HANDOFF_KEY
 }
 
 // AgentConfig selects and reaches the agent runtime.
@@ -331,4 +355,17 @@ func (l *loadInfo) problemFor(env string) *FieldError {
 func (c *Config) VADThreshold() float64 {
 	p, _ := strconv.ParseFloat(c.VAD.Threshold, 64)
 	return p
+}
+
+// Node is the name of this process in job leases and call records: HANDSET_NODE_ID, or
+// the host name and process id.
+func (c *Config) Node() string {
+	if c.NodeID != "" {
+		return c.NodeID
+	}
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "handset"
+	}
+	return host + "-" + strconv.Itoa(os.Getpid())
 }

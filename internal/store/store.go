@@ -189,6 +189,10 @@ type Store interface {
 	// Jobs lists jobs, oldest first.
 	Jobs(ctx context.Context, f ListJobs) ([]Job, error)
 
+	// SharedSecret returns the secret called name, storing candidate as its value when
+	// there is none yet: the first node to ask decides, and every node gets the same.
+	SharedSecret(ctx context.Context, name, candidate string) (string, error)
+
 	Close() error
 }
 

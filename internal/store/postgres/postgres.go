@@ -290,3 +290,18 @@ func (s *Store) SessionByKey(ctx context.Context, sessionKey string) (store.Sess
 	}
 	return ss, nil
 }
+
+// SharedSecret returns name's value, storing candidate first when there is none. The
+// no-op update makes RETURNING give the stored row under a conflict too.
+func (s *Store) SharedSecret(ctx context.Context, name, candidate string) (string, error) {
+	if name == "" || candidate == "" {
+		return "", errors.New("postgres: shared secret: empty name or candidate")
+	}
+	var v string
+	err := s.pool.QueryRow(ctx, `INSERT INTO secrets (name, value) VALUES ($1, $2)
+		ON CONFLICT (name) DO UPDATE SET name = excluded.name RETURNING value`, name, candidate).Scan(&v)
+	if err != nil {
+		return "", fmt.Errorf("postgres: shared secret %s: %w", name, err)
+	}
+	return v, nil
+}

@@ -274,3 +274,18 @@ func (s *Store) SessionByKey(ctx context.Context, sessionKey string) (store.Sess
 	}
 	return ss, nil
 }
+
+// SharedSecret returns name's value, storing candidate first when there is none.
+func (s *Store) SharedSecret(ctx context.Context, name, candidate string) (string, error) {
+	if name == "" || candidate == "" {
+		return "", errors.New("sqlite store: SharedSecret: empty name or candidate")
+	}
+	var v string
+	err := s.w.QueryRowContext(ctx, `INSERT INTO secrets (name, value, created_at) VALUES (?, ?, ?)
+		ON CONFLICT (name) DO UPDATE SET name = excluded.name RETURNING value`,
+		name, candidate, encTime(time.Now())).Scan(&v)
+	if err != nil {
+		return "", fmt.Errorf("sqlite store: SharedSecret %s: %w", name, err)
+	}
+	return v, nil
+}

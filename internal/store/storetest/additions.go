@@ -137,3 +137,22 @@ func testJobCancel(t *testing.T, s store.Store) {
 	}
 	wantErr(t, "Cancel unknown", s.Cancel(ctx, 99999, "x", at(0)), store.ErrNotFound)
 }
+
+func testSharedSecret(t *testing.T, s store.Store) {
+	ctx := ctxOf(t)
+	first, err := s.SharedSecret(ctx, "api_token", "from-node-a")
+	must(t, "SharedSecret", err)
+	second, err := s.SharedSecret(ctx, "api_token", "from-node-b")
+	must(t, "SharedSecret", err)
+	if first != "from-node-a" || second != "from-node-a" {
+		t.Errorf("SharedSecret gave %q then %q: the first candidate must win for every node", first, second)
+	}
+	other, err := s.SharedSecret(ctx, "caller_hash_secret", "x")
+	must(t, "SharedSecret", err)
+	if other != "x" {
+		t.Errorf("another name: %q", other)
+	}
+	if _, err := s.SharedSecret(ctx, "api_token", ""); err == nil {
+		t.Error("an empty candidate was accepted")
+	}
+}

@@ -70,6 +70,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Jobs/Node", testJobNode},
 		{"Jobs/Batch", testJobBatch},
 		{"Jobs/Cancel", testJobCancel},
+		{"Secrets/Shared", testSharedSecret},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
