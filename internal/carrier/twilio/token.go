@@ -32,7 +32,11 @@ type streamClaims struct {
 	From      string `json:"f"`
 	To        string `json:"t"`
 	Direction string `json:"d"`
-	Expires   int64  `json:"e"`
+	// CallID is Handset's id for an outbound call it placed (from the webhook URL).
+	CallID string `json:"i,omitempty"`
+	// AnsweredBy is Twilio's answering-machine verdict, when detection was asked for.
+	AnsweredBy string `json:"a,omitempty"`
+	Expires    int64  `json:"e"`
 	Nonce     string `json:"n"`
 }
 

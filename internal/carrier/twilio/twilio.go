@@ -33,8 +33,11 @@ type Options struct {
 	PublicURL string
 	// Admit starts a call on leg and returns a channel closed when the call is over. An
 	// error refuses the call (draining, at capacity).
-	Admit  func(leg voice.Leg) (<-chan struct{}, error)
-	Logger *slog.Logger
+	Admit func(leg voice.Leg) (<-chan struct{}, error)
+	// OnStatus, when set, is told every status callback (and every outbound call Handset
+	// declined because a machine answered). It runs in the HTTP handler: keep it short.
+	OnStatus func(Status)
+	Logger   *slog.Logger
 	Now    func() time.Time
 }
 
@@ -123,8 +126,20 @@ func (c *Carrier) voice(w http.ResponseWriter, r *http.Request) {
 	if strings.HasPrefix(r.PostForm.Get("Direction"), "outbound") {
 		dir = voice.Outbound
 	}
+	q := r.URL.Query()
+	callID, answeredBy := q.Get(callParam), r.PostForm.Get("AnsweredBy")
+	if machineAnswered(answeredBy) && MachinePolicy(q.Get(machineParam)) == MachineHangup {
+		c.log.Info("a machine answered: hanging up", "call_sid", sid, "answered_by", answeredBy)
+		if c.opts.OnStatus != nil {
+			c.opts.OnStatus(Status{CallID: voice.CallID(callID), CallSid: sid, CallStatus: "machine", AnsweredBy: answeredBy, Declined: true})
+		}
+		w.Header().Set("Content-Type", "text/xml")
+		_, _ = w.Write(hangupTwiML())
+		return
+	}
 	token := c.tokens.mint(streamClaims{
 		CallSid: sid, From: r.PostForm.Get("From"), To: r.PostForm.Get("To"), Direction: string(dir),
+		CallID: callID, AnsweredBy: answeredBy,
 	}, c.opts.Now())
 	streamURL := c.publicURL(r, true)
 	streamURL = streamURL[:len(streamURL)-len(r.URL.RequestURI())] + "/twilio/stream"
@@ -160,7 +175,11 @@ func (c *Carrier) status(w http.ResponseWriter, r *http.Request) {
 	if !c.checkSignature(w, r, r.PostForm, false) {
 		return
 	}
-	c.log.Info("call status", "call_sid", r.PostForm.Get("CallSid"), "status", r.PostForm.Get("CallStatus"))
+	st := statusFrom(r)
+	c.log.Info("call status", "call_sid", st.CallSid, "status", st.CallStatus, "sequence", st.Sequence)
+	if c.opts.OnStatus != nil {
+		c.opts.OnStatus(st)
+	}
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -246,12 +265,16 @@ type Leg struct {
 var _ voice.Leg = (*Leg)(nil)
 
 func newLeg(conn *websocket.Conn, start inbound, claims streamClaims) *Leg {
+	id := voice.CallID(claims.CallID) // an outbound call keeps the id Handset gave it
+	if id == "" {
+		id = voice.NewCallID()
+	}
 	return &Leg{
 		conn: conn, streamSid: start.StreamSid,
 		info: voice.LegInfo{
-			CallID: voice.NewCallID(), Carrier: "twilio", CarrierRef: claims.CallSid,
+			CallID: id, Carrier: "twilio", CarrierRef: claims.CallSid,
 			Direction: voice.Direction(claims.Direction), From: claims.From, To: claims.To,
-			Format: audio.Telephone,
+			Format: audio.Telephone, AnsweredBy: claims.AnsweredBy,
 		},
 		out: make([]byte, 0, 512),
 	}

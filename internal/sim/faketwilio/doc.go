@@ -12,11 +12,21 @@
 //	GET  /2010-04-01/Accounts/{AccountSid}/IncomingPhoneNumbers.json   (PhoneNumber, PageSize, Page, PageToken)
 //	GET  /2010-04-01/Accounts/{AccountSid}/IncomingPhoneNumbers/{PN}.json
 //	POST /2010-04-01/Accounts/{AccountSid}/IncomingPhoneNumbers/{PN}.json
+//	POST /2010-04-01/Accounts/{AccountSid}/Calls.json
+//	GET  /2010-04-01/Accounts/{AccountSid}/Calls/{CA}.json
+//	POST /2010-04-01/Accounts/{AccountSid}/Calls/{CA}.json              (Status, Url, Twiml)
+//
+// The Calls resource behaves like Twilio placing an outbound call into Handset: once
+// created, a call rings, and the callee's Answer (busy, no-answer, failed, or a human or a
+// machine that picks up) decides the rest; an answered call fetches its signed TwiML webhook
+// (or runs inline Twiml), streams into the <Connect><Stream> it names at real-time pace
+// through twiliocaller, records <Dial> transfers, follows REST redirects and hangups, and
+// posts signed status callbacks; Server.Close ends every call still going.
 //
 // Every request is recorded (see Server.Requests) whatever its answer. Resources are added
-// as routes on the same Server (outbound calls under /Calls.json next), so the Options,
-// Request and fault controls here do not change when they arrive.
+// as routes on the same Server, so the Options, Request and fault controls apply to all.
 //
 // References: https://www.twilio.com/docs/phone-numbers/api/incomingphonenumber-resource,
+// https://www.twilio.com/docs/voice/api/call-resource, https://www.twilio.com/docs/voice/twiml,
 // https://www.twilio.com/docs/usage/twilios-response and https://www.twilio.com/docs/api/errors.
 package faketwilio

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/handset-voice/handset/internal/clock"
 )
 
 // Defaults of a Server built from the zero Options.
@@ -62,6 +64,19 @@ type Options struct {
 	Now func() time.Time
 	// Logger receives one line per request (nil discards).
 	Logger *slog.Logger
+
+	// Answer decides what the callee of each outbound call does (see Answer); nil answers
+	// every call with a human who stays on the line DefaultHold and hangs up.
+	Answer func(to string) Answer
+	// HTTPClient sends the webhooks, status callbacks and media streams of outbound calls
+	// (default http.DefaultClient).
+	HTTPClient *http.Client
+	// InsecureStreamURL lets outbound calls open ws:// <Stream> URLs; real Twilio dials
+	// only wss://, but Handset under test serves plain http.
+	InsecureStreamURL bool
+	// Clock paces outbound calls: ringing, pauses, holding and media (default the wall
+	// clock). Now defaults to its Now.
+	Clock clock.Clock
 }
 
 // Number is one incoming phone number as the fake holds it. In Options, only PhoneNumber
@@ -129,6 +144,7 @@ type Server struct {
 	numbers  []*Number // in list order
 	requests []Request
 	faults   []*Fault
+	calls    callTable // the Calls resource; its maps are guarded by mu too
 }
 
 // New returns a fake Twilio API holding o's account and numbers. It panics on Options
@@ -151,6 +167,9 @@ func New(o Options) *Server {
 	}
 	if s.now == nil {
 		s.now = time.Now
+		if o.Clock != nil {
+			s.now = o.Clock.Now
+		}
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -190,6 +209,7 @@ func New(o Options) *Server {
 	s.mux.HandleFunc(APIVersion+"/Accounts/{account}", s.account)
 	s.mux.HandleFunc(APIVersion+"/Accounts/{account}/IncomingPhoneNumbers.json", s.numberList)
 	s.mux.HandleFunc(APIVersion+"/Accounts/{account}/IncomingPhoneNumbers/{number}", s.numberInstance)
+	s.initCalls(o)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { s.notFound(w, r) })
 	return s
 }

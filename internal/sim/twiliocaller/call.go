@@ -119,6 +119,12 @@ func Dial(ctx context.Context, opts Options) (*Call, error) {
 	if err != nil {
 		return nil, &WebhookError{Status: resp.Status, Body: string(resp.Body), Err: err}
 	}
+	return connect(ctx, o, tw)
+}
+
+// connect opens the stream tw names (its URL already checked), sends connected and start,
+// and starts the call's goroutines. o has its defaults.
+func connect(ctx context.Context, o Options, tw StreamTwiML) (*Call, error) {
 	dialURL, err := o.streamDialURL(tw.URL)
 	if err != nil {
 		return nil, &StreamDialError{URL: tw.URL, Err: err}

@@ -3,7 +3,6 @@ package twiliocaller
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -210,34 +209,9 @@ const maxWebhookBody = 1 << 20
 func PostWebhook(ctx context.Context, opts Options, signature *string) (WebhookResponse, error) {
 	o := opts.withDefaults()
 	params := o.WebhookParams()
-	ctx, cancel := context.WithTimeout(ctx, o.WebhookTimeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, o.WebhookURL(), strings.NewReader(params.Encode()))
-	if err != nil {
-		return WebhookResponse{}, fmt.Errorf("twiliocaller: webhook request: %w", err)
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("User-Agent", "TwilioProxy/1.1")
 	sig := Signature(o.AuthToken, o.SignedWebhookURL(), params)
 	if signature != nil {
 		sig = *signature
 	}
-	if sig != "" {
-		req.Header.Set(SignatureHeader, sig)
-	}
-	resp, err := o.HTTPClient.Do(req)
-	if err != nil {
-		return WebhookResponse{}, fmt.Errorf("twiliocaller: post webhook: %w", err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxWebhookBody))
-	if err != nil {
-		return WebhookResponse{}, fmt.Errorf("twiliocaller: read webhook answer: %w", err)
-	}
-	return WebhookResponse{
-		Status:      resp.StatusCode,
-		ContentType: resp.Header.Get("Content-Type"),
-		Body:        body,
-		Params:      params,
-	}, nil
+	return sendWebhook(ctx, o, http.MethodPost, o.WebhookURL(), params, sig)
 }
