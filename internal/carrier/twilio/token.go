@@ -37,7 +37,7 @@ type streamClaims struct {
 	// AnsweredBy is Twilio's answering-machine verdict, when detection was asked for.
 	AnsweredBy string `json:"a,omitempty"`
 	Expires    int64  `json:"e"`
-	Nonce     string `json:"n"`
+	Nonce      string `json:"n"`
 }
 
 // tokens mints and checks one-time stream tokens. Tokens are HMAC-signed with a key

@@ -38,7 +38,7 @@ type Options struct {
 	// declined because a machine answered). It runs in the HTTP handler: keep it short.
 	OnStatus func(Status)
 	Logger   *slog.Logger
-	Now    func() time.Time
+	Now      func() time.Time
 }
 
 // Carrier serves the Twilio endpoints.
