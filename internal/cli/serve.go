@@ -33,8 +33,8 @@ func runServe(ctx context.Context, env Env, args []string) error {
 	return srv.serve(ctx, ln, env.Ready)
 }
 
-// openGateway builds the providers and the server cfg describes and opens its listener;
-// release frees the providers once the server has stopped.
+// openGateway builds the providers, the store and the server cfg describes and opens its
+// listener; release frees them once the server has stopped.
 func openGateway(ctx context.Context, env Env, cfg *config.Config) (*server, net.Listener, func(), error) {
 	log := newLogger(env.Stderr, cfg)
 	logEngines(log, cfg)
@@ -42,15 +42,24 @@ func openGateway(ctx context.Context, env Env, cfg *config.Config) (*server, net
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	srv, err := newServer(ctx, cfg, prov, log)
+	st, err := openStore(ctx, cfg)
 	if err != nil {
 		prov.release()
 		return nil, nil, nil, err
 	}
+	release := func() {
+		prov.release()
+		_ = st.Close()
+	}
+	srv, err := newServer(ctx, cfg, prov, st, log, serverOptions{jobs: true})
+	if err != nil {
+		release()
+		return nil, nil, nil, err
+	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
-		prov.release()
+		release()
 		return nil, nil, nil, fmt.Errorf("listen on %s (HANDSET_LISTEN, or --listen): %w", cfg.Listen, err)
 	}
-	return srv, ln, prov.release, nil
+	return srv, ln, release, nil
 }

@@ -7,34 +7,53 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/handset-voice/handset/internal/browser"
 	"github.com/handset-voice/handset/internal/call"
 	"github.com/handset-voice/handset/internal/carrier/twilio"
-	"github.com/handset-voice/handset/internal/clock"
 	"github.com/handset-voice/handset/internal/config"
-	"github.com/handset-voice/handset/internal/obs"
+	"github.com/handset-voice/handset/internal/jobs"
 	"github.com/handset-voice/handset/internal/session"
+	"github.com/handset-voice/handset/internal/store"
 	"github.com/handset-voice/handset/internal/turn"
-	"github.com/handset-voice/handset/internal/voice"
+	"github.com/handset-voice/handset/internal/web"
 )
 
-// server is the gateway: HTTP routes, the call manager and the providers calls share.
+// server is the gateway: HTTP routes, the call manager, the job runner, the store, and
+// the providers calls share.
 type server struct {
-	cfg        *config.Config
-	log        *slog.Logger
-	prov       providers
-	calls      *call.Manager
-	callCfg    call.Config
-	hashSecret []byte
-	mux        *http.ServeMux
-	stopCalls  context.CancelFunc
-	onCall     func(*call.Call) // told of every admitted call (simulate follows its call)
+	cfg       *config.Config
+	log       *slog.Logger
+	prov      providers
+	st        store.Store
+	sec       secrets
+	node      string
+	keys      session.KeyFactory
+	rest      *twilio.REST // nil when Twilio's REST credentials are not set
+	calls     *call.Manager
+	callCfg   call.Config
+	runner    *jobs.Runner // nil when this server runs no jobs (simulate)
+	mux       *http.ServeMux
+	stopCalls context.CancelFunc
+	onCall    func(*call.Call) // told of every admitted call (simulate follows its call)
+
+	linesMu sync.Mutex
+	lines   map[string]*store.LineWriter // live calls' transcript writers, by call id
 }
 
-func newServer(ctx context.Context, cfg *config.Config, prov providers, log *slog.Logger) (*server, error) {
-	secret, err := session.LoadOrCreateSecret(cfg.Session.CallerHashSecret.Reveal(), cfg.DataDir)
+// serverOptions say which parts of the gateway run.
+type serverOptions struct {
+	jobs bool // claim and run jobs (outbound calls, transfers, handoffs)
+}
+
+func newServer(ctx context.Context, cfg *config.Config, prov providers, st store.Store, log *slog.Logger, o serverOptions) (*server, error) {
+	sec, err := sharedSecrets(ctx, st, cfg)
+	if err != nil {
+		return nil, err
+	}
+	keys, err := sessionKeys(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -42,21 +61,41 @@ func newServer(ctx context.Context, cfg *config.Config, prov providers, log *slo
 	// only when the drain timeout runs out.
 	callCtx, stopCalls := context.WithCancel(context.WithoutCancel(ctx))
 	s := &server{
-		cfg: cfg, log: log, prov: prov, hashSecret: secret,
+		cfg: cfg, log: log, prov: prov, st: st, sec: sec, node: cfg.Node(), keys: keys,
 		calls:     call.NewManager(callCtx, cfg.MaxCalls),
 		callCfg:   callConfig(cfg),
 		mux:       http.NewServeMux(),
 		stopCalls: stopCalls,
+		lines:     map[string]*store.LineWriter{},
+	}
+	if cfg.Twilio.AccountSID != "" && cfg.Twilio.AuthToken.IsSet() {
+		if s.rest, err = twilio.NewREST(twilio.RESTOptions{BaseURL: cfg.Twilio.APIURL,
+			AccountSID: cfg.Twilio.AccountSID, AuthToken: cfg.Twilio.AuthToken.Reveal()}); err != nil {
+			stopCalls()
+			return nil, err
+		}
+	}
+	if o.jobs {
+		if s.runner, err = s.buildRunner(); err != nil {
+			stopCalls()
+			return nil, err
+		}
 	}
 	twilio.New(twilio.Options{
 		AuthToken: cfg.Twilio.AuthToken.Reveal(),
 		PublicURL: cfg.PublicURL,
 		Admit:     s.admit,
+		OnStatus:  s.onStatus,
 		Logger:    log,
 	}).Register(s.mux)
 	if cfg.Browser {
 		browser.New(browser.Options{Admit: s.admit, Logger: log}).Register(s.mux)
 	}
+	api := web.New(web.Options{
+		Token: sec.apiToken, Store: st, Live: s.calls, Channels: s.channels(),
+		Wake: s.wake, CanPlace: s.canPlace, Logger: log,
+	})
+	api.Register(s.mux)
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	s.mux.HandleFunc("GET /readyz", s.readyz)
 	return s, nil
@@ -90,49 +129,33 @@ func (s *server) readyz(w http.ResponseWriter, _ *http.Request) {
 	fmt.Fprintln(w, "ready")
 }
 
-// admit starts a call on a carrier's leg.
-func (s *server) admit(leg voice.Leg) (<-chan struct{}, error) {
-	info := leg.Info()
-	now := time.Now()
-	journal, err := obs.Create(s.cfg.DataDir, string(info.CallID), now)
-	if err != nil {
-		return nil, err
+// wake tells this node's runner a job was queued.
+func (s *server) wake() {
+	if s.runner != nil {
+		s.runner.Wake()
 	}
-	if live, ok := leg.(interface{ Observe(obs.Event) }); ok {
-		journal.Tee(live.Observe) // the browser page shows the call as it happens
-	}
-	sc := session.NewContext(info, s.hashSecret)
-	cc := s.callCfg
-	cc.CallerHash = sc.CallerHash
-	c, err := s.calls.Start(cc, call.Deps{
-		Leg: leg, STT: s.prov.stt, TTS: s.prov.tts, Agent: s.prov.agent, NewVAD: s.prov.newVAD,
-		Clock: clock.Real{}, Journal: journal,
-		Logger:      s.log.With("caller_hash", cc.CallerHash),
-		CallContext: func(ctx context.Context) context.Context { return session.With(ctx, sc) },
-	})
-	if err != nil {
-		_ = journal.Close()
-		return nil, err
-	}
-	if s.onCall != nil {
-		s.onCall(c)
-	}
-	s.log.Info("call started", "call", info.CallID, "carrier", info.Carrier, "direction", info.Direction)
-	return c.Done(), nil
 }
 
-// serve listens until ctx ends, then drains calls and shuts down.
+// serve listens until ctx ends, then drains calls and jobs and shuts down.
 func (s *server) serve(ctx context.Context, ln net.Listener, ready func(string)) error {
 	hs := &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
-	s.log.Info("handset is listening", "addr", "http://"+ln.Addr().String())
+	jobsDone := make(chan struct{})
+	go func() {
+		defer close(jobsDone)
+		if s.runner != nil {
+			s.runner.Run(ctx, s.cfg.DrainTimeout)
+		}
+	}()
+	s.log.Info("handset is listening", "addr", "http://"+ln.Addr().String(), "node", s.node)
 	if ready != nil {
 		ready(ln.Addr().String())
 	}
 	select {
 	case err := <-errc:
 		s.stopCalls()
+		<-jobsDone
 		return fmt.Errorf("http server: %w", err)
 	case <-ctx.Done():
 	}
@@ -141,6 +164,7 @@ func (s *server) serve(ctx context.Context, ln net.Listener, ready func(string))
 	s.calls.Drain(drainCtx)
 	cancel()
 	s.stopCalls()
+	<-jobsDone // waits on calls the drain just ended, or on its own drain timeout
 	shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := hs.Shutdown(shutCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {

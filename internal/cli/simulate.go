@@ -132,7 +132,12 @@ func simulate(ctx context.Context, cfg *config.Config, f simulateFlags, log *slo
 	defer prov.release()
 	sctx, stop := context.WithCancel(ctx)
 	defer stop()
-	srv, err := newServer(sctx, cfg, prov, log)
+	st, err := openStore(ctx, cfg)
+	if err != nil {
+		return rep, err
+	}
+	defer st.Close()
+	srv, err := newServer(sctx, cfg, prov, st, log, serverOptions{})
 	if err != nil {
 		return rep, err
 	}

@@ -50,10 +50,16 @@ func runTest(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	log := newLogger(io.Discard, cfg)
-	secret, err := session.LoadOrCreateSecret(cfg.Session.CallerHashSecret.Reveal(), cfg.DataDir)
+	st, err := openStore(ctx, cfg)
 	if err != nil {
 		return err
 	}
+	sec, err := sharedSecrets(ctx, st, cfg)
+	st.Close()
+	if err != nil {
+		return err
+	}
+	secret := sec.callerHash
 	info := voice.LegInfo{CallID: voice.NewCallID(), Carrier: "test", Direction: voice.Inbound, From: *caller, To: cfg.PhoneNumber, Format: audio.Telephone}
 	sc := session.NewContext(info, secret)
 

@@ -350,3 +350,35 @@ func (l *Lease) Owner() string { return l.r.o.Owner }
 
 // Now is the runner's clock.
 func (l *Lease) Now() time.Time { return l.r.o.Clock.Now() }
+
+// Sleep waits d on the runner's clock, or until ctx ends.
+func (l *Lease) Sleep(ctx context.Context, d time.Duration) error {
+	t := l.r.o.Clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C():
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Wait polls job id until it is completed or failed, or ctx ends (then it returns the
+// job as last seen, with ctx's error).
+func Wait(ctx context.Context, st store.Store, id int64) (store.Job, error) {
+	const every = 100 * time.Millisecond
+	for {
+		j, err := st.Job(ctx, id)
+		if err != nil {
+			return j, err
+		}
+		if j.State == store.JobCompleted || j.State == store.JobFailed {
+			return j, nil
+		}
+		select {
+		case <-ctx.Done():
+			return j, ctx.Err()
+		case <-time.After(every):
+		}
+	}
+}

@@ -51,31 +51,28 @@ func CallerHash(secret []byte, number string) string {
 	return "ch_" + hex.EncodeToString(mac.Sum(nil))[:24]
 }
 
-// secretFile is where a generated caller-hash secret is kept inside the data dir.
-const secretFile = "caller-hash-secret"
+// legacySecretFile is where Handset before the shared store kept its generated secret.
+const legacySecretFile = "caller-hash-secret"
 
-// LoadOrCreateSecret returns configured when set; otherwise the secret stored in dataDir,
-// generating it on first use so hashes stay stable across restarts.
-func LoadOrCreateSecret(configured, dataDir string) ([]byte, error) {
-	if configured != "" {
-		return []byte(configured), nil
+// SecretCandidate proposes a caller-hash secret when none is configured: the one an older
+// Handset generated into dataDir (so hashes stay stable across the upgrade), else a new
+// random one. The store decides which candidate every node uses (store.SharedSecret).
+func SecretCandidate(dataDir string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(dataDir, legacySecretFile))
+	if err == nil && len(strings.TrimSpace(string(b))) >= 32 {
+		return strings.TrimSpace(string(b)), nil
 	}
-	path := filepath.Join(dataDir, secretFile)
-	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) >= 32 {
-		return []byte(strings.TrimSpace(string(b))), nil
-	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("caller hash secret: %w", err)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("caller hash secret: %w", err)
 	}
+	return RandomSecret()
+}
+
+// RandomSecret is 32 random bytes in hex.
+func RandomSecret() (string, error) {
 	var raw [32]byte
 	if _, err := rand.Read(raw[:]); err != nil {
-		return nil, err
+		return "", err
 	}
-	secret := hex.EncodeToString(raw[:])
-	if err := os.MkdirAll(dataDir, 0o750); err != nil {
-		return nil, fmt.Errorf("caller hash secret: %w", err)
-	}
-	if err := os.WriteFile(path, []byte(secret+"\n"), 0o600); err != nil {
-		return nil, fmt.Errorf("caller hash secret: %w", err)
-	}
-	return []byte(secret), nil
+	return hex.EncodeToString(raw[:]), nil
 }

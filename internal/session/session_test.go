@@ -1,6 +1,8 @@
 package session
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -24,18 +26,19 @@ func TestCallerHash(t *testing.T) {
 	}
 }
 
-func TestLoadOrCreateSecretIsStable(t *testing.T) {
+func TestSecretCandidate(t *testing.T) {
 	dir := t.TempDir()
-	a, err := LoadOrCreateSecret("", dir)
-	if err != nil {
+	a, err := SecretCandidate(dir)
+	b, _ := SecretCandidate(dir)
+	if err != nil || len(a) != 64 || a == b {
+		t.Fatalf("fresh candidates %q %q %v: want two different 64-hex secrets", a, b, err)
+	}
+	legacy := strings.Repeat("ab", 32)
+	if err := os.WriteFile(filepath.Join(dir, "caller-hash-secret"), []byte(legacy+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	b, err := LoadOrCreateSecret("", dir)
-	if err != nil || string(a) != string(b) || len(a) < 32 {
-		t.Fatalf("secret not stable: %q %q %v", a, b, err)
-	}
-	if c, _ := LoadOrCreateSecret("configured", dir); string(c) != "configured" {
-		t.Errorf("configured secret ignored: %q", c)
+	if c, _ := SecretCandidate(dir); c != legacy {
+		t.Errorf("the secret an older Handset generated was not proposed: %q", c)
 	}
 }
 

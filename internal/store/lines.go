@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -16,6 +17,9 @@ type LineWriter struct {
 	in      chan lineOrFlush
 	done    chan struct{}
 	dropped atomic.Int64
+
+	mu     sync.RWMutex // held to send on in; Close takes it whole
+	closed bool
 }
 
 type lineOrFlush struct {
@@ -37,8 +41,14 @@ func NewLineWriter(st Store, log *slog.Logger) *LineWriter {
 	return w
 }
 
-// Add queues l; when the queue is full the line is dropped and counted.
+// Add queues l; when the queue is full the line is dropped and counted. After Close it
+// does nothing.
 func (w *LineWriter) Add(l TranscriptLine) {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	if w.closed {
+		return
+	}
 	select {
 	case w.in <- lineOrFlush{line: l}:
 	default:
@@ -48,12 +58,21 @@ func (w *LineWriter) Add(l TranscriptLine) {
 	}
 }
 
-// Flush waits until every line added before it is saved, or ctx ends.
+// Flush waits until every line added before it is saved, or ctx ends. After Close
+// everything is saved already.
 func (w *LineWriter) Flush(ctx context.Context) error {
 	done := make(chan struct{})
+	w.mu.RLock()
+	if w.closed {
+		w.mu.RUnlock()
+		<-w.done
+		return nil
+	}
 	select {
 	case w.in <- lineOrFlush{flush: done}:
+		w.mu.RUnlock()
 	case <-ctx.Done():
+		w.mu.RUnlock()
 		return ctx.Err()
 	}
 	select {
@@ -64,9 +83,14 @@ func (w *LineWriter) Flush(ctx context.Context) error {
 	}
 }
 
-// Close saves what is queued and stops the writer. Add must not be called after Close.
+// Close saves what is queued and stops the writer. It may be called more than once.
 func (w *LineWriter) Close() {
-	close(w.in)
+	w.mu.Lock()
+	if !w.closed {
+		w.closed = true
+		close(w.in)
+	}
+	w.mu.Unlock()
 	<-w.done
 }
 

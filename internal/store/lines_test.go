@@ -95,3 +95,18 @@ func TestLineWriterNeverBlocksTheCall(t *testing.T) {
 		t.Errorf("saved %d + dropped %d != 1000 added", len(got), w.Dropped())
 	}
 }
+
+func TestLineWriterAfterClose(t *testing.T) {
+	st := openSQLite(t)
+	w := store.NewLineWriter(st, slog.New(slog.DiscardHandler))
+	w.Add(line(1))
+	w.Close()
+	w.Add(line(2)) // a late line from a call that just ended: ignored, no panic
+	if err := w.Flush(t.Context()); err != nil {
+		t.Errorf("Flush after Close: %v", err)
+	}
+	w.Close()
+	if got, _ := st.Transcript(t.Context(), "c1"); len(got) != 1 {
+		t.Errorf("%d lines saved, want the one added before Close", len(got))
+	}
+}

@@ -1,0 +1,189 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"time"
+
+	"github.com/handset-voice/handset/internal/call"
+	"github.com/handset-voice/handset/internal/carrier/twilio"
+	"github.com/handset-voice/handset/internal/clock"
+	"github.com/handset-voice/handset/internal/jobs"
+	"github.com/handset-voice/handset/internal/obs"
+	"github.com/handset-voice/handset/internal/session"
+	"github.com/handset-voice/handset/internal/store"
+	"github.com/handset-voice/handset/internal/voice"
+)
+
+// storeTimeout bounds the store work done while a call is being admitted or ended.
+const storeTimeout = 5 * time.Second
+
+// admit starts a call on a carrier's leg: its journal, its store record and session, its
+// transcript writer, then the engine.
+func (s *server) admit(leg voice.Leg) (<-chan struct{}, error) {
+	info := leg.Info()
+	now := time.Now()
+	journal, err := obs.Create(s.cfg.DataDir, string(info.CallID), now)
+	if err != nil {
+		return nil, err
+	}
+	if live, ok := leg.(interface{ Observe(obs.Event) }); ok {
+		journal.Tee(live.Observe) // the browser page shows the call as it happens
+	}
+	sc := session.NewContext(info, s.sec.callerHash)
+	cc := s.callCfg
+	cc.CallerHash = sc.CallerHash
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	plan := s.record(ctx, info, sc, journalPath(s.cfg.DataDir, info.CallID), now)
+	if plan.firstMessage != "" {
+		cc.Turn.FirstMessage = plan.firstMessage
+	}
+	cc.Turn.Voicemail = plan.voicemail
+	lines := store.NewLineWriter(s.st, s.log)
+	c, err := s.calls.Start(cc, call.Deps{
+		Leg: leg, STT: s.prov.stt, TTS: s.prov.tts, Agent: s.prov.agent, NewVAD: s.prov.newVAD,
+		Clock: clock.Real{}, Journal: journal,
+		Logger:      s.log.With("caller_hash", cc.CallerHash),
+		CallContext: func(ctx context.Context) context.Context { return session.With(ctx, sc) },
+		Transcript:  lines.Add,
+	})
+	if err != nil {
+		lines.Close()
+		_ = journal.Close()
+		s.endRecord(info.CallID, "refused: "+err.Error())
+		return nil, err
+	}
+	s.linesMu.Lock()
+	s.lines[string(info.CallID)] = lines
+	s.linesMu.Unlock()
+	go func() {
+		<-c.Done()
+		s.linesMu.Lock()
+		delete(s.lines, string(info.CallID))
+		s.linesMu.Unlock()
+		lines.Close()
+		s.endRecord(info.CallID, c.Reason().String())
+	}()
+	if s.onCall != nil {
+		s.onCall(c)
+	}
+	s.log.Info("call started", "call", info.CallID, "carrier", info.Carrier, "direction", info.Direction)
+	return c.Done(), nil
+}
+
+func journalPath(dataDir string, id voice.CallID) string {
+	return filepath.Join(obs.Dir(dataDir, string(id)), "events.jsonl")
+}
+
+// callPlan is what an outbound call's job asks of the engine.
+type callPlan struct {
+	firstMessage string
+	voicemail    bool // a machine answered and the message is to be left on it
+}
+
+// record writes the call and its caller's session to the store. An outbound call placed
+// by a job already has a record: it gains this node and journal, and its job says what to
+// say. The store failing never stops a call: it is logged.
+func (s *server) record(ctx context.Context, info voice.LegInfo, sc session.Context, journal string, now time.Time) callPlan {
+	var plan callPlan
+	rec, err := s.st.Call(ctx, info.CallID)
+	switch {
+	case err == nil:
+		err = s.st.UpdateCall(ctx, info.CallID, store.CallUpdate{CarrierRef: info.CarrierRef, Node: s.node, Journal: journal})
+		plan = s.planFor(ctx, rec, info)
+	case errors.Is(err, store.ErrNotFound):
+		from, to := sc.RawNumbers()
+		if info.Direction == voice.Outbound {
+			from, to = to, from // the record keeps the carrier's from and to
+		}
+		err = s.st.StartCall(ctx, store.Call{
+			ID: info.CallID, Carrier: info.Carrier, CarrierRef: info.CarrierRef, Direction: info.Direction,
+			From: from, To: to, CallerHash: sc.CallerHash, Agent: s.prov.agent.Name(), Node: s.node,
+			StartedAt: now, Journal: journal,
+		})
+	}
+	if err != nil {
+		s.log.Warn("call not recorded in the store", "call", info.CallID, "err", err)
+	}
+	if sc.CallerHash != "" {
+		if _, err := s.st.TouchSession(ctx, sc.CallerHash, s.keys(sc), info.CallID, now); err != nil {
+			s.log.Warn("caller session not recorded", "call", info.CallID, "err", err)
+		}
+	}
+	return plan
+}
+
+// planFor reads the job that placed rec: its first message, and whether a machine that
+// answered gets it as a voicemail.
+func (s *server) planFor(ctx context.Context, rec store.Call, info voice.LegInfo) callPlan {
+	if rec.JobID == 0 {
+		return callPlan{}
+	}
+	j, err := s.st.Job(ctx, rec.JobID)
+	if err != nil {
+		s.log.Warn("the job that placed the call is unreadable", "call", rec.ID, "job", rec.JobID, "err", err)
+		return callPlan{}
+	}
+	var job jobs.CallJob
+	if err := json.Unmarshal(j.Payload, &job); err != nil {
+		return callPlan{}
+	}
+	policy := twilio.MachinePolicy(job.OnMachine)
+	if policy == "" {
+		policy = twilio.MachinePolicy(s.cfg.Outbound.Machine)
+	}
+	return callPlan{firstMessage: job.FirstMessage, voicemail: info.Machine() && policy == twilio.MachineMessage}
+}
+
+// endRecord records how a call ended.
+func (s *server) endRecord(id voice.CallID, outcome string) {
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	if err := s.st.EndCall(ctx, id, time.Now(), outcome); err != nil {
+		s.log.Warn("call end not recorded in the store", "call", id, "err", err)
+	}
+}
+
+// onStatus records what Twilio's status callbacks say of the calls Handset placed: the
+// carrier's id as soon as it is known, and the end of a call nobody answered (or that a
+// machine answered and Handset declined). An answered call's end is the media node's to
+// record; the carrier's "completed" only closes a call whose media never arrived.
+func (s *server) onStatus(st twilio.Status) {
+	if st.CallID == "" {
+		return // an inbound call: its engine records everything
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	if st.CallSid != "" {
+		if err := s.st.UpdateCall(ctx, st.CallID, store.CallUpdate{CarrierRef: st.CallSid}); err != nil {
+			s.log.Warn("status callback for an unknown call", "call", st.CallID, "err", err)
+			return
+		}
+	}
+	if !st.Ended() {
+		return
+	}
+	outcome := st.CallStatus
+	if st.CallStatus == "completed" {
+		if rec, err := s.st.Call(ctx, st.CallID); err != nil || rec.Journal != "" {
+			return
+		}
+	}
+	if err := s.st.EndCall(ctx, st.CallID, time.Now(), outcome); err != nil {
+		s.log.Warn("call end not recorded", "call", st.CallID, "err", err)
+	}
+}
+
+// FlushTranscript saves a live call's transcript lines still queued (handoffs read it).
+func (s *server) FlushTranscript(ctx context.Context, id voice.CallID) error {
+	s.linesMu.Lock()
+	w := s.lines[string(id)]
+	s.linesMu.Unlock()
+	if w == nil {
+		return nil
+	}
+	return w.Flush(ctx)
+}

@@ -1,0 +1,69 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/handset-voice/handset/internal/carrier/twilio"
+	"github.com/handset-voice/handset/internal/jobs"
+)
+
+// buildRunner wires the job kinds this node runs from the configuration.
+func (s *server) buildRunner() (*jobs.Runner, error) {
+	cfg := s.cfg
+	allow, err := jobs.ParseAllowList(cfg.Handoff.TransferAllow)
+	if err != nil {
+		return nil, fmt.Errorf("HANDSET_TRANSFER_ALLOW: %w", err)
+	}
+	quiet, err := jobs.ParseQuietHours(cfg.Outbound.QuietHours, cfg.Outbound.QuietZone)
+	if err != nil {
+		return nil, fmt.Errorf("HANDSET_QUIET_HOURS: %w", err)
+	}
+	transfers := &jobs.Transfers{Calls: s.calls, Allow: allow}
+	if s.rest != nil {
+		transfers.Carrier = s.rest
+	}
+	kinds := map[string]jobs.Kind{
+		jobs.KindTransfer: {Run: transfers.Run, Limit: 8},
+		jobs.KindHandoff: {Run: (&jobs.Handoffs{Store: s.st, Calls: s.calls, Flusher: s,
+			URL: cfg.Handoff.URL, Key: cfg.Handoff.Key.Reveal()}).Run, Limit: 8},
+	}
+	if err := s.canPlace(); err == nil {
+		calls := &jobs.Calls{
+			Store: s.st, Dialer: s.rest, PublicURL: cfg.PublicURL, From: cfg.PhoneNumber,
+			Agent: s.prov.agent.Name(), HashSecret: s.sec.callerHash,
+			RingTimeout: cfg.Outbound.RingTimeout, MaxCall: cfg.Turn.MaxCall,
+			OnMachine: twilio.MachinePolicy(cfg.Outbound.Machine), Logger: s.log,
+		}
+		kinds[jobs.KindCall] = jobs.Kind{Run: calls.Run, Limit: cfg.Outbound.Concurrency,
+			Throttle: jobs.CallThrottle{Quiet: quiet, Rate: &jobs.RateLimit{N: cfg.Outbound.Rate, Per: time.Minute}}}
+	} else {
+		s.log.Info("this node does not place outbound calls", "why", err.Error())
+	}
+	return jobs.NewRunner(jobs.Options{Store: s.st, Owner: s.node, Kinds: kinds, Lease: cfg.JobLease, Logger: s.log})
+}
+
+// canPlace says whether this node can place outbound calls, and what is missing if not.
+func (s *server) canPlace() error {
+	var missing []error
+	if s.rest == nil {
+		missing = append(missing, errors.New("set TWILIO_ACCOUNT_SID and TWILIO_AUTH_TOKEN"))
+	}
+	if s.cfg.PhoneNumber == "" {
+		missing = append(missing, errors.New("set HANDSET_PHONE_NUMBER to the Twilio number calls come from"))
+	}
+	if s.cfg.PublicURL == "" {
+		missing = append(missing, errors.New("set HANDSET_PUBLIC_URL: Twilio fetches an answered call's instructions there"))
+	}
+	return errors.Join(missing...)
+}
+
+// channels are the ways people reach this Handset, each saying whether it can reach them
+// again later (a callback).
+func (s *server) channels() map[string]jobs.Channel {
+	return map[string]jobs.Channel{
+		"twilio":  jobs.ChannelFunc(s.canPlace),
+		"browser": jobs.ChannelFunc(func() error { return errors.New("a browser page cannot be called back once it is closed") }),
+	}
+}

@@ -1,0 +1,161 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/handset-voice/handset/internal/jobs"
+	"github.com/handset-voice/handset/internal/store"
+	"github.com/handset-voice/handset/internal/voice"
+)
+
+// target finds the call a transfer or handoff is about: by call id, or the latest call of
+// a session key (what a runtime's tool knows).
+func (a *API) target(ctx context.Context, r *http.Request) (store.Call, error) {
+	if key := r.PathValue("key"); key != "" {
+		ss, err := a.o.Store.SessionByKey(ctx, key)
+		if errors.Is(err, store.ErrNotFound) {
+			return store.Call{}, fail(http.StatusNotFound, "no call has had session key %q", key)
+		}
+		if err != nil {
+			return store.Call{}, err
+		}
+		return a.call(ctx, ss.LastCall)
+	}
+	return a.call(ctx, voice.CallID(r.PathValue("id")))
+}
+
+type transferRequest struct {
+	To     string `json:"to"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// transfer queues a transfer on the node holding the call and waits for it.
+func (a *API) transfer(w http.ResponseWriter, r *http.Request) error {
+	var req transferRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	if req.To == "" {
+		return fail(http.StatusBadRequest, "to: the number to transfer the call to is missing")
+	}
+	c, err := a.target(r.Context(), r)
+	if err != nil {
+		return err
+	}
+	if !c.EndedAt.IsZero() {
+		return fail(http.StatusConflict, "call %s has ended (%s): there is nothing to transfer", c.ID, c.Outcome)
+	}
+	return a.runLive(w, r, c, jobs.KindTransfer, jobs.TransferJob{CallID: c.ID, To: req.To, Reason: req.Reason}, true)
+}
+
+type handoffRequest struct {
+	Channel string `json:"channel"`
+	Note    string `json:"note,omitempty"`
+	Hangup  bool   `json:"hangup,omitempty"`
+}
+
+// handoff queues a handoff of the call's conversation to another channel.
+func (a *API) handoff(w http.ResponseWriter, r *http.Request) error {
+	var req handoffRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	if req.Channel == "" {
+		return fail(http.StatusBadRequest, "channel: say where the conversation continues (telegram, slack, sms, …)")
+	}
+	c, err := a.target(r.Context(), r)
+	if err != nil {
+		return err
+	}
+	live := c.EndedAt.IsZero()
+	return a.runLive(w, r, c, jobs.KindHandoff, jobs.HandoffJob{CallID: c.ID, Channel: req.Channel, Note: req.Note, Hangup: req.Hangup && live}, live)
+}
+
+// runLive queues a job about call c (on the node holding it when bound) and waits up to
+// LiveWait for it: its result (200), its refusal (403) or failure (502), or, when no node
+// took it in time, a cancellation (503) that keeps it from running late.
+func (a *API) runLive(w http.ResponseWriter, r *http.Request, c store.Call, kind string, payload any, bound bool) error {
+	data, err := json.Marshal(payload)
+	if err != nil {
+		return err
+	}
+	nj := store.NewJob{Kind: kind, Payload: data, MaxAttempts: 1}
+	if bound {
+		nj.Node = c.Node
+	}
+	if kind == jobs.KindHandoff {
+		nj.MaxAttempts = 3 // a webhook that is down for a moment is tried again
+	}
+	j, err := a.o.Store.Enqueue(r.Context(), nj)
+	if err != nil {
+		return err
+	}
+	a.o.Wake()
+	ctx, cancel := context.WithTimeout(r.Context(), a.o.LiveWait)
+	defer cancel()
+	done, err := jobs.Wait(ctx, a.o.Store, j.ID)
+	switch {
+	case err == nil && done.State == store.JobCompleted:
+		writeJSON(w, http.StatusOK, jobView(done))
+		return nil
+	case err == nil && jobs.Refused(done.Error):
+		writeJSON(w, http.StatusForbidden, withError(done))
+		return nil
+	case err == nil:
+		writeJSON(w, http.StatusBadGateway, withError(done))
+		return nil
+	case r.Context().Err() != nil:
+		return r.Context().Err()
+	}
+	if done.State == store.JobPending {
+		cerr := a.o.Store.Cancel(r.Context(), j.ID, "no node took it within "+a.o.LiveWait.String()+
+			" (the call's node "+c.Node+" is not running jobs)", time.Now())
+		if cerr == nil {
+			return fail(http.StatusServiceUnavailable, "no node took the %s of call %s within %v: the node holding the call (%s) is not running jobs",
+				kind, c.ID, a.o.LiveWait, c.Node)
+		}
+		if !errors.Is(cerr, store.ErrNotPending) {
+			return cerr
+		}
+		done, _ = a.o.Store.Job(r.Context(), j.ID)
+	}
+	v := jobView(done)
+	v.Note = "still running: follow it at /api/jobs/" + strconv.FormatInt(j.ID, 10)
+	writeJSON(w, http.StatusAccepted, v)
+	return nil
+}
+
+// withError is a failed job with its error as the answer's "error" too.
+func withError(j store.Job) map[string]any {
+	return map[string]any{"error": j.Error, "job": jobView(j)}
+}
+
+// deliver plans a callback and queues it.
+func (a *API) deliver(w http.ResponseWriter, r *http.Request) error {
+	var req jobs.DeliverRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	plan, err := jobs.PlanDelivery(r.Context(), a.o.Store, a.o.Channels, req)
+	switch {
+	case errors.Is(err, jobs.ErrBadRequest):
+		return fail(http.StatusBadRequest, "%v", err)
+	case errors.Is(err, jobs.ErrUnknownRecipient):
+		return fail(http.StatusNotFound, "cannot deliver: %v", err)
+	case errors.Is(err, jobs.ErrCannotDeliver):
+		return fail(http.StatusUnprocessableEntity, "%v", err)
+	case err != nil:
+		return err
+	}
+	j, err := jobs.QueueCall(r.Context(), a.o.Store, plan, jobs.QueueOptions{DedupeKey: dedupe("deliver", req.IdempotencyKey)})
+	if err := queueError(err); err != nil {
+		return err
+	}
+	a.o.Wake()
+	return a.answerJob(w, r, j, "the call is queued; the job's result says whether the message was heard")
+}
