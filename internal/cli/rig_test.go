@@ -34,6 +34,7 @@ type rig struct {
 	tts     *fakeelevenlabs.Server
 	agent   *fakeopenai.Server
 	logs    *syncBuffer
+	environ []string // the settings serve runs with
 }
 
 const greeting = "Hello, this is Handset."
@@ -82,6 +83,7 @@ func withFakes(t *testing.T, transcripts []string, extra ...string) (*rig, []str
 func startServe(t *testing.T, transcripts []string, extra ...string) *rig {
 	t.Helper()
 	r, env := withFakes(t, transcripts, extra...)
+	r.environ = env
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
 	exited := make(chan int, 1)

@@ -50,6 +50,7 @@ var commands = map[string]command{
 	"test":          {"One real turn through the agent runtime, and the TTS and STT heard end to end.", runTest},
 	"simulate":      {"A whole call in the terminal through the real engine.", runSimulate},
 	"version":       {"Version, commit and build tags.", runVersion},
+	"call":          {"Place an outbound call, or work through a list of numbers (queued as jobs).", runCall},
 }
 
 // errReported: the command has printed its findings itself; exit 1 with no more words.
@@ -102,7 +103,7 @@ func Main(ctx context.Context, args []string, env Env) int {
 }
 
 // planned are INTERFACE.md commands that later versions add.
-var planned = map[string]bool{"call": true, "bench": true}
+var planned = map[string]bool{"bench": true}
 
 func printUsage(w io.Writer) {
 	fmt.Fprintln(w, "handset gives an AI agent runtime a phone number and a voice.")
@@ -144,14 +145,30 @@ func newFlagSet(name string, env Env) (*flag.FlagSet, *globals) {
 }
 
 // parse parses args, turning flag errors into usage errors.
+// parse reads flags wherever they are among the arguments ("call +1415… --wait" as well
+// as "call --wait +1415…"); after "--" everything is an argument. fs.Args() then holds
+// the arguments in order.
 func parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return err
+			}
+			return &usageError{msg: err.Error(), hint: "run `" + fs.Name() + " --help`"}
 		}
-		return &usageError{msg: err.Error(), hint: "run `" + fs.Name() + " --help`"}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		if len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
+			positional = append(positional, rest...) // the caller ended the flags
+			break
+		}
+		positional = append(positional, rest[0])
+		args = rest[1:]
 	}
-	return nil
+	return fs.Parse(append([]string{"--"}, positional...))
 }
 
 // loadConfig reads settings with the global flags and per-command overrides applied.

@@ -99,7 +99,7 @@ func (t *Transfers) Run(ctx context.Context, l *Lease) (any, error) {
 	}
 	c, ok := t.Calls.Get(job.CallID)
 	if !ok {
-		return nil, Permanent(fmt.Errorf("call %s is not live on this node: it has ended", job.CallID))
+		return nil, Permanent(fmt.Errorf("call %s is not running on this node (%s): it has ended, or its media has not arrived yet", job.CallID, l.Owner()))
 	}
 	j := c.Journal()
 	j.Record(l.Now(), obs.Event{Type: obs.TransferRequested, Name: job.To, Text: job.Reason})
@@ -122,13 +122,15 @@ func (t *Transfers) Run(ctx context.Context, l *Lease) (any, error) {
 		j.Record(l.Now(), obs.Event{Type: obs.TransferRefused, Name: to, Message: err.Error()})
 		return nil, Permanent(err)
 	}
+	// Journaled before the request: the carrier ends the media stream (and with it the
+	// call's journal) before it answers.
+	j.Record(l.Now(), obs.Event{Type: obs.TransferStarted, Name: to})
 	c.Transferring(true)
 	if _, err := t.Carrier.RedirectCall(ctx, info.CarrierRef, dialTwiML(to, t.CallerID)); err != nil {
 		c.Transferring(false)
 		j.Record(l.Now(), obs.Event{Type: obs.TransferFailed, Name: to, Message: err.Error()})
 		return nil, Permanent(fmt.Errorf("the carrier did not transfer the call: %w", err))
 	}
-	j.Record(l.Now(), obs.Event{Type: obs.TransferStarted, Name: to})
 	return map[string]string{"call_id": string(job.CallID), "to": to, "call_sid": info.CarrierRef}, nil
 }
 

@@ -362,30 +362,9 @@ type QueueOptions struct {
 // QueueCall checks a call request and queues it. Errors wrap ErrBadRequest for a request
 // to fix, store.ErrDuplicate for a repeated dedupe key.
 func QueueCall(ctx context.Context, st store.Store, job CallJob, o QueueOptions) (store.Job, error) {
-	bad := func(format string, a ...any) error {
-		return fmt.Errorf("%w: "+format, append([]any{ErrBadRequest}, a...)...)
-	}
-	to, err := twilio.NormalizeNumber(job.To)
+	job, err := QueueCallCheck(job)
 	if err != nil {
-		return store.Job{}, bad("to: %v", err)
-	}
-	job.To = to
-	if job.From != "" {
-		if job.From, err = twilio.NormalizeNumber(job.From); err != nil {
-			return store.Job{}, bad("from: %v", err)
-		}
-	}
-	job.FirstMessage = strings.TrimSpace(job.FirstMessage)
-	if len(job.FirstMessage) > messageLimit {
-		return store.Job{}, bad("the message is %d characters; at most %d can be spoken", len(job.FirstMessage), messageLimit)
-	}
-	if job.Deliver && job.FirstMessage == "" {
-		return store.Job{}, bad("a delivery needs a message")
-	}
-	switch twilio.MachinePolicy(job.OnMachine) {
-	case "", twilio.MachineHangup, twilio.MachineMessage, twilio.MachineTalk:
-	default:
-		return store.Job{}, bad("on_machine %q is not one of hangup, message, talk", job.OnMachine)
+		return store.Job{}, err
 	}
 	payload, err := jsonBytes(job)
 	if err != nil {
@@ -393,4 +372,35 @@ func QueueCall(ctx context.Context, st store.Store, job CallJob, o QueueOptions)
 	}
 	return st.Enqueue(ctx, store.NewJob{Kind: KindCall, Payload: payload, RunAt: o.RunAt,
 		MaxAttempts: o.MaxAttempts, DedupeKey: o.DedupeKey, Batch: o.Batch})
+}
+
+// QueueCallCheck checks a call request and returns it with its numbers in E.164 form;
+// errors wrap ErrBadRequest and say what to fix.
+func QueueCallCheck(job CallJob) (CallJob, error) {
+	bad := func(format string, a ...any) (CallJob, error) {
+		return CallJob{}, fmt.Errorf("%w: "+format, append([]any{ErrBadRequest}, a...)...)
+	}
+	to, err := twilio.NormalizeNumber(job.To)
+	if err != nil {
+		return bad("to: %v", err)
+	}
+	job.To = to
+	if job.From != "" {
+		if job.From, err = twilio.NormalizeNumber(job.From); err != nil {
+			return bad("from: %v", err)
+		}
+	}
+	job.FirstMessage = strings.TrimSpace(job.FirstMessage)
+	if len(job.FirstMessage) > messageLimit {
+		return bad("the message is %d characters; at most %d can be spoken", len(job.FirstMessage), messageLimit)
+	}
+	if job.Deliver && job.FirstMessage == "" {
+		return bad("a delivery needs a message")
+	}
+	switch twilio.MachinePolicy(job.OnMachine) {
+	case "", twilio.MachineHangup, twilio.MachineMessage, twilio.MachineTalk:
+	default:
+		return bad("on_machine %q is not one of hangup, message, talk", job.OnMachine)
+	}
+	return job, nil
 }

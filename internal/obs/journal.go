@@ -48,7 +48,7 @@ const (
 	DTMF              = "dtmf"
 	TransferRequested = "transfer.requested" // name: the number asked for
 	TransferRefused   = "transfer.refused"   // name, message: why (not on the allow-list, …)
-	TransferStarted   = "transfer.started"   // name: the carrier is dialling it
+	TransferStarted   = "transfer.started"   // name: the carrier is asked to dial it
 	TransferFailed    = "transfer.failed"    // name, message
 	HandoffRequested  = "handoff.requested"  // name: the channel
 	HandoffDone       = "handoff.done"       // name
