@@ -23,7 +23,7 @@ type turnRecord struct {
 	assistant   int // index of the assistant message in msgs, -1 if none yet
 	segments    []segment
 	interrupted bool
-	logged      bool // its transcript line was written
+	logged      bool      // its transcript line was written
 	audioAt     time.Time // the turn's first audio reached the carrier
 	lastEcho    time.Time // the latest mark the carrier returned: the next segment starts playing
 	// pendingBytes holds first-byte times of sentences still being synthesised.

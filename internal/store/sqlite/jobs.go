@@ -67,7 +67,7 @@ func (s *Store) Enqueue(ctx context.Context, nj store.NewJob) (store.Job, error)
 	return j, nil
 }
 
-// claimFilter is " AND node IN ('', owner) AND kind IN (?, …)": the jobs owner may claim,
+// claimFilter is " AND node IN (”, owner) AND kind IN (?, …)": the jobs owner may claim,
 // of kinds (all kinds when empty).
 func claimFilter(owner string, kinds []string) (string, []any) {
 	args := []any{owner}
