@@ -74,6 +74,9 @@ func sharedSecrets(ctx context.Context, st store.Store, cfg *config.Config) (sec
 			return s, fmt.Errorf("API token: %w", err)
 		}
 		// A copy the operator can read (and hand to the agent runtime's tools).
+		if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
+			return s, fmt.Errorf("HANDSET_DATA_DIR: %w", err)
+		}
 		if err := os.WriteFile(filepath.Join(cfg.DataDir, apiTokenFile), []byte(s.apiToken+"\n"), 0o600); err != nil {
 			return s, fmt.Errorf("API token: %w", err)
 		}

@@ -1,0 +1,396 @@
+package cli
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/handset-voice/handset/internal/jobs"
+	"github.com/handset-voice/handset/internal/sim/fakedeepgram"
+	"github.com/handset-voice/handset/internal/sim/fakeelevenlabs"
+	"github.com/handset-voice/handset/internal/sim/faketwilio"
+	"github.com/handset-voice/handset/internal/store"
+	"github.com/handset-voice/handset/internal/store/postgres"
+)
+
+// multiNodeJobs is how many outbound calls the multi-node test queues.
+const multiNodeJobs = 500
+
+// TestThreeNodesRunEveryJobOnce: three `handset serve` processes on one PostgreSQL, behind
+// a load balancer as in production, work through a dialer list of 500 numbers against the
+// fake Twilio; one node is killed (SIGKILL) mid-run. Every job completes once, every number
+// is called exactly once (jobs the dead node held are resumed from their checkpoints, not
+// dialled again), and the survivors stop cleanly.
+func TestThreeNodesRunEveryJobOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the multi-node test runs 500 calls through three processes")
+	}
+	dbURL := multiNodeDatabase(t)
+	bin := buildHandset(t)
+
+	tw := faketwilio.New(faketwilio.Options{
+		AccountSID: "AC00000000000000000000000000000000", AuthToken: "test-auth-token",
+		Numbers:           []faketwilio.Number{{PhoneNumber: ourNumber}},
+		Answer:            func(string) faketwilio.Answer { return faketwilio.Answer{Hold: time.Second} },
+		InsecureStreamURL: true,
+	})
+	dg := fakedeepgram.New(fakedeepgram.Options{Key: "dg-key"})
+	el := fakeelevenlabs.New(fakeelevenlabs.Options{Key: "el-key", MsPerChar: 20})
+	twSrv, dgSrv, elSrv := httptest.NewServer(tw), httptest.NewServer(dg), httptest.NewServer(el)
+	lb := newBalancer()
+	lbSrv := httptest.NewServer(lb)
+	t.Cleanup(func() { tw.Close(); dg.Close(); twSrv.Close(); dgSrv.Close(); elSrv.Close(); lbSrv.Close() })
+
+	common := []string{
+		"HANDSET_DATABASE_URL=" + dbURL, "HANDSET_PUBLIC_URL=" + lbSrv.URL,
+		"HANDSET_AGENT=echo", "HANDSET_VAD=energy",
+		"HANDSET_STT=deepgram", "DEEPGRAM_API_KEY=dg-key", "HANDSET_DEEPGRAM_URL=" + dgSrv.URL,
+		"HANDSET_TTS=elevenlabs", "ELEVENLABS_API_KEY=el-key", "HANDSET_ELEVENLABS_URL=" + elSrv.URL,
+		"TWILIO_ACCOUNT_SID=AC00000000000000000000000000000000", "TWILIO_AUTH_TOKEN=test-auth-token",
+		"HANDSET_TWILIO_API_URL=" + twSrv.URL, "HANDSET_PHONE_NUMBER=" + ourNumber,
+		"HANDSET_FIRST_MESSAGE=Hello.", "HANDSET_JOB_LEASE=3s",
+		"HANDSET_OUTBOUND_CONCURRENCY=20", "HANDSET_OUTBOUND_RATE=0", "HANDSET_DRAIN_TIMEOUT=20s",
+	}
+	dir := t.TempDir()
+	var nodes []*nodeProc
+	for i := 1; i <= 3; i++ {
+		n := startNode(t, bin, dir, fmt.Sprintf("node-%d", i), common)
+		lb.add(n.name, n.url)
+		nodes = append(nodes, n)
+	}
+
+	// The dialer list, queued with `handset call --list` against the shared database.
+	var list strings.Builder
+	for i := range multiNodeJobs {
+		fmt.Fprintf(&list, "+1555020%04d\n", i)
+	}
+	listFile := filepath.Join(dir, "spring.txt")
+	if err := os.WriteFile(listFile, []byte(list.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	queue := exec.Command(bin, "call", "--list", listFile)
+	queue.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "HANDSET_DATA_DIR=" + filepath.Join(dir, "cli")}, common...)
+	queue.Dir = dir
+	out, err := queue.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), fmt.Sprintf("queued %d calls", multiNodeJobs)) {
+		t.Fatalf("handset call --list: %v\n%s", err, out)
+	}
+
+	st, err := postgres.Open(context.Background(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	batch := func() []store.Job {
+		js, err := st.Jobs(context.Background(), store.ListJobs{Batch: "spring", Limit: 2 * multiNodeJobs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return js
+	}
+
+	// Kill node-2 while it holds jobs, once a fifth of the list is done.
+	victim := nodes[1]
+	var heldAtKill []int64
+	waitUntil(t, 3*time.Minute, "node-2 holding jobs with 100 done", func() bool {
+		done, held := 0, []int64(nil)
+		for _, j := range batch() {
+			switch {
+			case j.State == store.JobCompleted || j.State == store.JobFailed:
+				done++
+			case j.State == store.JobRunning && j.LeaseOwner == victim.name:
+				held = append(held, j.ID)
+			}
+		}
+		heldAtKill = held
+		return done >= 100 && len(held) >= 3
+	}, nodes)
+	lb.remove(victim.name) // the balancer's health check takes it out first
+	time.Sleep(300 * time.Millisecond)
+	victim.kill(t)
+
+	waitUntil(t, 5*time.Minute, "every job finished", func() bool {
+		for _, j := range batch() {
+			if j.State != store.JobCompleted && j.State != store.JobFailed {
+				return false
+			}
+		}
+		return true
+	}, nodes)
+
+	// Every job completed, once, each with its own call.
+	jobsNow := batch()
+	if len(jobsNow) != multiNodeJobs {
+		t.Fatalf("%d jobs in the batch, want %d", len(jobsNow), multiNodeJobs)
+	}
+	sids := map[string]int64{}
+	reclaimed := 0
+	held := map[int64]bool{}
+	for _, id := range heldAtKill {
+		held[id] = true
+	}
+	for _, j := range jobsNow {
+		if j.State != store.JobCompleted {
+			t.Errorf("job %d (%s) %s after %d attempts: %s", j.ID, payloadTo(j), j.State, j.Attempts, j.Error)
+			continue
+		}
+		var r jobs.CallResult
+		if err := json.Unmarshal(j.Result, &r); err != nil || r.CallSID == "" {
+			t.Errorf("job %d result %s", j.ID, j.Result)
+			continue
+		}
+		if other, dup := sids[r.CallSID]; dup {
+			t.Errorf("jobs %d and %d report the same call %s", other, j.ID, r.CallSID)
+		}
+		sids[r.CallSID] = j.ID
+		if held[j.ID] {
+			reclaimed++
+			if j.LeaseOwner == victim.name {
+				t.Errorf("job %d held by the killed node was finished by it", j.ID)
+			}
+		}
+	}
+	if reclaimed != len(heldAtKill) {
+		t.Errorf("%d of the %d jobs node-2 held were finished by the survivors", reclaimed, len(heldAtKill))
+	}
+	perNumber := map[string]int{}
+	for _, c := range tw.Calls() {
+		perNumber[c.To]++
+		if _, ok := sids[c.SID]; !ok {
+			t.Errorf("Twilio call %s to %s belongs to no job's result", c.SID, c.To)
+		}
+	}
+	if len(perNumber) != multiNodeJobs || len(tw.Calls()) != multiNodeJobs {
+		t.Errorf("Twilio saw %d calls to %d numbers, want %d each", len(tw.Calls()), len(perNumber), multiNodeJobs)
+	}
+	for number, n := range perNumber {
+		if n != 1 {
+			t.Errorf("%s was called %d times", number, n)
+		}
+	}
+	// Calls are visible from every node's store view: the survivors saw all 500.
+	calls, err := st.Calls(context.Background(), store.ListCalls{Limit: 2 * multiNodeJobs})
+	if err != nil || len(calls) != multiNodeJobs {
+		t.Errorf("%d calls recorded (%v), want %d", len(calls), err, multiNodeJobs)
+	}
+	media := map[string]int{}
+	for _, c := range calls {
+		media[c.Node]++
+		if c.EndedAt.IsZero() {
+			t.Errorf("call %s never ended in the store", c.ID)
+		}
+	}
+	t.Logf("held by node-2 at the kill: %d jobs; media per node: %v", len(heldAtKill), media)
+	for _, n := range []*nodeProc{nodes[0], nodes[2]} {
+		if code := n.stop(t); code != 0 {
+			t.Errorf("%s exited with %d on SIGTERM:\n%s", n.name, code, n.tail())
+		}
+	}
+}
+
+// multiNodeDatabase creates an empty database on the test PostgreSQL, dropped at the end.
+func multiNodeDatabase(t *testing.T) string {
+	t.Helper()
+	admin := os.Getenv("HANDSET_TEST_DATABASE_URL")
+	if admin == "" {
+		t.Fatal("the multi-node test needs PostgreSQL: run ./scripts/postgres.sh and set HANDSET_TEST_DATABASE_URL=$(cat .cache/postgres/url) (scripts/test.sh does)")
+	}
+	b := make([]byte, 6)
+	rand.Read(b)
+	name := "handset_multinode_" + hex.EncodeToString(b)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		t.Fatalf("connect %s: %v", admin, err)
+	}
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close(ctx)
+	t.Cleanup(func() {
+		conn, err := pgx.Connect(ctx, admin)
+		if err == nil {
+			_, _ = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+			conn.Close(ctx)
+		}
+	})
+	u, _ := url.Parse(admin)
+	u.Path = "/" + name
+	return u.String()
+}
+
+// buildHandset builds the binary the nodes run.
+func buildHandset(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "handset")
+	cmd := exec.Command("go", "build", "-o", bin, "../../cmd/handset")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// nodeProc is one `handset serve` process.
+type nodeProc struct {
+	name, url, log string
+	cmd            *exec.Cmd
+	exited         chan struct{}
+	code           int
+}
+
+func startNode(t *testing.T, bin, dir, name string, common []string) *nodeProc {
+	t.Helper()
+	addr := freeAddr(t)
+	n := &nodeProc{name: name, url: "http://" + addr, log: filepath.Join(dir, name+".log"), exited: make(chan struct{})}
+	logf, err := os.Create(n.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.cmd = exec.Command(bin, "serve")
+	n.cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir,
+		"HANDSET_LISTEN=" + addr, "HANDSET_NODE_ID=" + name, "HANDSET_DATA_DIR=" + filepath.Join(dir, name)}, common...)
+	n.cmd.Dir = dir
+	n.cmd.Stdout, n.cmd.Stderr = logf, logf
+	if err := n.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		_ = n.cmd.Wait()
+		n.code = n.cmd.ProcessState.ExitCode()
+		logf.Close()
+		close(n.exited)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-n.exited:
+		default:
+			_ = n.cmd.Process.Kill()
+			<-n.exited
+		}
+	})
+	waitUntil(t, 30*time.Second, name+" ready", func() bool {
+		resp, err := http.Get(n.url + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil && resp.StatusCode == 200
+	}, []*nodeProc{n})
+	return n
+}
+
+func (n *nodeProc) kill(t *testing.T) {
+	t.Helper()
+	_ = n.cmd.Process.Signal(syscall.SIGKILL)
+	<-n.exited
+}
+
+// stop sends SIGTERM and returns the exit code.
+func (n *nodeProc) stop(t *testing.T) int {
+	t.Helper()
+	_ = n.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-n.exited:
+	case <-time.After(60 * time.Second):
+		t.Errorf("%s did not stop within 60 s of SIGTERM", n.name)
+		_ = n.cmd.Process.Kill()
+		<-n.exited
+	}
+	return n.code
+}
+
+// tail is the end of the node's log.
+func (n *nodeProc) tail() string {
+	b, _ := os.ReadFile(n.log)
+	if len(b) > 4000 {
+		b = b[len(b)-4000:]
+	}
+	return string(b)
+}
+
+// waitUntil polls cond until it holds; on timeout it fails with the nodes' logs.
+func waitUntil(t *testing.T, limit time.Duration, what string, cond func() bool, nodes []*nodeProc) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		for _, n := range nodes {
+			select {
+			case <-n.exited:
+				if n.code != -1 { // -1: killed by the test
+					t.Fatalf("%s exited with %d while waiting for %s:\n%s", n.name, n.code, what, n.tail())
+				}
+			default:
+			}
+		}
+		if time.Now().After(deadline) {
+			var logs strings.Builder
+			for _, n := range nodes {
+				fmt.Fprintf(&logs, "--- %s\n%s\n", n.name, n.tail())
+			}
+			t.Fatalf("timed out waiting for %s\n%s", what, logs.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// balancer is a round-robin reverse proxy over the live nodes, WebSockets included, as a
+// load balancer in front of a Handset cluster would be.
+type balancer struct {
+	mu    sync.Mutex
+	names []string
+	procs map[string]*httputil.ReverseProxy
+	next  atomic.Uint64
+}
+
+func newBalancer() *balancer { return &balancer{procs: map[string]*httputil.ReverseProxy{}} }
+
+func (b *balancer) add(name, rawURL string) {
+	u, _ := url.Parse(rawURL)
+	p := httputil.NewSingleHostReverseProxy(u)
+	// Keep the public Host (Twilio signs the URL it was given) and the client's scheme.
+	director := p.Director
+	p.Director = func(r *http.Request) { host := r.Host; director(r); r.Host = host }
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.names = append(b.names, name)
+	b.procs[name] = p
+}
+
+func (b *balancer) remove(name string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for i, n := range b.names {
+		if n == name {
+			b.names = append(b.names[:i], b.names[i+1:]...)
+		}
+	}
+}
+
+func (b *balancer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	b.mu.Lock()
+	if len(b.names) == 0 {
+		b.mu.Unlock()
+		http.Error(w, "no node", http.StatusBadGateway)
+		return
+	}
+	p := b.procs[b.names[int(b.next.Add(1))%len(b.names)]]
+	b.mu.Unlock()
+	p.ServeHTTP(w, r)
+}
