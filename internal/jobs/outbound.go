@@ -80,15 +80,17 @@ type Calls struct {
 	// (default 5 minutes).
 	RedialAfter time.Duration
 	// Poll is how often the store is read for the call's end (default 500ms).
-	Poll   time.Duration
-	Logger *slog.Logger
+	Poll time.Duration
+	// AdoptWait is how long a resumed job waits for the carrier's first status callback
+	// of a call its previous owner may have placed just before dying (default 15s).
+	AdoptWait time.Duration
+	Logger    *slog.Logger
 }
 
 // Timings of a call job.
 const (
-	// adoptWait is how long a resumed job waits for the carrier's first status callback of
-	// a call its previous owner may have placed just before dying.
-	adoptWait = 15 * time.Second
+	// defaultAdoptWait: see Calls.AdoptWait.
+	defaultAdoptWait = 15 * time.Second
 	// carrierCheck is how often a call still running is looked up on the carrier, in case
 	// the node that answered it died and no end was recorded.
 	carrierCheck = 15 * time.Second
@@ -191,7 +193,11 @@ func (c *Calls) placeFailed(ctx context.Context, l *Lease, id voice.CallID, err 
 // adopt waits a little for evidence that the previous owner's call reached the carrier
 // (its status callback or its media record the carrier's id) and returns that id.
 func (c *Calls) adopt(ctx context.Context, l *Lease, id voice.CallID) (string, error) {
-	deadline := l.Now().Add(adoptWait)
+	wait := c.AdoptWait
+	if wait <= 0 {
+		wait = defaultAdoptWait
+	}
+	deadline := l.Now().Add(wait)
 	for {
 		rec, err := c.Store.Call(ctx, id)
 		if err != nil {
