@@ -14,6 +14,8 @@ import (
 	"github.com/handset-voice/handset/internal/carrier/twilio"
 	"github.com/handset-voice/handset/internal/config"
 	"github.com/handset-voice/handset/internal/doctor"
+	"github.com/handset-voice/handset/internal/jobs"
+	"github.com/handset-voice/handset/internal/store/postgres"
 	"github.com/handset-voice/handset/internal/voice"
 )
 
@@ -22,11 +24,79 @@ import (
 func (d *doctorRun) storeChecks() []doctor.Check {
 	cs := []doctor.Check{localCheck(secStore, "data dir", func(context.Context) doctor.Result { return d.dataDir() })}
 	if d.cfg.DatabaseURL.IsSet() {
-		cs = append(cs, fixedCheck(secStore, "database", resWarn(
-			"HANDSET_DATABASE_URL is set ("+d.origin("HANDSET_DATABASE_URL")+"), but this version keeps only call journals, on disk in HANDSET_DATA_DIR",
-			"unset HANDSET_DATABASE_URL until a version with the PostgreSQL store; nothing is written there now")))
+		cs = append(cs, netCheck(secStore, "database", d.database))
 	}
+	cs = append(cs, localCheck(secStore, "jobs", func(context.Context) doctor.Result { return d.jobSettings() }))
 	return cs
+}
+
+// database connects to HANDSET_DATABASE_URL and reads its schema version.
+func (d *doctorRun) database(ctx context.Context) doctor.Result {
+	sc, err := postgres.Inspect(ctx, d.cfg.DatabaseURL.Reveal())
+	fix := "check HANDSET_DATABASE_URL (" + d.origin("HANDSET_DATABASE_URL") + "): the host, port, user, password and database name, and that PostgreSQL accepts connections from here"
+	switch {
+	case err != nil:
+		return resFail("cannot reach the database: "+redactURL(err.Error(), d.cfg.DatabaseURL.Reveal()), fix)
+	case sc.Version > sc.Newest:
+		return resFail(fmt.Sprintf("the database is at schema version %d, newer than this Handset knows (%d)", sc.Version, sc.Newest),
+			"upgrade handset on this node to the version the other nodes run")
+	case sc.Version == 0:
+		return resOK("reachable and empty: handset serve creates the tables")
+	case sc.Version < sc.Newest:
+		return resOK(fmt.Sprintf("reachable at schema version %d; handset serve migrates it to %d", sc.Version, sc.Newest))
+	}
+	return resOK(fmt.Sprintf("reachable, schema version %d", sc.Version))
+}
+
+// redactURL keeps a database password out of an error text.
+func redactURL(msg, raw string) string {
+	if u, err := url.Parse(raw); err == nil && u.User != nil {
+		if pw, ok := u.User.Password(); ok && pw != "" {
+			msg = strings.ReplaceAll(msg, pw, "xxxxx")
+		}
+	}
+	return msg
+}
+
+// jobSettings checks the settings outbound calls, transfers and handoffs read, which
+// serve would otherwise only refuse at start.
+func (d *doctorRun) jobSettings() doctor.Result {
+	cfg := d.cfg
+	var problems, notes []string
+	if _, err := jobs.ParseQuietHours(cfg.Outbound.QuietHours, cfg.Outbound.QuietZone); err != nil {
+		problems = append(problems, "HANDSET_QUIET_HOURS: "+err.Error())
+	}
+	allow, err := jobs.ParseAllowList(cfg.Handoff.TransferAllow)
+	switch {
+	case err != nil:
+		problems = append(problems, "HANDSET_TRANSFER_ALLOW: "+err.Error())
+	case len(allow) == 0:
+		notes = append(notes, "no transfers allowed (HANDSET_TRANSFER_ALLOW is empty)")
+	default:
+		notes = append(notes, fmt.Sprintf("transfers allowed to %d numbers or prefixes", len(allow)))
+	}
+	if len(problems) > 0 {
+		return resFail(strings.Join(problems, "; "), "fix the settings named; `handset serve` refuses to start with them")
+	}
+	var missing []string
+	if cfg.Twilio.AccountSID == "" || !cfg.Twilio.AuthToken.IsSet() {
+		missing = append(missing, "TWILIO_ACCOUNT_SID and TWILIO_AUTH_TOKEN")
+	}
+	if cfg.PhoneNumber == "" {
+		missing = append(missing, "HANDSET_PHONE_NUMBER")
+	}
+	if cfg.PublicURL == "" {
+		missing = append(missing, "HANDSET_PUBLIC_URL")
+	}
+	if len(missing) > 0 {
+		notes = append(notes, "outbound calls and deliveries need "+strings.Join(missing, ", "))
+	} else {
+		notes = append(notes, "outbound calls can be placed")
+	}
+	if cfg.Handoff.URL == "" {
+		notes = append(notes, "no channel handoffs (HANDSET_HANDOFF_URL is empty)")
+	}
+	return resOK(strings.Join(notes, "; "))
 }
 
 // dataDir checks that HANDSET_DATA_DIR exists and is writable, or can be created.

@@ -122,3 +122,32 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) error {
 	}
 	return nil
 }
+
+// Schema is what Inspect found.
+type Schema struct {
+	Version int // the database's schema version; 0 for a database Handset never used
+	Newest  int // the newest this build knows
+}
+
+// Inspect connects to url and reads its schema version without changing anything (doctor
+// uses it; Open migrates).
+func Inspect(ctx context.Context, url string) (Schema, error) {
+	ms, err := migrations()
+	if err != nil {
+		return Schema{}, err
+	}
+	s := Schema{Newest: ms[len(ms)-1].version}
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return s, fmt.Errorf("postgres: %w", err)
+	}
+	defer conn.Close(ctx)
+	var exists bool
+	if err := conn.QueryRow(ctx, `SELECT to_regclass('schema_migrations') IS NOT NULL`).Scan(&exists); err != nil {
+		return s, fmt.Errorf("postgres: %w", err)
+	}
+	if exists {
+		err = conn.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM schema_migrations").Scan(&s.Version)
+	}
+	return s, err
+}

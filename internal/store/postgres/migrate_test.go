@@ -82,3 +82,23 @@ func TestOpenUnreachable(t *testing.T) {
 		t.Logf("unreachable: %v", err)
 	}
 }
+
+func TestInspect(t *testing.T) {
+	url := newDatabase(t)
+	before, err := Inspect(t.Context(), url)
+	if err != nil || before.Version != 0 || before.Newest < 3 {
+		t.Fatalf("fresh database: %+v %v", before, err)
+	}
+	s, err := Open(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	after, err := Inspect(t.Context(), url)
+	if err != nil || after.Version != after.Newest {
+		t.Errorf("after Open: %+v %v", after, err)
+	}
+	if _, err := Inspect(t.Context(), "postgres://nobody@127.0.0.1:1/x?sslmode=disable&connect_timeout=2"); err == nil {
+		t.Error("a server that is not there inspected fine")
+	}
+}
