@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/handset-voice/handset/internal/session"
 	"github.com/handset-voice/handset/internal/store"
 	"github.com/handset-voice/handset/internal/voice"
 )
@@ -94,7 +95,7 @@ func recipient(ctx context.Context, st store.Store, req DeliverRequest) (hash, k
 	}
 	switch {
 	case req.SessionKey != "":
-		ss, err := st.SessionByKey(ctx, req.SessionKey)
+		ss, err := st.SessionByKey(ctx, session.StoredKey(req.SessionKey))
 		if errors.Is(err, store.ErrNotFound) {
 			return "", "", fmt.Errorf("%w: no caller is known for session key %q: Handset has had no call with it, so it has no number to call", ErrUnknownRecipient, req.SessionKey)
 		}

@@ -83,3 +83,15 @@ func ParseKeyFactory(from, key string) (KeyFactory, error) {
 	}
 	return func(Context) string { return key }, nil
 }
+
+// StoredKey is the session key Handset records for a key a runtime reports: OpenClaw files
+// a session under "agent:<agent id>:" followed by Handset's key, and a tool there may send
+// the whole gateway key.
+func StoredKey(key string) string {
+	if rest, ok := strings.CutPrefix(key, "agent:"); ok {
+		if _, handset, ok := strings.Cut(rest, ":"); ok && strings.HasPrefix(handset, "handset:") {
+			return handset
+		}
+	}
+	return key
+}

@@ -68,3 +68,16 @@ func TestContextTravelsInContext(t *testing.T) {
 		t.Error("empty context has a session")
 	}
 }
+
+func TestStoredKey(t *testing.T) {
+	for in, want := range map[string]string{
+		"agent:support:handset:ch_1": "handset:ch_1",
+		"handset:ch_1":               "handset:ch_1",
+		"agent:support:other":        "agent:support:other",
+		"acme:ch_1":                  "acme:ch_1",
+	} {
+		if got := StoredKey(in); got != want {
+			t.Errorf("StoredKey(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

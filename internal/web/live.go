@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/handset-voice/handset/internal/jobs"
+	"github.com/handset-voice/handset/internal/session"
 	"github.com/handset-voice/handset/internal/store"
 	"github.com/handset-voice/handset/internal/voice"
 )
@@ -17,7 +18,7 @@ import (
 // a session key (what a runtime's tool knows).
 func (a *API) target(ctx context.Context, r *http.Request) (store.Call, error) {
 	if key := r.PathValue("key"); key != "" {
-		ss, err := a.o.Store.SessionByKey(ctx, key)
+		ss, err := a.o.Store.SessionByKey(ctx, session.StoredKey(key))
 		if errors.Is(err, store.ErrNotFound) {
 			return store.Call{}, fail(http.StatusNotFound, "no call has had session key %q", key)
 		}
