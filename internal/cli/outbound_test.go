@@ -18,6 +18,7 @@ import (
 
 	"github.com/handset-voice/handset/internal/jobs"
 	"github.com/handset-voice/handset/internal/obs"
+	"github.com/handset-voice/handset/internal/sim/fakehermes"
 	"github.com/handset-voice/handset/internal/sim/faketwilio"
 	"github.com/handset-voice/handset/internal/sim/twiliocaller"
 	"github.com/handset-voice/handset/internal/store"
@@ -399,5 +400,39 @@ func TestHandoffToAnotherChannel(t *testing.T) {
 	events := journalOf(t, o.rig, id)
 	if len(eventsOf(events, obs.HandoffDone)) != 1 || eventsOf(events, obs.CallEnd)[0].Reason != "agent_hangup" {
 		t.Errorf("journal:\n%s", dumpEvents(events))
+	}
+}
+
+// A caller who calls twice reaches the same session on the runtime, and the store keeps it
+// (GET /api/sessions/{key}); another caller has their own.
+func TestCallersKeepTheirSession(t *testing.T) {
+	h := fakehermes.New(fakehermes.Options{Key: "hermes-key-0123456789"})
+	hSrv := httptest.NewServer(h)
+	t.Cleanup(func() { h.Close(); hSrv.Close() })
+	o := startOutbound(t, nil, []string{"hello again"},
+		"HANDSET_AGENT=hermes", "HANDSET_AGENT_URL="+hSrv.URL+"/v1", "HANDSET_AGENT_KEY=hermes-key-0123456789")
+	ctx := context.Background()
+	callerTurns(ctx, t, o.rig, alice, 1, 0)
+	callerTurns(ctx, t, o.rig, alice, 1, 0)
+	callerTurns(ctx, t, o.rig, bob, 1, 0)
+	var keys []string
+	for _, rq := range h.Requests() {
+		if rq.Method == "POST" && strings.HasSuffix(rq.Path, "/runs") {
+			keys = append(keys, rq.SessionKey)
+		}
+	}
+	if len(keys) != 3 || keys[0] == "" || keys[0] != keys[1] || keys[2] == keys[0] {
+		t.Fatalf("Hermes saw session keys %q: want alice's twice, bob's different", keys)
+	}
+	var ss struct {
+		CallerHash string `json:"caller_hash"`
+		Count      int    `json:"calls_count"`
+		Calls      []apiCall
+	}
+	if code := o.api("GET", "/api/sessions/"+keys[0], nil, &ss); code != 200 || ss.Count != 2 || len(ss.Calls) != 2 || ss.Calls[0].From != alice {
+		t.Errorf("alice's session in the store: %d %+v", code, ss)
+	}
+	if code := o.api("GET", "/api/sessions/"+keys[2], nil, &ss); code != 200 || ss.Count != 1 || ss.Calls[0].From != bob {
+		t.Errorf("bob's session: %d %+v", code, ss)
 	}
 }

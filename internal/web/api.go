@@ -68,6 +68,7 @@ func (a *API) Register(mux *http.ServeMux) {
 	route("POST /api/sessions/{key}/transfer", a.transfer)
 	route("POST /api/sessions/{key}/handoff", a.handoff)
 	route("POST /api/deliver", a.deliver)
+	route("GET /api/sessions/{key}", a.getSession)
 	route("GET /api/jobs", a.listJobs)
 	route("GET /api/jobs/{id}", a.getJob)
 }

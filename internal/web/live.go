@@ -160,3 +160,28 @@ func (a *API) deliver(w http.ResponseWriter, r *http.Request) error {
 	a.o.Wake()
 	return a.answerJob(w, r, j, "the call is queued; the job's result says whether the message was heard")
 }
+
+// getSession shows a session: whose it is, how often they called, their recent calls.
+func (a *API) getSession(w http.ResponseWriter, r *http.Request) error {
+	key := session.StoredKey(r.PathValue("key"))
+	ss, err := a.o.Store.SessionByKey(r.Context(), key)
+	if errors.Is(err, store.ErrNotFound) {
+		return fail(http.StatusNotFound, "no call has had session key %q", key)
+	}
+	if err != nil {
+		return err
+	}
+	calls, err := a.o.Store.Calls(r.Context(), store.ListCalls{CallerHash: ss.CallerHash, Limit: 20})
+	if err != nil {
+		return err
+	}
+	views := make([]callView, len(calls))
+	for i, c := range calls {
+		views[i] = a.view(c)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"session_key": ss.SessionKey, "caller_hash": ss.CallerHash, "calls_count": ss.Calls,
+		"first_seen": ss.FirstSeen, "last_seen": ss.LastSeen, "last_call": ss.LastCall, "calls": views,
+	})
+	return nil
+}
