@@ -56,7 +56,14 @@ func TestThreeNodesRunEveryJobOnce(t *testing.T) {
 	twSrv, dgSrv, elSrv := httptest.NewServer(tw), httptest.NewServer(dg), httptest.NewServer(el)
 	lb := newBalancer()
 	lbSrv := httptest.NewServer(lb)
-	t.Cleanup(func() { tw.Close(); dg.Close(); twSrv.Close(); dgSrv.Close(); elSrv.Close(); lbSrv.Close() })
+	t.Cleanup(func() {
+		tw.Close()
+		dg.Close()
+		twSrv.Close()
+		dgSrv.Close()
+		elSrv.Close()
+		lbSrv.Close()
+	})
 
 	common := []string{
 		"HANDSET_DATABASE_URL=" + dbURL, "HANDSET_PUBLIC_URL=" + lbSrv.URL,
