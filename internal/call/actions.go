@@ -21,6 +21,8 @@ func (c *Call) do(a turn.Action) {
 		c.transcript(a.Turn, voice.RoleUser, a.Text, now, false)
 		req := voice.TurnRequest{CallID: c.info.CallID, Turn: a.Turn, History: c.history.snapshot(), CallerHash: c.cfg.CallerHash}
 		j.Record(now, obs.Event{Type: obs.AgentRequest, Turn: a.Turn})
+		c.timing = turnTiming{turn: a.Turn, finalAt: c.lastFinalAt, requestAt: now}
+		c.lastFinalAt = time.Time{}
 		c.reply = c.startReply(a.Turn, &req)
 	case turn.CancelTurn:
 		if c.reply != nil && c.reply.turn == a.Turn {
@@ -120,6 +122,7 @@ func (c *Call) handle(ev any) {
 	case audioOnWire:
 		c.history.audioStarted(e.turn, now)
 		j.Record(now, obs.Event{Type: obs.PlayoutFirstAudio, Turn: e.turn})
+		c.turnAnswered(e.turn, now)
 		c.step(turn.Input{Kind: turn.AudioOnWire, Turn: e.turn})
 	case agentFirstToken:
 		if c.current(e.turn) {
@@ -147,6 +150,9 @@ func (c *Call) handle(ev any) {
 		c.history.firstByte(e.turn, e.mark, now)
 		if c.current(e.turn) && !c.ttsByteSeen[e.turn] {
 			c.ttsByteSeen[e.turn] = true
+			if c.timing.turn == e.turn {
+				c.timing.ttsAt = now
+			}
 			j.Record(now, obs.Event{Type: obs.TTSFirstByte, Turn: e.turn})
 		}
 	case ttsFailed:
@@ -169,6 +175,25 @@ func (c *Call) handle(ev any) {
 	default:
 		panic(fmt.Sprintf("call: unhandled event %T", ev))
 	}
+}
+
+// turnAnswered gives the metrics a caller turn's latency once its first audio is on the
+// wire, by the same definition as obs.Turns: response is STT final to first audio, and
+// Handset's share is final to agent request plus TTS first byte to first audio.
+func (c *Call) turnAnswered(turnN int, now time.Time) {
+	t := c.timing
+	if t.turn != turnN || t.requestAt.IsZero() {
+		return // the greeting or a re-prompt: no caller turn behind it
+	}
+	response, overhead := time.Duration(-1), time.Duration(-1)
+	if !t.finalAt.IsZero() {
+		response = now.Sub(t.finalAt)
+		if !t.ttsAt.IsZero() {
+			overhead = t.requestAt.Sub(t.finalAt) + now.Sub(t.ttsAt)
+		}
+	}
+	c.deps.Metrics.TurnAnswered(response, overhead)
+	c.timing = turnTiming{}
 }
 
 // current reports whether events of turn still matter (the turn was not cancelled).

@@ -61,6 +61,8 @@ type Deps struct {
 	// CallContext, when set, adds per-call values (the session context agent runtimes
 	// read) to the call's context.
 	CallContext func(context.Context) context.Context
+	// Metrics, when set, counts turns, frame timing and drops for GET /metrics.
+	Metrics *obs.Metrics
 	// Transcript, when set, receives each line of the conversation as it settles: the
 	// caller's words when the turn is committed, the agent's when they have played or
 	// been cut off (then what the caller heard). It runs on the owner goroutine and must
@@ -118,6 +120,15 @@ type Call struct {
 	// transferring: a transfer away from Handset is under way, so the media leg ending is
 	// the carrier moving the call, not the caller hanging up.
 	transferring bool
+	lastFinalAt  time.Time // the latest STT final not yet committed
+	timing       turnTiming
+}
+
+// turnTiming holds the milestones of the dispatched turn that make up its latency (as
+// obs.Turns reads them from the journal), for the metrics.
+type turnTiming struct {
+	turn                      int
+	finalAt, requestAt, ttsAt time.Time
 }
 
 // New prepares a call on leg. ctx is the server's context, never a request's.
@@ -154,6 +165,7 @@ func New(ctx context.Context, cfg Config, deps Deps) *Call {
 	}
 	c.playout = newPlayout(deps.Leg, deps.Clock, cfg.PlayoutLead, cfg.ClearDrain, func(t int) { c.post(audioOnWire{turn: t}) })
 	c.playout.echo = c.echoRef
+	c.playout.metrics = deps.Metrics
 	return c
 }
 
@@ -363,6 +375,7 @@ func decodePCM(dst []int16, frame []byte, enc audio.Encoding) []int16 {
 func (c *Call) onTranscript(tr voice.Transcript) {
 	now := c.deps.Clock.Now()
 	if tr.Final {
+		c.lastFinalAt = now
 		c.deps.Journal.Record(now, obs.Event{Type: obs.STTFinal, Text: tr.Text})
 	} else {
 		c.deps.Journal.Record(now, obs.Event{Type: obs.STTPartial, Text: tr.Text})
@@ -413,9 +426,11 @@ func (c *Call) shutdown(reason voice.EndReason) {
 	}
 	if n := c.malformed.Load(); n > 0 {
 		c.log.Warn("dropped malformed media frames", "count", n)
+		c.deps.Metrics.Malformed(n)
 	}
 	if d := c.inbound.Dropped(); d > 0 {
 		c.log.Warn("dropped inbound frames: engine fell behind", "count", d)
+		c.deps.Metrics.InboundDropped(d)
 	}
 	c.reason = reason
 	now := c.deps.Clock.Now()

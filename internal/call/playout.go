@@ -9,6 +9,7 @@ import (
 	"github.com/handset-voice/handset/internal/audio/echo"
 	"github.com/handset-voice/handset/internal/audio/pace"
 	"github.com/handset-voice/handset/internal/clock"
+	"github.com/handset-voice/handset/internal/obs"
 	"github.com/handset-voice/handset/internal/voice"
 )
 
@@ -25,6 +26,7 @@ type playout struct {
 	onAudio func(turn int)  // called from the playout goroutine after a turn's first frame is sent
 	echo    *echo.Reference // told the level of every frame sent; nil: not tracked
 	pcm     []int16         // decode buffer for those levels
+	metrics *obs.Metrics    // frame timing; nil: not measured
 
 	mu       sync.Mutex // guards following
 	items    []playItem // the queue; bounded by the reply text the agent produced
@@ -158,10 +160,12 @@ func (p *playout) run(ctx context.Context) error {
 				pc.Restart(now) // the carrier's buffer ran dry: start a fresh schedule
 				idle = false
 			}
+			late := now.Sub(pc.Next()) // how far behind its place in the schedule
 			if err := p.leg.SendAudio(ctx, it.frame); err != nil {
 				return err
 			}
 			pc.Sent(1)
+			p.metrics.FrameSent(late)
 			if p.echo != nil {
 				if len(p.pcm) < len(it.frame) {
 					p.pcm = make([]int16, len(it.frame))

@@ -49,6 +49,7 @@ func (s *server) admit(leg voice.Leg) (<-chan struct{}, error) {
 		Logger:      s.log.With("caller_hash", cc.CallerHash),
 		CallContext: func(ctx context.Context) context.Context { return session.With(ctx, sc) },
 		Transcript:  lines.Add,
+		Metrics:     s.metrics,
 	})
 	if err != nil {
 		lines.Close()
@@ -59,8 +60,10 @@ func (s *server) admit(leg voice.Leg) (<-chan struct{}, error) {
 	s.linesMu.Lock()
 	s.lines[string(info.CallID)] = lines
 	s.linesMu.Unlock()
+	s.metrics.CallStarted(info.Carrier, string(info.Direction))
 	go func() {
 		<-c.Done()
+		s.metrics.CallEnded(c.Reason().String())
 		s.linesMu.Lock()
 		delete(s.lines, string(info.CallID))
 		s.linesMu.Unlock()

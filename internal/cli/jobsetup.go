@@ -41,7 +41,7 @@ func (s *server) buildRunner() (*jobs.Runner, error) {
 	} else {
 		s.log.Info("this node does not place outbound calls", "why", err.Error())
 	}
-	return jobs.NewRunner(jobs.Options{Store: s.st, Owner: s.node, Kinds: kinds, Lease: cfg.JobLease, Logger: s.log})
+	return jobs.NewRunner(jobs.Options{Store: s.st, Owner: s.node, Kinds: kinds, Lease: cfg.JobLease, Logger: s.log, Metrics: s.metrics})
 }
 
 // canPlace says whether this node can place outbound calls, and what is missing if not.

@@ -15,6 +15,7 @@ import (
 	"github.com/handset-voice/handset/internal/carrier/twilio"
 	"github.com/handset-voice/handset/internal/config"
 	"github.com/handset-voice/handset/internal/jobs"
+	"github.com/handset-voice/handset/internal/obs"
 	"github.com/handset-voice/handset/internal/session"
 	"github.com/handset-voice/handset/internal/store"
 	"github.com/handset-voice/handset/internal/turn"
@@ -35,6 +36,7 @@ type server struct {
 	calls     *call.Manager
 	callCfg   call.Config
 	runner    *jobs.Runner // nil when this server runs no jobs (simulate)
+	metrics   *obs.Metrics
 	mux       *http.ServeMux
 	stopCalls context.CancelFunc
 	onCall    func(*call.Call) // told of every admitted call (simulate follows its call)
@@ -67,6 +69,7 @@ func newServer(ctx context.Context, cfg *config.Config, prov providers, st store
 		mux:       http.NewServeMux(),
 		stopCalls: stopCalls,
 		lines:     map[string]*store.LineWriter{},
+		metrics:   obs.NewMetrics(),
 	}
 	if cfg.Twilio.AccountSID != "" && cfg.Twilio.AuthToken.IsSet() {
 		if s.rest, err = twilio.NewREST(twilio.RESTOptions{BaseURL: cfg.Twilio.APIURL,
@@ -96,6 +99,7 @@ func newServer(ctx context.Context, cfg *config.Config, prov providers, st store
 		Wake: s.wake, CanPlace: s.canPlace, Logger: log,
 	})
 	api.Register(s.mux)
+	s.mux.Handle("GET /metrics", s.metrics.Handler())
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	s.mux.HandleFunc("GET /readyz", s.readyz)
 	return s, nil

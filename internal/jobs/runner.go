@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/handset-voice/handset/internal/clock"
+	"github.com/handset-voice/handset/internal/obs"
 	"github.com/handset-voice/handset/internal/store"
 )
 
@@ -52,9 +53,10 @@ type Options struct {
 	// holding a job gives it up this long after its last heartbeat.
 	Lease time.Duration
 	// Poll is how often the store is asked for due work (default 1s); Wake asks at once.
-	Poll   time.Duration
-	Clock  clock.Clock
-	Logger *slog.Logger
+	Poll    time.Duration
+	Clock   clock.Clock
+	Logger  *slog.Logger
+	Metrics *obs.Metrics // counts finished jobs; nil: none
 }
 
 // Runner claims and runs jobs until stopped. Create with NewRunner, then Run once.
@@ -288,6 +290,7 @@ func (r *Runner) record(j store.Job, result any, err error, log *slog.Logger) {
 				return
 			}
 			log.Info("job completed")
+			r.o.Metrics.JobFinished(j.Kind, string(store.JobCompleted))
 			return
 		}
 	}
@@ -301,6 +304,7 @@ func (r *Runner) record(j store.Job, result any, err error, log *slog.Logger) {
 	}
 	if retryAt.IsZero() {
 		log.Warn("job failed", "err", err)
+		r.o.Metrics.JobFinished(j.Kind, string(store.JobFailed))
 	} else {
 		log.Info("job failed; will retry", "err", err, "at", retryAt)
 	}

@@ -1,0 +1,49 @@
+package cli
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"regexp"
+	"strconv"
+	"testing"
+)
+
+// GET /metrics counts calls and turns and times every outbound frame against its schedule.
+func TestMetricsCountCallsTurnsAndFrames(t *testing.T) {
+	r := startServe(t, []string{"what are your hours"})
+	callerTurns(context.Background(), t, r, alice, 1, 0)
+	r.journal() // the call has ended
+	resp, err := http.Get(r.baseURL() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	value := func(series string) float64 {
+		m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(series) + ` ([0-9.e+-]+)$`).FindSubmatch(body)
+		if m == nil {
+			t.Fatalf("no %s in /metrics:\n%s", series, body)
+		}
+		v, _ := strconv.ParseFloat(string(m[1]), 64)
+		return v
+	}
+	checks := []struct {
+		series string
+		ok     func(float64) bool
+	}{
+		{`handset_calls_started_total{carrier="twilio",direction="inbound"}`, func(v float64) bool { return v == 1 }},
+		{`handset_calls_ended_total{reason="caller_hangup"}`, func(v float64) bool { return v == 1 }},
+		{"handset_calls_active", func(v float64) bool { return v == 0 }},
+		{"handset_turns_total", func(v float64) bool { return v == 1 }},
+		{"handset_turn_overhead_seconds_count", func(v float64) bool { return v == 1 }},
+		{"handset_playout_frames_total", func(v float64) bool { return v > 10 }}, // greeting and reply
+		{"handset_playout_lateness_seconds_count", func(v float64) bool { return v == value("handset_playout_frames_total") }},
+		{"go_goroutines", func(v float64) bool { return v > 0 }},
+	}
+	for _, c := range checks {
+		if v := value(c.series); !c.ok(v) {
+			t.Errorf("%s = %v", c.series, v)
+		}
+	}
+}
