@@ -151,9 +151,9 @@ func New(ctx context.Context, cfg Config, deps Deps) *Call {
 		ctx:    ctx,
 		cancel: cancel,
 		events: make(chan any, eventQueue),
-		// frames can arrive larger than 20 ms from some carriers: room for 4×
-		inbound: ring.NewFrames(inboundSlots, 4*frameBytes),
-		rescue:  ring.NewFrames(rescueSlots, 4*frameBytes),
+		// A slot is one 20 ms frame; a carrier's larger frames take several slots.
+		inbound: ring.NewFrames(inboundSlots, frameBytes),
+		rescue:  ring.NewFrames(rescueSlots, frameBytes),
 		ended:   make(chan struct{}),
 		fsm:     turn.New(cfg.Turn),
 		pcm:     make([]int16, 4*info.Format.Rate/50),

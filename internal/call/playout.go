@@ -27,6 +27,7 @@ type playout struct {
 	echo    *echo.Reference // told the level of every frame sent; nil: not tracked
 	pcm     []int16         // decode buffer for those levels
 	metrics *obs.Metrics    // frame timing; nil: not measured
+	pair    []byte          // two frames sent as one message (reused)
 
 	mu       sync.Mutex // guards following
 	items    []playItem // the queue; bounded by the reply text the agent produced
@@ -39,6 +40,7 @@ type playItem struct {
 	turn  int
 	frame []byte // one 20 ms frame, or nil for a mark
 	mark  string
+	at    time.Time // when it was queued: a frame cannot be late for a time before it existed
 }
 
 // maxLag is how far behind schedule the sender may fall before it re-anchors the schedule
@@ -55,13 +57,14 @@ func newPlayout(leg voice.Leg, clk clock.Clock, lead, drain time.Duration, onAud
 // enqueue appends frames and an optional mark for turn. It reports false if the turn was
 // cancelled, so the producer can stop.
 func (p *playout) enqueue(turn int, frames [][]byte, mark string) bool {
+	now := p.clock.Now()
 	p.mu.Lock()
 	if turn <= p.dropped {
 		p.mu.Unlock()
 		return false
 	}
 	for _, f := range frames {
-		p.items = append(p.items, playItem{turn: turn, frame: f})
+		p.items = append(p.items, playItem{turn: turn, frame: f, at: now})
 	}
 	if mark != "" {
 		p.items = append(p.items, playItem{turn: turn, mark: mark})
@@ -104,6 +107,17 @@ func (p *playout) signal() {
 	}
 }
 
+// heard tells the echo reference the level of a frame the caller hears from at.
+func (p *playout) heard(at time.Time, frame []byte) {
+	if p.echo == nil {
+		return
+	}
+	if len(p.pcm) < len(frame) {
+		p.pcm = make([]int16, len(frame))
+	}
+	p.echo.Sent(at, echo.LevelDB(decodePCM(p.pcm, frame, p.format.Encoding)))
+}
+
 // next returns what to do now: clear the carrier, send an item, or wait until a deadline
 // (zero until: wait for more to be queued).
 func (p *playout) next(now time.Time, pc *pace.Pacer, holdUntil time.Time) (it playItem, clearNow bool, until time.Time, ok bool) {
@@ -128,6 +142,21 @@ func (p *playout) next(now time.Time, pc *pace.Pacer, holdUntil time.Time) (it p
 	p.items[0] = playItem{}
 	p.items = p.items[1:]
 	return head, false, time.Time{}, true
+}
+
+// follower takes the frame queued right after a frame of turn, if there is one, so two
+// frames go out in one message: half the socket writes, and the second frame is at most
+// one frame ahead of its schedule, inside the lead.
+func (p *playout) follower(turn int) ([]byte, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.clearing || len(p.items) == 0 || p.items[0].frame == nil || p.items[0].turn != turn {
+		return nil, false
+	}
+	f := p.items[0].frame
+	p.items[0] = playItem{}
+	p.items = p.items[1:]
+	return f, true
 }
 
 // run is the playout goroutine: the only writer to the leg.
@@ -160,17 +189,29 @@ func (p *playout) run(ctx context.Context) error {
 				pc.Restart(now) // the carrier's buffer ran dry: start a fresh schedule
 				idle = false
 			}
-			late := now.Sub(pc.Next()) // how far behind its place in the schedule
-			if err := p.leg.SendAudio(ctx, it.frame); err != nil {
+			// How far behind its place in the schedule, counted from when it was queued if
+			// that is later: audio that arrived late from TTS is an underrun, not jitter.
+			due := pc.Next()
+			if it.at.After(due) {
+				due = it.at
+			}
+			late := now.Sub(due)
+			msg, frames := it.frame, 1
+			next, paired := p.follower(it.turn)
+			if paired {
+				p.pair = append(append(p.pair[:0], it.frame...), next...)
+				msg, frames = p.pair, 2
+			}
+			if err := p.leg.SendAudio(ctx, msg); err != nil {
 				return err
 			}
-			pc.Sent(1)
-			p.metrics.FrameSent(late)
-			if p.echo != nil {
-				if len(p.pcm) < len(it.frame) {
-					p.pcm = make([]int16, len(it.frame))
-				}
-				p.echo.Sent(now, echo.LevelDB(decodePCM(p.pcm, it.frame, p.format.Encoding)))
+			pc.Sent(frames)
+			for range frames {
+				p.metrics.FrameSent(late)
+			}
+			p.heard(now, it.frame)
+			if paired {
+				p.heard(now.Add(audio.FrameDuration), next)
 			}
 			if it.turn > lastAudioTurn {
 				lastAudioTurn = it.turn

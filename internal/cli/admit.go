@@ -42,32 +42,23 @@ func (s *server) admit(leg voice.Leg) (<-chan struct{}, error) {
 		cc.Turn.FirstMessage = plan.firstMessage
 	}
 	cc.Turn.Voicemail = plan.voicemail
-	lines := store.NewLineWriter(s.st, s.log)
 	c, err := s.calls.Start(cc, call.Deps{
 		Leg: leg, STT: s.prov.stt, TTS: s.prov.tts, Agent: s.prov.agent, NewVAD: s.prov.newVAD,
 		Clock: clock.Real{}, Journal: journal,
 		Logger:      s.log.With("caller_hash", cc.CallerHash),
 		CallContext: func(ctx context.Context) context.Context { return session.With(ctx, sc) },
-		Transcript:  lines.Add,
+		Transcript:  s.lines.Add,
 		Metrics:     s.metrics,
 	})
 	if err != nil {
-		lines.Close()
 		_ = journal.Close()
 		s.endRecord(info.CallID, "refused: "+err.Error())
 		return nil, err
 	}
-	s.linesMu.Lock()
-	s.lines[string(info.CallID)] = lines
-	s.linesMu.Unlock()
 	s.metrics.CallStarted(info.Carrier, string(info.Direction))
 	go func() {
 		<-c.Done()
 		s.metrics.CallEnded(c.Reason().String())
-		s.linesMu.Lock()
-		delete(s.lines, string(info.CallID))
-		s.linesMu.Unlock()
-		lines.Close()
 		s.endRecord(info.CallID, c.Reason().String())
 	}()
 	if s.onCall != nil {
@@ -180,13 +171,7 @@ func (s *server) onStatus(st twilio.Status) {
 	}
 }
 
-// FlushTranscript saves a live call's transcript lines still queued (handoffs read it).
-func (s *server) FlushTranscript(ctx context.Context, id voice.CallID) error {
-	s.linesMu.Lock()
-	w := s.lines[string(id)]
-	s.linesMu.Unlock()
-	if w == nil {
-		return nil
-	}
-	return w.Flush(ctx)
+// FlushTranscript saves the transcript lines still queued (a handoff reads the call's).
+func (s *server) FlushTranscript(ctx context.Context, _ voice.CallID) error {
+	return s.lines.Flush(ctx)
 }

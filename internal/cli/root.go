@@ -51,6 +51,7 @@ var commands = map[string]command{
 	"simulate":      {"A whole call in the terminal through the real engine.", runSimulate},
 	"version":       {"Version, commit and build tags.", runVersion},
 	"call":          {"Place an outbound call, or work through a list of numbers (queued as jobs).", runCall},
+	"bench":         {"Load test: N simulated callers against Handset with fake providers; latency, jitter, CPU and memory per call.", runBench},
 }
 
 // errReported: the command has printed its findings itself; exit 1 with no more words.
@@ -103,7 +104,7 @@ func Main(ctx context.Context, args []string, env Env) int {
 }
 
 // planned are INTERFACE.md commands that later versions add.
-var planned = map[string]bool{"bench": true}
+var planned = map[string]bool{}
 
 func printUsage(w io.Writer) {
 	fmt.Fprintln(w, "handset gives an AI agent runtime a phone number and a voice.")

@@ -7,7 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"sync"
+	"net/http/pprof"
 	"time"
 
 	"github.com/handset-voice/handset/internal/browser"
@@ -39,10 +39,8 @@ type server struct {
 	metrics   *obs.Metrics
 	mux       *http.ServeMux
 	stopCalls context.CancelFunc
-	onCall    func(*call.Call) // told of every admitted call (simulate follows its call)
-
-	linesMu sync.Mutex
-	lines   map[string]*store.LineWriter // live calls' transcript writers, by call id
+	onCall    func(*call.Call)  // told of every admitted call (simulate follows its call)
+	lines     *store.LineWriter // every call's transcript lines, saved off the calls' goroutines
 }
 
 // serverOptions say which parts of the gateway run.
@@ -68,7 +66,7 @@ func newServer(ctx context.Context, cfg *config.Config, prov providers, st store
 		callCfg:   callConfig(cfg),
 		mux:       http.NewServeMux(),
 		stopCalls: stopCalls,
-		lines:     map[string]*store.LineWriter{},
+		lines:     store.NewLineWriter(st, log),
 		metrics:   obs.NewMetrics(),
 	}
 	if cfg.Twilio.AccountSID != "" && cfg.Twilio.AuthToken.IsSet() {
@@ -99,6 +97,11 @@ func newServer(ctx context.Context, cfg *config.Config, prov providers, st store
 		Wake: s.wake, CanPlace: s.canPlace, Logger: log,
 	})
 	api.Register(s.mux)
+	// Profiles on demand, behind the same token: a regression under load can be found.
+	s.mux.Handle("/debug/pprof/", api.Protect(http.HandlerFunc(pprof.Index)))
+	s.mux.Handle("/debug/pprof/profile", api.Protect(http.HandlerFunc(pprof.Profile)))
+	s.mux.Handle("/debug/pprof/trace", api.Protect(http.HandlerFunc(pprof.Trace)))
+	s.mux.Handle("/debug/pprof/symbol", api.Protect(http.HandlerFunc(pprof.Symbol)))
 	s.mux.Handle("GET /metrics", s.metrics.Handler())
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	s.mux.HandleFunc("GET /readyz", s.readyz)
@@ -160,6 +163,7 @@ func (s *server) serve(ctx context.Context, ln net.Listener, ready func(string))
 	case err := <-errc:
 		s.stopCalls()
 		<-jobsDone
+		s.lines.Close()
 		return fmt.Errorf("http server: %w", err)
 	case <-ctx.Done():
 	}
@@ -169,6 +173,7 @@ func (s *server) serve(ctx context.Context, ln net.Listener, ready func(string))
 	cancel()
 	s.stopCalls()
 	<-jobsDone // waits on calls the drain just ended, or on its own drain timeout
+	s.lines.Close()
 	shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := hs.Shutdown(shutCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {

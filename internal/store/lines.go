@@ -8,9 +8,10 @@ import (
 	"time"
 )
 
-// LineWriter appends one call's transcript lines to a store off the call's own goroutine:
-// Add never blocks (the call's owner loop calls it), and a writer goroutine saves what has
-// come in, a batch at a time, in order.
+// LineWriter appends calls' transcript lines to a store off the calls' own goroutines: Add
+// never blocks (a call's owner loop calls it), and one writer goroutine saves what has come
+// in, a batch at a time (lines of many calls in one transaction), in order. One serves a
+// whole server.
 type LineWriter struct {
 	st      Store
 	log     *slog.Logger
@@ -27,9 +28,12 @@ type lineOrFlush struct {
 	flush chan struct{} // non-nil: closed once every earlier line is saved
 }
 
-// lineQueue holds a call's unsaved lines; a store that stalls this long behind a call
-// loses the newest lines (counted and logged), never the call.
-const lineQueue = 256
+// lineQueue holds unsaved lines (a few per turn of every call); a store that stalls this
+// far behind loses the newest lines (counted and logged), never a call.
+const lineQueue = 4096
+
+// maxBatch bounds the lines saved in one transaction (and taken off the queue at once).
+const maxBatch = 500
 
 // saveTimeout bounds one batch write, so a dead database cannot hold a call's end.
 const saveTimeout = 10 * time.Second
@@ -104,7 +108,7 @@ func (w *LineWriter) run() {
 	for item := range w.in {
 		batch, flushes = add(batch, flushes, item)
 		// take whatever else is already waiting, then save it in one transaction
-		for more := true; more; {
+		for more := true; more && len(batch) < maxBatch; {
 			select {
 			case next, ok := <-w.in:
 				if !ok {

@@ -75,7 +75,7 @@ func TestLineWriterNeverBlocksTheCall(t *testing.T) {
 	w := store.NewLineWriter(st, slog.New(slog.DiscardHandler))
 	done := make(chan struct{})
 	go func() {
-		for i := range 1000 {
+		for i := range 10000 {
 			w.Add(line(i))
 		}
 		close(done)
@@ -86,13 +86,13 @@ func TestLineWriterNeverBlocksTheCall(t *testing.T) {
 		t.Fatal("Add blocked behind a stalled store")
 	}
 	if w.Dropped() == 0 {
-		t.Error("1000 lines behind a stalled store: none counted as dropped")
+		t.Error("10000 lines behind a stalled store: none counted as dropped")
 	}
 	close(st.release)
 	w.Close()
 	got, _ := st.Transcript(t.Context(), "c1")
-	if int64(len(got))+w.Dropped() != 1000 {
-		t.Errorf("saved %d + dropped %d != 1000 added", len(got), w.Dropped())
+	if int64(len(got))+w.Dropped() != 10000 {
+		t.Errorf("saved %d + dropped %d != 10000 added", len(got), w.Dropped())
 	}
 }
 

@@ -23,15 +23,11 @@ type Frames struct {
 	head    int        // slot of the oldest frame
 	n       int        // frames queued
 	dropped uint64
-
-	eachMu   sync.Mutex // serialises Each, which uses the snapshot buffers below
-	snapBuf  []byte
-	snapLens []int
 }
 
 // NewFrames returns a ring of slots frames of at most frameCap bytes each, all allocated
-// now (2·slots·frameCap bytes counting Each's snapshot space). It panics unless both are
-// positive. Choose frameCap as a whole number of samples, for example one 20 ms frame.
+// now (slots·frameCap bytes). It panics unless both are positive. Choose frameCap as a
+// whole number of samples, for example one 20 ms frame.
 func NewFrames(slots, frameCap int) *Frames {
 	if slots <= 0 || frameCap <= 0 {
 		panic("ring: NewFrames needs positive slots and frameCap")
@@ -41,8 +37,6 @@ func NewFrames(slots, frameCap int) *Frames {
 		frameCap: frameCap,
 		buf:      make([]byte, slots*frameCap),
 		lens:     make([]int, slots),
-		snapBuf:  make([]byte, slots*frameCap),
-		snapLens: make([]int, slots),
 	}
 }
 
@@ -122,23 +116,4 @@ func (f *Frames) Reset() {
 	f.mu.Lock()
 	f.head, f.n = 0, 0
 	f.mu.Unlock()
-}
-
-// Each calls fn with every queued frame, oldest first, without removing them. It copies
-// the frames out under the lock and calls fn after releasing it, so the producer is never
-// held up by fn; frames pushed meanwhile are not visited. The slice passed to fn is only
-// valid during the call. fn must not call Each.
-func (f *Frames) Each(fn func(frame []byte)) {
-	f.eachMu.Lock()
-	defer f.eachMu.Unlock()
-	f.mu.Lock()
-	n := f.n
-	for i := range n {
-		slot := (f.head + i) % len(f.lens)
-		f.snapLens[i] = copy(f.snapBuf[i*f.frameCap:], f.buf[slot*f.frameCap:slot*f.frameCap+f.lens[slot]])
-	}
-	f.mu.Unlock()
-	for i := range n {
-		fn(f.snapBuf[i*f.frameCap : i*f.frameCap+f.snapLens[i]])
-	}
 }

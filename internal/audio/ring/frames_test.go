@@ -146,24 +146,6 @@ func TestReset(t *testing.T) {
 	}
 }
 
-func TestEachVisitsOldestToNewestWithoutRemoving(t *testing.T) {
-	f := NewFrames(3, 16)
-	for i := range 5 {
-		f.Push(frame(i))
-	}
-	var seen []string
-	f.Each(func(b []byte) {
-		seen = append(seen, string(b))
-		f.Push(frame(99)) // the producer is not blocked by a running Each
-	})
-	if want := []string{"frame-002", "frame-003", "frame-004"}; !equal(seen, want) {
-		t.Errorf("Each saw %v, want %v", seen, want)
-	}
-	if got := popAll(t, f); !equal(got, []string{"frame-099", "frame-099", "frame-099"}) {
-		t.Errorf("after Each popped %v", got)
-	}
-}
-
 func TestConcurrentProducerConsumer(t *testing.T) {
 	const total = 20000
 	f := NewFrames(16, 8)

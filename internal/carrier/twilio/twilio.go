@@ -211,13 +211,12 @@ func (c *Carrier) stream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	leg := newLeg(conn, start, claims)
-	done, err := c.opts.Admit(leg)
-	if err != nil {
+	if _, err := c.opts.Admit(leg); err != nil {
 		c.log.Warn("refused call", "call_sid", claims.CallSid, "err", err)
 		conn.Close(websocket.StatusTryAgainLater, truncate(err.Error(), 120))
-		return
 	}
-	<-done // the call owns the connection until it ends
+	// The connection is hijacked and now the call's: this handler's goroutine need not
+	// wait for the call to end (one goroutine fewer per call).
 }
 
 // readStart reads up to the `start` message ("connected" comes first).

@@ -1,6 +1,7 @@
 package fakedeepgram
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -46,8 +47,12 @@ type conn struct {
 	wdone <-chan struct{}
 	ctx   context.Context
 	meta  resultsMeta
-	texts []string // the text of each of evs' results, for emitAll
+	texts []string     // the text of each of evs' results, for emitAll
+	rbuf  bytes.Buffer // the message being read, reused
 }
+
+// maxKeptReadBuf bounds the read buffer kept between messages.
+const maxKeptReadBuf = 64 << 10
 
 // serveConn runs one connection: this goroutine reads, a second one writes.
 func (s *Server) serveConn(ws *websocket.Conn, rec *ConnStats, p params) {
@@ -100,7 +105,7 @@ func (s *Server) writeLoop(ctx context.Context, ws *websocket.Conn, rec *ConnSta
 				timer.Reset(s.opts.IdleTimeout)
 			}
 		case <-idle:
-			s.update(func() { rec.IdleClosed = true })
+			s.update(func() { rec.IdleClosed = true; s.totals.IdleClosed++ })
 			_ = ws.Close(websocket.StatusInternalError, idleReason)
 			return
 		case m := <-out:
@@ -128,11 +133,26 @@ func (s *Server) write(ctx context.Context, ws *websocket.Conn, m outMsg) bool {
 	return true
 }
 
+// read is ws.Read into c.rbuf, so audio messages are not each a new slice: the data is
+// valid until the next read.
+func (c *conn) read() (websocket.MessageType, []byte, error) {
+	if c.rbuf.Cap() > maxKeptReadBuf {
+		c.rbuf = bytes.Buffer{}
+	}
+	typ, r, err := c.ws.Reader(c.ctx)
+	if err != nil {
+		return 0, nil, err
+	}
+	c.rbuf.Reset()
+	_, err = c.rbuf.ReadFrom(r)
+	return typ, c.rbuf.Bytes(), err
+}
+
 // readLoop handles client messages until the socket ends. It returns true when the writer
 // has been told how to end the socket (CloseStream, the drop fault) and should be awaited.
 func (c *conn) readLoop(activity chan<- struct{}) bool {
 	for {
-		typ, data, err := c.ws.Read(c.ctx)
+		typ, data, err := c.read()
 		if err != nil {
 			return false
 		}
@@ -180,9 +200,11 @@ func (c *conn) audio(data []byte) (dropped, ok bool) {
 	drop := false
 	c.s.update(func() {
 		c.rec.AudioBytes += int64(len(data))
+		c.s.totals.AudioBytes += int64(len(data))
 		if c.s.dropAfter > 0 && c.rec.AudioBytes >= c.s.dropAfter {
 			c.s.dropAfter = 0
 			c.rec.Dropped = true
+			c.s.totals.Dropped++
 			drop = true
 		}
 	})
@@ -210,21 +232,35 @@ func (c *conn) emitAll(why cause) bool {
 		}
 		c.texts = append(c.texts, text)
 	}
+	lean := c.s.opts.Lean
 	from, utts := c.det.changed()
-	if len(c.evs) > 0 || len(utts) > 0 {
+	if len(c.evs) > 0 || (len(utts) > 0 && !lean) {
 		c.s.update(func() {
+			t := &c.s.totals
 			for i, ev := range c.evs {
 				switch {
 				case ev.kind == evInterim && c.p.interim:
-					c.rec.Interims = append(c.rec.Interims, c.texts[i])
+					t.Interims++
+					if !lean {
+						c.rec.Interims = append(c.rec.Interims, c.texts[i])
+					}
 				case ev.kind == evFinal:
-					c.rec.Transcripts = append(c.rec.Transcripts, c.texts[i])
+					t.Finals++
+					if !lean {
+						c.rec.Transcripts = append(c.rec.Transcripts, c.texts[i])
+					}
 				case ev.kind == evUtteranceEnd && c.p.utteranceEndMS != 0:
+					t.UtteranceEnds++
 					c.rec.UtteranceEnd++
 				}
 			}
-			c.rec.Utterances = append(c.rec.Utterances[:from], utts...)
+			if !lean {
+				c.rec.Utterances = append(c.rec.Utterances[:from], utts...)
+			}
 		})
+	}
+	if lean {
+		c.det.forget()
 	}
 	for i, ev := range c.evs {
 		var msg []byte

@@ -206,6 +206,21 @@ func (d *detector) measure(end int64) {
 	d.synced = min(d.synced, i)
 }
 
+// forget drops every utterance but the open one, once the connection has taken them, for
+// a lean server that keeps no record: the detector then holds at most one.
+func (d *detector) forget() {
+	keep := 0
+	if d.inUtt {
+		keep = 1
+	}
+	if n := len(d.utts) - keep; n > 0 {
+		copy(d.utts, d.utts[n:])
+		clear(d.utts[keep:])
+		d.utts = d.utts[:keep]
+	}
+	d.synced = len(d.utts)
+}
+
 // setText records the transcript the utterance's final result carries.
 func (d *detector) setText(i int, text string) {
 	d.utts[i].Text = text

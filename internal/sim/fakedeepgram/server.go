@@ -10,7 +10,8 @@
 // Instead of recognising speech it finds utterances by the energy of 20 ms blocks of the
 // decoded audio and "transcribes" each one as the next line of a script. A pause shorter
 // than EndSilence inside speech stays within one utterance. Stats records each utterance
-// (UtteranceStat), so a test can check how much of the caller's speech reached it.
+// (UtteranceStat), so a test can check how much of the caller's speech reached it; a load
+// test sets Options.Lean and reads running counts (Totals) instead.
 // Everything is measured in audio time, not wall time, so a test that sends a minute of
 // audio in one go gets the same messages as a caller speaking in real time. Only the idle
 // timeout (NET-0001) runs on the wall clock, as it does at Deepgram.
@@ -70,8 +71,27 @@ type Options struct {
 	// DropAfterBytes is a fault: the first connection that has received this many audio
 	// bytes is dropped abruptly (no close frame), once. Zero never drops. See DropOnceAfter.
 	DropAfterBytes int64
+	// Lean keeps no record of connections or utterances, so thousands of connections in a
+	// long load test do not grow the server: Stats returns none (so WaitFor sees none),
+	// and a connection forgets each utterance once its final result is out. Totals,
+	// Connections and Rejected still count everything.
+	Lean bool
 	// Logger receives a debug line when a connection opens and closes; nil discards.
 	Logger *slog.Logger
+}
+
+// Totals are running counts over every connection the server has accepted, kept with
+// Options.Lean too.
+type Totals struct {
+	Connections   int   // WebSocket connections accepted
+	Open          int   // of those, not yet ended
+	Rejected      int   // handshakes refused (bad key, bad parameters)
+	AudioBytes    int64 // binary audio received
+	Interims      int   // interim results sent
+	Finals        int   // final results with a transcript sent
+	UtteranceEnds int   // UtteranceEnd messages sent
+	Dropped       int   // connections ended by the DropAfterBytes fault
+	IdleClosed    int   // connections ended by the idle timeout
 }
 
 // ConnStats is what the fake recorded about one connection.
@@ -157,11 +177,14 @@ type Server struct {
 
 	mu        sync.Mutex
 	closed    bool
-	conns     []*ConnStats
-	rejected  int
+	conns     []*ConnStats // empty with Options.Lean
+	totals    Totals
 	script    map[string]int // tag -> index of the next line
 	dropAfter int64          // armed fault threshold; 0 = disarmed
-	changed   chan struct{}  // closed and replaced on every update, for WaitFor
+	changed   chan struct{}  // closed and replaced on an update while watched, for WaitFor
+	// watched is set when a WaitFor holds changed: only then is an update announced, so
+	// an audio message nobody waits on costs no channel.
+	watched bool
 }
 
 // New returns a fake server with opts, defaults filled in.
@@ -212,17 +235,25 @@ func (s *Server) DropOnceAfter(n int64) {
 func (s *Server) Connections() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.conns)
+	return s.totals.Connections
 }
 
 // Rejected is how many handshakes the fake refused (bad key, bad parameters).
 func (s *Server) Rejected() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.rejected
+	return s.totals.Rejected
 }
 
-// Stats returns a deep copy of every connection's record, in order of arrival.
+// Totals returns the running counts over every connection so far.
+func (s *Server) Totals() Totals {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.totals
+}
+
+// Stats returns a deep copy of every connection's record, in order of arrival; none with
+// Options.Lean.
 func (s *Server) Stats() []ConnStats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -244,6 +275,7 @@ func (s *Server) WaitFor(ctx context.Context, cond func([]ConnStats) bool) error
 		s.mu.Lock()
 		ok := cond(s.statsLocked())
 		ch := s.changed
+		s.watched = true
 		s.mu.Unlock()
 		if ok {
 			return nil
@@ -260,8 +292,11 @@ func (s *Server) WaitFor(ctx context.Context, cond func([]ConnStats) bool) error
 func (s *Server) update(f func()) {
 	s.mu.Lock()
 	f()
-	close(s.changed)
-	s.changed = make(chan struct{})
+	if s.watched {
+		close(s.changed)
+		s.changed = make(chan struct{})
+		s.watched = false
+	}
 	s.mu.Unlock()
 }
 
@@ -383,8 +418,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.wg.Add(1) // under the lock, so never concurrent with Close's Wait
-		s.conns = append(s.conns, rec)
-		rec.ID = len(s.conns)
+		s.totals.Connections++
+		s.totals.Open++
+		rec.ID = s.totals.Connections
+		if !s.opts.Lean {
+			s.conns = append(s.conns, rec)
+		}
 	})
 	if closed {
 		s.reject(w, http.StatusServiceUnavailable, "SERVICE_UNAVAILABLE", "the fake server is closed", requestID)
@@ -393,7 +432,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("dg-request-id", requestID)
 	ws, err := websocket.Accept(w, r, nil) // Accept answers a bad handshake itself
 	if err != nil {
-		s.update(func() { rec.Closed = true })
+		s.update(func() { rec.Closed = true; s.totals.Open-- })
 		s.wg.Done()
 		return
 	}
@@ -402,7 +441,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.log.Debug("fakedeepgram: connection opened", "conn", rec.ID, "encoding", p.encoding, "sample_rate", p.rate)
 	s.serveConn(ws, rec, p)
 	var st ConnStats
-	s.update(func() { rec.Closed = true; st = rec.clone() })
+	s.update(func() { rec.Closed = true; s.totals.Open--; st = rec.clone() })
 	s.log.Debug("fakedeepgram: connection closed", "conn", st.ID, "audio_bytes", st.AudioBytes,
 		"finals", len(st.Transcripts), "dropped", st.Dropped, "idle", st.IdleClosed)
 }
@@ -424,7 +463,7 @@ func headerHas(h http.Header, key, token string) bool {
 
 // reject answers a refused handshake with Deepgram's JSON error body.
 func (s *Server) reject(w http.ResponseWriter, status int, code, msg, requestID string) {
-	s.update(func() { s.rejected++ })
+	s.update(func() { s.totals.Rejected++ })
 	body, _ := json.Marshal(errorBody{ErrCode: code, ErrMsg: msg, RequestID: requestID})
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("dg-request-id", requestID)

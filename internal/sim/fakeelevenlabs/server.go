@@ -59,6 +59,9 @@ type Options struct {
 	ChunkEvery time.Duration
 	// FirstByteDelay is the synthesis latency before the response headers and first audio.
 	FirstByteDelay time.Duration
+	// Lean keeps no record of requests, so a long load test does not grow the server
+	// without bound: Requests returns none, RequestCount still counts them.
+	Lean bool
 	// Logger receives one line per request (nil discards).
 	Logger *slog.Logger
 }
@@ -85,7 +88,8 @@ type Server struct {
 	mux     *http.ServeMux
 
 	mu       sync.Mutex
-	requests []Request
+	requests []Request       // empty with Options.Lean
+	count    int             // requests answered, recorded or not
 	failed   map[string]bool // texts that already failed once (FailOnceText)
 }
 
@@ -118,11 +122,19 @@ func New(o Options) *Server {
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
 
-// Requests returns a snapshot of the requests answered so far, oldest first.
+// Requests returns a snapshot of the requests answered so far, oldest first; none with
+// Options.Lean.
 func (s *Server) Requests() []Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.requests)
+}
+
+// RequestCount returns how many synthesis requests have been answered, recorded or not.
+func (s *Server) RequestCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.count
 }
 
 // AudioDuration is how long the audio for text lasts.
@@ -240,7 +252,10 @@ func (s *Server) fails(text string) bool {
 
 func (s *Server) record(req Request) {
 	s.mu.Lock()
-	s.requests = append(s.requests, req)
+	s.count++
+	if !s.opts.Lean {
+		s.requests = append(s.requests, req)
+	}
 	s.mu.Unlock()
 }
 

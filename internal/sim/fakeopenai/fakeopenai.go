@@ -22,7 +22,8 @@
 //	KEEPALIVE  put a ": keepalive" comment line before every chunk
 //
 // Every chat request is recorded, including whether the client went away before the reply
-// was complete (a barge-in that aborted the turn).
+// was complete (a barge-in that aborted the turn), unless Options.Lean asks for running
+// counts alone, as a long load test does.
 package fakeopenai
 
 import (
@@ -66,6 +67,17 @@ type Options struct {
 	ChunkEvery time.Duration
 	// SlowEvery is the pause between chunks when SLOW is present. Default DefaultSlowEvery.
 	SlowEvery time.Duration
+	// FirstTokenDelay is a model's time to first token: in a streamed reply the role-only
+	// chunk goes out at once, then nothing until FirstTokenDelay has passed, in place of
+	// the ChunkEvery (or SlowEvery) pause before the first content chunk (before the
+	// finish chunk of an empty reply). A client that goes away meanwhile is recorded as an
+	// abort; Close cuts the wait short. Non-streamed replies are not delayed. Default 0:
+	// the usual pause.
+	FirstTokenDelay time.Duration
+	// Lean keeps no record of requests, so a long load test does not grow the server
+	// without bound: Requests returns none, while RequestCount, Aborted, AwaitRequests,
+	// AwaitDone and AwaitAborted still work from running counts.
+	Lean bool
 	// Logger receives a debug record per request. Nil discards them.
 	Logger *slog.Logger
 }
@@ -77,7 +89,7 @@ type Message struct {
 	Content string
 }
 
-// Request is one recorded chat-completions request.
+// Request is one recorded chat-completions request (see Options.Lean).
 type Request struct {
 	Header   http.Header
 	Model    string
@@ -98,10 +110,12 @@ type Server struct {
 	quit     chan struct{} // closed by Close: held requests give up
 	quitOnce sync.Once
 
-	mu      sync.Mutex // guards the following
-	reqs    []*Request
-	seq     int
-	changed chan struct{} // closed and replaced whenever a record changes
+	mu      sync.Mutex    // guards the following
+	reqs    []*Request    // empty with Options.Lean
+	seq     int           // requests received, recorded or not; the last completion id
+	done    int           // requests whose handler has returned
+	aborted int           // requests the client abandoned
+	changed chan struct{} // closed and replaced whenever a record or count changes
 }
 
 // New returns a fake server.
@@ -132,7 +146,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.Serve
 // The Server still answers new requests, which then do not hold. Idempotent.
 func (s *Server) Close() { s.quitOnce.Do(func() { close(s.quit) }) }
 
-// Requests returns a copy of every chat request received so far, in arrival order.
+// Requests returns a copy of every chat request received so far, in arrival order; none
+// with Options.Lean.
 func (s *Server) Requests() []Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -145,26 +160,33 @@ func (s *Server) Requests() []Request {
 	return out
 }
 
+// RequestCount returns how many chat requests have arrived, recorded or not.
+func (s *Server) RequestCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.seq
+}
+
 // Aborted returns how many requests the client abandoned before the reply was complete.
 func (s *Server) Aborted() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.count(func(r *Request) bool { return r.Aborted })
+	return s.aborted
 }
 
 // AwaitRequests blocks until at least n chat requests have arrived, or ctx ends.
 func (s *Server) AwaitRequests(ctx context.Context, n int) error {
-	return s.await(ctx, func() bool { return len(s.reqs) >= n })
+	return s.await(ctx, func() bool { return s.seq >= n })
 }
 
 // AwaitDone blocks until the handlers of at least n chat requests have returned, or ctx ends.
 func (s *Server) AwaitDone(ctx context.Context, n int) error {
-	return s.await(ctx, func() bool { return s.count(func(r *Request) bool { return r.Done }) >= n })
+	return s.await(ctx, func() bool { return s.done >= n })
 }
 
 // AwaitAborted blocks until at least n requests were abandoned by their client, or ctx ends.
 func (s *Server) AwaitAborted(ctx context.Context, n int) error {
-	return s.await(ctx, func() bool { return s.count(func(r *Request) bool { return r.Aborted }) >= n })
+	return s.await(ctx, func() bool { return s.aborted >= n })
 }
 
 // await waits for cond, evaluated with s.mu held, to become true.
@@ -184,26 +206,37 @@ func (s *Server) await(ctx context.Context, cond func() bool) error {
 	}
 }
 
-// count returns how many records satisfy f; s.mu must be held.
-func (s *Server) count(f func(*Request) bool) int {
-	n := 0
-	for _, r := range s.reqs {
-		if f(r) {
-			n++
-		}
-	}
-	return n
-}
-
-// record adds a new request record and returns it with the completion id to use.
+// record starts the record of a new request and returns it with the completion id to
+// use. With Options.Lean the record is the handler's alone and goes with it.
 func (s *Server) record(r *http.Request) (*Request, int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	rec := &Request{Header: r.Header.Clone()}
-	s.reqs = append(s.reqs, rec)
+	rec := &Request{}
+	if !s.opts.Lean {
+		rec.Header = r.Header.Clone()
+		s.reqs = append(s.reqs, rec)
+	}
 	s.seq++
 	s.notifyLocked()
 	return rec, s.seq
+}
+
+// finished marks rec's handler as returned.
+func (s *Server) finished(rec *Request) {
+	s.update(func() {
+		rec.Done = true
+		s.done++
+	})
+}
+
+// abandoned marks rec as given up by its client.
+func (s *Server) abandoned(rec *Request) {
+	s.update(func() {
+		if !rec.Aborted {
+			rec.Aborted = true
+			s.aborted++
+		}
+	})
 }
 
 // update changes a record under the lock and wakes waiters.

@@ -98,7 +98,7 @@ var (
 // chat serves POST /v1/chat/completions.
 func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	rec, seq := s.record(r)
-	defer s.update(func() { rec.Done = true })
+	defer s.finished(rec)
 	reply := func(code int, v any) {
 		s.update(func() { rec.Status = code })
 		writeJSON(w, code, v)
@@ -140,7 +140,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	s.update(func() { rec.Status = http.StatusOK })
 	if !s.stream(w, r, req.Model, id, text, magic) {
-		s.update(func() { rec.Aborted = true })
+		s.abandoned(rec)
 	}
 }
 
@@ -207,8 +207,20 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, model, id, text 
 	if magic[MagicSlow] {
 		every = s.opts.SlowEvery
 	}
+	// next is the pause before the next chunk: FirstTokenDelay, when set, before the first
+	// one after the role chunk.
+	first := true
+	next := func() time.Duration {
+		if first {
+			first = false
+			if s.opts.FirstTokenDelay > 0 {
+				return s.opts.FirstTokenDelay
+			}
+		}
+		return every
+	}
 	for _, p := range pieces(text) {
-		if !s.pause(r, every) || !send(deltaJSON{Content: p.text}, nil) {
+		if !s.pause(r, next()) || !send(deltaJSON{Content: p.text}, nil) {
 			return r.Context().Err() == nil && s.quitting()
 		}
 		if !p.endsSentence {
@@ -229,7 +241,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, model, id, text 
 		}
 	}
 	stop := "stop"
-	if !s.pause(r, every) || !send(deltaJSON{}, &stop) {
+	if !s.pause(r, next()) || !send(deltaJSON{}, &stop) {
 		return r.Context().Err() == nil && s.quitting()
 	}
 	return writeEvent(w, rc, []byte("[DONE]"))
@@ -267,7 +279,7 @@ func (s *Server) quitting() bool {
 func (s *Server) hold(w http.ResponseWriter, r *http.Request, rec *Request) {
 	select {
 	case <-r.Context().Done():
-		s.update(func() { rec.Aborted = true })
+		s.abandoned(rec)
 	case <-s.quit:
 		s.update(func() { rec.Status = http.StatusServiceUnavailable })
 		writeJSON(w, http.StatusServiceUnavailable, newError("The fake server is shutting down.", "server_error", ""))

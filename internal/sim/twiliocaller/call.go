@@ -21,12 +21,14 @@ var ErrEnded = errors.New("twiliocaller: call ended")
 const (
 	// readLimit bounds one message from Handset; Twilio accepts media chunks of any size.
 	readLimit = 4 << 20
-	// writeTimeout bounds one write to Handset; a Handset that stops reading for this long
-	// loses the call, as it would lose a real Twilio stream.
-	writeTimeout = 10 * time.Second
 	// maxLoggedErrors caps protocol-error log lines per call; all are still recorded.
 	maxLoggedErrors = 10
 )
+
+// writeTimeout bounds one write to Handset; a Handset that stops reading for this long
+// loses the call, as it would lose a real Twilio stream. A variable only so a test can
+// shorten it.
+var writeTimeout = 10 * time.Second
 
 // Call is one simulated call into Handset. All methods are safe for concurrent use.
 type Call struct {
@@ -44,16 +46,23 @@ type Call struct {
 	done      chan struct{} // closed once both goroutines have returned
 	wake      chan struct{} // size 1: one pending wake-up is all the writer needs
 	hangingUp atomic.Bool
-	seq       int // sequenceNumber of the last message sent; owned by the writer after Dial
+	seq       int          // sequenceNumber of the last message sent; owned by the writer after Dial
+	watchdog  *time.Timer  // armed while a write is in progress; owned like seq
+	rbuf      bytes.Buffer // the message being read; owned by the reader, reused
+	pcm       []byte       // decoded audio of a lean call without echo; owned by the reader, reused
 
-	mu        sync.Mutex    // guards everything below
-	events    []Event       // append-only, elements never change
-	changed   chan struct{} // closed and replaced whenever an event is recorded
-	out       []outItem     // messages for the writer, in order
-	says      []*utterance  // caller speech waiting to be streamed, in order
-	play      playback      // Twilio's playback buffer
-	playTimer clock.Timer   // fires when the head of play falls due
-	echo      *echoLine     // the echo on the caller's line; nil without Options.Echo
+	mu       sync.Mutex    // guards everything below
+	events   []Event       // append-only, elements never change
+	counters Counters      // audio totals, kept in every mode
+	changed  chan struct{} // closed and replaced when an event is recorded while watched
+	// watched is set when a WaitFor holds changed: only then is an event announced, so a
+	// frame nobody waits on costs no channel.
+	watched   bool
+	out       []outItem    // messages for the writer, in order
+	says      []*utterance // caller speech waiting to be streamed, in order
+	play      playback     // Twilio's playback buffer
+	playTimer clock.Timer  // fires when the head of play falls due
+	echo      *echoLine    // the echo on the caller's line; nil without Options.Echo
 	loggedErr int
 	writeErr  error // why the writer gave up, for the reader to report
 	ended     bool
@@ -188,6 +197,7 @@ func newCall(ctx context.Context, o Options, tw StreamTwiML, conn *websocket.Con
 	if o.Echo != nil {
 		c.echo = newEchoLine(*o.Echo)
 	}
+	c.play.lengthsOnly = o.Lean && o.Echo == nil
 	c.ctx, c.cancel = context.WithCancel(ctx)
 	c.t0 = c.clk.Now()
 	return c
@@ -206,10 +216,31 @@ func (c *Call) begin() error {
 	return nil
 }
 
+// write sends one text message and gives up after writeTimeout. One watchdog timer,
+// re-armed per write, enforces that: a context per write would allocate on every 20 ms
+// frame.
 func (c *Call) write(msg []byte) error {
-	ctx, cancel := context.WithTimeout(c.ctx, writeTimeout)
-	defer cancel()
-	return c.conn.Write(ctx, websocket.MessageText, msg)
+	if c.watchdog == nil {
+		c.watchdog = time.AfterFunc(writeTimeout, c.writeTimedOut)
+	} else {
+		c.watchdog.Reset(writeTimeout)
+	}
+	err := c.conn.Write(c.ctx, websocket.MessageText, msg)
+	if !c.watchdog.Stop() { // it fired during this write and dropped the socket
+		return fmt.Errorf("write timed out after %v: %w", writeTimeout, context.DeadlineExceeded)
+	}
+	return err
+}
+
+// writeTimedOut is the watchdog: dropping the socket fails the write in progress. The
+// reason is set first, so the reader, which sees the socket go too, reports it.
+func (c *Call) writeTimedOut() {
+	c.mu.Lock()
+	if c.writeErr == nil {
+		c.writeErr = fmt.Errorf("write: timed out after %v: %w", writeTimeout, context.DeadlineExceeded)
+	}
+	c.mu.Unlock()
+	_ = c.conn.CloseNow()
 }
 
 // rel is the time since stream start.
@@ -229,7 +260,7 @@ func (c *Call) finish(e Ending) {
 	c.mu.Lock()
 	if !c.ended {
 		unplayed := c.play.buffered()
-		c.play = playback{}
+		c.play = playback{lengthsOnly: c.play.lengthsOnly}
 		if c.echo != nil {
 			c.echo.heard = nil
 		}

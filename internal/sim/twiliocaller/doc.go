@@ -7,7 +7,9 @@
 // once. Optionally (Options.Echo) the line echoes: what played comes back to Handset in the
 // caller's audio, delayed and quieter, as on a real phone line.
 //
-// It is shared by Handset's whole-call tests, `handset simulate` and `handset bench`.
+// It is shared by Handset's whole-call tests, `handset simulate` and `handset bench`; the
+// last sets Options.Lean, which keeps counters of the audio (Counters) instead of the
+// audio itself, so a call's memory does not grow with its length.
 //
 // Wire protocol implemented (facts from the Twilio docs, restated in
 // shared/reference/protocols.md section 1):

@@ -97,10 +97,12 @@ func (e *echoLine) mix(frame []byte, at time.Duration, playing []piece) {
 	for n < len(e.heard) && e.heard[n].end <= from {
 		n++
 	}
-	clear(e.heard[:n])
-	e.heard = e.heard[n:]
-	if len(e.heard) == 0 {
-		e.heard = nil // let the backing array go
+	// Shift the rest down rather than reslice, so the array is reused frame after frame;
+	// only a delay's worth of pieces is ever live, so the copy is short.
+	if n > 0 {
+		live := copy(e.heard, e.heard[n:])
+		clear(e.heard[live:]) // let their audio go
+		e.heard = e.heard[:live]
 	}
 
 	var acc [pieceBytes]int32

@@ -50,6 +50,15 @@ type Options struct {
 	// default) streams the caller's audio alone.
 	Echo *EchoOptions
 
+	// Lean keeps a call's memory flat however long it runs, for load generation: the
+	// audio Handset sends is counted (see Counters) but not kept, so no AudioReceived or
+	// AudioPlayed events are recorded and PlayedAudio, ReceivedAudio, SpeechSegments and
+	// HeardSpeech find nothing. Everything else is recorded as usual: marks and their
+	// echoes, clears, DTMF, Say, protocol errors, raw frames, stop and the end. The
+	// playback buffer still times marks exactly; it holds only the length of what is
+	// queued, or the audio itself until it has played and echoed when Echo is set.
+	Lean bool
+
 	HTTPClient     *http.Client  // default http.DefaultClient
 	WebhookTimeout time.Duration // default DefaultWebhookTimeout
 	Clock          clock.Clock   // paces media and playback; default the wall clock

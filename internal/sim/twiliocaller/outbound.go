@@ -85,8 +85,8 @@ func sendWebhook(ctx context.Context, o Options, method, target string, params u
 // than Dial's webhook (an outbound call's Url or inline Twiml), and then behaves exactly
 // like a Call from Dial: connected, start with tw.Parameters, media at real-time pace. Only
 // the stream fields of opts matter (AccountSid, AuthToken, CallSid, DialURL,
-// InsecureStreamURL, HTTPClient, Clock, Echo, Logger); with BaseURL empty the stream URL is
-// dialled as written. Errors are *StreamDialError.
+// InsecureStreamURL, HTTPClient, Clock, Echo, Lean, Logger); with BaseURL empty the stream
+// URL is dialled as written. Errors are *StreamDialError.
 func Connect(ctx context.Context, opts Options, tw StreamTwiML) (*Call, error) {
 	o := opts.withDefaults()
 	if err := CheckStreamURL(tw.URL, o.InsecureStreamURL); err != nil {

@@ -96,12 +96,25 @@ type Ending struct {
 	At        time.Duration
 }
 
+// Counters are running totals of a call's audio, kept whether or not Options.Lean is set,
+// so a load generator can follow a long call without keeping its audio. A frame is one
+// media message, whatever its size. In a call without Lean, the received and played
+// totals match the AudioReceived and AudioPlayed events.
+type Counters struct {
+	ReceivedFrames int64 // media messages accepted from Handset (played, queued or refused as overflow)
+	ReceivedBytes  int64 // the mu-law bytes they carried
+	PlayedFrames   int64 // pieces that finished playing or were cut short by a clear: one per AudioPlayed event
+	PlayedBytes    int64 // the mu-law bytes that really played
+	SentFrames     int64 // media frames sent to Handset, one per 20 ms of the call
+}
+
 // Snapshot is a consistent copy of a call's recording at one moment. It shares the
 // immutable events with the call, so taking one is cheap.
 type Snapshot struct {
-	Events []Event
-	Ended  bool
-	Ending Ending // valid when Ended
+	Events   []Event
+	Ended    bool
+	Ending   Ending   // valid when Ended
+	Counters Counters // the audio totals at the same moment
 }
 
 // Count is how many events of kind were recorded.
@@ -260,8 +273,12 @@ func (s Snapshot) String() string {
 			played += e.Bytes
 		}
 	}
+	// A lean call keeps no audio events, and a Snapshot built by hand has no counters:
+	// the larger figure is the one that saw the audio.
+	received := max(int64(len(s.ReceivedAudio())), s.Counters.ReceivedBytes)
+	played = max(played, int(s.Counters.PlayedBytes))
 	str := fmt.Sprintf("%d events, received %d bytes, played %v, %d marks, %d clears, %d speech segments, %d protocol errors",
-		len(s.Events), len(s.ReceivedAudio()), audioDuration(played), s.Count(MarkSent), s.Clears(),
+		len(s.Events), received, audioDuration(played), s.Count(MarkSent), s.Clears(),
 		len(s.SpeechSegments()), s.Count(ProtocolError))
 	if s.Ended {
 		str += fmt.Sprintf(", ended (code %d %q, by handset %t, err %v)", s.Ending.Code, s.Ending.Reason, s.Ending.ByHandset, s.Ending.Err)

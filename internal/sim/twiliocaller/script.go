@@ -90,7 +90,15 @@ func (c *Call) Snapshot() Snapshot {
 }
 
 func (c *Call) snapshotLocked() Snapshot {
-	return Snapshot{Events: c.events[:len(c.events):len(c.events)], Ended: c.ended, Ending: c.ending}
+	return Snapshot{Events: c.events[:len(c.events):len(c.events)], Ended: c.ended, Ending: c.ending, Counters: c.counters}
+}
+
+// Counters returns the call's audio totals so far; unlike the audio events, they are kept
+// with Options.Lean too.
+func (c *Call) Counters() Counters {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.counters
 }
 
 // Events is the timeline so far. The elements are shared and must not be modified.
@@ -118,11 +126,13 @@ func (c *Call) HeardSpeech(from, to time.Duration) bool {
 
 // WaitFor blocks until cond holds over the recording, re-checking on every new event. It
 // fails with ErrEnded if the call ends with cond still false, or with ctx's error; both
-// errors describe the recording.
+// errors describe the recording. A change of the counters alone wakes no one (with
+// Options.Lean a waiter would otherwise run every 20 ms): poll Counters to wait on them.
 func (c *Call) WaitFor(ctx context.Context, cond func(Snapshot) bool) error {
 	for {
 		c.mu.Lock()
 		s, changed := c.snapshotLocked(), c.changed
+		c.watched = true
 		c.mu.Unlock()
 		if cond(s) {
 			return nil

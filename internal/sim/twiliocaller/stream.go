@@ -1,6 +1,7 @@
 package twiliocaller
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -17,17 +18,39 @@ import (
 // to the playback buffer; the writer sends media on schedule and every other message in
 // order; the playback timer plays the buffer out and returns marks.
 
-// readLoop is the reader: every message from Handset goes through handleMessage.
+// maxKeptReadBuf bounds the read and decode buffers kept between messages: a rare large
+// chunk from Handset is read, then its buffers go.
+const maxKeptReadBuf = 64 << 10
+
+// readLoop is the reader: every message from Handset goes through handleMessage. Each is
+// read into one reused buffer (handleMessage keeps nothing of it), not a fresh slice.
 func (c *Call) readLoop() {
 	defer c.exit()
 	for {
-		typ, data, err := c.conn.Read(c.ctx)
+		typ, data, err := c.read()
 		if err != nil {
 			c.readEnded(err)
 			return
 		}
 		c.handleMessage(typ, data)
+		if c.rbuf.Cap() > maxKeptReadBuf {
+			c.rbuf = bytes.Buffer{}
+		}
+		if cap(c.pcm) > maxKeptReadBuf {
+			c.pcm = nil
+		}
 	}
+}
+
+// read is conn.Read into c.rbuf: the data is valid until the next read.
+func (c *Call) read() (websocket.MessageType, []byte, error) {
+	typ, r, err := c.conn.Reader(c.ctx)
+	if err != nil {
+		return 0, nil, err
+	}
+	c.rbuf.Reset()
+	_, err = c.rbuf.ReadFrom(r)
+	return typ, c.rbuf.Bytes(), err
 }
 
 func (c *Call) readEnded(err error) {
@@ -59,6 +82,10 @@ func (c *Call) readEnded(err error) {
 func (c *Call) handleMessage(typ websocket.MessageType, data []byte) {
 	if typ != websocket.MessageText {
 		c.protocolError(CodeMalformed, "binary frame", data)
+		return
+	}
+	if mulaw, ok := c.fastMedia(data); ok {
+		c.receiveAudio(mulaw)
 		return
 	}
 	var m inMsg
@@ -102,6 +129,67 @@ func (c *Call) handleMessage(typ websocket.MessageType, data []byte) {
 	}
 }
 
+// The media message exactly as Handset writes it, around the streamSid and the payload.
+const (
+	mediaHead = `{"event":"media","streamSid":"`
+	mediaMid  = `","media":{"payload":"`
+	mediaTail = `"}}`
+)
+
+// fastMedia is the per-frame fast path of handleMessage. It takes only a message that is
+// exactly {"event":"media","streamSid":"<this stream>","media":{"payload":"<base64>"}}
+// with a payload that decodes, and returns the audio without encoding/json. Anything else
+// (other spacing or order, escapes, a bad payload) reports false and goes the general
+// way, so the two paths cannot disagree. The audio is fresh, since the recording and the
+// playback buffer keep it, except on a lean call without echo, which keeps neither: there
+// it is c.pcm, reused.
+func (c *Call) fastMedia(msg []byte) (mulaw []byte, ok bool) {
+	rest, ok := cutPrefix(msg, mediaHead)
+	if ok {
+		rest, ok = cutPrefix(rest, c.streamSid)
+	}
+	if ok {
+		rest, ok = cutPrefix(rest, mediaMid)
+	}
+	if !ok || len(rest) < len(mediaTail) || string(rest[len(rest)-len(mediaTail):]) != mediaTail {
+		return nil, false
+	}
+	payload := rest[:len(rest)-len(mediaTail)]
+	for _, b := range payload {
+		if !isBase64Char(b) {
+			return nil, false
+		}
+	}
+	n := base64.StdEncoding.DecodedLen(len(payload))
+	var dst []byte
+	if c.opts.Lean && c.opts.Echo == nil {
+		if cap(c.pcm) < n {
+			c.pcm = make([]byte, n)
+		}
+		dst = c.pcm[:n]
+	} else {
+		dst = make([]byte, n)
+	}
+	n, err := base64.StdEncoding.Decode(dst, payload)
+	if err != nil {
+		return nil, false
+	}
+	return dst[:n], true
+}
+
+// cutPrefix is bytes.CutPrefix for a string prefix, without converting it.
+func cutPrefix(b []byte, prefix string) ([]byte, bool) {
+	if len(b) < len(prefix) || string(b[:len(prefix)]) != prefix {
+		return nil, false
+	}
+	return b[len(prefix):], true
+}
+
+// isBase64Char reports whether b is in the standard base64 alphabet or is padding.
+func isBase64Char(b byte) bool {
+	return 'A' <= b && b <= 'Z' || 'a' <= b && b <= 'z' || '0' <= b && b <= '9' || b == '+' || b == '/' || b == '='
+}
+
 func (c *Call) protocolError(code int, detail string, data []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -128,7 +216,11 @@ func (c *Call) receiveAudio(mulaw []byte) {
 	}
 	now := c.rel()
 	c.advanceLocked(now)
-	c.recordLocked(Event{Kind: AudioReceived, Bytes: len(mulaw), Audio: mulaw})
+	c.counters.ReceivedFrames++
+	c.counters.ReceivedBytes += int64(len(mulaw))
+	if !c.opts.Lean {
+		c.recordLocked(Event{Kind: AudioReceived, Bytes: len(mulaw), Audio: mulaw})
+	}
 	if !c.play.addAudio(now, mulaw) {
 		c.protocolErrorLocked(CodeOverflow, fmt.Sprintf("more than %v of audio buffered; %d bytes discarded", maxBuffered, len(mulaw)), nil)
 	}
@@ -173,7 +265,7 @@ func (c *Call) receiveClear() {
 func (c *Call) advanceLocked(now time.Duration) {
 	for {
 		for _, p := range c.play.due(now) {
-			if p.audio == nil {
+			if p.isMark() {
 				c.echoMarkLocked(p.mark, false)
 				continue
 			}
@@ -200,7 +292,11 @@ func (c *Call) advanceLocked(now time.Duration) {
 // playedLocked records a piece of Handset's audio that played, wholly or (cut by a clear)
 // in part, and hands it to the echo path.
 func (c *Call) playedLocked(p piece) {
-	c.recordLocked(Event{Kind: AudioPlayed, Start: p.start, End: p.end, Bytes: len(p.audio), Audio: p.audio})
+	c.counters.PlayedFrames++
+	c.counters.PlayedBytes += int64(p.n)
+	if !c.opts.Lean {
+		c.recordLocked(Event{Kind: AudioPlayed, Start: p.start, End: p.end, Bytes: p.n, Audio: p.audio})
+	}
 	if c.echo != nil {
 		c.echo.played(p)
 	}
@@ -233,8 +329,16 @@ func (c *Call) wakeWriter() {
 func (c *Call) recordLocked(e Event) {
 	e.At = c.rel()
 	c.events = append(c.events, e)
-	close(c.changed)
-	c.changed = make(chan struct{})
+	c.notifyLocked()
+}
+
+// notifyLocked wakes every WaitFor after the recording changed.
+func (c *Call) notifyLocked() {
+	if c.watched {
+		close(c.changed)
+		c.changed = make(chan struct{})
+		c.watched = false
+	}
 }
 
 // writeLoop is the writer: every message to Handset goes through it, media frames on the
@@ -274,7 +378,7 @@ func (c *Call) writeLoop() {
 			n++
 			buf = appendMediaMsg(buf[:0], c.seq, n, int64(due.Sub(c.t0)/time.Millisecond), c.streamSid, frame[:])
 			err := c.write(buf)
-			c.sayDone(finished, err == nil)
+			c.frameSent(finished, err == nil)
 			if err != nil {
 				c.writeFailed(err)
 				return
@@ -299,7 +403,9 @@ func (c *Call) writeLoop() {
 // end, preferring a close status from Handset over this error.
 func (c *Call) writeFailed(err error) {
 	c.mu.Lock()
-	c.writeErr = fmt.Errorf("write: %w", err)
+	if c.writeErr == nil { // the watchdog's reason, when it fired, comes first
+		c.writeErr = fmt.Errorf("write: %w", err)
+	}
 	c.mu.Unlock()
 	_ = c.conn.CloseNow()
 }
@@ -383,18 +489,19 @@ func (c *Call) nextFrame(frame []byte, at time.Duration, finished []*utterance) 
 		frame[i] = g711.MulawSilence
 	}
 	if c.echo != nil {
-		c.echo.mix(frame, at, c.play.queue)
+		c.echo.mix(frame, at, c.play.pending())
 	}
 	return finished
 }
 
-// sayDone closes the utterances a frame finished, once the frame has been written.
-func (c *Call) sayDone(finished []*utterance, sent bool) {
-	if len(finished) == 0 {
-		return
-	}
+// frameSent counts a media frame once it has been written, and closes the utterances it
+// finished.
+func (c *Call) frameSent(finished []*utterance, sent bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if sent {
+		c.counters.SentFrames++
+	}
 	for _, u := range finished {
 		if sent && !c.ended {
 			u.sent = true

@@ -18,10 +18,16 @@ import (
 	"github.com/handset-voice/handset/internal/voice"
 )
 
-// TestRingMatchesModel drives the ring and a plain slice with the same random operations.
+// TestRingMatchesModel drives the ring and a plain slice with the same random operations,
+// in a ring smaller than its first buffer and in one that has to grow to its limit.
 func TestRingMatchesModel(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	const size = 37
+	for _, size := range []int{37, 3*initialRing + 7} {
+		ringMatchesModel(t, size)
+	}
+}
+
+func ringMatchesModel(t *testing.T, size int) {
+	rng := rand.New(rand.NewPCG(1, uint64(size)))
 	q := newRing(size)
 	var model []byte
 	var head int64

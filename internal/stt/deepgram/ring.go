@@ -1,16 +1,37 @@
 package deepgram
 
-// ring is a fixed-size byte FIFO that keeps the newest bytes: a write that does not fit
-// drops the oldest. Offsets are absolute (bytes ever written), so the writer can name a
-// point in the audio across drops. Not safe for concurrent use; it never allocates after
-// newRing.
+// ring is a bounded byte FIFO that keeps the newest bytes: a write that does not fit in
+// limit bytes drops the oldest. Offsets are absolute (bytes ever written), so the writer
+// can name a point in the audio across drops. Its buffer starts small and doubles when
+// more is held, up to limit: a call holds what its audio needs (a second or two of an
+// utterance), not the worst case, and a ring that has grown never allocates again. Not safe
+// for concurrent use.
 type ring struct {
-	buf  []byte
-	r, n int   // read index and length
-	head int64 // absolute offset of buf[r]
+	buf   []byte
+	limit int
+	r, n  int   // read index and length
+	head  int64 // absolute offset of buf[r]
 }
 
-func newRing(size int) ring { return ring{buf: make([]byte, size)} }
+// initialRing is a ring's first buffer: 500 ms of 8 kHz mu-law.
+const initialRing = 4000
+
+func newRing(limit int) ring { return ring{buf: make([]byte, min(limit, initialRing)), limit: limit} }
+
+// grow makes room for need bytes, doubling the buffer up to the limit; the held bytes
+// keep their order at the start of the new buffer.
+func (q *ring) grow(need int) {
+	size := len(q.buf)
+	for size < need && size < q.limit {
+		size = min(2*size, q.limit)
+	}
+	if size == len(q.buf) {
+		return
+	}
+	buf := make([]byte, size)
+	q.copyFrom(q.head, buf[:q.n])
+	q.buf, q.r = buf, 0
+}
 
 func (q *ring) len() int { return q.n }
 
@@ -19,6 +40,9 @@ func (q *ring) tail() int64 { return q.head + int64(q.n) }
 
 // write appends p, dropping the oldest bytes to make room; it returns how many it dropped.
 func (q *ring) write(p []byte) (dropped int) {
+	if q.n+len(p) > len(q.buf) {
+		q.grow(q.n + len(p))
+	}
 	size := len(q.buf)
 	if size == 0 {
 		q.head += int64(len(p))

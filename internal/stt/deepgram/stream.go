@@ -49,6 +49,8 @@ type LiveStream struct {
 	done      chan struct{}         // closed when both goroutines have ended
 	closeOnce sync.Once
 
+	batch int // bytes of audio sent as one message (sendBatch)
+
 	mu         sync.Mutex
 	queue      ring  // audio Write queued for the writer: about QueueAudio, drops oldest
 	finPending bool  // Finalize was called ...
@@ -79,6 +81,7 @@ func startStream(ctx context.Context, r *Recognizer, f audio.Format, u string, c
 		wake:    make(chan struct{}, 1),
 		done:    make(chan struct{}),
 		queue:   newRing(max(f.Bytes(r.opts.QueueAudio), f.FrameBytes())),
+		batch:   max(f.Bytes(sendBatch), f.FrameBytes()),
 	}
 	w := &writer{
 		s:         s,
@@ -87,7 +90,9 @@ func startStream(ctx context.Context, r *Recognizer, f audio.Format, u string, c
 		replay:    newRing(max(f.Bytes(r.opts.ReplayAudio), f.FrameBytes())),
 		chunk:     make([]byte, max(f.Bytes(100*time.Millisecond), f.Encoding.BytesPerSample())),
 		keepAlive: time.NewTimer(r.opts.KeepAliveEvery),
+		flush:     time.NewTimer(time.Hour),
 	}
+	w.flush.Stop()
 	s.log.Debug("deepgram: stream opened", "format", f.String())
 	go s.run(w)
 	return s
@@ -101,14 +106,20 @@ func (s *LiveStream) Write(p []byte) error {
 		s.mu.Unlock()
 		return err
 	}
+	was := s.queue.len()
 	d := s.queue.write(p)
 	s.dropped += int64(d)
 	first := d > 0 && s.dropped == int64(d)
+	// The writer wakes for the first audio (to start the batch's clock) and for a full
+	// batch, not for every 20 ms frame.
+	wake := was == 0 || was < s.batch && s.queue.len() >= s.batch
 	s.mu.Unlock()
 	if first {
 		s.log.Warn("deepgram: send queue full, dropping the oldest audio", "queue", s.r.opts.QueueAudio)
 	}
-	s.poke()
+	if wake {
+		s.poke()
+	}
 	return nil
 }
 
