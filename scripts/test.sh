@@ -29,6 +29,12 @@ echo "== the built binary: bin/handset demo"
 CGO_ENABLED=1 go build -trimpath -tags embedded -o bin/handset ./cmd/handset
 ./scripts/smoke-demo.sh
 
+echo "== the built binary: bin/handset bench (a smoke run: the report is complete and no call failed; times are not judged)"
+# It exits non-zero when a call failed, a figure is missing, or fewer calls were held.
+mkdir -p test-artifacts
+./bin/handset bench --calls 50 --duration 20s --json > test-artifacts/bench-smoke.json
+grep -q '"calls_held": 50' test-artifacts/bench-smoke.json
+
 echo "== fuzz (${FUZZTIME:=5s} per target)"
 for pkg in $(go list ./...); do
 	dir=$(go list -f '{{.Dir}}' "$pkg")

@@ -39,8 +39,9 @@ type Options struct {
 	// latencies are then read exactly from the journals instead of a histogram.
 	JournalDir string
 	// CPUProfile and HeapProfile, when set, receive the Handset's CPU profile over the hold
-	// and its heap profile at the end of the hold (from /debug/pprof; need APIToken).
-	CPUProfile, HeapProfile io.Writer
+	// and its heap profile at the end of the hold; AfterProfile its heap profile once the
+	// calls have ended (what they left behind). From /debug/pprof; they need APIToken.
+	CPUProfile, HeapProfile, AfterProfile io.Writer
 	Progress                io.Writer // a status line every second; nil: none
 	Logger                  *slog.Logger
 	HTTPClient              *http.Client
@@ -126,13 +127,14 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	<-cpuDone
 	held := t.live.Load()
 	end, err := o.steady(ctx, sc)
-	o.heapProfile(ctx)
+	o.heapProfile(ctx, o.HeapProfile)
 
 	// Hang up, then see what is left.
 	progress.phase("hanging up")
 	close(stop)
 	wg.Wait()
 	after := o.afterCalls(ctx, sc)
+	o.heapProfile(ctx, o.AfterProfile)
 	if err != nil {
 		return rep, err
 	}
@@ -165,12 +167,16 @@ func (o *Options) afterCalls(ctx context.Context, sc scraper) sample {
 	return s
 }
 
-// collect asks the Handset for a garbage collection (pprof's heap endpoint runs one).
+// collect asks the Handset for garbage collections (pprof's heap endpoint runs one): two,
+// so what sync.Pool caches hold (buffers kept for reuse, released on the second) does
+// not count as memory in use.
 func (o *Options) collect(ctx context.Context) {
 	if o.APIToken == "" {
 		return
 	}
-	_ = o.fetch(ctx, pprofURL(o.BaseURL, "heap?gc=1"), io.Discard, 30*time.Second)
+	for range 2 {
+		_ = o.fetch(ctx, pprofURL(o.BaseURL, "heap?gc=1"), io.Discard, 30*time.Second)
+	}
 }
 
 // cpuProfile fetches a CPU profile covering the hold into o.CPUProfile.
@@ -191,11 +197,11 @@ func (o *Options) cpuProfile(ctx context.Context) <-chan struct{} {
 	return done
 }
 
-func (o *Options) heapProfile(ctx context.Context) {
-	if o.HeapProfile == nil || o.APIToken == "" {
+func (o *Options) heapProfile(ctx context.Context, w io.Writer) {
+	if w == nil || o.APIToken == "" {
 		return
 	}
-	if err := o.fetch(ctx, pprofURL(o.BaseURL, "heap"), o.HeapProfile, time.Minute); err != nil {
+	if err := o.fetch(ctx, pprofURL(o.BaseURL, "heap"), w, time.Minute); err != nil {
 		o.Logger.Warn("bench: heap profile", "err", err)
 	}
 }

@@ -36,6 +36,7 @@ type benchFlags struct {
 	vad                    string
 	agentLatency, ttsWait  time.Duration
 	cpuProfile, memProfile string
+	leakProfile            string
 	asJSON                 bool
 }
 
@@ -63,6 +64,7 @@ func runBench(ctx context.Context, env Env, args []string) error {
 	fs.DurationVar(&f.ttsWait, "tts-latency", 80*time.Millisecond, "the fake TTS's wait before its first byte")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write the Handset's CPU profile over the hold to `file`")
 	fs.StringVar(&f.memProfile, "memprofile", "", "write the Handset's heap profile at the end of the hold to `file`")
+	fs.StringVar(&f.leakProfile, "leakprofile", "", "write the Handset's heap profile after the calls have ended (what they left behind) to `file`")
 	fs.BoolVar(&f.asJSON, "json", false, "print the report as JSON")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "Usage: handset bench [--calls N] [--duration D] [--json]")
@@ -122,7 +124,7 @@ func runBench(ctx context.Context, env Env, args []string) error {
 		}
 	}
 	defer stop()
-	for name, dst := range map[string]*io.Writer{f.cpuProfile: &o.CPUProfile, f.memProfile: &o.HeapProfile} {
+	for name, dst := range map[string]*io.Writer{f.cpuProfile: &o.CPUProfile, f.memProfile: &o.HeapProfile, f.leakProfile: &o.AfterProfile} {
 		if name == "" {
 			continue
 		}
