@@ -57,3 +57,21 @@ func TestSentenceChunkerSpeaksFirstSentenceBeforeTheEnd(t *testing.T) {
 		t.Fatalf("released an unfinished sentence: %q", got)
 	}
 }
+
+// BenchmarkSentenceChunker is the chunker's work per streamed token of a typical reply.
+func BenchmarkSentenceChunker(b *testing.B) {
+	reply := strings.Fields("Sure, I can help with that. Your order shipped on Monday and should arrive by Thursday. " +
+		"Dr. Smith will call you at 3 p.m. to confirm the address. Is there anything else I can do for you today?")
+	b.ReportAllocs()
+	for b.Loop() {
+		var c sentenceChunker
+		n := 0
+		for _, w := range reply {
+			n += len(c.Add(w + " "))
+		}
+		if n == 0 {
+			b.Fatal("no sentence cut")
+		}
+	}
+	b.ReportMetric(float64(len(reply)), "tokens/op")
+}

@@ -264,3 +264,22 @@ func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
 func testCtx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), 10*time.Second)
 }
+
+// BenchmarkQueueFrame is a 20 ms mu-law frame through the send queue: written by the call,
+// read by the writer (in 60 ms batches), kept for replay.
+func BenchmarkQueueFrame(b *testing.B) {
+	q, replay := newRing(16000), newRing(80000)
+	frame := make([]byte, 160)
+	chunk := make([]byte, 800)
+	b.ReportAllocs()
+	b.SetBytes(160)
+	i := 0
+	for b.Loop() {
+		q.write(frame)
+		if i++; i%3 == 0 {
+			n := q.read(chunk)
+			replay.write(chunk[:n])
+			replay.discardTo(replay.tail() - 8000) // a final moves the replay point on
+		}
+	}
+}
