@@ -155,7 +155,7 @@ func journalLatency(callsDir string, since time.Time) Percentiles {
 		}
 	}
 	p50, p95, p99 := percentiles(values)
-	out := Percentiles{P50: p50, P95: p95, P99: p99, Samples: int64(len(values)), Source: "journals"}
+	out := Percentiles{P50: round3(p50), P95: round3(p95), P99: round3(p99), Samples: int64(len(values)), Source: "journals"}
 	if len(values) == 0 {
 		out.P50, out.P95, out.P99 = -1, -1, -1
 	}

@@ -32,7 +32,7 @@ type benchFlags struct {
 	ramp                   float64
 	target, twilioToken    string
 	apiToken               string
-	inProcess              bool
+	inProcess, pin         bool
 	vad                    string
 	agentLatency, ttsWait  time.Duration
 	cpuProfile, memProfile string
@@ -59,6 +59,7 @@ func runBench(ctx context.Context, env Env, args []string) error {
 	fs.StringVar(&f.twilioToken, "twilio-token", "", "with --target: its TWILIO_AUTH_TOKEN (callers sign their webhooks)")
 	fs.StringVar(&f.apiToken, "token", "", "with --target: its API token (for profiles and memory readings after a collection)")
 	fs.BoolVar(&f.inProcess, "in-process", false, "run the Handset under load inside this process (profiles then include the callers)")
+	fs.BoolVar(&f.pin, "pin", false, "run the Handset started on CPU 0 and the callers and fakes on the other CPUs (Linux)")
 	fs.StringVar(&f.vad, "vad", "energy", "voice activity detector of the Handset started: energy, webrtc or silero")
 	fs.DurationVar(&f.agentLatency, "agent-latency", 300*time.Millisecond, "the fake agent's wait before its first token")
 	fs.DurationVar(&f.ttsWait, "tts-latency", 80*time.Millisecond, "the fake TTS's wait before its first byte")
@@ -84,6 +85,8 @@ func runBench(ctx context.Context, env Env, args []string) error {
 		return &usageError{msg: "--target needs --twilio-token (the target's TWILIO_AUTH_TOKEN)"}
 	case f.target != "" && f.inProcess:
 		return &usageError{msg: "--target and --in-process exclude each other"}
+	case f.pin && (f.target != "" || f.inProcess):
+		return &usageError{msg: "--pin applies to the Handset bench starts (not with --target or --in-process)"}
 	case f.vad != config.VADEnergy && f.vad != config.VADWebRTC && f.vad != config.VADSilero:
 		return &usageError{msg: "--vad " + f.vad + ": one of energy, webrtc, silero"}
 	}
@@ -117,6 +120,9 @@ func runBench(ctx context.Context, env Env, args []string) error {
 			stop, err = benchInProcess(ctx, env, g, f, fakes, &o, log)
 		} else {
 			setup.Mode = "child process"
+			if f.pin {
+				setup.Mode = "child process on CPU 0, callers and fakes on the other CPUs"
+			}
 			stop, err = benchChild(ctx, env, cfg, f, fakes, &o)
 		}
 		if err != nil {
@@ -268,6 +274,12 @@ func benchChild(ctx context.Context, env Env, cfg *config.Config, f benchFlags, 
 		if resp, err := http.Get(o.BaseURL + "/readyz"); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
+				if f.pin {
+					if err := pinApart(cmd.Process.Pid); err != nil {
+						stop()
+						return nil, err
+					}
+				}
 				return stop, nil
 			}
 		}

@@ -8,6 +8,7 @@
 package twilio
 
 import (
+	"bytes"
 	"context"
 	"encoding/xml"
 	"errors"
@@ -285,9 +286,15 @@ func (l *Leg) Info() voice.LegInfo { return l.info }
 // Run reads Twilio's messages until `stop`, a close, or ctx ends.
 func (l *Leg) Run(ctx context.Context, sink voice.LegSink) error {
 	defer l.conn.Close(websocket.StatusNormalClosure, "call ended")
+	// Reads and writes pass a context that is never cancelled, so the WebSocket library
+	// arms no cancellation watch per 20 ms frame; the call's end closes the socket
+	// instead, which ends any read or write in progress.
+	stop := context.AfterFunc(ctx, func() { _ = l.conn.CloseNow() })
+	defer stop()
 	buf := make([]byte, 0, 4096)
+	var in bytes.Buffer // one message at a time, reused
 	for {
-		_, msg, err := l.conn.Read(ctx)
+		msg, err := l.read(&in)
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -343,8 +350,27 @@ func (l *Leg) Clear(ctx context.Context) error {
 	return l.write(ctx)
 }
 
-func (l *Leg) write(ctx context.Context) error {
-	if err := l.conn.Write(ctx, websocket.MessageText, l.out); err != nil {
+// read reads one message into in; the bytes are valid until the next read.
+func (l *Leg) read(in *bytes.Buffer) ([]byte, error) {
+	_, r, err := l.conn.Reader(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	if in.Cap() > maxKeptMessage {
+		*in = bytes.Buffer{} // one large message must not pin its buffer for the whole call
+	}
+	in.Reset()
+	_, err = in.ReadFrom(r)
+	return in.Bytes(), err
+}
+
+// maxKeptMessage is the largest read buffer a leg keeps between messages.
+const maxKeptMessage = 64 << 10
+
+// write sends l.out. Its context is not the call's (see Run): a call that ends closes the
+// socket, which fails the write.
+func (l *Leg) write(context.Context) error {
+	if err := l.conn.Write(context.Background(), websocket.MessageText, l.out); err != nil {
 		return fmt.Errorf("twilio: write: %w", err)
 	}
 	return nil

@@ -70,13 +70,50 @@ func Init(libPath string) error {
 // whole life: one left unreferenced is freed by the GC while ONNX Runtime still points at
 // it, and the model then fails (with a shape error in the LSTM) or reads garbage.
 type ortModel struct {
-	session *ort.AdvancedSession
-	input   *ort.Tensor[float32] // [1, context+window]: context then the new window
-	state   *ort.Tensor[float32] // [2, 1, 128]
+	session *ort.DynamicAdvancedSession // shared by every detector of the model (see sessions)
+	binding *ort.IoBinding              // this detector's tensors, bound to the session
+	input   *ort.Tensor[float32]        // [1, context+window]: context then the new window
+	state   *ort.Tensor[float32]        // [2, 1, 128]
 	sr      *ort.Scalar[int64]
 	output  *ort.Tensor[float32] // [1, 1]
 	stateN  *ort.Tensor[float32] // [2, 1, 128]
 	ctxLen  int
+}
+
+// sessions holds one ONNX Runtime session per model file, shared by every call's detector.
+// A session is the model's graph and weights (about 9 MB of native memory each), the same
+// for all calls, and ONNX Runtime runs one session from many threads at once; what belongs
+// to a call (its input, recurrent state and output tensors) is bound per detector. The
+// sessions live as long as the process, like the runtime itself.
+var (
+	sessionsMu sync.Mutex
+	sessions   = map[string]*ort.DynamicAdvancedSession{}
+)
+
+func sharedSession(path string) (*ort.DynamicAdvancedSession, error) {
+	sessionsMu.Lock()
+	defer sessionsMu.Unlock()
+	if s := sessions[path]; s != nil {
+		return s, nil
+	}
+	opts, err := ort.NewSessionOptions()
+	if err != nil {
+		return nil, fmt.Errorf("silero: session options: %w", err)
+	}
+	defer opts.Destroy()
+	// One thread per inference: calls run in parallel on their own goroutines instead.
+	if err := opts.SetIntraOpNumThreads(1); err != nil {
+		return nil, fmt.Errorf("silero: session options: %w", err)
+	}
+	if err := opts.SetInterOpNumThreads(1); err != nil {
+		return nil, fmt.Errorf("silero: session options: %w", err)
+	}
+	s, err := ort.NewDynamicAdvancedSession(path, inputNames, outputNames, opts)
+	if err != nil {
+		return nil, fmt.Errorf("silero: load %s: %w", path, err)
+	}
+	sessions[path] = s
+	return s, nil
 }
 
 func newModel(cfg Config) (model, error) {
@@ -111,22 +148,25 @@ func (m *ortModel) open(cfg Config) error {
 	if m.stateN, err = ort.NewEmptyTensor[float32](ort.NewShape(2, 1, 128)); err != nil {
 		return fmt.Errorf("silero: stateN tensor: %w", err)
 	}
-	opts, err := ort.NewSessionOptions()
-	if err != nil {
-		return fmt.Errorf("silero: session options: %w", err)
+	if m.session, err = sharedSession(cfg.ModelPath); err != nil {
+		return err
 	}
-	defer opts.Destroy()
-	// One thread each: a call runs one window at a time, and a server runs many calls.
-	if err := opts.SetIntraOpNumThreads(1); err != nil {
-		return fmt.Errorf("silero: session options: %w", err)
+	if m.binding, err = m.session.CreateIoBinding(); err != nil {
+		return fmt.Errorf("silero: io binding: %w", err)
 	}
-	if err := opts.SetInterOpNumThreads(1); err != nil {
-		return fmt.Errorf("silero: session options: %w", err)
-	}
-	m.session, err = ort.NewAdvancedSession(cfg.ModelPath, inputNames, outputNames,
-		[]ort.Value{m.input, m.state, m.sr}, []ort.Value{m.output, m.stateN}, opts)
-	if err != nil {
-		return fmt.Errorf("silero: load %s: %w", cfg.ModelPath, err)
+	for _, b := range []struct {
+		name string
+		v    ort.Value
+		in   bool
+	}{{"input", m.input, true}, {"state", m.state, true}, {"sr", m.sr, true}, {"output", m.output, false}, {"stateN", m.stateN, false}} {
+		bind := m.binding.BindOutput
+		if b.in {
+			bind = m.binding.BindInput
+		}
+		if err := bind(b.name, b.v); err != nil {
+			return fmt.Errorf("silero: %s does not take %s (Silero VAD v5 has inputs input, state, sr; outputs output, stateN): %w",
+				cfg.ModelPath, b.name, err)
+		}
 	}
 	// ONNX Runtime checks names and shapes only when it runs: run once on silence, so a
 	// model that is not Silero VAD v5 fails here.
@@ -141,7 +181,7 @@ func (m *ortModel) open(cfg Config) error {
 func (m *ortModel) infer(window []float32) (float32, error) {
 	in := m.input.GetData()
 	copy(in[m.ctxLen:], window)
-	if err := m.session.Run(); err != nil {
+	if err := m.session.RunWithBinding(m.binding); err != nil {
 		return 0, err
 	}
 	copy(m.state.GetData(), m.stateN.GetData())
@@ -157,8 +197,8 @@ func (m *ortModel) reset() {
 
 func (m *ortModel) close() error {
 	var errs []error
-	if m.session != nil {
-		errs = append(errs, m.session.Destroy())
+	if m.binding != nil {
+		errs = append(errs, m.binding.Destroy())
 	}
 	for _, t := range []*ort.Tensor[float32]{m.input, m.state, m.output, m.stateN} {
 		if t != nil {

@@ -197,34 +197,45 @@ func TestResetIsAsGoodAsNew(t *testing.T) {
 	}
 }
 
+// Detectors share one session per model: several at once, at both rates, must each get
+// what a detector alone gets.
 func TestConcurrentDetectorsAgree(t *testing.T) {
 	model := modelPath(t)
-	pcm := vadtest.Degraded(t, vadtest.Condition{Phone: true}).PCM[:15*8000]
-	want := feed(newSilero(t, Config{Rate: 8000}), pcm, frames(8000))
+	audioAt := map[int][]int16{
+		8000:  vadtest.Degraded(t, vadtest.Condition{Phone: true}).PCM[:15*8000],
+		16000: vadtest.SpeechTrack(t).PCM[:15*16000],
+	}
+	want := map[int][]event{}
+	for rate, pcm := range audioAt {
+		want[rate] = feed(newSilero(t, Config{Rate: rate}), pcm, frames(rate))
+	}
 	var wg sync.WaitGroup
-	got := make([][]event, 3)
+	got := make([][]event, 6)
+	rateOf := func(g int) int { return []int{8000, 16000}[g%2] }
 	for g := range got {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			d, err := New(Config{ModelPath: model, Rate: 8000})
+			rate := rateOf(g)
+			d, err := New(Config{ModelPath: model, Rate: rate})
 			if err != nil {
 				t.Error(err)
 				return
 			}
 			defer d.Close()
-			got[g] = feed(d, pcm, frames(8000))
+			got[g] = feed(d, audioAt[rate], frames(rate))
 		}()
 	}
 	wg.Wait()
 	for g := range got {
-		if len(got[g]) != len(want) {
-			t.Errorf("goroutine %d: %d events, want %d", g, len(got[g]), len(want))
+		w := want[rateOf(g)]
+		if len(got[g]) != len(w) {
+			t.Errorf("goroutine %d: %d events, want %d", g, len(got[g]), len(w))
 			continue
 		}
-		for i := range want {
-			if got[g][i] != want[i] {
-				t.Errorf("goroutine %d event %d: %v, want %v", g, i, got[g][i], want[i])
+		for i := range w {
+			if got[g][i] != w[i] {
+				t.Errorf("goroutine %d event %d: %v, want %v", g, i, got[g][i], w[i])
 			}
 		}
 	}
