@@ -142,47 +142,90 @@ func appendString(dst []byte, s string) []byte {
 // eachMember calls fn with the raw key (unquoted, escapes left as they are) and the raw
 // value of every member of the JSON object in data, without allocating.
 func eachMember(data []byte, fn func(key, val []byte)) error {
-	i := skipSpace(data, 0)
-	if i >= len(data) || data[i] != '{' {
-		return errors.New("malformed message: not a JSON object")
+	end, err := scanObject(data, skipSpace(data, 0), fn, 0)
+	if err != nil {
+		return err
 	}
-	i = skipSpace(data, i+1)
-	if i < len(data) && data[i] == '}' {
-		return nil
+	if skipSpace(data, end) != len(data) {
+		return errors.New("malformed message: data after the object")
+	}
+	return nil
+}
+
+// scanObject reads the object starting at d[i], calling fn (when not nil) with each
+// member's raw key and value, and returns the index just past it. Every value is checked
+// as encoding/json would check it, in the same single pass.
+func scanObject(d []byte, i int, fn func(key, val []byte), depth int) (int, error) {
+	if depth > maxDepth {
+		return 0, errTooDeep
+	}
+	if i >= len(d) || d[i] != '{' {
+		return 0, errors.New("malformed message: not a JSON object")
+	}
+	i = skipSpace(d, i+1)
+	if i < len(d) && d[i] == '}' {
+		return i + 1, nil
 	}
 	for {
-		if i >= len(data) || data[i] != '"' {
-			return errors.New("malformed message: expected a key")
+		if i >= len(d) || d[i] != '"' {
+			return 0, errors.New("malformed message: expected a key")
 		}
-		end, err := skipString(data, i)
+		end, err := skipString(d, i)
 		if err != nil {
-			return err
+			return 0, err
 		}
-		key := data[i+1 : end-1]
-		i = skipSpace(data, end)
-		if i >= len(data) || data[i] != ':' {
-			return errors.New("malformed message: expected ':'")
+		key := d[i+1 : end-1]
+		i = skipSpace(d, end)
+		if i >= len(d) || d[i] != ':' {
+			return 0, errors.New("malformed message: expected ':'")
 		}
-		i = skipSpace(data, i+1)
-		vend, err := skipValue(data, i)
+		i = skipSpace(d, i+1)
+		vend, err := skipValue(d, i, depth+1)
 		if err != nil {
-			return err
+			return 0, err
 		}
-		fn(key, data[i:vend])
-		i = skipSpace(data, vend)
-		if i >= len(data) {
-			return errors.New("malformed message: unterminated object")
+		if fn != nil {
+			fn(key, d[i:vend])
 		}
-		if data[i] == '}' {
-			if skipSpace(data, i+1) != len(data) {
-				return errors.New("malformed message: data after the object")
-			}
-			return nil
+		i = skipSpace(d, vend)
+		if i >= len(d) {
+			return 0, errors.New("malformed message: unterminated object")
 		}
-		if data[i] != ',' {
-			return errors.New("malformed message: expected ',' or '}'")
+		if d[i] == '}' {
+			return i + 1, nil
 		}
-		i = skipSpace(data, i+1)
+		if d[i] != ',' {
+			return 0, errors.New("malformed message: expected ',' or '}'")
+		}
+		i = skipSpace(d, i+1)
+	}
+}
+
+// scanArray returns the index just past the array starting at d[i] == '['.
+func scanArray(d []byte, i int, depth int) (int, error) {
+	if depth > maxDepth {
+		return 0, errTooDeep
+	}
+	i = skipSpace(d, i+1)
+	if i < len(d) && d[i] == ']' {
+		return i + 1, nil
+	}
+	for {
+		end, err := skipValue(d, i, depth+1)
+		if err != nil {
+			return 0, err
+		}
+		i = skipSpace(d, end)
+		if i >= len(d) {
+			return 0, errors.New("malformed message: unterminated array")
+		}
+		if d[i] == ']' {
+			return i + 1, nil
+		}
+		if d[i] != ',' {
+			return 0, errors.New("malformed message: expected ',' or ']'")
+		}
+		i = skipSpace(d, i+1)
 	}
 }
 
@@ -224,37 +267,25 @@ func skipString(d []byte, i int) (int, error) {
 
 func isHex(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F' }
 
-// skipValue returns the index just past the JSON value starting at d[i].
-func skipValue(d []byte, i int) (int, error) {
+// maxDepth bounds nesting on the fast path: Twilio's messages are three levels deep, and a
+// message built to recurse deeply goes to encoding/json instead, which has its own bound.
+const maxDepth = 32
+
+var errTooDeep = errors.New("malformed message: nested too deeply for the fast path")
+
+// skipValue returns the index just past the JSON value starting at d[i] at nesting depth,
+// refusing what encoding/json refuses.
+func skipValue(d []byte, i, depth int) (int, error) {
 	if i >= len(d) {
 		return 0, errors.New("malformed message: missing value")
 	}
 	switch d[i] {
 	case '"':
 		return skipString(d, i)
-	case '{', '[':
-		depth := 0
-		for j := i; j < len(d); j++ {
-			switch d[j] {
-			case '"':
-				end, err := skipString(d, j)
-				if err != nil {
-					return 0, err
-				}
-				j = end - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					if !json.Valid(d[i : j+1]) { // members Handset does not read, seldom sent
-						return 0, errors.New("malformed message: bad value")
-					}
-					return j + 1, nil
-				}
-			}
-		}
-		return 0, errors.New("malformed message: unterminated value")
+	case '{':
+		return scanObject(d, i, nil, depth)
+	case '[':
+		return scanArray(d, i, depth)
 	}
 	j := i
 	for j < len(d) && d[j] != ',' && d[j] != '}' && d[j] != ']' && d[j] != ' ' && d[j] != '\n' && d[j] != '\r' && d[j] != '\t' {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -108,5 +109,17 @@ func BenchmarkEncodeMediaFrame(b *testing.B) {
 	b.SetBytes(160)
 	for b.Loop() {
 		out = appendMedia(out[:0], "MZ0123456789abcdef0123456789abcdef", audio)
+	}
+}
+
+// A message nested a million deep is refused at once, not recursed into.
+func TestDeepNestingIsRefused(t *testing.T) {
+	msg := []byte(`{"event":"media","x":` + strings.Repeat("[", 1<<20) + strings.Repeat("]", 1<<20) + `}`)
+	if _, err := decodeMedia(make([]byte, 0, 4096), msg); err == nil {
+		t.Fatal("a message nested a million deep was accepted")
+	}
+	ok := []byte(`{"event":"media","x":[[{"a":[1,{"b":null}]}]],"media":{"payload":"AAAA"}}`)
+	if got, err := decodeMedia(make([]byte, 0, 4096), ok); err != nil || len(got) != 3 {
+		t.Errorf("a shallow nested member: %v %v", got, err)
 	}
 }
