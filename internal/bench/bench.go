@@ -42,9 +42,9 @@ type Options struct {
 	// and its heap profile at the end of the hold; AfterProfile its heap profile once the
 	// calls have ended (what they left behind). From /debug/pprof; they need APIToken.
 	CPUProfile, HeapProfile, AfterProfile io.Writer
-	Progress                io.Writer // a status line every second; nil: none
-	Logger                  *slog.Logger
-	HTTPClient              *http.Client
+	Progress                              io.Writer // a status line every second; nil: none
+	Logger                                *slog.Logger
+	HTTPClient                            *http.Client
 }
 
 func (o *Options) defaults() error {
