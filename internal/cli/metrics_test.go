@@ -47,3 +47,30 @@ func TestMetricsCountCallsTurnsAndFrames(t *testing.T) {
 		}
 	}
 }
+
+// Profiles are served behind the API token: nobody without it can read the heap.
+func TestPprofNeedsTheToken(t *testing.T) {
+	r := startServe(t, nil, "HANDSET_API_TOKEN=prof-token")
+	get := func(token string) int {
+		req, _ := http.NewRequest("GET", r.baseURL()+"/debug/pprof/heap?gc=1", nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := get(""); code != http.StatusUnauthorized {
+		t.Errorf("no token: %d", code)
+	}
+	if code := get("wrong"); code != http.StatusUnauthorized {
+		t.Errorf("wrong token: %d", code)
+	}
+	if code := get("prof-token"); code != http.StatusOK {
+		t.Errorf("the token: %d", code)
+	}
+}
