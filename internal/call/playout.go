@@ -3,6 +3,7 @@ package call
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/handset-voice/handset/internal/audio"
@@ -28,6 +29,10 @@ type playout struct {
 	pcm     []int16         // decode buffer for those levels
 	metrics *obs.Metrics    // frame timing; nil: not measured
 	pair    []byte          // two frames sent as one message (reused)
+	frames  *sync.Pool      // where sent and dropped frames go back (see frameBuf)
+	// parked is true while run waits for a timer or a wake-up with nothing left to do:
+	// tests on a fake clock wait for it before they look.
+	parked atomic.Bool
 
 	mu       sync.Mutex // guards following
 	items    []playItem // the queue; bounded by the reply text the agent produced
@@ -38,7 +43,7 @@ type playout struct {
 
 type playItem struct {
 	turn  int
-	frame []byte // one 20 ms frame, or nil for a mark
+	frame *frameBuf // one 20 ms frame, or nil for a mark
 	mark  string
 	at    time.Time // when it was queued: a frame cannot be late for a time before it existed
 }
@@ -48,19 +53,34 @@ type playItem struct {
 const maxLag = 200 * time.Millisecond
 
 func newPlayout(leg voice.Leg, clk clock.Clock, lead, drain time.Duration, onAudio func(int)) *playout {
+	f := leg.Info().Format
 	return &playout{
-		leg: leg, clock: clk, format: leg.Info().Format, lead: lead, drain: drain,
-		onAudio: onAudio, dropped: -1, wake: make(chan struct{}, 1),
+		leg: leg, clock: clk, format: f, lead: lead, drain: drain,
+		onAudio: onAudio, dropped: -1, wake: make(chan struct{}, 1), frames: framePool(f.FrameBytes()),
 	}
 }
 
-// enqueue appends frames and an optional mark for turn. It reports false if the turn was
-// cancelled, so the producer can stop.
-func (p *playout) enqueue(turn int, frames [][]byte, mark string) bool {
+// newFrame is an empty frame from the pool, to be filled and enqueued.
+func (p *playout) newFrame() *frameBuf { return p.frames.Get().(*frameBuf) }
+
+// release gives a frame back to the pool: it has been sent or dropped.
+func (p *playout) release(f *frameBuf) {
+	if f != nil {
+		p.frames.Put(f)
+	}
+}
+
+// enqueue appends frames and an optional mark for turn; the playout owns the frames from
+// now on. It reports false if the turn was cancelled (releasing the frames), so the
+// producer can stop.
+func (p *playout) enqueue(turn int, frames []*frameBuf, mark string) bool {
 	now := p.clock.Now()
 	p.mu.Lock()
 	if turn <= p.dropped {
 		p.mu.Unlock()
+		for _, f := range frames {
+			p.release(f)
+		}
 		return false
 	}
 	for _, f := range frames {
@@ -84,6 +104,8 @@ func (p *playout) drop(turn int) {
 	for _, it := range p.items {
 		if it.turn > p.dropped {
 			kept = append(kept, it)
+		} else {
+			p.release(it.frame)
 		}
 	}
 	clear(p.items[len(kept):])
@@ -147,7 +169,7 @@ func (p *playout) next(now time.Time, pc *pace.Pacer, holdUntil time.Time) (it p
 // follower takes the frame queued right after a frame of turn, if there is one, so two
 // frames go out in one message: half the socket writes, and the second frame is at most
 // one frame ahead of its schedule, inside the lead.
-func (p *playout) follower(turn int) ([]byte, bool) {
+func (p *playout) follower(turn int) (*frameBuf, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.clearing || len(p.items) == 0 || p.items[0].frame == nil || p.items[0].turn != turn {
@@ -196,22 +218,27 @@ func (p *playout) run(ctx context.Context) error {
 				due = it.at
 			}
 			late := now.Sub(due)
-			msg, frames := it.frame, 1
+			msg, frames := it.frame.b, 1
 			next, paired := p.follower(it.turn)
 			if paired {
-				p.pair = append(append(p.pair[:0], it.frame...), next...)
+				p.pair = append(append(p.pair[:0], it.frame.b...), next.b...)
 				msg, frames = p.pair, 2
 			}
-			if err := p.leg.SendAudio(ctx, msg); err != nil {
+			err := p.leg.SendAudio(ctx, msg) // the leg is done with msg when it returns
+			if err == nil {
+				pc.Sent(frames)
+				for range frames {
+					p.metrics.FrameSent(late)
+				}
+				p.heard(now, it.frame.b)
+				if paired {
+					p.heard(now.Add(audio.FrameDuration), next.b)
+				}
+			}
+			p.release(it.frame)
+			p.release(next)
+			if err != nil {
 				return err
-			}
-			pc.Sent(frames)
-			for range frames {
-				p.metrics.FrameSent(late)
-			}
-			p.heard(now, it.frame)
-			if paired {
-				p.heard(now.Add(audio.FrameDuration), next)
 			}
 			if it.turn > lastAudioTurn {
 				lastAudioTurn = it.turn
@@ -221,11 +248,13 @@ func (p *playout) run(ctx context.Context) error {
 		}
 		if until.IsZero() { // nothing queued: sleep until enqueue or clear
 			idle = idle || !pc.Next().After(now)
+			p.parked.Store(true)
 			select {
 			case <-ctx.Done():
 				return nil
 			case <-p.wake:
 			}
+			p.parked.Store(false)
 			continue
 		}
 		// Measure the wait when arming, so time spent since `now` is not waited twice.
@@ -234,11 +263,13 @@ func (p *playout) run(ctx context.Context) error {
 			continue
 		}
 		timer.Reset(wait)
+		p.parked.Store(true)
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-p.wake:
 		case <-timer.C():
 		}
+		p.parked.Store(false)
 	}
 }

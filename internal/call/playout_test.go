@@ -83,19 +83,20 @@ func (l *recLeg) count2() int {
 // message, so the second of a pair is one frame ahead of its schedule.
 func aheadBy(got, want int) bool { return got == want || got == want+1 }
 
-func frames(n int) [][]byte {
-	out := make([][]byte, n)
+func frames(n int) []*frameBuf {
+	out := make([]*frameBuf, n)
 	for i := range out {
-		out[i] = make([]byte, 160)
+		out[i] = &frameBuf{b: make([]byte, 160)}
 	}
 	return out
 }
 
-// settle waits until the playout goroutine is parked on its timer again.
-func settle(t *testing.T, clk *clock.Fake) {
+// settle waits until the playout goroutine is parked on its timer again with nothing left
+// to do: no wake-up waiting, and the timer not fired under it.
+func settle(t *testing.T, clk *clock.Fake, p *playout) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
-	for clk.Pending() == 0 {
+	for clk.Pending() == 0 || !p.parked.Load() || len(p.wake) > 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("playout never went back to waiting")
 		}
@@ -136,7 +137,7 @@ func startPlayout(t *testing.T) (*playout, *recLeg, *clock.Fake, []int) {
 func TestPlayoutPacesAgainstTheSchedule(t *testing.T) {
 	p, leg, clk, _ := startPlayout(t)
 	p.enqueue(1, frames(100), "t1-s1")
-	settle(t, clk)
+	settle(t, clk, p)
 	// The first frame plus 80 ms of lead go at once; then one frame every 20 ms, sent
 	// two to a message.
 	if got := leg.count("audio"); !aheadBy(got, 5) {
@@ -144,8 +145,10 @@ func TestPlayoutPacesAgainstTheSchedule(t *testing.T) {
 	}
 	for step := 1; step <= 50; step++ {
 		clk.Advance(20 * time.Millisecond)
-		settle(t, clk)
-		if got, want := leg.count("audio"), 5+step; !aheadBy(got, want) {
+		want := 5 + step
+		waitUntil(t, func() bool { return leg.count("audio") >= want }) // the playout catches up with the clock
+		settle(t, clk, p)
+		if got := leg.count("audio"); !aheadBy(got, want) {
 			t.Fatalf("after %d ms: %d frames sent, want %d (or one more)", 20*step, got, want)
 		}
 	}
@@ -154,7 +157,8 @@ func TestPlayoutPacesAgainstTheSchedule(t *testing.T) {
 	}
 	// A late wake-up catches up in one burst instead of drifting.
 	clk.Advance(100 * time.Millisecond)
-	settle(t, clk)
+	waitUntil(t, func() bool { return leg.count("audio") >= 60 })
+	settle(t, clk, p)
 	if got := leg.count("audio"); !aheadBy(got, 60) {
 		t.Errorf("after a 100 ms late wake-up: %d frames sent, want 60 (or 61)", got)
 	}
@@ -163,7 +167,7 @@ func TestPlayoutPacesAgainstTheSchedule(t *testing.T) {
 func TestPlayoutClearDropsTheTurnAndDrainsBeforeTheNext(t *testing.T) {
 	p, leg, clk, _ := startPlayout(t)
 	p.enqueue(1, frames(50), "t1-s1")
-	settle(t, clk)
+	settle(t, clk, p)
 	p.clearCarrier(1)
 	if p.enqueue(1, frames(10), "t1-s2") {
 		t.Error("the cancelled turn could still queue audio")
@@ -172,20 +176,36 @@ func TestPlayoutClearDropsTheTurnAndDrainsBeforeTheNext(t *testing.T) {
 		t.Fatal("the next turn was refused")
 	}
 	waitUntil(t, func() bool { return leg.count("clear") > 0 })
-	settle(t, clk)
+	settle(t, clk, p)
 	if leg.count("clear") != 1 {
 		t.Fatalf("clear sent %d times", leg.count("clear"))
 	}
+	// Time moves on in small steps: the next turn's first audio must come, and not before
+	// the 150 ms drain after the clear.
 	before := leg.count("audio")
-	clk.Advance(100 * time.Millisecond)
-	settle(t, clk)
-	if leg.count("audio") != before {
-		t.Error("new audio went out inside the 150 ms drain after a clear")
+	for range 40 {
+		clk.Advance(10 * time.Millisecond)
+		settle(t, clk, p)
+		if leg.count("audio") > before {
+			break
+		}
 	}
-	clk.Advance(60 * time.Millisecond)
-	settle(t, clk)
-	if leg.count("audio") <= before {
+	var clearAt, nextAt time.Time
+	leg.mu.Lock()
+	for _, s := range leg.sent {
+		switch {
+		case s.kind == "clear":
+			clearAt = s.at
+		case s.kind == "audio" && !clearAt.IsZero() && nextAt.IsZero():
+			nextAt = s.at
+		}
+	}
+	leg.mu.Unlock()
+	switch {
+	case nextAt.IsZero():
 		t.Error("the next turn never started after the drain")
+	case nextAt.Sub(clearAt) < 150*time.Millisecond:
+		t.Errorf("new audio went out %v after a clear, inside the 150 ms drain", nextAt.Sub(clearAt))
 	}
 	leg.mu.Lock()
 	defer leg.mu.Unlock()

@@ -206,7 +206,8 @@ func (c *Call) synthesize(r *reply, s sentence, format audio.Format, mark string
 	defer rc.Close()
 	frameBytes := format.FrameBytes()
 	buf := make([]byte, 4*frameBytes)
-	var pending []byte // a partial frame carried to the next read
+	carry := make([]byte, 0, frameBytes) // a partial frame carried to the next read
+	var frames []*frameBuf               // this read's whole frames (the slice is reused)
 	first := true
 	total := 0
 	for {
@@ -217,12 +218,16 @@ func (c *Call) synthesize(r *reply, s sentence, format audio.Format, mark string
 				first = false
 				c.post(ttsFirstByte{turn: r.turn, mark: mark})
 			}
-			pending = append(pending, buf[:n]...)
-			var frames [][]byte
-			for len(pending) >= frameBytes {
-				frames = append(frames, append([]byte(nil), pending[:frameBytes]...))
-				pending = pending[frameBytes:]
+			frames = frames[:0]
+			data := buf[:n]
+			for len(carry)+len(data) >= frameBytes {
+				f := c.playout.newFrame()
+				k := copy(f.b, carry)
+				data = data[copy(f.b[k:], data):]
+				carry = carry[:0]
+				frames = append(frames, f)
 			}
+			carry = append(carry, data...)
 			if len(frames) > 0 && !c.playout.enqueue(r.turn, frames, "") {
 				return r.ctx.Err()
 			}
@@ -234,23 +239,25 @@ func (c *Call) synthesize(r *reply, s sentence, format audio.Format, mark string
 			return err
 		}
 	}
-	var tail [][]byte
+	pending := carry
+	frames = frames[:0]
 	if len(pending) > 0 { // pad the last partial frame with silence
-		tail = append(tail, padFrame(pending, frameBytes, format))
+		f := c.playout.newFrame()
+		pad(f.b, pending, format)
+		frames = append(frames, f)
 	}
 	c.post(segmentQueued{turn: r.turn, mark: mark, text: s.text, kind: s.kind, dur: format.Duration(total)})
-	c.playout.enqueue(r.turn, tail, mark)
+	c.playout.enqueue(r.turn, frames, mark)
 	return nil
 }
 
-func padFrame(part []byte, size int, f audio.Format) []byte {
-	out := make([]byte, size)
-	copy(out, part)
+// pad fills frame with part followed by silence.
+func pad(frame, part []byte, f audio.Format) {
+	copy(frame, part)
 	fill := silenceByte(f)
-	for i := len(part); i < size; i++ {
-		out[i] = fill
+	for i := len(part); i < len(frame); i++ {
+		frame[i] = fill
 	}
-	return out
 }
 
 func silenceByte(f audio.Format) byte {

@@ -190,9 +190,11 @@ func (s *LiveStream) poke() {
 
 // run is the writer goroutine: it drives the socket until the stream ends, then tears down.
 func (s *LiveStream) run(w *writer) {
+	w.watch()
 	w.startReader()
 	err := w.loop()
 	s.cancel()
+	w.stopWatch()
 	_ = w.conn.CloseNow()
 	if w.readerLive {
 		<-w.readerDone

@@ -1,8 +1,10 @@
 package deepgram
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -13,8 +15,13 @@ import (
 // writer is the state of a stream's writer goroutine: the socket, the replay buffer and
 // the hand-over of the utterance state to each socket's reader.
 type writer struct {
-	s          *LiveStream
-	conn       *websocket.Conn
+	s    *LiveStream
+	conn *websocket.Conn
+	// live is conn for the stream's cancellation watch (another goroutine): writes pass a
+	// context that is never cancelled, so the WebSocket library sets up no watch per
+	// message, and the stream's end closes the live socket instead, failing any write.
+	live       atomic.Pointer[websocket.Conn]
+	stopWatch  func() bool
 	base       int64          // stream audio offset of conn's first byte
 	readerDone chan readerEnd // buffered 1: why the current reader ended
 	readerLive bool
@@ -45,6 +52,18 @@ const brokenGraceTime = time.Second
 // message is a third of that. No transcript waits on it: Finalize and Close send what is
 // queued at once, and audio never waits longer than sendBatch.
 const sendBatch = 60 * time.Millisecond
+
+// watch makes the stream's end close the current socket.
+func (w *writer) watch() {
+	w.live.Store(w.conn)
+	if w.stopWatch == nil {
+		w.stopWatch = context.AfterFunc(w.s.ctx, func() {
+			if c := w.live.Load(); c != nil {
+				_ = c.CloseNow()
+			}
+		})
+	}
+}
 
 func (w *writer) startReader() {
 	w.readerDone = make(chan readerEnd, 1)
@@ -198,7 +217,7 @@ func (w *writer) pump(force bool) {
 func (w *writer) sendAudio(p []byte) {
 	w.replay.write(p) // past ReplayAudio the oldest goes: a drop then replays the newest
 	w.replay.discardTo(w.s.commit.Load())
-	if err := w.conn.Write(w.s.ctx, websocket.MessageBinary, p); err != nil {
+	if err := w.conn.Write(context.Background(), websocket.MessageBinary, p); err != nil {
 		w.fail()
 		return
 	}
@@ -210,7 +229,7 @@ func (w *writer) control(typ string) bool {
 	if w.broken {
 		return false
 	}
-	if err := w.conn.Write(w.s.ctx, websocket.MessageText, []byte(`{"type":"`+typ+`"}`)); err != nil {
+	if err := w.conn.Write(context.Background(), websocket.MessageText, []byte(`{"type":"`+typ+`"}`)); err != nil {
 		w.fail()
 		return false
 	}
@@ -269,6 +288,7 @@ func (w *writer) reopen(cause *voice.ProviderError) error {
 		w.replay.discardTo(from)
 		_ = w.conn.CloseNow() // the old socket, if it is still open
 		w.conn, w.base = conn, from
+		w.watch()
 		w.setHealthy()
 		w.ut.reset()
 		if !w.replayFrom(from) {
@@ -298,7 +318,7 @@ func (w *writer) setHealthy() {
 func (w *writer) replayFrom(from int64) bool {
 	for off := from; off < w.replay.tail(); {
 		n := w.replay.copyFrom(off, w.chunk)
-		if err := w.conn.Write(w.s.ctx, websocket.MessageBinary, w.chunk[:n]); err != nil {
+		if err := w.conn.Write(context.Background(), websocket.MessageBinary, w.chunk[:n]); err != nil {
 			w.fail()
 			return false
 		}
