@@ -89,13 +89,9 @@ func (s *server) record(ctx context.Context, info voice.LegInfo, sc session.Cont
 		err = s.st.UpdateCall(ctx, info.CallID, store.CallUpdate{CarrierRef: info.CarrierRef, Node: s.node, Journal: journal})
 		plan = s.planFor(ctx, rec, info)
 	case errors.Is(err, store.ErrNotFound):
-		from, to := sc.RawNumbers()
-		if info.Direction == voice.Outbound {
-			from, to = to, from // the record keeps the carrier's from and to
-		}
 		err = s.st.StartCall(ctx, store.Call{
 			ID: info.CallID, Carrier: info.Carrier, CarrierRef: info.CarrierRef, Direction: info.Direction,
-			From: from, To: to, CallerHash: sc.CallerHash, Agent: s.prov.agent.Name(), Node: s.node,
+			From: info.From, To: info.To, CallerHash: sc.CallerHash, Agent: s.prov.agent.Name(), Node: s.node,
 			StartedAt: now, Journal: journal,
 		})
 	}

@@ -273,7 +273,10 @@ type nodeProc struct {
 
 func startNode(t *testing.T, bin, dir, name string, common []string) *nodeProc {
 	t.Helper()
-	addr := freeAddr(t)
+	addr, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
 	n := &nodeProc{name: name, url: "http://" + addr, log: filepath.Join(dir, name+".log"), exited: make(chan struct{})}
 	logf, err := os.Create(n.log)
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -41,19 +40,6 @@ type outRig struct {
 	token string // the API token
 }
 
-// freeAddr is a loopback address nothing listens on (so the public URL is known before
-// serve starts).
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
-
 func startOutbound(t *testing.T, answer func(to string) faketwilio.Answer, transcripts []string, extra ...string) *outRig {
 	t.Helper()
 	tw := faketwilio.New(faketwilio.Options{
@@ -62,7 +48,10 @@ func startOutbound(t *testing.T, answer func(to string) faketwilio.Answer, trans
 	})
 	twSrv := httptest.NewServer(tw)
 	t.Cleanup(func() { tw.Close(); twSrv.Close() })
-	addr := freeAddr(t)
+	addr, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
 	settings := append([]string{
 		"HANDSET_LISTEN=" + addr, "HANDSET_PUBLIC_URL=http://" + addr,
 		"HANDSET_TWILIO_API_URL=" + twSrv.URL, "HANDSET_PHONE_NUMBER=" + ourNumber,

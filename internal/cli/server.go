@@ -93,7 +93,7 @@ func newServer(ctx context.Context, cfg *config.Config, prov providers, st store
 		browser.New(browser.Options{Admit: s.admit, Logger: log}).Register(s.mux)
 	}
 	api := web.New(web.Options{
-		Token: sec.apiToken, Store: st, Live: s.calls, Channels: s.channels(),
+		Token: sec.apiToken, Store: st, Channels: s.channels(),
 		Wake: s.wake, CanPlace: s.canPlace, Logger: log,
 	})
 	api.Register(s.mux)

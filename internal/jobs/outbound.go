@@ -233,7 +233,7 @@ func (c *Calls) waitEnd(ctx context.Context, l *Lease, p callProgress) (store.Ca
 		if !endedAt.IsZero() && now.Sub(endedAt) >= endGrace {
 			info, err := c.Dialer.FetchCall(ctx, p.SID)
 			if err == nil {
-				if err := c.Store.EndCall(ctx, p.CallID, now, carrierOutcome(info)); err != nil {
+				if err := c.Store.EndCall(ctx, p.CallID, now, info.Status); err != nil { // completed, busy, no-answer, …
 					return store.Call{}, err
 				}
 				continue
@@ -249,14 +249,6 @@ func (c *Calls) waitEnd(ctx context.Context, l *Lease, p callProgress) (store.Ca
 			return store.Call{}, err
 		}
 	}
-}
-
-// carrierOutcome is how a call ended as the carrier alone knows it.
-func carrierOutcome(info twilio.CallInfo) string {
-	if info.Status == "completed" {
-		return "completed"
-	}
-	return info.Status // busy, no-answer, failed, canceled
 }
 
 // outcome turns the ended call into the job's result, or into a retry for a callee who

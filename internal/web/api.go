@@ -26,7 +26,6 @@ import (
 type Options struct {
 	Token    string // HANDSET_API_TOKEN
 	Store    store.Store
-	Live     jobs.LiveCalls          // calls on this node
 	Channels map[string]jobs.Channel // what can deliver later, by carrier name
 	Wake     func()                  // this node's job runner: a job was queued
 	CanPlace func() error            // nil when this node can place outbound calls
@@ -319,14 +318,12 @@ func (a *API) listJobs(w http.ResponseWriter, r *http.Request) error {
 	default:
 		return fail(http.StatusBadRequest, "state %q: one of pending, running, completed, failed", f.State)
 	}
-	for name, dst := range map[string]*int{"limit": &f.Limit} {
-		if v := q.Get(name); v != "" {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 || n > 1000 {
-				return fail(http.StatusBadRequest, "%s %q: a whole number from 1 to 1000", name, v)
-			}
-			*dst = n
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 1000 {
+			return fail(http.StatusBadRequest, "limit %q: a whole number from 1 to 1000", v)
 		}
+		f.Limit = n
 	}
 	if v := q.Get("after"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
