@@ -21,9 +21,12 @@ go test -race -count=1 -timeout 20m ./...
 echo "== go test -tags embedded (offline engines linked through cgo)"
 CGO_ENABLED=1 go test -race -count=1 -tags embedded ./internal/audio/vad/... ./internal/stt/sphinx/ ./internal/tts/...
 # The whole-call tests that need the engines: real speech through each VAD, an offline
-# phone call, and the demo in headless Chromium (its screenshot lands in test-artifacts/).
+# phone call, barge-in at phone levels with Silero, and the demo in headless Chromium (its screenshot lands in test-artifacts/).
 CGO_ENABLED=1 go test -race -count=1 -tags embedded \
 	-run 'TestRealSpeechThroughEachVAD|TestVADSelection|TestOfflinePhoneCall|TestDemoInChromium|TestVersionReportsEngines' ./internal/cli/
+
+echo "== barge-in at phone levels, every VAD (timing: without the race detector)"
+CGO_ENABLED=1 go test -count=1 -tags embedded -run 'TestBargeInAtPhoneLevels' ./internal/cli/
 
 echo "== the built binary: bin/handset demo"
 CGO_ENABLED=1 go build -trimpath -tags embedded -o bin/handset ./cmd/handset

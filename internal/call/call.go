@@ -37,6 +37,10 @@ type Config struct {
 	ClearDrain time.Duration
 	// CallerHash identifies the caller to the agent without the number.
 	CallerHash string
+	// EchoOff turns off echo handling: the VAD hears the line as it comes.
+	EchoOff bool
+	// EchoMaxDelay is the longest echo delay looked for (zero: echo.DefaultMaxDelay).
+	EchoMaxDelay time.Duration
 }
 
 // DefaultConfig returns the engine defaults (turn-taking settings come from config).
@@ -97,7 +101,13 @@ type Call struct {
 	inbound *ring.Frames // carrier reader -> owner
 	rescue  *ring.Frames // owner only
 	playout *playout
-	echoRef *echo.Reference // playout writes what it sent; the owner tells echo from the caller
+	// echo is the line's echo path: the playout places what it sent, the owner takes what
+	// the path explains out of what the VAD hears. Nil when echo handling is off.
+	echo *echo.Line
+	// inPos counts the caller's samples received; inEpoch (unix ns, 0: none yet) is when
+	// sample 0 would have arrived had every frame come as fast as the fastest: with it,
+	// where on the inbound timeline audio sent now will play (inboundPosition).
+	inPos, inEpoch atomic.Int64
 
 	malformed atomic.Uint64
 	ended     chan struct{}
@@ -108,7 +118,8 @@ type Call struct {
 	stt         voice.RecognizerStream
 	vad         vad.Detector
 	pcm         []int16
-	quiet       []int16 // what the VAD hears for a frame that is only echo
+	clean       []int16 // what the VAD hears of a frame once echo is taken out
+	echoTally   echoTally
 	frame       []byte
 	gotMedia    bool
 	sttOpens    int // streams opened; bounded so a recognizer that keeps failing is not hammered
@@ -157,14 +168,22 @@ func New(ctx context.Context, cfg Config, deps Deps) *Call {
 		ended:   make(chan struct{}),
 		fsm:     turn.New(cfg.Turn),
 		pcm:     make([]int16, 4*info.Format.Rate/50),
-		quiet:   make([]int16, 4*info.Format.Rate/50),
+		clean:   make([]int16, 4*info.Format.Rate/50),
 		frame:   make([]byte, 4*frameBytes),
-		echoRef: echo.NewReference(0, 0),
 
 		ttsByteSeen: map[int]bool{},
 	}
 	c.playout = newPlayout(deps.Leg, deps.Clock, cfg.PlayoutLead, cfg.ClearDrain, func(t int) { c.post(audioOnWire{turn: t}) })
-	c.playout.echo = c.echoRef
+	// A browser captures its microphone with its own echo canceller.
+	if !cfg.EchoOff && info.Carrier != "browser" {
+		line, err := echo.NewLine(info.Format.Rate, cfg.EchoMaxDelay)
+		if err != nil {
+			c.log.Error("echo handling off for this call", "err", err)
+		} else {
+			c.echo = line
+			c.playout.echo, c.playout.position = line, c.inboundPosition
+		}
+	}
 	c.playout.metrics = deps.Metrics
 	return c
 }
@@ -343,9 +362,12 @@ func (c *Call) onFrame(frame []byte) {
 		c.rescue.Push(frame)
 	}
 	pcm := decodePCM(c.pcm, frame, c.info.Format.Encoding)
-	if c.echoRef.Echo(now, echo.LevelDB(pcm)) {
-		// Only the agent's own voice coming back: the VAD must not take it for the caller.
-		pcm = c.quiet[:len(pcm)]
+	if c.echo != nil {
+		// The VAD hears only what the line's echo path does not explain.
+		var f echo.Frame
+		pcm, f = c.echo.Process(pcm, c.clean)
+		c.noteEcho(now, f)
+
 	}
 	switch c.vad.Process(pcm) {
 	case vad.SpeechStart:
@@ -434,6 +456,7 @@ func (c *Call) shutdown(reason voice.EndReason) {
 	}
 	c.reason = reason
 	now := c.deps.Clock.Now()
+	c.flushEchoTally(now)
 	if text, interrupted, ok := c.history.settled(c.fsm.Turn, now, true); ok {
 		c.transcript(c.fsm.Turn, voice.RoleAssistant, text, now, interrupted)
 	}
@@ -444,9 +467,12 @@ func (c *Call) shutdown(reason voice.EndReason) {
 // legSink is how the leg's reader goroutine reaches the call.
 type legSink struct{ c *Call }
 
-func (s legSink) Audio(frame []byte) { s.c.inbound.Push(frame) }
-func (s legSink) Mark(name string)   { s.c.post(markEchoed{name: name}) }
-func (s legSink) DTMF(digit string)  { s.c.post(dtmfPressed{digit: digit}) }
+func (s legSink) Audio(frame []byte) {
+	s.c.received(len(frame) / s.c.info.Format.Encoding.BytesPerSample())
+	s.c.inbound.Push(frame)
+}
+func (s legSink) Mark(name string)  { s.c.post(markEchoed{name: name}) }
+func (s legSink) DTMF(digit string) { s.c.post(dtmfPressed{digit: digit}) }
 func (s legSink) Malformed(err error) {
 	if s.c.malformed.Add(1) <= 10 { // journal the first few; count the rest
 		s.c.post(frameMalformed{err: err})

@@ -22,14 +22,16 @@ type playout struct {
 	leg     voice.Leg
 	clock   clock.Clock
 	format  audio.Format
-	lead    time.Duration   // how far ahead of real time audio may go to the carrier
-	drain   time.Duration   // quiet time after a clear before new audio goes out
-	onAudio func(turn int)  // called from the playout goroutine after a turn's first frame is sent
-	echo    *echo.Reference // told the level of every frame sent; nil: not tracked
-	pcm     []int16         // decode buffer for those levels
-	metrics *obs.Metrics    // frame timing; nil: not measured
-	pair    []byte          // two frames sent as one message (reused)
-	frames  *sync.Pool      // where sent and dropped frames go back (see frameBuf)
+	lead    time.Duration  // how far ahead of real time audio may go to the carrier
+	drain   time.Duration  // quiet time after a clear before new audio goes out
+	onAudio func(turn int) // called from the playout goroutine after a turn's first frame is sent
+	echo    *echo.Line     // told every frame sent; nil: not tracked
+	pcm     []int16        // decode buffer for those frames
+	// position is where on the inbound timeline audio sent now starts to play.
+	position func() int64
+	metrics  *obs.Metrics // frame timing; nil: not measured
+	pair     []byte       // two frames sent as one message (reused)
+	frames   *sync.Pool   // where sent and dropped frames go back (see frameBuf)
 	// parked is true while run waits for a timer or a wake-up with nothing left to do:
 	// tests on a fake clock wait for it before they look.
 	parked atomic.Bool
@@ -129,15 +131,16 @@ func (p *playout) signal() {
 	}
 }
 
-// heard tells the echo reference the level of a frame the caller hears from at.
-func (p *playout) heard(at time.Time, frame []byte) {
+// heard tells the echo path about a frame sent to the caller: it plays after what was
+// sent before it, or now if the carrier ran dry.
+func (p *playout) heard(frame []byte) {
 	if p.echo == nil {
 		return
 	}
 	if len(p.pcm) < len(frame) {
 		p.pcm = make([]int16, len(frame))
 	}
-	p.echo.Sent(at, echo.LevelDB(decodePCM(p.pcm, frame, p.format.Encoding)))
+	p.echo.Played(p.position(), decodePCM(p.pcm, frame, p.format.Encoding))
 }
 
 // next returns what to do now: clear the carrier, send an item, or wait until a deadline
@@ -198,6 +201,9 @@ func (p *playout) run(ctx context.Context) error {
 			if err := p.leg.Clear(ctx); err != nil {
 				return err
 			}
+			if p.echo != nil { // what the carrier still held never plays
+				p.echo.Cleared(p.position())
+			}
 			holdUntil = p.clock.Now().Add(p.drain)
 			idle = true
 			continue
@@ -230,9 +236,9 @@ func (p *playout) run(ctx context.Context) error {
 				for range frames {
 					p.metrics.FrameSent(late)
 				}
-				p.heard(now, it.frame.b)
+				p.heard(it.frame.b)
 				if paired {
-					p.heard(now.Add(audio.FrameDuration), next.b)
+					p.heard(next.b)
 				}
 			}
 			p.release(it.frame)

@@ -125,6 +125,8 @@ func callConfig(cfg *config.Config) call.Config {
 		TailGrace:               cfg.Turn.TailGrace,
 		MaxCall:                 cfg.Turn.MaxCall,
 	}
+	c.EchoOff = cfg.Turn.Echo == config.EchoOff
+	c.EchoMaxDelay = cfg.Turn.EchoMaxDelay
 	return c
 }
 

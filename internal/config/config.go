@@ -38,6 +38,12 @@ const (
 	VADEnergy = "energy"
 )
 
+// Echo handling accepted by HANDSET_ECHO.
+const (
+	EchoAuto = "auto"
+	EchoOff  = "off"
+)
+
 // SessionKeyFromCallerHash is the HANDSET_SESSION_KEY_FROM value that derives the agent's memory
 // key from the caller's hashed number.
 const SessionKeyFromCallerHash = "caller_hash"
@@ -217,6 +223,8 @@ type TurnConfig struct {
 	BargeInConfirm          time.Duration // HANDSET_BARGE_IN_CONFIRM
 	ForwardSTTWhileSpeaking bool          // HANDSET_FORWARD_STT_WHILE_SPEAKING
 	BargeInGate             time.Duration // HANDSET_BARGE_IN_GATE
+	Echo                    string        // HANDSET_ECHO
+	EchoMaxDelay            time.Duration // HANDSET_ECHO_MAX_DELAY
 	MaxCall                 time.Duration // HANDSET_MAX_CALL
 	BargeInMinWords         int           // HANDSET_BARGE_IN_MIN_WORDS
 	SilenceReprompt         time.Duration // HANDSET_SILENCE_REPROMPT

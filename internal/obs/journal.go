@@ -53,7 +53,14 @@ const (
 	HandoffRequested  = "handoff.requested"  // name: the channel
 	HandoffDone       = "handoff.done"       // name
 	HandoffFailed     = "handoff.failed"     // name, message
-	CallEnd           = "call.end"
+	// EchoPath: the call's echo path as learned (name "echo" with delay_ms and
+	// return_loss_db, or "none": no echo detected); again when it changes.
+	EchoPath = "echo.path"
+	// EchoSuppressed: in this turn, count 20 ms frames of audible inbound audio were
+	// taken as the agent's echo, the loudest at level_db. A caller who talked over the
+	// agent without interrupting it shows up here.
+	EchoSuppressed = "echo.suppressed"
+	CallEnd        = "call.end"
 )
 
 // Event is one journal line. Fields beyond ts, ms and type are set only where they apply.
@@ -70,6 +77,11 @@ type Event struct {
 	Name    string `json:"name,omitempty"`
 	Digit   string `json:"digit,omitempty"`
 	Count   int    `json:"count,omitempty"`
+
+	// echo.path and echo.suppressed
+	DelayMS      float64 `json:"delay_ms,omitempty"`
+	ReturnLossDB float64 `json:"return_loss_db,omitempty"`
+	LevelDB      float64 `json:"level_db,omitempty"`
 
 	// call.start only
 	Carrier    string `json:"carrier,omitempty"`

@@ -39,7 +39,7 @@ const (
 	DefaultIdleTimeout  = 10 * time.Second
 	DefaultInterimAfter = 300 * time.Millisecond
 	DefaultEndSilence   = 600 * time.Millisecond
-	DefaultSpeechLevel  = 500
+	DefaultSpeechLevel  = 184 // -45 dBFS: a quiet caller (-34 dBFS active) is heard whole
 )
 
 // Options configure a Server. The zero value is a keyless server with an empty script.
@@ -66,7 +66,7 @@ type Options struct {
 	// not change this, so a test controls the fake's timing in one place.
 	EndSilence time.Duration
 	// SpeechLevel is the RMS (in 16-bit sample units) above which a 20 ms block counts as
-	// speech. Default 500 (about -36 dBFS).
+	// speech. Default 184 (-45 dBFS), so a quiet phone caller's syllables all count.
 	SpeechLevel int
 	// DropAfterBytes is a fault: the first connection that has received this many audio
 	// bytes is dropped abruptly (no close frame), once. Zero never drops. See DropOnceAfter.

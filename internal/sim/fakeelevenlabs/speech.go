@@ -13,8 +13,10 @@ import (
 
 // Shape of the synthetic speech.
 const (
-	// toneAmplitude is a peak of -16 dBFS: 32767 × 10^(-16/20).
-	toneAmplitude = 5193
+	// toneAmplitude is a peak of -3 dBFS (32767 × 10^(-3/20)): its frames are at -6 dBFS
+	// RMS, as loud as a cloud TTS voice is normalised (audiotest.TTSPeakFrameDBFS), so
+	// tests hear the agent at the level real calls do.
+	toneAmplitude = 23197
 	// wordGap is the silence after each word (shortened for very short words).
 	wordGap = 60 * time.Millisecond
 	// ramp fades each tone in and out so word edges do not click.

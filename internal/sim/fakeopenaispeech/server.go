@@ -77,7 +77,7 @@ type Options struct {
 	TranscribeDelay time.Duration
 	// SlowDelay is the wait SLOW adds (default DefaultSlowDelay).
 	SlowDelay time.Duration
-	// ToneHz, if positive, makes speech a steady sine at that frequency (peak -12 dBFS)
+	// ToneHz, if positive, makes speech a steady sine at that frequency (peak -3 dBFS)
 	// instead of the speech-like signal, so a test can measure it after conversion.
 	ToneHz float64
 	// KeepAudio records each upload's samples in Upload.Samples.

@@ -33,8 +33,9 @@ const (
 // maxSpeechBody bounds the JSON body read.
 const maxSpeechBody = 1 << 20
 
-// toneAmplitude is the peak of the ToneHz sine as a fraction of full scale (-12 dBFS).
-const toneAmplitude = 0.25
+// toneAmplitude is the peak of the ToneHz sine as a fraction of full scale (-3 dBFS, so
+// -6 dBFS RMS: a cloud TTS voice's level, audiotest.TTSPeakFrameDBFS).
+const toneAmplitude = 0.708
 
 // speechRequest is the JSON body of POST /v1/audio/speech.
 type speechRequest struct {
@@ -185,7 +186,8 @@ func (s *Server) encode(input string, speed float64, format string) []byte {
 	} else {
 		h := fnv.New64a()
 		_, _ = h.Write([]byte(input))
-		pcm = audiotest.SpeechLike(PCMRate, d, int64(h.Sum64()>>1))
+		// Normalised as a cloud TTS is: its loudest frames at -6 dBFS.
+		pcm = audiotest.AtPeakFrame(audiotest.SpeechLike(PCMRate, d, int64(h.Sum64()>>1)), PCMRate, audiotest.TTSPeakFrameDBFS)
 	}
 	raw := make([]byte, 2*len(pcm))
 	for i, v := range pcm {

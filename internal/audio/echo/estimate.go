@@ -1,0 +1,209 @@
+package echo
+
+import "math"
+
+// The estimator learns the echo path from 5 ms envelopes: for every candidate delay it keeps
+// running sums of the reference envelope that far back against the inbound envelope, and
+// the delay whose envelopes correlate best is the echo's. The echo return loss is then
+// learned per frequency band by the suppressor, as the running median of how much quieter
+// the inbound band is than the reference band at that delay.
+const (
+	// forget is the weight kept per 5 ms block: a time constant of about 4 s.
+	forget = 1 - 1.0/800
+	// learnBlocks of agent audio (0.75 s) before the path counts as learned.
+	learnBlocks = 150
+	// activeAmp is the envelope (RMS, in samples) below which reference audio is silence:
+	// -60 dBFS.
+	activeAmp = 32.768
+	// echoCorrelation is the envelope correlation that shows an echo path.
+	echoCorrelation = 0.4
+	// bands of the learned return loss: 0-500, 500-1000, 1000-2000 Hz and the rest.
+	bands = 4
+	// medianStep is how far the learned loss moves per frame toward the running median.
+	medianStep = 0.5
+)
+
+type estimator struct {
+	maxLag, perFrame int
+	env              []float64 // reference envelope by block, a ring over maxLag+perFrame blocks
+	block            int64     // blocks seen
+	lastActive       int64     // the last block with reference audio (-1: none)
+	sx, sxx, sxy     []float64 // per lag
+	sy, syy, sw      float64
+	activeBlocks     int
+	learned          bool
+	delay            int     // blocks
+	corr             float64 // at delay
+	bandGain         [bands]float64
+	lagBuf           [lagCount]int
+	// frozen counts frames of double talk (the caller over the echo) for which learning
+	// is paused: the caller's voice says nothing about the echo path. Learning resumes
+	// after maxFrozen whatever, so a path that changed is learned again.
+	frozen, hold int
+	// onset counts frames since reference audio came within reach after a silence.
+	onset int
+}
+
+// Double talk pauses learning for at least holdFrames (300 ms: the caller's syllable gaps
+// are not echo either), and for maxFrozen frames (2 s) at most.
+const (
+	holdFrames = 15
+	maxFrozen  = 100
+)
+
+// doubleTalk tells the estimator whether the frame held the caller over the echo.
+func (e *estimator) doubleTalk(on bool) {
+	switch {
+	case on && e.frozen < maxFrozen:
+		e.frozen++
+		e.hold = holdFrames
+	case on:
+		e.frozen, e.hold = 0, 0 // resume learning for a while
+	case e.hold > 0:
+		e.hold--
+	default:
+		e.frozen = 0
+	}
+}
+
+// paused: learning waits out double talk.
+func (e *estimator) paused() bool { return e.hold > 0 && e.frozen < maxFrozen }
+
+// louderThanEcho: a frame at levelDB is more than the learned path could return of the
+// loudest audio in reach, with 6 dB to spare: the caller, whatever the suppressor finds.
+func (e *estimator) louderThanEcho(levelDB float64) bool {
+	most := -90.0
+	for _, g := range e.bandGain {
+		most = max(most, g)
+	}
+	return e.learned && levelDB > e.loudest()+most+worstLossDB
+}
+
+func (e *estimator) init(maxLag, perFrame int) {
+	e.maxLag, e.perFrame = maxLag, perFrame
+	e.env = make([]float64, maxLag+perFrame+1)
+	e.sx = make([]float64, maxLag+1)
+	e.sxx = make([]float64, maxLag+1)
+	e.sxy = make([]float64, maxLag+1)
+	e.lastActive = -1 << 40
+	for i := range e.bandGain {
+		e.bandGain[i] = -worstLossDB
+	}
+}
+
+// addFrame adds a frame's envelopes: ref is the reference at the frame's own positions.
+func (e *estimator) addFrame(ref, in []int16, block int) {
+	for i := 0; i+block <= len(in); i += block {
+		x := math.Sqrt(meanSquare(ref[i : i+block]))
+		y := math.Sqrt(meanSquare(in[i : i+block]))
+		e.env[e.block%int64(len(e.env))] = x
+		if x >= activeAmp {
+			e.lastActive = e.block
+			e.activeBlocks++
+		}
+		if e.reachable() && !e.paused() {
+			e.addBlock(y)
+		}
+		e.block++
+	}
+	if !e.learned && e.activeBlocks >= learnBlocks {
+		e.learned = true
+		e.pickDelay()
+		// Start the per-band losses from the whole-band least-squares gain at that delay,
+		// so a line with no echo does not have to walk down from the worst case.
+		if sxx := e.sxx[e.delay]; sxx > 0 {
+			a := e.sxy[e.delay] / sxx
+			for i := range e.bandGain {
+				e.bandGain[i] = math.Max(-90, math.Min(0, 20*math.Log10(a+1e-9)))
+			}
+		}
+		return
+	}
+	if e.learned && !e.paused() {
+		e.pickDelay()
+	}
+}
+
+// reachable: some reference audio lies within the delay window, so echo may be arriving.
+func (e *estimator) reachable() bool { return e.block-e.lastActive <= int64(e.maxLag+e.perFrame) }
+
+// addBlock adds the inbound envelope y of the current block against every lag.
+func (e *estimator) addBlock(y float64) {
+	n := int64(len(e.env))
+	e.sw = e.sw*forget + 1
+	e.sy = e.sy*forget + y
+	e.syy = e.syy*forget + y*y
+	for lag := 0; lag <= e.maxLag; lag++ {
+		b := e.block - int64(lag)
+		x := 0.0
+		if b >= 0 {
+			x = e.env[b%n]
+		}
+		e.sx[lag] = e.sx[lag]*forget + x
+		e.sxx[lag] = e.sxx[lag]*forget + x*x
+		e.sxy[lag] = e.sxy[lag]*forget + x*y
+	}
+}
+
+// pickDelay sets delay to the lag whose envelopes correlate best.
+func (e *estimator) pickDelay() {
+	if e.sw == 0 {
+		return
+	}
+	my := e.sy / e.sw
+	vy := e.syy/e.sw - my*my
+	best, bestLag := -2.0, e.delay
+	for lag := 0; lag <= e.maxLag; lag++ {
+		mx := e.sx[lag] / e.sw
+		vx := e.sxx[lag]/e.sw - mx*mx
+		if vx <= 0 || vy <= 0 {
+			continue
+		}
+		c := (e.sxy[lag]/e.sw - mx*my) / math.Sqrt(vx*vy)
+		if c > best {
+			best, bestLag = c, lag
+		}
+	}
+	if best > -2 {
+		e.delay, e.corr = bestLag, best
+	}
+}
+
+// loudest is the level (dBFS) of the loudest reference block in the delay window.
+func (e *estimator) loudest() float64 {
+	peak := 0.0
+	for _, x := range e.env {
+		peak = max(peak, x)
+	}
+	return 20 * math.Log10(peak/32768)
+}
+
+// The suppressor compares lagCount reference windows, lagStep blocks (20 ms) apart.
+const (
+	lagCount = 5
+	lagStep  = 4
+)
+
+// lags are the delays (in blocks) whose reference the suppressor compares: the learned one
+// and 20 and 40 ms either side, so the envelope's 5 ms steps and jitter in where the carrier
+// started playing never leave echo unexplained.
+func (e *estimator) lags() []int {
+	for i := range e.lagBuf {
+		e.lagBuf[i] = min(e.maxLag, max(0, e.delay+(i-lagCount/2)*lagStep))
+	}
+	return e.lagBuf[:]
+}
+
+// learnBand moves band b's learned gain one step toward the running median of the
+// inbound-to-reference ratio (dB) of frames where the reference band carried sound.
+func (e *estimator) learnBand(b int, ratioDB float64) {
+	if e.paused() {
+		return
+	}
+	switch {
+	case ratioDB > e.bandGain[b]:
+		e.bandGain[b] = math.Min(0, e.bandGain[b]+medianStep)
+	case ratioDB < e.bandGain[b]:
+		e.bandGain[b] = math.Max(-90, e.bandGain[b]-medianStep)
+	}
+}

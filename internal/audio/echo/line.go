@@ -1,0 +1,253 @@
+// Package echo tells the caller's voice from the agent's own voice coming back down the
+// line, by what the echo on this call actually is. Handset knows every sample it sent; a
+// Line places them on the inbound audio's timeline (where the carrier plays them), learns
+// the echo path from how that reference correlates with what comes back (its delay and its
+// echo return loss, on cheap 5 ms envelopes), and removes from each inbound frame only the
+// part the learned path explains (a spectral suppressor on 40 ms windows). A line with no
+// echo therefore takes nothing away, and a caller quieter than the agent's voice still
+// reaches the voice activity detector while the agent speaks.
+//
+// Until the path is learned (the first three quarters of a second of agent audio on a
+// call) a frame counts as echo only if it is quieter than the worst echo a phone line may
+// return: 6 dB below the loudest audio sent within the delay window (ITU-T G.168's
+// minimum echo return loss of a hybrid).
+package echo
+
+import (
+	"errors"
+	"math"
+	"sync"
+	"time"
+)
+
+// Defaults.
+const (
+	// DefaultMaxDelay is the longest echo delay looked for: a 400 ms line plus the round
+	// trip between Handset and the carrier and the playout lead.
+	DefaultMaxDelay = 640 * time.Millisecond
+	// worstLossDB is the echo return loss assumed before the path is learned.
+	worstLossDB = 6.0
+)
+
+// Frame is what Process found in one inbound frame.
+type Frame struct {
+	// LevelDB is the inbound frame's RMS level (dBFS).
+	LevelDB float64
+	// EchoDB is the echo the path predicts in it (dBFS; -Inf when none can be there).
+	EchoDB float64
+	// ResidualDB is the level of what Process passed on (dBFS).
+	ResidualDB float64
+	// Suppressed: the frame carried sound (above -50 dBFS) and at least 10 dB of it was
+	// taken away as echo.
+	Suppressed bool
+}
+
+// Estimate is the learned echo path.
+type Estimate struct {
+	// Learned: enough agent audio has been heard back to estimate the path.
+	Learned bool
+	// Echo: what comes back follows what was sent (the envelopes correlate); when false
+	// the line returns no echo Handset can detect, and DelayMS means nothing.
+	Echo bool
+	// DelayMS is from a sample being sent to its echo arriving.
+	DelayMS float64
+	// ReturnLossDB is how much quieter the echo is than what was sent (the mean over
+	// bands of the learned echo return loss).
+	ReturnLossDB float64
+	// Correlation of the envelopes at DelayMS, 0 to 1.
+	Correlation float64
+}
+
+// Line is one call's echo path. Played and Cleared are called by the goroutine that sends
+// audio to the caller; Process and Estimate by the one goroutine that reads the caller's
+// audio. Neither allocates once the Line is made.
+type Line struct {
+	rate, frame, block int
+	blockDur           time.Duration
+
+	mu     sync.Mutex // guards ref and refEnd
+	ref    []int16    // ring of what was sent, by inbound position; len is a power of two
+	refEnd int64      // position after the last sample placed
+
+	// Owned by the reading goroutine.
+	pos  int64   // inbound samples processed
+	refw []int16 // a window of the reference copied out of the ring
+	est  estimator
+	sup  suppressor
+}
+
+// NewLine returns the echo path of a call whose inbound and outbound audio is mono PCM at
+// rate Hz in 20 ms frames; maxDelay bounds the echo delay looked for (zero: the default).
+func NewLine(rate int, maxDelay time.Duration) (*Line, error) {
+	if rate <= 0 || rate%200 != 0 {
+		return nil, errors.New("echo: the sample rate must be a positive multiple of 200 Hz")
+	}
+	if maxDelay <= 0 {
+		maxDelay = DefaultMaxDelay
+	}
+	frame, block := rate/50, rate/200
+	maxLag := int(maxDelay / (5 * time.Millisecond))
+	span := (maxLag+2)*block + 2*frame + rate/2 // reads reach this far back; half a second spare
+	size := 1
+	for size < span {
+		size <<= 1
+	}
+	l := &Line{
+		rate: rate, frame: frame, block: block, blockDur: 5 * time.Millisecond,
+		ref:  make([]int16, size),
+		refw: make([]int16, 2*frame),
+	}
+	l.est.init(maxLag, frame/block)
+	l.sup.init(frame)
+	return l, nil
+}
+
+// Rate is the sample rate the line was made for.
+func (l *Line) Rate() int { return l.rate }
+
+// Played places audio sent to the caller on the inbound timeline. at is the inbound
+// position (samples received so far) when it was sent: the carrier plays what it is sent
+// back to back, so audio follows the previous audio unless the carrier ran dry before it.
+func (l *Line) Played(at int64, pcm []int16) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	mask := int64(len(l.ref) - 1)
+	if at > l.refEnd { // a gap: the carrier played silence meanwhile
+		if at-l.refEnd > int64(len(l.ref)) {
+			l.refEnd = at - int64(len(l.ref))
+		}
+		for p := l.refEnd; p < at; p++ {
+			l.ref[p&mask] = 0
+		}
+		l.refEnd = at
+	}
+	for _, s := range pcm {
+		l.ref[l.refEnd&mask] = s
+		l.refEnd++
+	}
+}
+
+// Cleared tells the line the carrier dropped what it had not yet played at inbound
+// position at: audio placed after it never plays.
+func (l *Line) Cleared(at int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if at >= l.refEnd {
+		return
+	}
+	at = max(at, l.refEnd-int64(len(l.ref)))
+	mask := int64(len(l.ref) - 1)
+	for p := at; p < l.refEnd; p++ {
+		l.ref[p&mask] = 0
+	}
+	l.refEnd = at
+}
+
+// reference copies the reference for inbound positions [from, from+len(dst)) into dst;
+// positions never placed (or long overwritten) are silence.
+func (l *Line) reference(dst []int16, from int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	mask := int64(len(l.ref) - 1)
+	oldest := l.refEnd - int64(len(l.ref))
+	for i := range dst {
+		p := from + int64(i)
+		if p < 0 || p < oldest || p >= l.refEnd {
+			dst[i] = 0
+			continue
+		}
+		dst[i] = l.ref[p&mask]
+	}
+}
+
+// Process takes the next inbound frame and returns what of it is not echo, in out's
+// storage (len(out) >= len(in)), with what it found. A frame of another length than 20 ms
+// passes unchanged.
+func (l *Line) Process(in, out []int16) ([]int16, Frame) {
+	f := Frame{LevelDB: LevelDB(in), EchoDB: math.Inf(-1)}
+	start := l.pos
+	l.pos += int64(len(in))
+	if len(in) != l.frame {
+		f.ResidualDB = f.LevelDB
+		return in, f
+	}
+	// The envelopes: the reference at this frame's own positions (lag 0) and the inbound.
+	l.reference(l.refw[:l.frame], start)
+	if l.est.louderThanEcho(f.LevelDB) {
+		l.est.doubleTalk(true) // before learning from it
+	}
+	l.est.addFrame(l.refw[:l.frame], in, l.block)
+	if !l.est.reachable() { // nothing sent within the delay window: nothing can echo
+		l.sup.idle()
+		l.est.onset = 0
+		f.ResidualDB = f.LevelDB
+		return in, f
+	}
+	if l.est.onset < onsetFrames {
+		l.est.onset++
+	}
+	if !l.est.learned || l.est.onset < onsetFrames {
+		// The worst echo a line may return, until the path is known and for the first
+		// half second of audio after a silence, while the carrier settles where it plays
+		// (the barge-in gate ignores the caller then anyway).
+		worst := l.est.loudest() - worstLossDB
+		f.EchoDB = worst
+		if f.LevelDB < worst {
+			f.Suppressed = f.LevelDB > audibleDB
+			f.ResidualDB = math.Inf(-1)
+			clear(out[:len(in)])
+			return out[:len(in)], f
+		}
+		f.ResidualDB = f.LevelDB
+		return in, f
+	}
+	// The reference windows at the learned delay and either side of it.
+	for i, lag := range l.est.lags() {
+		l.reference(l.sup.refBuf(i), start+int64(l.frame)-int64(2*l.frame)-int64(lag*l.block))
+	}
+	res := l.sup.process(in, out[:len(in)], l.est.bandGain[:], &l.est)
+	f.EchoDB, f.ResidualDB = l.sup.echoDB, LevelDB(res)
+	f.Suppressed = f.LevelDB > audibleDB && f.ResidualDB < f.LevelDB-10
+	// What is left well above the echo predicted is the caller talking over it.
+	l.est.doubleTalk(f.ResidualDB > audibleDB && f.ResidualDB > f.EchoDB)
+	return res, f
+}
+
+// Estimate is the path as learned so far.
+func (l *Line) Estimate() Estimate {
+	e := Estimate{Learned: l.est.learned, Correlation: max(0, l.est.corr)}
+	if !e.Learned {
+		return e
+	}
+	e.Echo = l.est.corr >= echoCorrelation
+	e.DelayMS = float64(l.est.delay) * float64(l.blockDur) / float64(time.Millisecond)
+	var sum float64
+	for _, g := range l.est.bandGain {
+		sum += g
+	}
+	e.ReturnLossDB = -sum / float64(len(l.est.bandGain))
+	return e
+}
+
+// onsetFrames (500 ms) after a silence use the worst-case rule as well.
+const onsetFrames = 25
+
+// audibleDB is the level below which a frame says nothing either way.
+const audibleDB = -50.0
+
+// LevelDB is the RMS level of 16-bit PCM in dBFS (0 dBFS = RMS of 32768); -Inf for silence.
+func LevelDB(pcm []int16) float64 {
+	return 10 * math.Log10(meanSquare(pcm)/(32768*32768))
+}
+
+func meanSquare(pcm []int16) float64 {
+	if len(pcm) == 0 {
+		return 0
+	}
+	var sum float64
+	for _, s := range pcm {
+		v := float64(s)
+		sum += v * v
+	}
+	return sum / float64(len(pcm))
+}

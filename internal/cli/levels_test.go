@@ -1,0 +1,343 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/handset-voice/handset/internal/audio/audiotest"
+	"github.com/handset-voice/handset/internal/audio/vad/silero"
+	"github.com/handset-voice/handset/internal/audio/vad/vadtest"
+	"github.com/handset-voice/handset/internal/obs"
+	"github.com/handset-voice/handset/internal/sim/twiliocaller"
+)
+
+// Barge-in at real phone levels, through `handset serve` and a simulated Twilio caller whose
+// line returns the agent's voice as echo. The agent's voice is as loud as a cloud TTS
+// normalises it (frames at -6 dBFS RMS); the caller talks at -20, -26 and -34 dBFS active
+// level, in a real recorded voice or a synthetic one; the line returns no echo, or echo at
+// 6, 12, 20 and 30 dB echo return loss after 60, 200 and 400 ms; each VAD built in.
+//
+// Each call: the greeting plays whole over the echo (no false interruption); the caller
+// asks something; a twelve-sentence reply starts, and once its first sentence has played
+// the caller talks over it. Required: the carrier is told to clear within 500 ms of the
+// caller's speech onset wherever the echo is at least 12 dB below the agent, and the agent
+// never clears on its own echo before the caller speaks, at any loss.
+
+// levelCell is one line condition and caller level.
+type levelCell struct {
+	lossDB   float64 // 0: no echo
+	delay    time.Duration
+	callerDB float64
+	recorded bool // the caller's voice is recorded human speech, not synthetic
+}
+
+func (c levelCell) echoName() string {
+	if c.lossDB == 0 {
+		return "none"
+	}
+	return fmt.Sprintf("%gdB/%v", c.lossDB, c.delay)
+}
+
+func (c levelCell) String() string {
+	voice := "synthetic"
+	if c.recorded {
+		voice = "recorded"
+	}
+	return fmt.Sprintf("echo=%s caller=%gdBFS %s", c.echoName(), c.callerDB, voice)
+}
+
+// levelResult is what one cell's call showed.
+type levelResult struct {
+	cell          levelCell
+	clearAfter    time.Duration // caller onset to the carrier's clear; -1: none within 3 s
+	falseClears   int           // clears before the caller spoke over the reply
+	echoPath      string        // the journal's learned path
+	suppressedMax int           // the most frames taken as echo in one turn
+}
+
+func levelCells() []levelCell {
+	var cells []levelCell
+	i := 0
+	add := func(loss float64, delay time.Duration) {
+		for _, lvl := range []float64{audiotest.LoudCallerDBFS, audiotest.CallerActiveDBFS, audiotest.QuietCallerDBFS} {
+			cells = append(cells, levelCell{lossDB: loss, delay: delay, callerDB: lvl, recorded: i%2 == 0})
+			i++
+		}
+	}
+	add(0, 0)
+	for _, loss := range []float64{6, 12, 20, 30} {
+		for _, d := range []time.Duration{60 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond} {
+			add(loss, d)
+		}
+	}
+	return cells
+}
+
+// TestBargeInAtPhoneLevels runs the level matrix for every VAD in this build.
+func TestBargeInAtPhoneLevels(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the level matrix takes minutes of real-time calls")
+	}
+	if raceDetector {
+		// Timing is what it measures: scripts/test.sh runs it in a stage of its own
+		// without the race detector, for every VAD.
+		t.Skip("runs without the race detector (scripts/test.sh: barge-in at phone levels)")
+	}
+	recs, err := vadtest.LoadRecordings(vadtest.SpeechDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	recorded, err := vadtest.Telephone(recs[0].PCM, vadtest.SpeechRate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	engines := []string{"energy", "webrtc"}
+	if silero.Available() {
+		engines = append(engines, "silero")
+	}
+	for _, engine := range engines {
+		t.Run(engine, func(t *testing.T) {
+			results := runLevelMatrix(t, engine, recorded)
+			report := levelTable(engine, results)
+			t.Log("\n" + report)
+			writeArtifact(t, "barge-in-levels-"+engine+".md", report)
+			for _, r := range results {
+				if r.falseClears > 0 {
+					t.Errorf("%v: the agent interrupted itself %d times on its own echo", r.cell, r.falseClears)
+				}
+				if r.cell.lossDB != 0 && r.cell.lossDB < 12 {
+					continue // louder echo than 12 dB below the agent: no promise but the one above
+				}
+				if r.clearAfter < 0 || r.clearAfter > 500*time.Millisecond {
+					t.Errorf("%v: clear %v after the caller's onset, want within 500ms (echo path %s)", r.cell, fmtClear(r.clearAfter), r.echoPath)
+				}
+			}
+		})
+	}
+}
+
+// runLevelMatrix runs every cell as a call against one serve with the given VAD, a few
+// calls at a time.
+func runLevelMatrix(t *testing.T, engine string, recorded []int16) []levelResult {
+	greetingText := "Hello, this is Handset, the voice of your agent. How can I help you today?"
+	r := startServe(t, []string{"LONG tell me about the menu", "hold on"},
+		"HANDSET_VAD="+engine, "HANDSET_ENGINES_DIR="+repoEngines(t),
+		"HANDSET_FIRST_MESSAGE="+greetingText)
+	cells := levelCells()
+	results := make([]levelResult, len(cells))
+	sem := make(chan struct{}, 6)
+	var wg sync.WaitGroup
+	for i, cell := range cells {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			results[i] = runLevelCell(t, r, cell, recorded)
+		}()
+	}
+	wg.Wait()
+	return results
+}
+
+// runLevelCell places one call and measures it.
+func runLevelCell(t *testing.T, r *rig, cell levelCell, recorded []int16) levelResult {
+	res := levelResult{cell: cell, clearAfter: -1}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := r.dial(ctx, func(o *twiliocaller.Options) {
+		if cell.lossDB != 0 {
+			o.Echo = &twiliocaller.EchoOptions{Delay: cell.delay, GainDB: -cell.lossDB}
+		}
+	})
+	defer func() { _ = c.Hangup(); <-c.Done() }()
+	voice := audiotest.SpeechLike(8000, 1800*time.Millisecond, int64(cell.callerDB*7+cell.lossDB))
+	if cell.recorded {
+		voice = recorded
+	}
+	voice = audiotest.AtActiveLevel(voice, 8000, cell.callerDB)
+	question := audiotest.AtActiveLevel(audiotest.SpeechLike(8000, 1200*time.Millisecond, 5), 8000, cell.callerDB)
+
+	if !waitMarkOK(ctx, c, "t0-end", 20*time.Second) {
+		t.Errorf("%v: the greeting never played to its end; timeline:\n%s", cell, dumpCaller(c))
+		return res
+	}
+	if err := c.SayAndWait(ctx, audiotest.Mulaw(question)); err != nil {
+		t.Errorf("%v: %v", cell, err)
+		return res
+	}
+	if !waitMarkOK(ctx, c, "t1-s1", 20*time.Second) {
+		_ = c.Hangup()
+		<-c.Done()
+		t.Errorf("%v: the reply's first sentence never played; timeline:\n%s\njournal:\n%s", cell, dumpCaller(c),
+			dumpEvents(journalOf(t, r, handsetCallID(t, r, c.CallSid()))))
+		return res
+	}
+	res.falseClears = c.Clears()
+	said := c.Say(audiotest.Mulaw(voice))
+	// Wait for the clear (or give up 3 s after the caller started).
+	waitCtx, stop := context.WithTimeout(ctx, 4*time.Second)
+	_ = c.WaitFor(waitCtx, func(s twiliocaller.Snapshot) bool { return s.Clears() > res.falseClears || s.Ended })
+	stop()
+	<-said
+	snap := c.Snapshot()
+	var sayAt time.Duration = -1
+	for _, e := range snap.Events {
+		if e.Kind == twiliocaller.SayStarted {
+			sayAt = e.At // the last Say: the interruption
+		}
+	}
+	onset := sayAt + speechOnset(voice, 8000)
+	for _, e := range snap.Filter(twiliocaller.Clear) {
+		if e.At >= sayAt && sayAt >= 0 {
+			res.clearAfter = max(0, e.At-onset)
+			break
+		}
+	}
+	_ = c.Hangup()
+	<-c.Done()
+	events := journalOf(t, r, handsetCallID(t, r, c.CallSid()))
+	for _, e := range eventsOf(events, obs.EchoPath) {
+		res.echoPath = e.Name
+		if e.Name == "echo" {
+			res.echoPath = fmt.Sprintf("%.0fms/%.0fdB", e.DelayMS, e.ReturnLossDB)
+		}
+	}
+	for _, e := range eventsOf(events, obs.EchoSuppressed) {
+		res.suppressedMax = max(res.suppressedMax, e.Count)
+	}
+	return res
+}
+
+// waitMarkOK is waitMarkFor without failing the test (cells run on other goroutines).
+func waitMarkOK(ctx context.Context, c *twiliocaller.Call, name string, limit time.Duration) bool {
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	_ = c.WaitFor(ctx, func(s twiliocaller.Snapshot) bool { return hasPlayedMark(s, name) || s.Ended })
+	return hasPlayedMark(c.Snapshot(), name)
+}
+
+// speechOnset is where pcm's speech starts: its first 20 ms frame within 20 dB of its
+// active level.
+func speechOnset(pcm []int16, rate int) time.Duration {
+	active := audiotest.ActiveLevelDBFS(pcm, rate)
+	n := rate / 50
+	for i := 0; i+n <= len(pcm); i += n {
+		if audiotest.RMSDBFS(pcm[i:i+n]) > active-20 {
+			return time.Duration(i) * time.Second / time.Duration(rate)
+		}
+	}
+	return 0
+}
+
+func fmtClear(d time.Duration) string {
+	if d < 0 {
+		return "none"
+	}
+	return d.Round(10 * time.Millisecond).String()
+}
+
+// levelTable is the matrix as Markdown: time to clear per echo condition and caller level.
+func levelTable(engine string, results []levelResult) string {
+	type key struct {
+		echo string
+		lvl  float64
+	}
+	byKey := map[key]levelResult{}
+	var echoes []string
+	seen := map[string]bool{}
+	for _, r := range results {
+		byKey[key{r.cell.echoName(), r.cell.callerDB}] = r
+		if !seen[r.cell.echoName()] {
+			seen[r.cell.echoName()] = true
+			echoes = append(echoes, r.cell.echoName())
+		}
+	}
+	levels := []float64{audiotest.LoudCallerDBFS, audiotest.CallerActiveDBFS, audiotest.QuietCallerDBFS}
+	var b strings.Builder
+	fmt.Fprintf(&b, "VAD %s: caller onset to clear (r: recorded voice, s: synthetic); false interruptions; learned path\n\n", engine)
+	b.WriteString("| echo (loss/delay) |")
+	for _, l := range levels {
+		fmt.Fprintf(&b, " caller %g dBFS |", l)
+	}
+	b.WriteString(" false | learned |\n|---|---|---|---|---|---|\n")
+	for _, e := range echoes {
+		fmt.Fprintf(&b, "| %s |", e)
+		falses, paths := 0, map[string]bool{}
+		for _, l := range levels {
+			r := byKey[key{e, l}]
+			v := "s"
+			if r.cell.recorded {
+				v = "r"
+			}
+			fmt.Fprintf(&b, " %s (%s) |", fmtClear(r.clearAfter), v)
+			falses += r.falseClears
+			paths[r.echoPath] = true
+		}
+		var ps []string
+		for p := range paths {
+			ps = append(ps, p)
+		}
+		sort.Strings(ps)
+		fmt.Fprintf(&b, " %d | %s |\n", falses, strings.Join(ps, ", "))
+	}
+	return b.String()
+}
+
+// writeArtifact saves a report under test-artifacts/ at the module root.
+func writeArtifact(t *testing.T, name, text string) {
+	dir, _ := os.Getwd()
+	for ; dir != "/"; dir = filepath.Dir(dir) {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			break
+		}
+	}
+	out := filepath.Join(dir, "test-artifacts")
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		t.Log(err)
+		return
+	}
+	if err := os.WriteFile(filepath.Join(out, name), []byte(text), 0o644); err != nil {
+		t.Log(err)
+	}
+}
+
+// handsetCallID is Handset's id of the inbound call Twilio knows as sid, from GET /api/calls.
+func handsetCallID(t *testing.T, r *rig, sid string) string {
+	token, err := os.ReadFile(filepath.Join(r.dataDir, "api-token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest("GET", r.baseURL()+"/api/calls?limit=500", nil)
+	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(token)))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var list struct {
+		Calls []struct {
+			ID         string `json:"id"`
+			CarrierRef string `json:"carrier_ref"`
+		} `json:"calls"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range list.Calls {
+		if c.CarrierRef == sid {
+			return c.ID
+		}
+	}
+	t.Fatalf("no call with carrier_ref %s in /api/calls", sid)
+	return ""
+}
