@@ -124,6 +124,29 @@ func TestDiagnoseVAD(t *testing.T) {
 			t.Errorf("the silent VAD should be a warning: %+v", v.Warnings)
 		}
 	})
+	// Turn 1's reply plays from 3810 to 5320 ms; the caller talks over it at 4200 ms.
+	overTalk := ev(4200, STTFinal, withText("hold on a second"))
+	suppressed := ev(9205, EchoSuppressed, onTurn(1), func(e *Event) { e.Count, e.LevelDB = 40, -24 })
+	t.Run("a caller taken for echo", func(t *testing.T) {
+		v := Diagnose(edit(healthyCall(), nil, overTalk, suppressed))
+		checkVerdict(t, v, want{stage: "vad", problem: []string{"talked over the agent in turn 1", `"hold on a second"`, "never interrupted it", "800 ms of audio, up to -24 dBFS"},
+			fix: []string{"echo.path", "HANDSET_ECHO=off", "HANDSET_ECHO_MAX_DELAY"}, evidence: []string{"4200 ms stt.final", "9205 ms echo.suppressed"}})
+	})
+	t.Run("echo suppressed while the caller was silent is the line working", func(t *testing.T) {
+		checkVerdict(t, Diagnose(edit(healthyCall(), nil, suppressed)), want{stage: ""})
+	})
+	t.Run("the caller's words were the agent's echo", func(t *testing.T) {
+		dropped := ev(4205, noteDropped, withText("echo: hold on a second"))
+		checkVerdict(t, Diagnose(edit(healthyCall(), nil, overTalk, dropped, suppressed)), want{stage: ""})
+	})
+	t.Run("the caller did interrupt", func(t *testing.T) {
+		barged := ev(4300, BargeIn, onTurn(1))
+		checkVerdict(t, Diagnose(edit(healthyCall(), nil, overTalk, barged, suppressed)), want{stage: ""})
+	})
+	t.Run("words after the reply ended are the next turn", func(t *testing.T) {
+		later := ev(5400, STTFinal, withText("hold on a second"))
+		checkVerdict(t, Diagnose(edit(healthyCall(), nil, later, suppressed)), want{stage: ""})
+	})
 	t.Run("transcripts without VAD events are fine", func(t *testing.T) {
 		checkVerdict(t, Diagnose(edit(healthyCall(), []string{VADSpeechStart, VADSpeechEnd})), want{stage: ""})
 	})

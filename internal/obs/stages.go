@@ -77,6 +77,13 @@ func (d *digest) vad() check {
 		return c
 	}
 	heard := d.durationMS() - media.MS
+	if sup, words := d.callerTakenForEcho(); sup != nil {
+		c.fail(fmt.Sprintf("the caller talked over the agent in turn %d (the recognizer heard %q) but never interrupted it: the echo path took %s of audio, up to %.0f dBFS, for the agent's own echo",
+			sup.Turn, words.Text, seconds(int64(sup.Count)*20), sup.LevelDB),
+			"Handset tells the caller from the agent's echo by the echo path it learns (the journal's echo.path line). If the line returns no echo (most carriers and phones cancel it), HANDSET_ECHO=off hands every frame to the voice activity detector; if the learned delay sits near HANDSET_ECHO_MAX_DELAY, raise it. docs/turn-taking.md explains both.",
+			false, d.lines(words, sup, "", nil)...)
+		return c
+	}
 	if f.SpeechStarts > 0 {
 		c.report.Detail = fmt.Sprintf("%s, the first at %s", plural(f.SpeechStarts, "speech start"), seconds(f.FirstSpeechMS))
 		return c
@@ -94,6 +101,49 @@ func (d *digest) vad() check {
 		"If the caller did speak: check the line carries their voice (a muted phone or one-way audio sends silence). The detector is HANDSET_VAD (silero, webrtc or energy): lower HANDSET_VAD_THRESHOLD for silero or try HANDSET_VAD=energy; HANDSET_VAD_START is how much speech it needs first.",
 		false, d.lines(media, nil, fmt.Sprintf("no %s in %s of audio", VADSpeechStart, seconds(heard)), d.end)...)
 	return c
+}
+
+// callerTakenForEcho finds a turn in which the recognizer heard words that were not the
+// agent's own while the agent spoke, the agent was not interrupted, and the echo path took
+// audible inbound audio away: the caller's voice was taken for the agent's echo. It
+// returns that turn's echo.suppressed line and the words.
+func (d *digest) callerTakenForEcho() (sup, words *Event) {
+	echoed := map[string]bool{}
+	for _, e := range d.byType[noteDropped] {
+		if text, ok := strings.CutPrefix(e.Text, "echo: "); ok {
+			echoed[text] = true
+		}
+	}
+	for i := range d.byType[EchoSuppressed] {
+		e := &d.byType[EchoSuppressed][i]
+		t := d.turns[e.Turn]
+		if t == nil || t.interrupted || t.firstAudio == nil || d.bargedIn(e.Turn) {
+			continue
+		}
+		until := t.untilMS
+		for _, p := range d.byType[PlayoutDone] {
+			if p.Turn == e.Turn && p.MS >= t.firstAudio.MS {
+				until = min(until, p.MS)
+			}
+		}
+		for j := range d.byType[STTFinal] {
+			w := &d.byType[STTFinal][j]
+			if w.MS > t.firstAudio.MS && w.MS <= until && strings.TrimSpace(w.Text) != "" && !echoed[w.Text] {
+				return e, w
+			}
+		}
+	}
+	return nil, nil
+}
+
+// bargedIn: the caller interrupted turn n.
+func (d *digest) bargedIn(n int) bool {
+	for _, e := range d.byType[BargeIn] {
+		if e.Turn == n {
+			return true
+		}
+	}
+	return false
 }
 
 func (d *digest) stt() check {
