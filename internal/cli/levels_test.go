@@ -128,12 +128,10 @@ func TestBargeInAtPhoneLevels(t *testing.T) {
 
 // bargeInLimit is how soon after the caller's onset the clear must come. The goal is 500 ms
 // in every cell whose echo is at least 12 dB below the agent; a quiet caller (-34 dBFS, 16 dB
-// or more under a 12 dB echo) is not there in every call yet: each talkspurt's echo is
-// aligned on its own once 200 ms of it has come back (see internal/audio/echo), and a caller
-// who starts within that window, before the suppressor can narrow to the talkspurt's delay,
-// is heard 480-720 ms after their onset in about one call in four of the 12 dB/400 ms cell.
-// Until that gap is closed the quiet caller over echo is held to one second, so a regression
-// still fails.
+// or more under a 12 dB echo) is not there yet: the spectral suppressor buries their first
+// syllable where it shares frequencies with the echo, and the clear comes with the second,
+// 500-620 ms after the onset on the runs in docs/turn-taking.md. Until a linear canceller
+// closes that gap the quiet caller is held to one second, so a regression still fails.
 func bargeInLimit(c levelCell) time.Duration {
 	if c.callerDB <= audiotest.QuietCallerDBFS && c.lossDB != 0 {
 		return time.Second

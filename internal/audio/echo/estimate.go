@@ -2,8 +2,6 @@ package echo
 
 import "math"
 
-func sqrt(v float64) float64 { return math.Sqrt(v) }
-
 // The estimator learns the echo path from 5 ms envelopes: for every candidate delay it keeps
 // running sums of the reference envelope that far back against the inbound envelope, and
 // the delay whose envelopes correlate best is the echo's. The echo return loss is then
@@ -38,7 +36,6 @@ type estimator struct {
 	corr             float64 // at delay
 	bandGain         [bands]float64
 	lagBuf           [lagCount]int
-	spurt            spurt
 	// frozen counts frames of double talk (the caller over the echo) for which learning
 	// is paused: the caller's voice says nothing about the echo path. Learning resumes
 	// after maxFrozen whatever, so a path that changed is learned again.
@@ -104,14 +101,8 @@ func (e *estimator) addFrame(ref, in []int16, block int) {
 			e.lastActive = e.block
 			e.activeBlocks++
 		}
-		if e.learned {
-			e.spurt.tick(e, e.block)
-		}
 		if e.reachable() && !e.paused() {
 			e.addBlock(y)
-			if e.learned {
-				e.spurt.add(e, e.block, y)
-			}
 		}
 		e.block++
 	}
@@ -193,27 +184,14 @@ const (
 	lagStep  = 4
 )
 
-// lags are the delays (in blocks) whose reference the suppressor compares, the middle one
-// first: the current talkspurt's own delay and 5 ms either side once it is aligned (see
-// spurt); until then the learned delay and 20 and 40 ms either side, so the envelope's 5 ms
-// steps and jitter in where the carrier started playing never leave echo unexplained.
+// lags are the delays (in blocks) whose reference the suppressor compares: the learned one
+// and 20 and 40 ms either side, so the envelope's 5 ms steps and jitter in where the carrier
+// started playing never leave echo unexplained.
 func (e *estimator) lags() []int {
-	if e.spurt.aligned() {
-		buf := e.lagBuf[:2*spurtNarrow+1]
-		buf[0] = e.spurt.delay
-		for i := 1; i <= spurtNarrow; i++ {
-			buf[2*i-1] = max(0, e.spurt.delay-i)
-			buf[2*i] = min(e.maxLag, e.spurt.delay+i)
-		}
-		return buf
+	for i := range e.lagBuf {
+		e.lagBuf[i] = min(e.maxLag, max(0, e.delay+(i-lagCount/2)*lagStep))
 	}
-	buf := e.lagBuf[:]
-	buf[0] = e.delay
-	for i := 1; i <= lagCount/2; i++ {
-		buf[2*i-1] = max(0, e.delay-i*lagStep)
-		buf[2*i] = min(e.maxLag, e.delay+i*lagStep)
-	}
-	return buf
+	return e.lagBuf[:]
 }
 
 // learnBand moves band b's learned gain one step toward the running median of the

@@ -65,11 +65,9 @@ type Line struct {
 	rate, frame, block int
 	blockDur           time.Duration
 
-	mu       sync.Mutex // guards ref, refEnd and the talkspurt
-	ref      []int16    // ring of what was sent, by inbound position; len is a power of two
-	refEnd   int64      // position after the last sample placed
-	spurtSeq int        // talkspurts placed: audio that did not follow the previous audio
-	spurtAt  int64      // where the latest talkspurt starts
+	mu     sync.Mutex // guards ref and refEnd
+	ref    []int16    // ring of what was sent, by inbound position; len is a power of two
+	refEnd int64      // position after the last sample placed
 
 	// Owned by the reading goroutine.
 	pos  int64   // inbound samples processed
@@ -114,10 +112,6 @@ func (l *Line) Played(at int64, pcm []int16) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	mask := int64(len(l.ref) - 1)
-	if at > l.refEnd || l.spurtSeq == 0 { // a new talkspurt (see spurt)
-		l.spurtSeq++
-		l.spurtAt = max(at, l.refEnd)
-	}
 	if at > l.refEnd { // a gap: the carrier played silence meanwhile
 		if at-l.refEnd > int64(len(l.ref)) {
 			l.refEnd = at - int64(len(l.ref))
@@ -150,8 +144,10 @@ func (l *Line) Cleared(at int64) {
 }
 
 // reference copies the reference for inbound positions [from, from+len(dst)) into dst;
-// positions never placed (or long overwritten) are silence. l.mu must be held.
+// positions never placed (or long overwritten) are silence.
 func (l *Line) reference(dst []int16, from int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	mask := int64(len(l.ref) - 1)
 	oldest := l.refEnd - int64(len(l.ref))
 	for i := range dst {
@@ -176,11 +172,7 @@ func (l *Line) Process(in, out []int16) ([]int16, Frame) {
 		return in, f
 	}
 	// The envelopes: the reference at this frame's own positions (lag 0) and the inbound.
-	l.mu.Lock()
 	l.reference(l.refw[:l.frame], start)
-	seq, at := l.spurtSeq, l.spurtAt
-	l.mu.Unlock()
-	l.est.spurt.started(seq, at/int64(l.block))
 	if l.est.louderThanEcho(f.LevelDB) {
 		l.est.doubleTalk(true) // before learning from it
 	}
@@ -188,7 +180,6 @@ func (l *Line) Process(in, out []int16) ([]int16, Frame) {
 	if !l.est.reachable() { // nothing sent within the delay window: nothing can echo
 		l.sup.idle()
 		l.est.onset = 0
-		l.est.doubleTalk(false)
 		f.ResidualDB = f.LevelDB
 		return in, f
 	}
@@ -201,7 +192,6 @@ func (l *Line) Process(in, out []int16) ([]int16, Frame) {
 		// (the barge-in gate ignores the caller then anyway).
 		worst := l.est.loudest() - worstLossDB
 		f.EchoDB = worst
-		l.est.doubleTalk(f.LevelDB >= worst)
 		if f.LevelDB < worst {
 			f.Suppressed = f.LevelDB > audibleDB
 			f.ResidualDB = math.Inf(-1)
@@ -212,13 +202,10 @@ func (l *Line) Process(in, out []int16) ([]int16, Frame) {
 		return in, f
 	}
 	// The reference windows at the learned delay and either side of it.
-	lags := l.est.lags()
-	l.mu.Lock()
-	for i, lag := range lags {
+	for i, lag := range l.est.lags() {
 		l.reference(l.sup.refBuf(i), start+int64(l.frame)-int64(2*l.frame)-int64(lag*l.block))
 	}
-	l.mu.Unlock()
-	res := l.sup.process(in, out[:len(in)], len(lags), l.est.bandGain[:], &l.est)
+	res := l.sup.process(in, out[:len(in)], l.est.bandGain[:], &l.est)
 	f.EchoDB, f.ResidualDB = l.sup.echoDB, LevelDB(res)
 	f.Suppressed = f.LevelDB > audibleDB && f.ResidualDB < f.LevelDB-10
 	// What is left well above the echo predicted is the caller talking over it.

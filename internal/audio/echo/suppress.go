@@ -69,8 +69,7 @@ func (s *suppressor) init(frame int) {
 	}
 }
 
-// refBuf is the buffer for the reference window at lag i (lag 0: the delay the gains are
-// learned at).
+// refBuf is the buffer for the reference window at lag i.
 func (s *suppressor) refBuf(i int) []int16 { return s.refs[i] }
 
 // idle notes a frame that did not need the suppressor.
@@ -88,7 +87,7 @@ func (s *suppressor) load(a, b []int16) {
 
 // process suppresses the echo in in (the current frame), writing the previous frame's
 // cleaned samples to out, and learns the bands' gains from what it sees.
-func (s *suppressor) process(in, out []int16, nrefs int, gain []float64, e *estimator) []int16 {
+func (s *suppressor) process(in, out []int16, gain []float64, e *estimator) []int16 {
 	if !s.active {
 		clear(s.tail) // the windows before were not analysed: start afresh
 		copy(s.prev, in)
@@ -103,13 +102,13 @@ func (s *suppressor) process(in, out []int16, nrefs int, gain []float64, e *esti
 	// Reference spectra; the loudest per bin over the three lags.
 	clear(s.echo)
 	s.bandPow = [2][bands]float64{}
-	for i, r := range s.refs[:nrefs] {
+	for i, r := range s.refs {
 		s.load(r[:s.frame], r[s.frame:])
 		s.fft.Coefficients(s.rspec, s.x)
 		for k, c := range s.rspec {
 			p := real(c)*real(c) + imag(c)*imag(c)
 			s.echo[k] = max(s.echo[k], p)
-			if i == 0 { // the delay itself: what the gains are learned from
+			if i == lagCount/2 { // the learned delay itself: what the gains are learned from
 				s.bandPow[0][s.bandOf[k]] += p
 				s.bandPow[1][s.bandOf[k]] += s.inPow[k]
 			}
