@@ -142,6 +142,7 @@ func (c *Channel) socket(w http.ResponseWriter, r *http.Request) {
 	leg := newLeg(conn, voice.LegInfo{
 		CallID: voice.NewCallID(), Carrier: Carrier, Direction: voice.Inbound,
 		From: "browser:" + id, To: c.opts.Callee, Format: Format,
+		EchoCancelled: true, // getUserMedia captures with the browser's echo canceller
 	})
 	done, err := c.opts.Admit(leg)
 	if err != nil {

@@ -174,8 +174,7 @@ func New(ctx context.Context, cfg Config, deps Deps) *Call {
 		ttsByteSeen: map[int]bool{},
 	}
 	c.playout = newPlayout(deps.Leg, deps.Clock, cfg.PlayoutLead, cfg.ClearDrain, func(t int) { c.post(audioOnWire{turn: t}) })
-	// A browser captures its microphone with its own echo canceller.
-	if !cfg.EchoOff && info.Carrier != "browser" {
+	if !cfg.EchoOff && !info.EchoCancelled {
 		line, err := echo.NewLine(info.Format.Rate, cfg.EchoMaxDelay)
 		if err != nil {
 			c.log.Error("echo handling off for this call", "err", err)

@@ -17,6 +17,9 @@ type LegInfo struct {
 	// AnsweredBy is who picked up an outbound call as the carrier's answering-machine
 	// detection judged it: "human", "machine_end_beep", …; empty when not detected.
 	AnsweredBy string
+	// EchoCancelled: the far end takes its own echo out before sending (a browser's
+	// microphone capture does), so the call needs no echo path of its own.
+	EchoCancelled bool
 }
 
 // Machine reports whether the carrier judged that a recording, not a person, answered.

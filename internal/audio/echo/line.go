@@ -148,6 +148,11 @@ func (l *Line) Cleared(at int64) {
 func (l *Line) reference(dst []int16, from int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.referenceLocked(dst, from)
+}
+
+// referenceLocked is reference with l.mu held.
+func (l *Line) referenceLocked(dst []int16, from int64) {
 	mask := int64(len(l.ref) - 1)
 	oldest := l.refEnd - int64(len(l.ref))
 	for i := range dst {
@@ -202,9 +207,11 @@ func (l *Line) Process(in, out []int16) ([]int16, Frame) {
 		return in, f
 	}
 	// The reference windows at the learned delay and either side of it.
+	l.mu.Lock() // once for all the windows: the sending goroutine waits on it
 	for i, lag := range l.est.lags() {
-		l.reference(l.sup.refBuf(i), start+int64(l.frame)-int64(2*l.frame)-int64(lag*l.block))
+		l.referenceLocked(l.sup.refBuf(i), start+int64(l.frame)-int64(2*l.frame)-int64(lag*l.block))
 	}
+	l.mu.Unlock()
 	res := l.sup.process(in, out[:len(in)], l.est.bandGain[:], &l.est)
 	f.EchoDB, f.ResidualDB = l.sup.echoDB, LevelDB(res)
 	f.Suppressed = f.LevelDB > audibleDB && f.ResidualDB < f.LevelDB-10
