@@ -28,8 +28,7 @@ type estimator struct {
 	env              []float64 // reference envelope by block, a ring over maxLag+perFrame blocks
 	block            int64     // blocks seen
 	lastActive       int64     // the last block with reference audio (-1: none)
-	sx, sxx, sxy     []float64 // per lag
-	sy, syy, sw      float64
+	long             sums      // over the whole call, forgetting with a 4 s time constant
 	activeBlocks     int
 	learned          bool
 	delay            int     // blocks
@@ -40,8 +39,58 @@ type estimator struct {
 	// is paused: the caller's voice says nothing about the echo path. Learning resumes
 	// after maxFrozen whatever, so a path that changed is learned again.
 	frozen, hold int
-	// onset counts frames since reference audio came within reach after a silence.
-	onset int
+	// The current talkspurt's own sums, gathered while it settles (see beginSpurt).
+	spurt       sums
+	inSpurt     bool
+	spurtActive int // blocks of reference audio in it
+}
+
+// sums are the running sums of the reference envelope at every lag (x) against the
+// inbound envelope (y), from which the envelopes' correlation at each lag follows.
+type sums struct {
+	x, xx, xy []float64 // per lag
+	y, yy, w  float64
+}
+
+func newSums(lags int) sums {
+	return sums{x: make([]float64, lags), xx: make([]float64, lags), xy: make([]float64, lags)}
+}
+
+func (s *sums) reset() {
+	clear(s.x)
+	clear(s.xx)
+	clear(s.xy)
+	s.y, s.yy, s.w = 0, 0, 0
+}
+
+// copyFrom makes s equal to o.
+func (s *sums) copyFrom(o *sums) {
+	copy(s.x, o.x)
+	copy(s.xx, o.xx)
+	copy(s.xy, o.xy)
+	s.y, s.yy, s.w = o.y, o.yy, o.w
+}
+
+// best is the lag whose envelopes correlate best, and that correlation; ok is false when
+// no lag has varied enough to tell.
+func (s *sums) best() (lag int, corr float64, ok bool) {
+	if s.w == 0 {
+		return 0, 0, false
+	}
+	my := s.y / s.w
+	vy := s.yy/s.w - my*my
+	corr = -2
+	for l := range s.x {
+		mx := s.x[l] / s.w
+		vx := s.xx[l]/s.w - mx*mx
+		if vx <= 0 || vy <= 0 {
+			continue
+		}
+		if c := (s.xy[l]/s.w - mx*my) / math.Sqrt(vx*vy); c > corr {
+			lag, corr = l, c
+		}
+	}
+	return lag, corr, corr > -2
 }
 
 // Double talk pauses learning for at least holdFrames (300 ms: the caller's syllable gaps
@@ -82,9 +131,7 @@ func (e *estimator) louderThanEcho(levelDB float64) bool {
 func (e *estimator) init(maxLag, perFrame int) {
 	e.maxLag, e.perFrame = maxLag, perFrame
 	e.env = make([]float64, maxLag+perFrame+1)
-	e.sx = make([]float64, maxLag+1)
-	e.sxx = make([]float64, maxLag+1)
-	e.sxy = make([]float64, maxLag+1)
+	e.long, e.spurt = newSums(maxLag+1), newSums(maxLag+1)
 	e.lastActive = -1 << 40
 	for i := range e.bandGain {
 		e.bandGain[i] = -worstLossDB
@@ -100,6 +147,9 @@ func (e *estimator) addFrame(ref, in []int16, block int) {
 		if x >= activeAmp {
 			e.lastActive = e.block
 			e.activeBlocks++
+			if e.inSpurt {
+				e.spurtActive++
+			}
 		}
 		if e.reachable() && !e.paused() {
 			e.addBlock(y)
@@ -111,8 +161,8 @@ func (e *estimator) addFrame(ref, in []int16, block int) {
 		e.pickDelay()
 		// Start the per-band losses from the whole-band least-squares gain at that delay,
 		// so a line with no echo does not have to walk down from the worst case.
-		if sxx := e.sxx[e.delay]; sxx > 0 {
-			a := e.sxy[e.delay] / sxx
+		if sxx := e.long.xx[e.delay]; sxx > 0 {
+			a := e.long.xy[e.delay] / sxx
 			for i := range e.bandGain {
 				e.bandGain[i] = math.Max(-90, math.Min(0, 20*math.Log10(a+1e-9)))
 			}
@@ -130,43 +180,81 @@ func (e *estimator) reachable() bool { return e.block-e.lastActive <= int64(e.ma
 // addBlock adds the inbound envelope y of the current block against every lag.
 func (e *estimator) addBlock(y float64) {
 	n := int64(len(e.env))
-	e.sw = e.sw*forget + 1
-	e.sy = e.sy*forget + y
-	e.syy = e.syy*forget + y*y
+	l, t := &e.long, &e.spurt
+	l.w = l.w*forget + 1
+	l.y = l.y*forget + y
+	l.yy = l.yy*forget + y*y
+	if e.inSpurt {
+		t.w++
+		t.y += y
+		t.yy += y * y
+	}
 	for lag := 0; lag <= e.maxLag; lag++ {
 		b := e.block - int64(lag)
 		x := 0.0
 		if b >= 0 {
 			x = e.env[b%n]
 		}
-		e.sx[lag] = e.sx[lag]*forget + x
-		e.sxx[lag] = e.sxx[lag]*forget + x*x
-		e.sxy[lag] = e.sxy[lag]*forget + x*y
+		l.x[lag] = l.x[lag]*forget + x
+		l.xx[lag] = l.xx[lag]*forget + x*x
+		l.xy[lag] = l.xy[lag]*forget + x*y
+		if e.inSpurt {
+			t.x[lag] += x
+			t.xx[lag] += x * x
+			t.xy[lag] += x * y
+		}
 	}
 }
 
-// pickDelay sets delay to the lag whose envelopes correlate best.
+// pickDelay sets delay to the lag whose envelopes correlate best over the call.
 func (e *estimator) pickDelay() {
-	if e.sw == 0 {
+	if lag, c, ok := e.long.best(); ok {
+		e.delay, e.corr = lag, c
+	}
+}
+
+// A talkspurt (audio sent after a pause) may play a few tens of milliseconds earlier or
+// later than the one before: the carrier starts it when it arrives, and the network's
+// delay to it varies. Each talkspurt's own evidence is therefore gathered while it
+// settles under the worst-case rule; if it shows the echo clearly at another delay than
+// the call's history, that evidence replaces the history.
+const (
+	// minSpurtBlocks of reference audio (200 ms) before a talkspurt can say where it plays.
+	minSpurtBlocks = 40
+	// spurtTolerance is how far (in blocks: 10 ms) a talkspurt may play from the learned
+	// delay before it moves it; the suppressor's lags cover it either way.
+	spurtTolerance = lagStep / 2
+)
+
+// beginSpurt starts gathering a new talkspurt's evidence.
+func (e *estimator) beginSpurt() {
+	e.spurt.reset()
+	e.inSpurt, e.spurtActive = true, 0
+}
+
+// endSpurt ends the talkspurt's settling: where it clearly plays elsewhere, the delay moves
+// there and the call's history restarts from this talkspurt.
+func (e *estimator) endSpurt() {
+	if !e.inSpurt {
 		return
 	}
-	my := e.sy / e.sw
-	vy := e.syy/e.sw - my*my
-	best, bestLag := -2.0, e.delay
-	for lag := 0; lag <= e.maxLag; lag++ {
-		mx := e.sx[lag] / e.sw
-		vx := e.sxx[lag]/e.sw - mx*mx
-		if vx <= 0 || vy <= 0 {
-			continue
-		}
-		c := (e.sxy[lag]/e.sw - mx*my) / math.Sqrt(vx*vy)
-		if c > best {
-			best, bestLag = c, lag
-		}
+	e.inSpurt = false
+	if e.spurtActive < minSpurtBlocks {
+		return
 	}
-	if best > -2 {
-		e.delay, e.corr = bestLag, best
+	lag, c, ok := e.spurt.best()
+	if !ok || c < echoCorrelation || abs(lag-e.delay) <= spurtTolerance {
+		return
 	}
+	e.long.copyFrom(&e.spurt)
+	e.delay, e.corr = lag, c
+}
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
 }
 
 // loudest is the level (dBFS) of the loudest reference block in the delay window.

@@ -8,9 +8,10 @@
 // reaches the voice activity detector while the agent speaks.
 //
 // Until the path is learned (the first three quarters of a second of agent audio on a
-// call) a frame counts as echo only if it is quieter than the worst echo a phone line may
-// return: 6 dB below the loudest audio sent within the delay window (ITU-T G.168's
-// minimum echo return loss of a hybrid).
+// call), and while each talkspurt settles (its first half second of echo: the carrier may
+// play it a little earlier or later than the last), a frame counts as echo only if it is
+// quieter than the worst echo a phone line may return: 6 dB below the loudest audio sent
+// within the delay window (ITU-T G.168's minimum echo return loss of a hybrid).
 package echo
 
 import (
@@ -65,15 +66,20 @@ type Line struct {
 	rate, frame, block int
 	blockDur           time.Duration
 
-	mu     sync.Mutex // guards ref and refEnd
-	ref    []int16    // ring of what was sent, by inbound position; len is a power of two
-	refEnd int64      // position after the last sample placed
+	mu      sync.Mutex // guards ref, refEnd and the talkspurt fields
+	ref     []int16    // ring of what was sent, by inbound position; len is a power of two
+	refEnd  int64      // position after the last sample placed
+	spurts  int        // talkspurts placed: audio after a pause of a frame or more
+	spurtAt int64      // where the latest talkspurt starts
 
 	// Owned by the reading goroutine.
-	pos  int64   // inbound samples processed
-	refw []int16 // a window of the reference copied out of the ring
-	est  estimator
-	sup  suppressor
+	pos        int64   // inbound samples processed
+	refw       []int16 // a window of the reference copied out of the ring
+	seenSpurts int     // talkspurts Process has begun
+	settle     int     // frames the current talkspurt still settles under the worst-case rule
+	quiet      bool    // nothing was sent within the delay window at the last frame
+	est        estimator
+	sup        suppressor
 }
 
 // NewLine returns the echo path of a call whose inbound and outbound audio is mono PCM at
@@ -112,6 +118,10 @@ func (l *Line) Played(at int64, pcm []int16) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	mask := int64(len(l.ref) - 1)
+	if l.spurts == 0 || at-l.refEnd >= int64(l.frame) { // the carrier starts it afresh
+		l.spurts++
+		l.spurtAt = max(at, l.refEnd)
+	}
 	if at > l.refEnd { // a gap: the carrier played silence meanwhile
 		if at-l.refEnd > int64(len(l.ref)) {
 			l.refEnd = at - int64(len(l.ref))
@@ -177,24 +187,40 @@ func (l *Line) Process(in, out []int16) ([]int16, Frame) {
 		return in, f
 	}
 	// The envelopes: the reference at this frame's own positions (lag 0) and the inbound.
-	l.reference(l.refw[:l.frame], start)
-	if l.est.louderThanEcho(f.LevelDB) {
+	l.mu.Lock()
+	l.referenceLocked(l.refw[:l.frame], start)
+	spurts, spurtAt := l.spurts, l.spurtAt
+	l.mu.Unlock()
+	if spurts != l.seenSpurts {
+		l.seenSpurts = spurts
+		l.beginSpurt(spurtAt - start)
+	}
+	loud := l.est.louderThanEcho(f.LevelDB)
+	if loud {
 		l.est.doubleTalk(true) // before learning from it
 	}
 	l.est.addFrame(l.refw[:l.frame], in, l.block)
+	if l.settle > 0 {
+		if l.settle--; l.settle == 0 {
+			l.est.endSpurt()
+		}
+	}
 	if !l.est.reachable() { // nothing sent within the delay window: nothing can echo
-		l.sup.idle()
-		l.est.onset = 0
+		l.quiet = true
+		l.idle(in, loud)
 		f.ResidualDB = f.LevelDB
 		return in, f
 	}
-	if l.est.onset < onsetFrames {
-		l.est.onset++
+	if l.quiet { // audio again after a silence, though none was seen to start
+		l.quiet = false
+		if l.settle == 0 {
+			l.beginSpurt(0)
+		}
 	}
-	if !l.est.learned || l.est.onset < onsetFrames {
-		// The worst echo a line may return, until the path is known and for the first
-		// half second of audio after a silence, while the carrier settles where it plays
-		// (the barge-in gate ignores the caller then anyway).
+	if !l.est.learned || l.settle > 0 {
+		// The worst echo a line may return, until the path is known and while a
+		// talkspurt settles (the barge-in gate ignores the caller then anyway).
+		l.idle(in, loud)
 		worst := l.est.loudest() - worstLossDB
 		f.EchoDB = worst
 		if f.LevelDB < worst {
@@ -216,7 +242,9 @@ func (l *Line) Process(in, out []int16) ([]int16, Frame) {
 	f.EchoDB, f.ResidualDB = l.sup.echoDB, LevelDB(res)
 	f.Suppressed = f.LevelDB > audibleDB && f.ResidualDB < f.LevelDB-10
 	// What is left well above the echo predicted is the caller talking over it.
-	l.est.doubleTalk(f.ResidualDB > audibleDB && f.ResidualDB > f.EchoDB)
+	if !loud {
+		l.est.doubleTalk(f.ResidualDB > audibleDB && f.ResidualDB > f.EchoDB)
+	}
 	return res, f
 }
 
@@ -236,8 +264,28 @@ func (l *Line) Estimate() Estimate {
 	return e
 }
 
-// onsetFrames (500 ms) after a silence use the worst-case rule as well.
-const onsetFrames = 25
+// idle notes a frame the suppressor did not see; only a frame louder than any echo counts
+// as the caller talking over it then.
+func (l *Line) idle(in []int16, loud bool) {
+	l.sup.idle(in)
+	if !loud {
+		l.est.doubleTalk(false)
+	}
+}
+
+// beginSpurt starts a talkspurt that plays ahead samples from now: it settles until
+// settleFrames of its echo can have come back at the learned delay (less the lags the
+// suppressor looks either side of it, in case it plays early).
+func (l *Line) beginSpurt(ahead int64) {
+	if l.est.learned {
+		ahead += int64(max(0, l.est.delay-lagCount/2*lagStep) * l.block)
+	}
+	l.settle = settleFrames + int(max(0, ahead)/int64(l.frame))
+	l.est.beginSpurt()
+}
+
+// settleFrames (500 ms) of each talkspurt's echo are judged by the worst-case rule.
+const settleFrames = 25
 
 // audibleDB is the level below which a frame says nothing either way.
 const audibleDB = -50.0

@@ -72,8 +72,12 @@ func (s *suppressor) init(frame int) {
 // refBuf is the buffer for the reference window at lag i.
 func (s *suppressor) refBuf(i int) []int16 { return s.refs[i] }
 
-// idle notes a frame that did not need the suppressor.
-func (s *suppressor) idle() { s.active = false }
+// idle notes a frame that did not go through the suppressor, so the next window that does
+// starts from it.
+func (s *suppressor) idle(in []int16) {
+	s.active = false
+	copy(s.prev, in)
+}
 
 // window fills x with the windowed samples of a then b.
 func (s *suppressor) load(a, b []int16) {
@@ -90,7 +94,6 @@ func (s *suppressor) load(a, b []int16) {
 func (s *suppressor) process(in, out []int16, gain []float64, e *estimator) []int16 {
 	if !s.active {
 		clear(s.tail) // the windows before were not analysed: start afresh
-		copy(s.prev, in)
 		s.active = true
 	}
 	// Inbound spectrum.
