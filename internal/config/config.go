@@ -327,6 +327,7 @@ type loadInfo struct {
 	origins    map[string]Origin // keyed by environment variable name
 	raw        map[string]string // non-secret values as written, keyed by environment variable name
 	problems   []FieldError      // values that did not parse into their field
+	warnings   []Warning         // names that are not settings
 	configFile string
 	envFiles   []string
 }

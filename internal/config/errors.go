@@ -43,6 +43,9 @@ type FieldError struct {
 	// quoted value: "is not one of deepgram, openai, sphinx".
 	Reason string
 	Origin Origin // where the value came from
+	// Suggest is the allowed value closest to a mistyped choice ("deepgram" for "deepgrm"),
+	// or "". Reason already mentions it; it is here for fixes that name the value to set.
+	Suggest string
 }
 
 // Error renders the problem on one line, e.g.

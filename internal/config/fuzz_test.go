@@ -22,7 +22,12 @@ func FuzzParseYAML(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, in string) {
 		env := map[string]envValue{"KEY": {value: "secret"}, "X": {value: "x"}}
-		values, errs := parseYAML("f.yaml", []byte(in), settingTable(), env)
+		values, warnings, errs := parseYAML("f.yaml", []byte(in), settingTable(), env)
+		for _, w := range warnings {
+			if w.Origin.Path != "f.yaml" || w.Origin.Line < 1 {
+				t.Fatalf("warning %v does not name the file and line", w)
+			}
+		}
 		for _, err := range errs {
 			if !strings.HasPrefix(err.Error(), "f.yaml") {
 				t.Fatalf("error does not name the file: %v", err)

@@ -69,6 +69,7 @@ func Load(opts LoadOptions) (*Config, error) {
 		raw:        make(map[string]string, len(table)),
 		configFile: src.configFile,
 		envFiles:   src.envFiles,
+		warnings:   append(src.warnings, unknownVariables(src.env, table)...),
 	}
 	c := &Config{info: info}
 	for _, s := range table {
@@ -103,6 +104,7 @@ func Load(opts LoadOptions) (*Config, error) {
 type sources struct {
 	env        map[string]envValue  // the environment merged with the dotenv files
 	yaml       map[string]yamlValue // keyed by YAML path
+	warnings   []Warning            // unknown YAML keys
 	configFile string
 	envFiles   []string
 }
@@ -139,7 +141,7 @@ func readSources(opts LoadOptions, table []Setting) (sources, error) {
 			continue
 		}
 		var yamlErrs []error
-		src.yaml, yamlErrs = parseYAML(f.name, data, table, src.env)
+		src.yaml, src.warnings, yamlErrs = parseYAML(f.name, data, table, src.env)
 		errs = append(errs, yamlErrs...)
 	}
 
@@ -264,34 +266,38 @@ func mergeEnvFile(env map[string]envValue, f sourceFile) []error {
 	return nil
 }
 
-// parseYAML reads the settings out of a YAML document, keyed by dotted YAML path. Every unknown
-// or misplaced key is an error naming its line. Null values count as unset.
-func parseYAML(name string, data []byte, table []Setting, env map[string]envValue) (map[string]yamlValue, []error) {
+// parseYAML reads the settings out of a YAML document, keyed by dotted YAML path. An unknown key
+// is a warning naming its line, with the closest known key; a misplaced key is an error. Null
+// values count as unset.
+func parseYAML(name string, data []byte, table []Setting, env map[string]envValue) (map[string]yamlValue, []Warning, []error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, []error{&FileError{Path: name, Msg: strings.TrimPrefix(err.Error(), "yaml: ")}}
+		return nil, nil, []error{&FileError{Path: name, Msg: strings.TrimPrefix(err.Error(), "yaml: ")}}
 	}
 	if doc.Kind == 0 || len(doc.Content) == 0 {
-		return nil, nil // empty, or only comments
+		return nil, nil, nil // empty, or only comments
 	}
 	root := doc.Content[0]
 	if isNull(root) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if root.Kind != yaml.MappingNode {
-		return nil, []error{&FileError{Path: name, Line: root.Line, Msg: "the file must be a mapping of settings, like `listen: 127.0.0.1:8080`"}}
+		return nil, nil, []error{&FileError{Path: name, Line: root.Line, Msg: "the file must be a mapping of settings, like `listen: 127.0.0.1:8080`"}}
 	}
 	w := yamlWalker{name: name, env: env, values: map[string]yamlValue{}, settings: map[string]bool{}, sections: map[string]bool{}}
 	for _, s := range table {
 		w.settings[s.YAML] = true
+		// An environment variable written as a key (HANDSET_STT:) leads to its YAML path.
+		w.known = append(w.known, candidate{s.YAML, s.YAML}, candidate{s.Env, s.YAML})
 		for i, c := range s.YAML {
-			if c == '.' {
+			if c == '.' && !w.sections[s.YAML[:i]] {
 				w.sections[s.YAML[:i]] = true
+				w.known = append(w.known, candidate{s.YAML[:i], s.YAML[:i]})
 			}
 		}
 	}
 	w.walk(root, "")
-	return w.values, w.errs
+	return w.values, w.warnings, w.errs
 }
 
 type yamlWalker struct {
@@ -299,7 +305,9 @@ type yamlWalker struct {
 	env      map[string]envValue
 	settings map[string]bool // every setting's YAML path
 	sections map[string]bool // every path that holds settings
+	known    []candidate     // what an unknown key may have meant
 	values   map[string]yamlValue
+	warnings []Warning
 	errs     []error
 }
 
@@ -328,7 +336,7 @@ func (w *yamlWalker) walk(m *yaml.Node, prefix string) {
 		}
 		seen[k.Value] = k.Line
 		switch {
-		case strings.Contains(k.Value, "."):
+		case strings.Contains(k.Value, ".") && (w.settings[path] || w.sections[path]):
 			w.fail(k.Line, "unknown key %q: write dotted names nested, one level a line", path)
 		case w.settings[path]:
 			w.setting(path, v)
@@ -340,11 +348,8 @@ func (w *yamlWalker) walk(m *yaml.Node, prefix string) {
 				w.fail(v.Line, "%s is a section: put its settings under it, like %s", path, w.example(path))
 			}
 		default:
-			msg := fmt.Sprintf("unknown key %q", path)
-			if guess := w.suggest(path); guess != "" {
-				msg += fmt.Sprintf(" (did you mean %s?)", guess)
-			}
-			w.fail(k.Line, "%s", msg)
+			w.warnings = append(w.warnings, Warning{Name: path, Suggest: closest(path, w.known),
+				Origin: Origin{Kind: FromConfigFile, Path: w.name, Line: k.Line}})
 		}
 	}
 }
@@ -378,25 +383,6 @@ func (w *yamlWalker) example(section string) string {
 		return section
 	}
 	return found[0]
-}
-
-// suggest returns the known path closest to an unknown one, if any is close enough to be a typo.
-func (w *yamlWalker) suggest(path string) string {
-	var known []string
-	for p := range w.settings {
-		known = append(known, p)
-	}
-	for p := range w.sections {
-		known = append(known, p)
-	}
-	slices.Sort(known)
-	best, bestDist := "", len(path)/3+1
-	for _, p := range known {
-		if d := editDistance(path, p); d < bestDist {
-			best, bestDist = p, d
-		}
-	}
-	return best
 }
 
 func isNull(n *yaml.Node) bool {
@@ -444,25 +430,4 @@ func validName(s string) bool {
 		}
 	}
 	return true
-}
-
-// editDistance is the Levenshtein distance between a and b, in bytes.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

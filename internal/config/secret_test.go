@@ -100,7 +100,7 @@ func TestFileErrorsDoNotQuoteSecrets(t *testing.T) {
 		"a.env":  "sk_live_LEAKED\nKEY=\"LEAKED unterminated\n",
 		"b.env":  "GOOD=x\nTOKEN='LEAKED' trailing-LEAKED\n",
 		"c.yaml": "agent:\n  key: \"LEAKED\n",
-		"d.yaml": "agent:\n  key: LEAKED\n  keys: LEAKED\n",
+		"d.yaml": "agent:\n  key: LEAKED\n  keys: LEAKED\n  key: again\n",
 	})
 	for _, opts := range []LoadOptions{
 		{WorkDir: dir, EnvFiles: []string{"a.env", "b.env"}},

@@ -14,6 +14,8 @@ import (
 type ValidateOptions struct {
 	// RequireAgent makes an empty HANDSET_AGENT an error (`handset serve`).
 	RequireAgent bool
+	// RequireSpeech makes an empty HANDSET_STT or HANDSET_TTS an error (`handset serve`).
+	RequireSpeech bool
 	// RequireKeys checks that the selected agent runtime, STT and TTS providers, and the Twilio
 	// account have the keys they need. A key for a speech or OpenAI provider is only required
 	// while its URL points at the vendor's own API; self-hosted servers and proxies may not
@@ -33,7 +35,11 @@ func (c *Config) Validate(opts ValidateOptions) error {
 			continue
 		}
 		if reason := s.validate(c); reason != "" {
-			errs = append(errs, c.fieldError(s, reason, true))
+			fe := c.fieldError(s, reason, true)
+			if s.Kind == KindEnum {
+				fe.Suggest = closestValue(s.text(c), s.Allowed)
+			}
+			errs = append(errs, fe)
 		}
 	}
 	errs = append(errs, c.crossCheck(table, opts)...)
@@ -66,7 +72,11 @@ func (s Setting) validate(c *Config) string {
 		switch s.Kind {
 		case KindEnum:
 			if !slices.Contains(s.Allowed, v) {
-				return "is not one of " + strings.Join(s.Allowed, ", ")
+				reason := "is not one of " + strings.Join(s.Allowed, ", ")
+				if guess := closestValue(v, s.Allowed); guess != "" {
+					reason += " (did you mean " + guess + "?)"
+				}
+				return reason
 			}
 		case KindURL:
 			if reason := checkHTTPURL(v); reason != "" {
@@ -173,6 +183,14 @@ func (c *Config) crossCheck(table []Setting, opts ValidateOptions) []FieldError 
 
 	if opts.RequireAgent && c.Agent.Runtime == "" {
 		add("HANDSET_AGENT", "is required: set it to the agent runtime that answers calls, one of "+runtimes)
+	}
+	if opts.RequireSpeech && c.STT.Provider == "" {
+		s, _ := lookupSetting(table, "HANDSET_STT")
+		add("HANDSET_STT", "is required: set it to the speech-to-text provider, one of "+strings.Join(s.Allowed, ", "))
+	}
+	if opts.RequireSpeech && c.TTS.Provider == "" {
+		s, _ := lookupSetting(table, "HANDSET_TTS")
+		add("HANDSET_TTS", "is required: set it to the text-to-speech provider, one of "+strings.Join(s.Allowed, ", "))
 	}
 	if c.Agent.Runtime == AgentWebhook && c.Agent.URL == "" {
 		add("HANDSET_AGENT_URL", "is required with HANDSET_AGENT=webhook: set it to the URL your webhook listens on")

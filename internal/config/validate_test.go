@@ -29,7 +29,7 @@ func TestDefaultIsValid(t *testing.T) {
 func TestEnumMessageExample(t *testing.T) {
 	c := mustLoad(t, LoadOptions{WorkDir: t.TempDir(), Environ: []string{"HANDSET_STT=deepgramm"}})
 	err := c.Validate(ValidateOptions{})
-	want := `HANDSET_STT (stt.provider): "deepgramm" is not one of deepgram, openai, sphinx (from environment)`
+	want := `HANDSET_STT (stt.provider): "deepgramm" is not one of deepgram, openai, sphinx (did you mean deepgram?) (from environment)`
 	if err == nil || err.Error() != want {
 		t.Errorf("got  %v\nwant %s", err, want)
 	}
@@ -156,7 +156,7 @@ func TestSeveralErrorsAtOnce(t *testing.T) {
 	yaml, env := dir+"/handset.yaml", dir+"/.env"
 	want := strings.Join([]string{
 		`HANDSET_LISTEN (listen): "nowhere" is not a host:port address, like 127.0.0.1:8080 or :8080 (from config file ` + yaml + `:1)`,
-		`HANDSET_AGENT (agent.runtime): "hermess" is not one of hermes, openclaw, openai, webhook, echo (from config file ` + yaml + `:3)`,
+		`HANDSET_AGENT (agent.runtime): "hermess" is not one of hermes, openclaw, openai, webhook, echo (did you mean hermes?) (from config file ` + yaml + `:3)`,
 		`HANDSET_TAIL_GRACE (turn.tail_grace): "soon" is not a duration (write it with a unit, like 1500ms, 4s or 60m) (from config file ` + yaml + `:5)`,
 		`HANDSET_FORWARD_STT_WHILE_SPEAKING (turn.forward_stt_while_speaking): "perhaps" is not a boolean (use true, false, 1, 0, yes or no) (from env file ` + env + `:1)`,
 		`HANDSET_LOG_FORMAT (log.format): "xml" is not one of text, json (from environment)`,
