@@ -15,6 +15,7 @@
 #
 #   ./scripts/postgres.sh          start (or just print the URL when it already runs)
 #   ./scripts/postgres.sh stop     stop it (the data stays; rm -rf .cache/postgres to reset)
+#   ./scripts/postgres.sh status   exit 0 when it runs (test.sh: to stop only what it started)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,9 +23,16 @@ PORT=${HANDSET_PG_PORT:-55432}
 DIR=$PWD/.cache/postgres
 DATA=$DIR/data
 URL="postgres://postgres@127.0.0.1:$PORT/postgres?sslmode=disable"
+CMD=${1:-start}
+case "$CMD" in start | stop | status) ;; *) echo "usage: $0 [start|stop|status]" >&2; exit 2 ;; esac
 
-./scripts/apt.sh postgresql
+# Without the server binaries no cluster can run: stop and status need not install them.
 BIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+if [ ! -x "$BIN/pg_ctl" ]; then
+	case "$CMD" in stop) exit 0 ;; status) exit 1 ;; esac
+	./scripts/apt.sh postgresql
+	BIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+fi
 [ -x "$BIN/pg_ctl" ] || { echo "postgres.sh: no PostgreSQL server binaries under /usr/lib/postgresql" >&2; exit 1; }
 
 # as_owner runs a command as the cluster's owner: `postgres` when we are root (the server
@@ -61,13 +69,24 @@ free_port() {
 	echo "$p"
 }
 
-if [ "${1:-}" = stop ]; then
-	if [ -f "$DATA/PG_VERSION" ] && as_owner "$BIN/pg_ctl" status -D "$DATA" >/dev/null 2>&1; then
+running() { [ -f "$DATA/PG_VERSION" ] && as_owner "$BIN/pg_ctl" status -D "$DATA" >/dev/null 2>&1; }
+case "$CMD" in
+stop)
+	if running; then
 		as_owner "$BIN/pg_ctl" stop -D "$DATA" -m fast -w >/dev/null
 		echo "postgres.sh: stopped"
 	fi
 	exit 0
-fi
+	;;
+status)
+	if running; then
+		echo "postgres.sh: running in $DATA (stop it: ./scripts/postgres.sh stop)"
+		exit 0
+	fi
+	echo "postgres.sh: not running"
+	exit 1
+	;;
+esac
 
 if [ ! -f "$DATA/PG_VERSION" ]; then
 	[ -n "${HANDSET_PG_PORT:-}" ] || PORT=$(free_port "$PORT")
@@ -110,6 +129,8 @@ if ! as_owner "$BIN/pg_ctl" status -D "$DATA" >/dev/null 2>&1; then
 		tail -20 "$DIR/log" >&2
 		exit 1
 	fi
+	# On stderr: stdout is the URL alone.
+	echo "postgres.sh: started the test cluster on port $PORT (./scripts/postgres.sh stop stops it)" >&2
 else
 	PORT=$(sed -n 's/^port = \([0-9]*\).*/\1/p' "$DATA/postgresql.conf" | tail -1)
 	URL="postgres://postgres@127.0.0.1:$PORT/postgres?sslmode=disable"

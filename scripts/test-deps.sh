@@ -5,5 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/apt.sh pocketsphinx-testdata chromium espeak-ng curl
-./scripts/postgres.sh >/dev/null # a private PostgreSQL for the store tests (.cache/postgres/url)
+# A private PostgreSQL for the store tests (.cache/postgres/url), unless
+# HANDSET_TEST_DATABASE_URL names a server to use instead.
+[ -n "${HANDSET_TEST_DATABASE_URL:-}" ] || ./scripts/postgres.sh >/dev/null
 ./scripts/openclaw.sh
