@@ -49,7 +49,8 @@ var commands = map[string]command{
 	"diagnose":      {"Names the first broken stage of a call and the fix.", runDiagnose},
 	"test":          {"One real turn through the agent runtime, and the TTS and STT heard end to end.", runTest},
 	"simulate":      {"A whole call in the terminal through the real engine.", runSimulate},
-	"version":       {"Version, commit and build tags.", runVersion},
+	"version":       {"Version, commit, build tags, and where the engine files were found.", runVersion},
+	"install":       {"Copy this binary and its engine files under a prefix (default /usr/local).", runInstall},
 	"call":          {"Place an outbound call, or work through a list of numbers (queued as jobs).", runCall},
 	"bench":         {"Load test: N simulated callers against Handset with fake providers; latency, jitter, CPU and memory per call.", runBench},
 }
@@ -114,8 +115,12 @@ func printUsage(w io.Writer) {
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	width := 0 // the longest name, so every summary starts in one column
 	for _, n := range names {
-		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
+		width = max(width, len(n))
+	}
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-*s  %s\n", width, n, commands[n].summary)
 	}
 	fmt.Fprintln(w, "\nGlobal flags: --config FILE, --env-file FILE (repeatable), --log-level, --log-format text|json")
 	fmt.Fprintln(w, "Run `handset <command> --help` for a command's flags.")

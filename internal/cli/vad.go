@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 
 	"github.com/handset-voice/handset/internal/audio/vad"
 	"github.com/handset-voice/handset/internal/audio/vad/silero"
@@ -20,30 +18,6 @@ const (
 	sileroModelFile = "silero_vad_v5.onnx"
 	fvadFile        = "fvad.wasm"
 )
-
-// engineDirs are where engine files are looked for, in order.
-func engineDirs(cfg *config.Config) []string {
-	if cfg.EnginesDir != "" {
-		return []string{cfg.EnginesDir}
-	}
-	dirs := []string{filepath.Join(".cache", "engines")}
-	if exe, err := os.Executable(); err == nil {
-		dirs = append(dirs, filepath.Join(filepath.Dir(exe), "..", ".cache", "engines"), filepath.Dir(exe))
-	}
-	return dirs
-}
-
-// engineFile finds name among the engine dirs.
-func engineFile(cfg *config.Config, name string) (string, error) {
-	dirs := engineDirs(cfg)
-	for _, d := range dirs {
-		p := filepath.Join(d, name)
-		if st, err := os.Stat(p); err == nil && !st.IsDir() {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("%s not found in %v: run ./scripts/engines.sh, or set HANDSET_ENGINES_DIR", name, dirs)
-}
 
 // buildVAD picks the voice activity detector: the one HANDSET_VAD names, or the best
 // available (Silero, then WebRTC, then energy), saying why it chose.
