@@ -80,12 +80,12 @@ fetch_go() {
 	local who=$1 want got
 	[ -z "${HANDSET_GOTOOLCHAIN:-}" ] || return 0
 	want=${GOTOOLCHAIN#go}
-	got=$(go version 2>&1) || true
+	# Go's own messages (downloading, or why it cannot) go to stderr, straight through.
+	got=$(go version) || true
 	case "$got" in
 	"go version go$want "*) ;;
 	*)
-		echo "$who: GOTOOLCHAIN=$GOTOOLCHAIN did not give Go $want (Go fetches it through the module proxy, GOPROXY):" >&2
-		echo "$got" | tail -5 | sed 's/^/    /' >&2
+		echo "$who: GOTOOLCHAIN=$GOTOOLCHAIN did not give Go $want (Go fetches it through the module proxy, GOPROXY)${got:+; it gave: $got}" >&2
 		go_install_hint "$want" >&2
 		exit 1
 		;;

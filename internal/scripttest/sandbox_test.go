@@ -181,6 +181,10 @@ go1.*)
 			echo "go: download ${GOTOOLCHAIN} for linux/amd64: toolchain not available" >&2
 			exit 1
 		fi
+		if [ ! -e "$STUB_LOG.fetched" ]; then
+			echo "go: downloading $GOTOOLCHAIN (linux/amd64)" >&2 # as the real one does, once
+			touch "$STUB_LOG.fetched"
+		fi
 		v=${GOTOOLCHAIN#go}
 	fi
 	;;
