@@ -356,7 +356,7 @@ func settingTable() []Setting {
 		{Env: "HANDSET_VAD_THRESHOLD", YAML: "vad.threshold", Kind: KindString, Default: "0.5",
 			Help:  "Silero only: speech probability (0-1) above which a window counts as speech; 0.8 suits noisy phone lines.",
 			field: func(c *Config) any { return &c.VAD.Threshold }},
-		{Env: "HANDSET_ENGINES_DIR", YAML: "engines_dir", Kind: KindString, DefaultText: "empty: ./.cache/engines, then .cache/engines beside the binary's folder",
+		{Env: "HANDSET_ENGINES_DIR", YAML: "engines_dir", Kind: KindString, DefaultText: "empty: looked for in order in `./.cache/engines`, beside the binary (`<bin>/engines`, `<bin>/../share/handset/engines`, `<bin>/../.cache/engines`), `$XDG_DATA_HOME/handset/engines` (default `~/.local/share/handset/engines`), `/usr/local/share/handset/engines`, `/usr/share/handset/engines` (see docs/offline.md; `handset install` fills one); when set, the only folder looked in",
 			Help:  "Folder holding the embedded engines' files (libonnxruntime.so, silero_vad_v5.onnx, fvad.wasm); scripts/engines.sh fills it.",
 			field: func(c *Config) any { return &c.EnginesDir }},
 
