@@ -97,17 +97,23 @@ func runDemo(ctx context.Context, env Env, args []string) error {
 // demoEnginesReady refuses to start without the offline engines the demo is set to use,
 // saying what to install.
 func demoEnginesReady(cfg *config.Config) error {
-	var missing []string
-	for _, e := range engines(cfg) {
-		used := (e.Role == "stt" && e.Name == cfg.STT.Provider) || (e.Role == "tts" && e.Name == cfg.TTS.Provider)
-		if used && (e.Problem != "") {
-			missing = append(missing, fmt.Sprintf("%s: %s", e.Name, e.Problem))
-		}
-	}
-	if len(missing) > 0 {
+	if missing := offlineEnginesMissing(cfg); len(missing) > 0 {
 		return fmt.Errorf("the demo's offline engines are not ready:\n  %s", strings.Join(missing, "\n  "))
 	}
 	return nil
+}
+
+// offlineEnginesMissing lists, with the fix, each offline engine cfg uses for speech
+// that this binary cannot run.
+func offlineEnginesMissing(cfg *config.Config) []string {
+	var missing []string
+	for _, e := range engines(cfg) {
+		used := (e.Role == "stt" && e.Name == cfg.STT.Provider) || (e.Role == "tts" && e.Name == cfg.TTS.Provider)
+		if used && e.Problem != "" {
+			missing = append(missing, fmt.Sprintf("%s: %s", e.Name, e.Problem))
+		}
+	}
+	return missing
 }
 
 func describeSTT(cfg *config.Config) string {

@@ -250,10 +250,15 @@ func (d *doctorRun) carrierChecks() []doctor.Check {
 			}
 			public := strings.TrimRight(cfg.PublicURL, "/")
 			want := voiceWebhook(public)
+			_, placeholder := placeholderURL(public)
 			switch {
 			case n.VoiceApplicationSID != "":
 				return resFail(fmt.Sprintf("calls to %s go to the TwiML app %s, which overrides the number's voice URL", n.PhoneNumber, n.VoiceApplicationSID),
 					attach+" (it points the number at Handset and clears the app)")
+			case placeholder:
+				// Attaching now would point the number at the placeholder.
+				return resWarn(fmt.Sprintf("calls to %s go to %s; HANDSET_PUBLIC_URL is the placeholder %s, so doctor cannot tell whether that is Handset", n.PhoneNumber, cmp.Or(n.VoiceURL, "nowhere (no voice URL)"), public),
+					"replace HANDSET_PUBLIC_URL with the https address of your tunnel or domain, then "+attach)
 			case public == "":
 				return resWarn(fmt.Sprintf("calls to %s go to %s; HANDSET_PUBLIC_URL is not set, so doctor cannot tell whether that is Handset", n.PhoneNumber, cmp.Or(n.VoiceURL, "nowhere (no voice URL)")),
 					"set HANDSET_PUBLIC_URL, then "+attach)
@@ -283,21 +288,32 @@ func (d *doctorRun) publicChecks() []doctor.Check {
 		return []doctor.Check{fixedCheck(secPublic, "address", resSkip("not set: browser calls on this machine only"))}
 	}
 	u, err := url.Parse(public)
+	why, placeholder := placeholderURL(public)
 	var addr doctor.Result
 	switch {
 	case err != nil:
 		addr = resFail("HANDSET_PUBLIC_URL does not parse: "+err.Error(), "set it like https://voice.example.com")
+	case placeholder:
+		addr = placeholderResult(public, why, d.origin("HANDSET_PUBLIC_URL"), twilioOn)
 	case u.Scheme != "https" && twilioOn:
 		addr = resFail(public+" is not https: Twilio's media streams need wss://, which Handset derives from it",
 			"put Handset behind TLS (a tunnel such as cloudflared or ngrok, or a reverse proxy) and set HANDSET_PUBLIC_URL to its https:// address")
 	case twilioOn && (isLoopbackHost(u.Hostname()) || isPrivateHost(u.Hostname())):
 		addr = resWarn(public+" is not an internet address ("+u.Hostname()+" is this machine or a private network): Twilio cannot reach it, so real calls fail",
 			"set HANDSET_PUBLIC_URL to the public https address of your tunnel or domain (fine as it is against a local fake)")
+	case isLocalhostName(u.Hostname()):
+		// Without Twilio: a public address naming this machine is a leftover placeholder.
+		addr = placeholderResult(public, "localhost is this machine, which nothing else reaches at that name", d.origin("HANDSET_PUBLIC_URL"), false)
 	case u.Scheme != "https" && !isLoopback(public):
 		addr = resWarn(public+" is not https: browsers only allow the microphone on https pages (or localhost)",
 			"serve Handset over TLS and set HANDSET_PUBLIC_URL to its https:// address")
 	default:
 		addr = resOK(public + " (" + d.origin("HANDSET_PUBLIC_URL") + ")")
+	}
+	if placeholder {
+		// No lookup: a reserved name reaches no server, and saying so adds nothing.
+		return []doctor.Check{fixedCheck(secPublic, "address", addr),
+			fixedCheck(secPublic, "reachable", resSkip("not checked: "+public+" is a placeholder (see address)"))}
 	}
 	listen := cfg.Listen
 	return []doctor.Check{
@@ -317,4 +333,49 @@ func (d *doctorRun) publicChecks() []doctor.Check {
 			return resOK("Handset answers at " + public + "/healthz")
 		}),
 	}
+}
+
+// placeholderURL says whether raw's host is a name reserved for examples and tests
+// (RFC 2606, RFC 6761), such as the https://voice.example.com handset setup writes, and
+// why it cannot be this Handset's public address. (localhost is reserved too; the address
+// check treats it apart, since a local fake can reach it.)
+func placeholderURL(raw string) (why string, ok bool) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Hostname() == "" {
+		return "", false
+	}
+	h := strings.ToLower(strings.TrimSuffix(u.Hostname(), "."))
+	for _, d := range placeholderDomains {
+		if h == d || strings.HasSuffix(h, "."+d) {
+			return d + " is reserved for examples: it is never your server", true
+		}
+	}
+	for _, tld := range []string{"example", "invalid", "test"} {
+		if h == tld || strings.HasSuffix(h, "."+tld) {
+			return "." + tld + " names are reserved: they never lead to your server", true
+		}
+	}
+	return "", false
+}
+
+// placeholderDomains are the domains reserved for examples. A variable only for the
+// doctor tests, whose TLS fake answers as example.com (the name httptest's certificate
+// carries).
+var placeholderDomains = []string{"example.com", "example.net", "example.org"}
+
+// placeholderResult is the public_url address check for a placeholder: a failure when
+// Twilio needs the address, a warning when only the browser page is in use.
+func placeholderResult(public, why, origin string, twilioOn bool) doctor.Result {
+	detail := public + " is a placeholder to replace (" + why + ")"
+	set := "replace HANDSET_PUBLIC_URL (public_url, from " + origin + ") with the https address of your tunnel or domain"
+	if twilioOn {
+		return resFail(detail+": Twilio cannot reach Handset there", set+", then run handset attach-number")
+	}
+	return resWarn(detail, set+"; or remove it: browser calls on this machine need no public address")
+}
+
+// isLocalhostName: localhost and its subdomains, the name (not an address) of this machine.
+func isLocalhostName(host string) bool {
+	h := strings.ToLower(strings.TrimSuffix(host, "."))
+	return h == "localhost" || strings.HasSuffix(h, ".localhost")
 }

@@ -23,8 +23,9 @@ type setupOptions struct {
 	enableHermes, genKey   bool
 	startGateway           bool
 	number, url            string
-	noCheck                bool
-	hermesHome, binaryPath string
+	noCheck, network       bool
+	offline                bool
+	hermesHome, binaryPath string // binaryPath: how the README runs this binary
 }
 
 // runSetup scaffolds a ready-to-run project folder for an agent runtime, optionally
@@ -41,7 +42,9 @@ func runSetup(ctx context.Context, env Env, args []string) error {
 	fs.BoolVar(&o.startGateway, "start-gateway", false, "run `hermes gateway start` and wait until its API answers")
 	fs.StringVar(&o.number, "number", "", "Twilio `number` to point at this Handset")
 	fs.StringVar(&o.url, "url", "", "public base `URL` of this Handset (HANDSET_PUBLIC_URL)")
+	fs.BoolVar(&o.offline, "offline", false, "speech on this machine (sphinx STT, flite TTS): no cloud keys; an openai runtime points at Ollama on localhost")
 	fs.BoolVar(&o.noCheck, "no-check", false, "skip the doctor checks at the end")
+	fs.BoolVar(&o.network, "network", false, "let the doctor checks at the end reach the network (the agent runtime, speech providers, Twilio, the public URL)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -72,6 +75,7 @@ func runSetup(ctx context.Context, env Env, args []string) error {
 	}
 	home := environValue(env.Environ, "HOME")
 	o.hermesHome = filepath.Join(home, ".hermes")
+	o.binaryPath = handsetCommand(env)
 	dir := o.dir
 	if !filepath.IsAbs(dir) {
 		dir = filepath.Join(env.WorkDir, dir)
@@ -100,17 +104,106 @@ func runSetup(ctx context.Context, env Env, args []string) error {
 			return err
 		}
 	}
-	fmt.Fprintf(env.Stdout, "\nNext: cd %s, fill in .env (see .env.example), then run `handset doctor` and `handset serve`.\n", o.dir)
+	projectEnv := env
+	projectEnv.WorkDir = dir
+	printSetupSecrets(env, projectEnv, o)
+	if o.offline {
+		printOfflineEngines(env, projectEnv)
+	}
+	hs := o.binaryPath
+	fmt.Fprintf(env.Stdout, "\nNext: cd %s, fill in .env (see .env.example), then run `%s doctor` and `%s serve`.\n", shellQuote(o.dir), hs, hs)
 	if o.noCheck {
 		return nil
 	}
-	fmt.Fprintln(env.Stdout, "\nChecking the new project (handset doctor):")
-	projectEnv := env
-	projectEnv.WorkDir = dir
-	if err := runDoctor(ctx, projectEnv, nil); err != nil && !errors.Is(err, errReported) {
+	// Offline unless asked: a fresh project has no keys yet, and its placeholder and
+	// vendor hosts are not worth a lookup on every setup.
+	doctorArgs := []string{"--no-network"}
+	if o.network {
+		doctorArgs = nil
+		fmt.Fprintf(env.Stdout, "\nChecking the new project (%s doctor):\n", hs)
+	} else {
+		fmt.Fprintf(env.Stdout, "\nChecking the new project without the network (%s doctor --no-network):\n", hs)
+	}
+	if err := runDoctor(ctx, projectEnv, doctorArgs); err != nil && !errors.Is(err, errReported) {
 		return err
 	}
+	if !o.network {
+		fmt.Fprintf(env.Stdout, "\nThe network checks (agent runtime, speech keys, Twilio, public URL) did not run: once .env is filled in, run `cd %s && %s doctor`.\n", shellQuote(o.dir), hs)
+	}
 	return nil // blockers are expected until .env is filled in; doctor has listed them
+}
+
+// setupExecutable is the running binary; tests replace it.
+var setupExecutable = os.Executable
+
+// handsetCommand is how the project's README and setup's hints run this binary: plain
+// `handset` when that is the one on PATH, else its absolute path.
+func handsetCommand(env Env) string {
+	exe, err := setupExecutable()
+	if err != nil {
+		return "handset"
+	}
+	if p := lookPathIn(env.Environ, "handset"); p != "" && sameFile(p, exe, "") {
+		return "handset"
+	}
+	return shellQuote(exe)
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+:@%") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// printSetupSecrets lists the secrets the project's serve will need, as serve would see
+// them (the environment and the project's .env), each plainly set or missing.
+func printSetupSecrets(env, projectEnv Env, o setupOptions) {
+	cfg, err := loadConfig(projectEnv, &globals{}, nil)
+	if err != nil {
+		return // doctor names the problem
+	}
+	rt := projectRuntime(o)
+	type secret struct {
+		names    string
+		set      bool
+		source   string // the variable whose origin to show
+		hint     string // where a missing one comes from
+		optional bool   // missing is fine
+	}
+	list := []secret{{rt.keyVar, cfg.Agent.Key.IsSet(), "HANDSET_AGENT_KEY", rt.keyHint, rt == offlineOllama}}
+	if cfg.STT.Provider == config.STTDeepgram {
+		list = append(list, secret{"DEEPGRAM_API_KEY", cfg.STT.Deepgram.Key.IsSet(), "DEEPGRAM_API_KEY", "a key from the Deepgram console", false})
+	}
+	if cfg.TTS.Provider == config.TTSElevenLabs {
+		list = append(list, secret{"ELEVENLABS_API_KEY", cfg.TTS.ElevenLabs.Key.IsSet(), "ELEVENLABS_API_KEY", "a key from the ElevenLabs settings", false})
+	}
+	list = append(list, secret{"TWILIO_ACCOUNT_SID, TWILIO_AUTH_TOKEN", cfg.Twilio.AccountSID != "" && cfg.Twilio.AuthToken.IsSet(),
+		"TWILIO_AUTH_TOKEN", "only phone calls need them", true})
+	fmt.Fprintf(env.Stdout, "\nSecrets (in %s, see .env.example):\n", filepath.Join(o.dir, config.DefaultEnvFile))
+	for _, s := range list {
+		switch {
+		case s.set:
+			fmt.Fprintf(env.Stdout, "  ✓ set      %s (%s)\n", s.names, cfg.Source(s.source))
+		case s.optional:
+			fmt.Fprintf(env.Stdout, "  - not set  %s: %s\n", s.names, s.hint)
+		default:
+			fmt.Fprintf(env.Stdout, "  ✗ missing  %s: %s\n", s.names, s.hint)
+		}
+	}
+}
+
+// printOfflineEngines warns when this binary cannot run the offline engines the project
+// is set to use.
+func printOfflineEngines(env, projectEnv Env) {
+	cfg, err := loadConfig(projectEnv, &globals{}, nil)
+	if err != nil {
+		return
+	}
+	if missing := offlineEnginesMissing(cfg); len(missing) > 0 {
+		fmt.Fprintf(env.Stdout, "\nThis binary cannot run the offline speech engines yet:\n  %s\n", strings.Join(missing, "\n  "))
+	}
 }
 
 // newAPIKey is 32 random bytes, hex: strong enough for a bearer key.

@@ -12,8 +12,12 @@ import (
 	"github.com/handset-voice/handset/internal/sim/faketwilio"
 )
 
-// setupEnv is a home folder and a PATH for setup to work in.
+// setupEnv is a home folder and a PATH for setup to work in, with setup running as
+// /opt/handset/bin/handset (not on that PATH).
 func setupEnv(t *testing.T, extra ...string) (env Env, home string) {
+	saved := setupExecutable
+	setupExecutable = func() (string, error) { return "/opt/handset/bin/handset", nil }
+	t.Cleanup(func() { setupExecutable = saved })
 	home = t.TempDir()
 	env = Env{Stdout: &syncBuffer{}, Stderr: &syncBuffer{}, WorkDir: t.TempDir(),
 		Environ: append([]string{"HOME=" + home, "PATH=" + filepath.Join(home, "bin")}, extra...)}
@@ -67,7 +71,7 @@ func TestSetupScaffoldsAProjectThatLoads(t *testing.T) {
 // TestSetupPreparesHermes: --enable-hermes and --generate-key write Hermes' dotenv (after
 // a backup, keeping its other lines) and the project's .env with the same key;
 // --start-gateway runs `hermes gateway start` and waits for the API; then doctor runs on
-// the new project against the live (fake) Hermes. Changes outside the folder need --yes.
+// the new project (without the network). Changes outside the folder need --yes.
 func TestSetupPreparesHermes(t *testing.T) {
 	h := fakehermes.New(fakehermes.Options{})
 	srv := httptest.NewServer(h)

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -21,18 +22,52 @@ var setupRuntimes = map[string]runtimeDefaults{
 		"the server's API key (any value for Ollama)"},
 }
 
+// offlineOllama is what --offline --runtime openai points at: Ollama on this machine.
+var offlineOllama = runtimeDefaults{"Ollama", "http://127.0.0.1:11434/v1", "llama3.2", "HANDSET_AGENT_KEY",
+	"not needed for Ollama; the API key of another OpenAI-compatible server"}
+
+// projectRuntime is the runtime's defaults as this project uses them.
+func projectRuntime(o setupOptions) runtimeDefaults {
+	if o.offline && o.runtime == config.AgentOpenAI {
+		return offlineOllama
+	}
+	return setupRuntimes[o.runtime]
+}
+
 // scaffold returns the project files for o; key, when set, goes into .env.
 func scaffold(o setupOptions, key string) []projectFile {
-	rt := setupRuntimes[o.runtime]
-	publicURL := o.url
-	if publicURL == "" {
-		publicURL = "https://voice.example.com"
+	rt := projectRuntime(o)
+	// The placeholder is for replacing; doctor says so. Offline projects start with the
+	// browser page and need no public address until a phone number comes.
+	public := "public_url: https://voice.example.com   # replace: where Twilio reaches this server (behind TLS)"
+	switch {
+	case o.url != "":
+		public = "public_url: " + o.url + "   # where Twilio reaches this server (behind TLS)"
+	case o.offline:
+		public = "# public_url: https://voice.example.com   # for phone calls: where Twilio reaches this server (behind TLS)\nbrowser: true   # the call page at http://127.0.0.1:8080/"
+	}
+	speech := `stt:
+  provider: deepgram
+tts:
+  provider: elevenlabs`
+	keys := `# Speech: a Deepgram key (https://console.deepgram.com) and an ElevenLabs key
+# (https://elevenlabs.io/app/settings/api-keys).
+DEEPGRAM_API_KEY=
+ELEVENLABS_API_KEY=`
+	if o.offline {
+		speech = `# Speech on this machine, no keys: PocketSphinx and flite (demo quality; for real
+# calls use deepgram and elevenlabs, with their keys in .env).
+stt:
+  provider: sphinx
+tts:
+  provider: flite`
+		keys = `# Speech runs on this machine (sphinx and flite): no keys.`
 	}
 	yaml := fmt.Sprintf(`# Handset settings for %[1]s. Every key here is also an environment variable
 # (docs/configuration.md); the environment and .env win over this file. Secrets belong in
 # .env, never here.
 listen: 127.0.0.1:8080
-public_url: %[2]s      # where Twilio reaches this server (behind TLS)
+%[2]s
 data_dir: ./handset-data
 
 agent:
@@ -42,16 +77,13 @@ agent:
 session:
   key_from: caller_hash   # the same caller reaches the same agent memory on every call
 
-stt:
-  provider: deepgram
-tts:
-  provider: elevenlabs
+%[6]s
 
 messages:
   first: "Hi! How can I help?"
   long_turn: "One moment, let me check that."
   error: "Sorry, something went wrong on my side. Could you say that again?"
-`, rt.label, publicURL, o.runtime, rt.url, rt.model)
+`, rt.label, public, o.runtime, rt.url, rt.model, speech)
 
 	example := fmt.Sprintf(`# Copy to .env and fill in. Handset loads .env from its working folder; the real
 # environment always wins. Keep .env out of version control.
@@ -59,16 +91,13 @@ messages:
 # %[1]s: %[2]s
 %[1]s=
 
-# Speech: a Deepgram key (https://console.deepgram.com) and an ElevenLabs key
-# (https://elevenlabs.io/app/settings/api-keys).
-DEEPGRAM_API_KEY=
-ELEVENLABS_API_KEY=
+%[3]s
 
 # Twilio: the account SID and auth token from https://console.twilio.com, and the number.
 TWILIO_ACCOUNT_SID=
 TWILIO_AUTH_TOKEN=
 HANDSET_PHONE_NUMBER=
-`, rt.keyVar, rt.keyHint)
+`, rt.keyVar, rt.keyHint, keys)
 
 	files := []projectFile{
 		{"handset.yaml", yaml, 0o644},
@@ -113,17 +142,32 @@ WantedBy=multi-user.target
 }
 
 func projectReadme(o setupOptions, rt runtimeDefaults) string {
-	return fmt.Sprintf(`# A phone number for %[1]s
-
-Made by `+"`handset setup --runtime %[2]s`"+`.
-
-1. `+"`cp .env.example .env`"+` and fill it in (`+"`%[3]s`"+` is %[4]s).
-2. `+"`handset doctor`"+`: every check should pass; each problem comes with its fix.
-3. `+"`handset test`"+`: one real turn through %[1]s, and the speech services heard end to end.
-4. `+"`handset serve`"+`, behind TLS at `+"`public_url`"+` (a reverse proxy or a tunnel).
-5. `+"`handset attach-number $HANDSET_PHONE_NUMBER`"+` points the Twilio number here. Call it.
-
+	hs := cmp.Or(o.binaryPath, "handset")
+	made := "handset setup --runtime " + o.runtime
+	if o.offline {
+		made += " --offline"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "# A phone number for %s\n\nMade by `%s`.\n", rt.label, made)
+	if hs != "handset" {
+		// The binary that made the folder is not the `handset` on PATH (if any).
+		fmt.Fprintf(&b, "\nThe commands below run `%s`, the binary that made this folder. With\n`handset` on your PATH (`handset install`), plain `handset` works too.\n", hs)
+	}
+	fmt.Fprintf(&b, `
+1. `+"`cp .env.example .env`"+` and fill it in (`+"`%[2]s`"+` is %[3]s).
+2. `+"`%[1]s doctor`"+`: every check should pass; each problem comes with its fix.
+3. `+"`%[1]s test`"+`: one real turn through %[4]s, and the speech services heard end to end.
+`, hs, rt.keyVar, rt.keyHint, rt.label)
+	if o.offline {
+		fmt.Fprintf(&b, "4. `%s serve`, then open http://127.0.0.1:8080/ and press Call: speech stays on this machine.\n", hs)
+		fmt.Fprintf(&b, "5. For phone calls: set `public_url` to this server's https address (a reverse proxy or a\n   tunnel), then `%s attach-number $HANDSET_PHONE_NUMBER` points the Twilio number here.\n", hs)
+	} else {
+		fmt.Fprintf(&b, "4. `%s serve`, behind TLS at `public_url` (a reverse proxy or a tunnel).\n", hs)
+		fmt.Fprintf(&b, "5. `%s attach-number $HANDSET_PHONE_NUMBER` points the Twilio number here. Call it.\n", hs)
+	}
+	fmt.Fprintf(&b, `
 `+"`handset.service`"+` runs it under systemd. Every call writes a journal under
-`+"`handset-data/calls/`"+`; `+"`handset trace`"+` and `+"`handset diagnose`"+` read the latest one.
-`, rt.label, o.runtime, rt.keyVar, rt.keyHint)
+`+"`handset-data/calls/`"+`; `+"`%[1]s trace`"+` and `+"`%[1]s diagnose`"+` read the latest one.
+`, hs)
+	return b.String()
 }
