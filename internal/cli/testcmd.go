@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/handset-voice/handset/internal/audio"
 	"github.com/handset-voice/handset/internal/config"
@@ -18,6 +19,10 @@ import (
 
 // The words `handset test` speaks with the TTS and expects the STT to hear back.
 const probePhrase = "testing one two three"
+
+// minWordOverlap is the share of the probe's words the STT must hear back, in order, for
+// the round trip to pass: 3 of the 4 (one word misheard is tolerated, two are not).
+const minWordOverlap = 0.75
 
 // probeResult is one stage of `handset test`.
 type probeResult struct {
@@ -29,6 +34,10 @@ type probeResult struct {
 	Result   string  `json:"result,omitempty"` // reply snippet, audio length, transcript
 	Error    string  `json:"error,omitempty"`
 	Fix      string  `json:"fix,omitempty"`
+	// stt: the transcript, and how many of the probe phrase's words it holds, in order.
+	Heard         *string `json:"heard,omitempty"`
+	WordsHeard    int     `json:"words_heard,omitempty"`
+	WordsExpected int     `json:"words_expected,omitempty"`
 }
 
 // runTest is acceptance, not preflight: one real turn through the configured runtime, with
@@ -229,15 +238,94 @@ func probeSTT(ctx context.Context, cfg *config.Config, log *slog.Logger, speech 
 				continue
 			}
 			r.FirstMS, r.TotalMS = msSince(start), msSince(start)
-			r.OK, r.Result = true, fmt.Sprintf("heard %q", tr.Text)
-			if len(speech) > 0 && tr.Text == "" {
-				r.Result = "heard nothing in the TTS's audio (the recognizer works, but check its language and model)"
+			if len(speech) == 0 {
+				// The TTS failed (and says so): only the stream itself was tested.
+				r.OK, r.Result = true, fmt.Sprintf("heard %q in a second of silence (no TTS audio to hear)", tr.Text)
+				return r
 			}
-			return r
+			return judgeHeard(r, cfg, tr.Text)
 		case <-ctx.Done():
 			return failed(r, errors.New("no final transcript within 20 s"), speechFix(cfg, "stt"))
 		}
 	}
+}
+
+// judgeHeard passes the STT when the transcript holds enough of the probe phrase's words.
+func judgeHeard(r probeResult, cfg *config.Config, text string) probeResult {
+	heard, want := wordOverlap(probePhrase, text)
+	r.Heard, r.WordsHeard, r.WordsExpected = &text, heard, want
+	share := float64(heard) / float64(want)
+	if share >= minWordOverlap {
+		r.OK, r.Result = true, fmt.Sprintf("heard %q (%d of %d words)", text, heard, want)
+		return r
+	}
+	r.OK = false
+	r.Error = fmt.Sprintf("heard %q for %q: %d of %d words (%.0f%%), the round trip needs %.0f%%",
+		text, probePhrase, heard, want, 100*share, 100*minWordOverlap)
+	r.Fix = mishearFix(cfg)
+	return r
+}
+
+// mishearFix is what to check when the STT answers but mishears the TTS.
+func mishearFix(cfg *config.Config) string {
+	switch cfg.STT.Provider {
+	case config.STTDeepgram:
+		return fmt.Sprintf("check HANDSET_DEEPGRAM_LANGUAGE (now %s) and HANDSET_DEEPGRAM_MODEL (now %s), and that the TTS voice speaks that language",
+			cfg.STT.Deepgram.Language, cfg.STT.Deepgram.Model)
+	case config.STTOpenAI:
+		return fmt.Sprintf("check HANDSET_OPENAI_STT_MODEL (now %s) on the speech server, and that the TTS voice speaks the caller's language", cfg.STT.OpenAIModel)
+	case config.STTSphinx:
+		return "sphinx is offline and demo quality, and mishears some voices: for real calls use a cloud STT (HANDSET_STT=deepgram with DEEPGRAM_API_KEY)"
+	}
+	return "check the STT's language and model, and that the TTS voice speaks that language"
+}
+
+// wordOverlap counts the words of want that got holds in the same order (their longest
+// common subsequence), after normalising both; and how many words want has.
+func wordOverlap(want, got string) (heard, total int) {
+	w, g := normWords(want), normWords(got)
+	// prev[j], cur[j]: the longest common subsequence of w[:i] and g[:j].
+	prev, cur := make([]int, len(g)+1), make([]int, len(g)+1)
+	for i := range w {
+		for j := range g {
+			switch {
+			case w[i] == g[j]:
+				cur[j+1] = prev[j] + 1
+			default:
+				cur[j+1] = max(prev[j+1], cur[j])
+			}
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(g)], len(w)
+}
+
+// digitWords spell digits, so "1 2 3" and "123" count as "one two three".
+var digitWords = [...]string{"zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"}
+
+// normWords lower-cases s, drops apostrophes, splits on everything that is not a letter
+// or a digit, and spells each digit as its own word.
+func normWords(s string) []string {
+	s = strings.ToLower(strings.NewReplacer("'", "", "’", "").Replace(s))
+	var out []string
+	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+		var word strings.Builder
+		for _, r := range f {
+			if r >= '0' && r <= '9' {
+				if word.Len() > 0 {
+					out = append(out, word.String())
+					word.Reset()
+				}
+				out = append(out, digitWords[r-'0'])
+				continue
+			}
+			word.WriteRune(r)
+		}
+		if word.Len() > 0 {
+			out = append(out, word.String())
+		}
+	}
+	return out
 }
 
 func release(x any) {
