@@ -12,7 +12,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
-
+	"sync"
 	"time"
 
 	"github.com/handset-voice/handset/internal/audio"
@@ -69,9 +69,16 @@ func runSimulate(ctx context.Context, env Env, args []string) error {
 	if f.asJSON {
 		enc := json.NewEncoder(env.Stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(report)
+		if err := enc.Encode(report); err != nil {
+			return err
+		}
+	} else {
+		report.print(env.Stdout)
 	}
-	report.print(env.Stdout)
+	if f.audioFile != "" && len(report.Turns) == 0 {
+		return fmt.Errorf("--audio %s was not recognised: the STT (%s) heard no caller turn in it (the journal shows what it heard)\n"+
+			"  fix: check that the file holds speech, in the language the STT expects; `handset trace` reads the journal", f.audioFile, report.STT)
+	}
 	return nil
 }
 
@@ -80,12 +87,17 @@ type simulateReport struct {
 	CallID   string            `json:"call_id"`
 	Journal  string            `json:"journal"`
 	Agent    string            `json:"agent"`
+	STT      string            `json:"stt"`                // what heard the caller
+	STTNote  string            `json:"stt_note,omitempty"` // why that one
 	Greeting string            `json:"greeting,omitempty"`
 	Turns    []obs.TurnSummary `json:"turns"`
 }
 
 func (r simulateReport) print(w io.Writer) {
 	fmt.Fprintf(w, "call %s with agent %s (journal: %s)\n", r.CallID, r.Agent, r.Journal)
+	if r.STTNote != "" {
+		fmt.Fprintf(w, "speech to text: %s\n", r.STTNote)
+	}
 	if r.Greeting != "" {
 		fmt.Fprintf(w, "greeting: %s\n", r.Greeting)
 	}
@@ -113,6 +125,13 @@ func msOrDash(ms float64) string {
 // caller, and fake speech services (or the configured STT for --audio).
 func simulate(ctx context.Context, cfg *config.Config, f simulateFlags, log *slog.Logger) (simulateReport, error) {
 	var rep simulateReport
+	if f.audioFile != "" && cfg.STT.Provider == "" {
+		note, err := offlineAudioSTT(cfg)
+		if err != nil {
+			return rep, err
+		}
+		rep.STTNote = note
+	}
 	stopFakes, err := useFakeSpeech(cfg, f, log)
 	if err != nil {
 		return rep, err
@@ -142,7 +161,11 @@ func simulate(ctx context.Context, cfg *config.Config, f simulateFlags, log *slo
 		return rep, err
 	}
 	started := make(chan *call.Call, 1)
-	srv.onCall = func(c *call.Call) { started <- c }
+	watch := newCallWatch()
+	srv.onCall = func(c *call.Call) {
+		c.Journal().Tee(watch.observe)
+		started <- c
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return rep, err
@@ -158,7 +181,7 @@ func simulate(ctx context.Context, cfg *config.Config, f simulateFlags, log *slo
 		return rep, fmt.Errorf("simulated caller: %w", err)
 	}
 	c := <-started
-	if err := converse(ctx, caller, cfg, f); err != nil {
+	if err := converse(ctx, caller, cfg, f, watch); err != nil {
 		_ = caller.Hangup()
 		return rep, err
 	}
@@ -167,6 +190,7 @@ func simulate(ctx context.Context, cfg *config.Config, f simulateFlags, log *slo
 	rep.CallID = string(c.ID())
 	rep.Journal = filepath.Join(obs.Dir(cfg.DataDir, rep.CallID), "events.jsonl")
 	rep.Agent = prov.agent.Name()
+	rep.STT = cfg.STT.Provider
 	rep.Greeting = cfg.Messages.First
 	events, err := obs.ReadFile(rep.Journal)
 	if err != nil {
@@ -177,7 +201,7 @@ func simulate(ctx context.Context, cfg *config.Config, f simulateFlags, log *slo
 }
 
 // converse plays the caller's side: wait for the greeting, then each turn and its reply.
-func converse(ctx context.Context, caller *twiliocaller.Call, cfg *config.Config, f simulateFlags) error {
+func converse(ctx context.Context, caller *twiliocaller.Call, cfg *config.Config, f simulateFlags, watch *callWatch) error {
 	if cfg.Messages.First != "" {
 		if err := waitPlayed(ctx, caller, 0, f.turnTimeout); err != nil {
 			return fmt.Errorf("greeting: %w", err)
@@ -191,7 +215,8 @@ func converse(ctx context.Context, caller *twiliocaller.Call, cfg *config.Config
 		if err := caller.SayAndWait(ctx, mulaw); err != nil {
 			return err
 		}
-		return waitQuiet(ctx, caller, 3*time.Second, f.turnTimeout)
+		watch.touch() // quiet is counted from the end of the file
+		return watch.wait(ctx, caller, 2500*time.Millisecond, f.turnTimeout)
 	}
 	for i, text := range f.says {
 		if err := caller.SayAndWait(ctx, speechFor(text, int64(i))); err != nil {
@@ -223,25 +248,63 @@ func waitPlayed(ctx context.Context, caller *twiliocaller.Call, n int, timeout t
 	return err
 }
 
-// waitQuiet waits until nothing has been played for quiet.
-func waitQuiet(ctx context.Context, caller *twiliocaller.Call, quiet, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		s := caller.Snapshot()
-		last := time.Duration(0)
-		if played := s.Filter(twiliocaller.AudioPlayed); len(played) > 0 {
-			last = played[len(played)-1].End
+// callWatch follows a call's journal to tell when it has settled after the caller's
+// audio: the caller is not speaking, no committed turn is still being answered, and
+// nothing has happened for a while.
+type callWatch struct {
+	mu       sync.Mutex
+	speaking bool
+	open     int // the committed turn not yet played or interrupted; 0 for none
+	last     time.Time
+}
+
+func newCallWatch() *callWatch { return &callWatch{last: time.Now()} }
+
+// observe is the journal's tee: it runs under the journal's lock, so it only records.
+func (w *callWatch) observe(e obs.Event) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.last = time.Now()
+	switch e.Type {
+	case obs.VADSpeechStart:
+		w.speaking = true
+	case obs.VADSpeechEnd:
+		w.speaking = false
+	case obs.TurnCommit:
+		w.open = e.Turn
+	case obs.PlayoutDone, obs.TurnInterrupted:
+		if e.Turn >= w.open {
+			w.open = 0
 		}
-		if s.Ended || caller.Elapsed()-last >= quiet {
-			return nil
+	}
+}
+
+func (w *callWatch) touch() {
+	w.mu.Lock()
+	w.last = time.Now()
+	w.mu.Unlock()
+}
+
+func (w *callWatch) settled(quiet time.Duration) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return !w.speaking && w.open == 0 && time.Since(w.last) >= quiet
+}
+
+// wait returns once the call has settled for quiet, or ended.
+func (w *callWatch) wait(ctx context.Context, caller *twiliocaller.Call, quiet, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for !w.settled(quiet) && !caller.Snapshot().Ended {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the call did not settle within %s", timeout)
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
+		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	return fmt.Errorf("the call did not go quiet within %s", timeout)
+	return nil
 }
 
 // speechFor makes speech-like caller audio about as long as saying text would take.
@@ -280,6 +343,21 @@ func loadCallerAudio(path string) ([]byte, error) {
 		pcm = r.Process(make([]int16, r.MaxOut(len(pcm))), pcm)
 	}
 	return g711.EncodeMulaw(make([]byte, len(pcm)), pcm), nil
+}
+
+// offlineAudioSTT sets cfg to hear --audio with sphinx, the offline recogniser, when this
+// binary can run it; HANDSET_STT is not set, and the fake STT cannot hear a file. It
+// returns a note saying so, or what to do.
+func offlineAudioSTT(cfg *config.Config) (string, error) {
+	for _, e := range engines(cfg) {
+		if e.Name == config.STTSphinx && e.Problem != "" {
+			return "", fmt.Errorf("--audio needs a speech recogniser to hear the file: HANDSET_STT is not set, and this binary cannot run the offline one\n"+
+				"  sphinx: %s\n  or: set HANDSET_STT=deepgram with DEEPGRAM_API_KEY (or HANDSET_STT=openai) to hear it with a cloud recogniser", e.Problem)
+		}
+	}
+	cfg.STT.Provider = config.STTSphinx
+	cfg.STT.Sphinx.Decoders = 1 // one caller
+	return "sphinx (offline, demo quality), since HANDSET_STT is not set; set it to hear the file with another", nil
 }
 
 // useFakeSpeech points STT and TTS at in-process fakes that speak the vendors' protocols.
