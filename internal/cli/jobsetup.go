@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/handset-voice/handset/internal/carrier/twilio"
@@ -44,19 +45,23 @@ func (s *server) buildRunner() (*jobs.Runner, error) {
 	return jobs.NewRunner(jobs.Options{Store: s.st, Owner: s.node, Kinds: kinds, Lease: cfg.JobLease, Logger: s.log, Metrics: s.metrics})
 }
 
-// canPlace says whether this node can place outbound calls, and what is missing if not.
+// canPlace says whether this node can place outbound calls, and what is missing if not,
+// on one line (it goes into a log line and an API answer).
 func (s *server) canPlace() error {
-	var missing []error
+	var missing []string
 	if s.rest == nil {
-		missing = append(missing, errors.New("set TWILIO_ACCOUNT_SID and TWILIO_AUTH_TOKEN"))
+		missing = append(missing, "set TWILIO_ACCOUNT_SID and TWILIO_AUTH_TOKEN")
 	}
 	if s.cfg.PhoneNumber == "" {
-		missing = append(missing, errors.New("set HANDSET_PHONE_NUMBER to the Twilio number calls come from"))
+		missing = append(missing, "set HANDSET_PHONE_NUMBER to the Twilio number calls come from")
 	}
 	if s.cfg.PublicURL == "" {
-		missing = append(missing, errors.New("set HANDSET_PUBLIC_URL: Twilio fetches an answered call's instructions there"))
+		missing = append(missing, "set HANDSET_PUBLIC_URL: Twilio fetches an answered call's instructions there")
 	}
-	return errors.Join(missing...)
+	if len(missing) == 0 {
+		return nil
+	}
+	return errors.New(strings.Join(missing, "; "))
 }
 
 // channels are the ways people reach this Handset, each saying whether it can reach them
