@@ -19,13 +19,19 @@
 package browser
 
 import (
+	"bytes"
 	"crypto/rand"
 	"embed"
+	"encoding/binary"
 	"encoding/hex"
+	"image"
+	"image/color"
+	"image/png"
 	"io/fs"
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/coder/websocket"
@@ -83,6 +89,75 @@ func (c *Channel) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /{$}", c.page)
 	mux.Handle("GET /browser/", http.StripPrefix("/browser/", noSniff(files)))
 	mux.HandleFunc("GET /browser/ws", c.socket)
+	mux.HandleFunc("GET /favicon.ico", serveFavicon)
+}
+
+// serveFavicon answers the browser's icon request, which would otherwise be a 404 in the
+// log of every page load.
+func serveFavicon(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "image/x-icon")
+	w.Header().Set("Cache-Control", "public, max-age=604800")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	_, _ = w.Write(favicon())
+}
+
+// favicon is the page's icon, a white H on the Call button's green in a rounded square:
+// a 32×32 PNG in an ICO container (browsers take PNG inside ICO), drawn here rather than
+// kept as a binary file.
+var favicon = sync.OnceValue(func() []byte {
+	const size, ss = 32, 4 // pixels; subsamples per pixel and axis, for smooth corners
+	green, white := [3]float64{0x1f, 0x7a, 0x3a}, [3]float64{0xff, 0xff, 0xff}
+	img := image.NewNRGBA(image.Rect(0, 0, size, size))
+	for y := range size {
+		for x := range size {
+			var in, h float64
+			for i := range ss * ss {
+				px, py := float64(x)+(float64(i%ss)+0.5)/ss, float64(y)+(float64(i/ss)+0.5)/ss
+				if inRoundedSquare(px, py, size, 7) {
+					in++
+					if inH(px, py) {
+						h++
+					}
+				}
+			}
+			if in == 0 {
+				continue
+			}
+			var c [3]uint8
+			for k := range c {
+				c[k] = uint8(green[k] + (white[k]-green[k])*h/in)
+			}
+			img.SetNRGBA(x, y, color.NRGBA{c[0], c[1], c[2], uint8(255 * in / (ss * ss))})
+		}
+	}
+	var pngData bytes.Buffer
+	_ = png.Encode(&pngData, img)
+	// ICONDIR (reserved, type 1 = icon, one image), then its ICONDIRENTRY: width, height,
+	// no palette, reserved, 1 plane, 32 bits a pixel, the PNG's size and offset (after
+	// these 6 + 16 bytes).
+	ico := binary.LittleEndian.AppendUint16(nil, 0)
+	ico = binary.LittleEndian.AppendUint16(ico, 1)
+	ico = binary.LittleEndian.AppendUint16(ico, 1)
+	ico = append(ico, size, size, 0, 0)
+	ico = binary.LittleEndian.AppendUint16(ico, 1)
+	ico = binary.LittleEndian.AppendUint16(ico, 32)
+	ico = binary.LittleEndian.AppendUint32(ico, uint32(pngData.Len()))
+	ico = binary.LittleEndian.AppendUint32(ico, 6+16)
+	return append(ico, pngData.Bytes()...)
+})
+
+// inRoundedSquare: (x, y) is inside the size×size square with corners of radius r.
+func inRoundedSquare(x, y, size, r float64) bool {
+	dx := max(r-x, 0, x-(size-r))
+	dy := max(r-y, 0, y-(size-r))
+	return dx*dx+dy*dy <= r*r
+}
+
+// inH: (x, y) is on the H: two stems and the bar between them.
+func inH(x, y float64) bool {
+	stems := (x >= 9 && x < 13 || x >= 19 && x < 23) && y >= 8 && y < 24
+	bar := x >= 13 && x < 19 && y >= 14 && y < 18
+	return stems || bar
 }
 
 func noSniff(h http.Handler) http.Handler {
