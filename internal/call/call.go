@@ -122,7 +122,8 @@ type Call struct {
 	echoTally   echoTally
 	frame       []byte
 	gotMedia    bool
-	sttOpens    int // streams opened; bounded so a recognizer that keeps failing is not hammered
+	heard       int64 // caller samples through the VAD
+	sttOpens    int   // streams opened; bounded so a recognizer that keeps failing is not hammered
 	reply       *reply
 	history     history
 	timers      map[turn.TimerID]clock.Timer
@@ -368,15 +369,19 @@ func (c *Call) onFrame(frame []byte) {
 		c.noteEcho(now, f)
 
 	}
+	c.heard += int64(len(pcm))
 	switch c.vad.Process(pcm) {
 	case vad.SpeechStart:
-		c.deps.Journal.Record(now, obs.Event{Type: obs.VADSpeechStart})
+		c.deps.Journal.Record(now, obs.Event{Type: obs.VADSpeechStart, AudioMS: c.audioMS()})
 		c.step(turn.Input{Kind: turn.SpeechStart})
 	case vad.SpeechEnd:
-		c.deps.Journal.Record(now, obs.Event{Type: obs.VADSpeechEnd})
+		c.deps.Journal.Record(now, obs.Event{Type: obs.VADSpeechEnd, AudioMS: c.audioMS()})
 		c.step(turn.Input{Kind: turn.SpeechEnd})
 	}
 }
+
+// audioMS is how much of the caller's audio the VAD has heard, in milliseconds.
+func (c *Call) audioMS() int64 { return c.heard * 1000 / int64(c.info.Format.Rate) }
 
 // decodePCM turns a frame into linear PCM in dst (sized for the largest frame).
 func decodePCM(dst []int16, frame []byte, enc audio.Encoding) []int16 {

@@ -78,6 +78,11 @@ type Event struct {
 	Digit   string `json:"digit,omitempty"`
 	Count   int    `json:"count,omitempty"`
 
+	// AudioMS (vad.speech_start, vad.speech_end) is where in the caller's audio the VAD
+	// decided: milliseconds of inbound audio processed, the end of the deciding frame. Against
+	// ms it shows how far processing lagged the line.
+	AudioMS int64 `json:"audio_ms,omitempty"`
+
 	// echo.path and echo.suppressed
 	DelayMS      float64 `json:"delay_ms,omitempty"`
 	ReturnLossDB float64 `json:"return_loss_db,omitempty"`

@@ -34,7 +34,7 @@ type estimator struct {
 	delay            int     // blocks
 	corr             float64 // at delay
 	bandGain         [bands]float64
-	lagBuf           [lagCount]int
+	lagBuf           [maxLags]int
 	// frozen counts frames of double talk (the caller over the echo) for which learning
 	// is paused: the caller's voice says nothing about the echo path. Learning resumes
 	// after maxFrozen whatever, so a path that changed is learned again.
@@ -43,6 +43,10 @@ type estimator struct {
 	spurt       sums
 	inSpurt     bool
 	spurtActive int // blocks of reference audio in it
+	// narrow: this talkspurt's echo was found at narrowAt, so the suppressor compares only
+	// the reference within a few ms of it.
+	narrow   bool
+	narrowAt int
 }
 
 // sums are the running sums of the reference envelope at every lag (x) against the
@@ -171,6 +175,9 @@ func (e *estimator) addFrame(ref, in []int16, block int) {
 	}
 	if e.learned && !e.paused() {
 		e.pickDelay()
+		if e.narrow && abs(e.delay-e.narrowAt) > 1 {
+			e.narrow = false // the path moved: look wide again until the next talkspurt
+		}
 	}
 }
 
@@ -224,12 +231,15 @@ const (
 	// spurtTolerance is how far (in blocks: 10 ms) a talkspurt may play from the learned
 	// delay before it moves it; the suppressor's lags cover it either way.
 	spurtTolerance = lagStep / 2
+	// narrowCorrelation: a talkspurt whose echo correlates this well at one delay is
+	// suppressed within 10 ms of it.
+	narrowCorrelation = 0.8
 )
 
 // beginSpurt starts gathering a new talkspurt's evidence.
 func (e *estimator) beginSpurt() {
 	e.spurt.reset()
-	e.inSpurt, e.spurtActive = true, 0
+	e.inSpurt, e.spurtActive, e.narrow = true, 0, false
 }
 
 // endSpurt ends the talkspurt's settling: where it clearly plays elsewhere, the delay moves
@@ -243,11 +253,16 @@ func (e *estimator) endSpurt() {
 		return
 	}
 	lag, c, ok := e.spurt.best()
-	if !ok || c < echoCorrelation || abs(lag-e.delay) <= spurtTolerance {
+	if !ok || c < echoCorrelation {
 		return
 	}
-	e.long.copyFrom(&e.spurt)
-	e.delay, e.corr = lag, c
+	if abs(lag-e.delay) > spurtTolerance {
+		e.long.copyFrom(&e.spurt)
+		e.delay, e.corr = lag, c
+	}
+	if c >= narrowCorrelation && abs(lag-e.delay) <= 1 {
+		e.narrow, e.narrowAt = true, e.delay
+	}
 }
 
 func abs(n int) int {
@@ -266,20 +281,34 @@ func (e *estimator) loudest() float64 {
 	return 20 * math.Log10(peak/32768)
 }
 
-// The suppressor compares lagCount reference windows, lagStep blocks (20 ms) apart.
+// The suppressor compares reference windows lagStep blocks (20 ms) apart: lagSpan steps
+// either side of the learned delay, so the envelope's 5 ms steps and jitter in where the
+// carrier started playing never leave echo unexplained; settleSpan steps while a talkspurt
+// settles, as it may play that much earlier or later than the last; one block apart once
+// the talkspurt's own echo has shown where it plays (narrow).
 const (
-	lagCount = 5
-	lagStep  = 4
+	lagStep    = 4
+	lagSpan    = 2 // ±40 ms
+	settleSpan = 6 // ±120 ms
+	maxLags    = 2*settleSpan + 1
 )
 
-// lags are the delays (in blocks) whose reference the suppressor compares: the learned one
-// and 20 and 40 ms either side, so the envelope's 5 ms steps and jitter in where the carrier
-// started playing never leave echo unexplained.
-func (e *estimator) lags() []int {
-	for i := range e.lagBuf {
-		e.lagBuf[i] = min(e.maxLag, max(0, e.delay+(i-lagCount/2)*lagStep))
+// lags are the delays (in blocks) whose reference the suppressor compares; the middle one
+// is the learned delay.
+func (e *estimator) lags(settling bool) []int {
+	step, span := lagStep, lagSpan
+	switch {
+	case settling:
+		span = settleSpan
+	case e.narrow:
+		step = 1
 	}
-	return e.lagBuf[:]
+	n := 0
+	for i := -span; i <= span; i++ {
+		e.lagBuf[n] = min(e.maxLag, max(0, e.delay+i*step))
+		n++
+	}
+	return e.lagBuf[:n]
 }
 
 // learnBand moves band b's learned gain one step toward the running median of the

@@ -7,11 +7,15 @@
 // echo therefore takes nothing away, and a caller quieter than the agent's voice still
 // reaches the voice activity detector while the agent speaks.
 //
+// Each talkspurt (audio sent after a pause) may play tens of milliseconds earlier or later
+// than the last: the carrier starts it when it arrives. For its first half second of echo
+// the suppressor compares the reference within 120 ms either side of the learned delay, and
+// what that half second shows moves the delay if the talkspurt plays elsewhere.
+//
 // Until the path is learned (the first three quarters of a second of agent audio on a
-// call), and while each talkspurt settles (its first half second of echo: the carrier may
-// play it a little earlier or later than the last), a frame counts as echo only if it is
-// quieter than the worst echo a phone line may return: 6 dB below the loudest audio sent
-// within the delay window (ITU-T G.168's minimum echo return loss of a hybrid).
+// call) a frame counts as echo only if it is quieter than the worst echo a phone line may
+// return: 6 dB below the loudest audio sent within the delay window (ITU-T G.168's minimum
+// echo return loss of a hybrid).
 package echo
 
 import (
@@ -217,9 +221,8 @@ func (l *Line) Process(in, out []int16) ([]int16, Frame) {
 			l.beginSpurt(0)
 		}
 	}
-	if !l.est.learned || l.settle > 0 {
-		// The worst echo a line may return, until the path is known and while a
-		// talkspurt settles (the barge-in gate ignores the caller then anyway).
+	if !l.est.learned {
+		// The worst echo a line may return, until the path is known.
 		l.idle(in, loud)
 		worst := l.est.loudest() - worstLossDB
 		f.EchoDB = worst
@@ -232,13 +235,16 @@ func (l *Line) Process(in, out []int16) ([]int16, Frame) {
 		f.ResidualDB = f.LevelDB
 		return in, f
 	}
-	// The reference windows at the learned delay and either side of it.
+	// The reference windows at the learned delay and either side of it; the band gains are
+	// learned only once the talkspurt has settled, when the delay is its own.
+	settling := l.settle > 0
+	lags := l.est.lags(settling)
 	l.mu.Lock() // once for all the windows: the sending goroutine waits on it
-	for i, lag := range l.est.lags() {
+	for i, lag := range lags {
 		l.referenceLocked(l.sup.refBuf(i), start+int64(l.frame)-int64(2*l.frame)-int64(lag*l.block))
 	}
 	l.mu.Unlock()
-	res := l.sup.process(in, out[:len(in)], l.est.bandGain[:], &l.est)
+	res := l.sup.process(in, out[:len(in)], len(lags), l.est.bandGain[:], &l.est, !settling)
 	f.EchoDB, f.ResidualDB = l.sup.echoDB, LevelDB(res)
 	f.Suppressed = f.LevelDB > audibleDB && f.ResidualDB < f.LevelDB-10
 	// What is left well above the echo predicted is the caller talking over it.
@@ -274,17 +280,17 @@ func (l *Line) idle(in []int16, loud bool) {
 }
 
 // beginSpurt starts a talkspurt that plays ahead samples from now: it settles until
-// settleFrames of its echo can have come back at the learned delay (less the lags the
-// suppressor looks either side of it, in case it plays early).
+// settleFrames of its echo have come back even if it plays as late as the span the
+// suppressor looks at meanwhile allows.
 func (l *Line) beginSpurt(ahead int64) {
 	if l.est.learned {
-		ahead += int64(max(0, l.est.delay-lagCount/2*lagStep) * l.block)
+		ahead += int64((l.est.delay + settleSpan*lagStep) * l.block)
 	}
 	l.settle = settleFrames + int(max(0, ahead)/int64(l.frame))
 	l.est.beginSpurt()
 }
 
-// settleFrames (500 ms) of each talkspurt's echo are judged by the worst-case rule.
+// settleFrames (500 ms) of each talkspurt's echo are suppressed over the wide span.
 const settleFrames = 25
 
 // audibleDB is the level below which a frame says nothing either way.

@@ -125,3 +125,53 @@ func runSpurts(spurts []talkspurt, lossDB float64, delay time.Duration, caller [
 	}
 	return starts, l
 }
+
+// TestCallerHeardWhileATalkspurtSettles: a quiet caller (-34 dBFS) talks over the agent
+// 150 ms after a new sentence started playing (after a pause, and 60 ms later than the
+// sentence before it), over a 12 and a 20 dB echo: the VAD hears them within 500 ms of their
+// onset while that talkspurt settles, and never starts on the echo before.
+func TestCallerHeardWhileATalkspurtSettles(t *testing.T) {
+	wasm, err := os.ReadFile(vadtest.EngineFile(t, "fvad.wasm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	eng, err := webrtc.NewEngine(ctx, wasm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close(ctx)
+	agent := func(d time.Duration, seed int64) []int16 {
+		return audiotest.AtPeakFrame(audiotest.SpeechLike(rate, d, seed), rate, audiotest.TTSPeakFrameDBFS)
+	}
+	caller := audiotest.AtActiveLevel(audiotest.SpeechLike(rate, 1500*time.Millisecond, 11), rate, audiotest.QuietCallerDBFS)
+	for _, loss := range []float64{12, 20} {
+		for _, delay := range []time.Duration{60 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond} {
+			spurts := []talkspurt{
+				{at: 200 * time.Millisecond, audio: agent(2*time.Second, 1)},
+				{at: 4 * time.Second, audio: agent(2*time.Second, 2)},
+				{at: 6050 * time.Millisecond, audio: agent(3*time.Second, 3), late: 60 * time.Millisecond},
+			}
+			callerAt := 6050*time.Millisecond + delay + 60*time.Millisecond + 150*time.Millisecond
+			d, err := eng.NewDetector(webrtc.Config{Rate: rate})
+			if err != nil {
+				t.Fatal(err)
+			}
+			starts, l := runSpurts(spurts, loss, delay, caller, callerAt, d)
+			d.Close()
+			cell := fmt.Sprintf("loss %v dB, delay %v", loss, delay)
+			heard := time.Duration(-1)
+			for _, s := range starts {
+				if s < callerAt {
+					t.Errorf("%s: the VAD started at %v on the agent's own echo (path %+v)", cell, s, l.Estimate())
+				} else if heard < 0 {
+					heard = s - callerAt
+				}
+			}
+			if heard < 0 || heard > 500*time.Millisecond {
+				t.Errorf("%s: the caller heard after %v, want within 500ms (path %+v)", cell, heard, l.Estimate())
+			}
+			t.Logf("%s: the caller heard after %v", cell, heard)
+		}
+	}
+}

@@ -18,18 +18,18 @@ type suppressor struct {
 	frame, win int
 	fft        *fourier.FFT
 	window     []float64
-	prev       []int16           // the previous inbound frame
-	x          []float64         // windowed samples
-	spec       []complex128      // the inbound spectrum
-	rspec      []complex128      // a reference spectrum
-	refs       [lagCount][]int16 // reference windows at the lags
-	echo       []float64         // predicted echo power per bin
-	spread     []float64         // echo power after spreading to neighbours
-	inPow      []float64         // inbound power per bin
-	tail       []float64         // the second half of the last window, still to be added
-	active     bool              // the last frame went through the suppressor
-	echoDB     float64           // the echo predicted in the last frame (dBFS)
-	bandOf     []int             // band of each bin
+	prev       []int16          // the previous inbound frame
+	x          []float64        // windowed samples
+	spec       []complex128     // the inbound spectrum
+	rspec      []complex128     // a reference spectrum
+	refs       [maxLags][]int16 // reference windows at the lags
+	echo       []float64        // predicted echo power per bin
+	spread     []float64        // echo power after spreading to neighbours
+	inPow      []float64        // inbound power per bin
+	tail       []float64        // the second half of the last window, still to be added
+	active     bool             // the last frame went through the suppressor
+	echoDB     float64          // the echo predicted in the last frame (dBFS)
+	bandOf     []int            // band of each bin
 	bandPow    [2][bands]float64
 }
 
@@ -90,8 +90,9 @@ func (s *suppressor) load(a, b []int16) {
 }
 
 // process suppresses the echo in in (the current frame), writing the previous frame's
-// cleaned samples to out, and learns the bands' gains from what it sees.
-func (s *suppressor) process(in, out []int16, gain []float64, e *estimator) []int16 {
+// cleaned samples to out, from the reference windows at the first lags lags (the middle
+// one at the learned delay), and learns the bands' gains from what it sees if learn.
+func (s *suppressor) process(in, out []int16, lags int, gain []float64, e *estimator, learn bool) []int16 {
 	if !s.active {
 		clear(s.tail) // the windows before were not analysed: start afresh
 		s.active = true
@@ -105,13 +106,13 @@ func (s *suppressor) process(in, out []int16, gain []float64, e *estimator) []in
 	// Reference spectra; the loudest per bin over the three lags.
 	clear(s.echo)
 	s.bandPow = [2][bands]float64{}
-	for i, r := range s.refs {
+	for i, r := range s.refs[:lags] {
 		s.load(r[:s.frame], r[s.frame:])
 		s.fft.Coefficients(s.rspec, s.x)
 		for k, c := range s.rspec {
 			p := real(c)*real(c) + imag(c)*imag(c)
 			s.echo[k] = max(s.echo[k], p)
-			if i == lagCount/2 { // the learned delay itself: what the gains are learned from
+			if i == lags/2 { // the learned delay itself: what the gains are learned from
 				s.bandPow[0][s.bandOf[k]] += p
 				s.bandPow[1][s.bandOf[k]] += s.inPow[k]
 			}
@@ -122,7 +123,7 @@ func (s *suppressor) process(in, out []int16, gain []float64, e *estimator) []in
 	norm := float64(s.win) * float64(s.win) / 4
 	for b := range bands {
 		ref, inb := s.bandPow[0][b], s.bandPow[1][b]
-		if ref/norm < activeAmp*activeAmp { // reference band near silence: it says nothing
+		if !learn || ref/norm < activeAmp*activeAmp { // reference band near silence: it says nothing
 			continue
 		}
 		e.learnBand(b, 10*math.Log10((inb+1e-9)/ref))

@@ -24,7 +24,7 @@ const (
 	SayFinished                        // the last frame of an utterance was sent: Bytes
 	DTMFSent                           // the caller sent a dtmf event: Name (the digit)
 	RawSent                            // SendRaw wrote a frame: Detail (the text)
-	StopSent                           // the caller sent stop (hangup)
+	StopSent                           // the caller sent stop (hangup); recorded as the write starts
 	Closed                             // the stream ended: Code, Detail (close reason), Bytes (audio left unplayed)
 )
 
@@ -62,7 +62,7 @@ const (
 type Event struct {
 	Kind       EventKind
 	At         time.Duration // when it was recorded
-	Start, End time.Duration // AudioPlayed: when the piece played
+	Start, End time.Duration // AudioPlayed: when the piece played; SayStarted: Start is the stream time of its first byte
 	Bytes      int
 	Audio      []byte // AudioReceived, AudioPlayed: mu-law
 	Name       string // MarkSent, MarkEchoed: mark name; DTMFSent: the digit

@@ -442,10 +442,10 @@ func (c *Call) writeItem(it outItem) error {
 // hangup sends stop and closes the socket normally, as Twilio does when the caller hangs up.
 func (c *Call) hangup() {
 	c.seq++
+	// Recorded as it goes out, not after: Handset answers stop by closing the socket, and
+	// the reader can end the call (which closes the recording) before the write returns.
+	c.record(Event{Kind: StopSent})
 	err := c.write(stopMsg(c.seq, c.streamSid, c.opts.AccountSid, c.opts.CallSid))
-	if err == nil {
-		c.record(Event{Kind: StopSent})
-	}
 	if cerr := c.conn.Close(websocket.StatusNormalClosure, ""); cerr != nil {
 		c.log.Debug("twilio stream close handshake", "err", cerr)
 	}
@@ -474,7 +474,7 @@ func (c *Call) nextFrame(frame []byte, at time.Duration, finished []*utterance) 
 	for n < len(frame) && len(c.says) > 0 {
 		u := c.says[0]
 		if u.off == 0 {
-			c.recordLocked(Event{Kind: SayStarted, Bytes: len(u.audio)})
+			c.recordLocked(Event{Kind: SayStarted, Bytes: len(u.audio), Start: at + audioDuration(n)})
 		}
 		m := copy(frame[n:], u.audio[u.off:])
 		u.off += m
