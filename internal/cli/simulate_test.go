@@ -26,7 +26,7 @@ func callerWAV(t *testing.T, pcm []int16) string {
 // and reported; simulate waits for the reply rather than hanging up after the file.
 func TestSimulateAudio(t *testing.T) {
 	_, env := withFakes(t, []string{"what are your opening hours"}, "HANDSET_VAD=energy")
-	file := callerWAV(t, audiotest.SpeechLike(8000, 1500*time.Millisecond, 7))
+	file := callerWAV(t, audiotest.SpeechLike(8000, 4*time.Second, 7)) // longer than the old 3 s wait
 	code, out := runCmd(t, env, "simulate", "--audio", file, "--json")
 	if code != 0 {
 		t.Fatalf("exit %d:\n%s", code, out)
