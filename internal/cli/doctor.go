@@ -1,16 +1,21 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"maps"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/handset-voice/handset/internal/config"
 	"github.com/handset-voice/handset/internal/doctor"
@@ -37,6 +42,7 @@ func runDoctor(ctx context.Context, env Env, args []string) error {
 	asJSON := fs.Bool("json", false, "print the results as JSON")
 	noNetwork := fs.Bool("no-network", false, "skip every check that talks to a server (agent runtime, speech providers, Twilio, the public URL)")
 	timeout := fs.Duration("timeout", doctor.DefaultTimeout, "time `limit` for each check (they run in parallel)")
+	demo := fs.Bool("demo", false, "check what `handset demo` needs (its offline engines, the agent it would pick, the port) instead of the set-up for `handset serve`")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -48,6 +54,9 @@ func runDoctor(ctx context.Context, env Env, args []string) error {
 	}
 
 	home := environValue(env.Environ, "HOME")
+	if *demo {
+		return runDoctorDemo(ctx, env, g, home, *asJSON, doctor.Options{Timeout: *timeout, NoNetwork: *noNetwork})
+	}
 	files, hermesEnv := doctorEnvFiles(env, g, home)
 	lg := *g
 	lg.envFiles = files
@@ -58,20 +67,122 @@ func runDoctor(ctx context.Context, env Env, args []string) error {
 		results = loadProblems(err)
 		return doctorOutput(env, *asJSON, doctorReport{EnvFiles: files, ConfigFile: g.configFile}, results, nil)
 	}
-	tr := doctorTransport
-	if tr == nil {
-		own := http.DefaultTransport.(*http.Transport).Clone()
-		defer own.CloseIdleConnections()
-		tr = own
-	}
+	client, done := doctorClient()
+	defer done()
 	d := &doctorRun{
 		cfg: cfg, env: env, home: home, hermesEnv: hermesEnv,
 		explicitEnvFiles: len(g.envFiles) > 0,
-		client:           &http.Client{Transport: tr},
+		client:           client,
 	}
 	results = doctor.Run(ctx, d.checks(), doctor.Options{Timeout: *timeout, NoNetwork: *noNetwork})
 	rep := doctorReport{ConfigFile: cfg.ConfigFile(), EnvFiles: cfg.EnvFiles()}
 	return doctorOutput(env, *asJSON, rep, results, secretsOf(cfg, d.hermes()))
+}
+
+// doctorClient is the HTTP client of doctor's probes; done frees its connections.
+func doctorClient() (client *http.Client, done func()) {
+	if doctorTransport != nil {
+		return &http.Client{Transport: doctorTransport}, func() {}
+	}
+	own := http.DefaultTransport.(*http.Transport).Clone()
+	return &http.Client{Transport: own}, own.CloseIdleConnections
+}
+
+// runDoctorDemo is `handset doctor --demo`: the checks of what `handset demo` needs, on the
+// settings the demo would run with (the user's own; the offline engines for unset speech
+// settings; the agent it would pick). It exits 0 when the demo can run.
+func runDoctorDemo(ctx context.Context, env Env, g *globals, home string, asJSON bool, opts doctor.Options) error {
+	cfg, agent, err := demoSettings(ctx, env, g, opts.NoNetwork)
+	if err != nil {
+		return doctorOutput(env, asJSON, doctorReport{EnvFiles: g.envFiles, ConfigFile: g.configFile}, loadProblems(err), nil)
+	}
+	client, done := doctorClient()
+	defer done()
+	d := &doctorRun{cfg: cfg, env: env, home: home, demo: true, client: client}
+	cs := append(d.configChecks(), fixedCheck(secAgent, "demo agent", agent))
+	if cfg.Agent.Runtime != config.AgentEcho {
+		cs = append(cs, d.agentChecks()...) // the runtime the demo found, checked as serve's would be
+	}
+	cs = append(cs, d.sttChecks()...)
+	cs = append(cs, d.ttsChecks()...)
+	cs = append(cs, d.vadChecks()...)
+	cs = append(cs,
+		localCheck(secStore, "data dir", func(context.Context) doctor.Result { return d.dataDir() }),
+		localCheck(secBrowser, "listen", func(context.Context) doctor.Result { return d.listenFree() }))
+	results := doctor.Run(ctx, cs, opts)
+	rep := doctorReport{ConfigFile: cfg.ConfigFile(), EnvFiles: cfg.EnvFiles()}
+	return doctorOutput(env, asJSON, rep, results, secretsOf(cfg, d.hermes()))
+}
+
+// demoSettings loads the settings as `handset demo` does and picks its agent with the demo's
+// own probes (chooseDemoAgent). agent says which runtime the demo would use, and why.
+func demoSettings(ctx context.Context, env Env, g *globals, noNetwork bool) (cfg *config.Config, agent doctor.Result, err error) {
+	overrides := map[string]string{"HANDSET_BROWSER": "true"}
+	if cfg, err = loadConfig(env, g, maps.Clone(overrides)); err != nil {
+		return nil, agent, err
+	}
+	// As in runDemo: the offline engines stand in for speech settings nobody set.
+	for name, def := range map[string]string{"HANDSET_STT": config.STTSphinx, "HANDSET_TTS": config.TTSFlite} {
+		if o, _ := cfg.Origin(name); o.Kind == config.FromDefault {
+			overrides[name] = def
+		}
+	}
+	reload := func(extra map[string]string) (*config.Config, error) {
+		o := maps.Clone(overrides)
+		maps.Copy(o, extra)
+		return loadConfig(env, g, o)
+	}
+	switch o, _ := cfg.Origin("HANDSET_AGENT"); {
+	case o.Kind != config.FromDefault:
+		cfg, err = reload(nil)
+		if err == nil {
+			agent = resOK(fmt.Sprintf("%s, chosen by HANDSET_AGENT (from %s)", cfg.Agent.Runtime, o))
+		}
+	case noNetwork:
+		cfg, err = reload(map[string]string{"HANDSET_AGENT": config.AgentEcho})
+		agent = resSkip("not probed (--no-network): the demo uses the first of Hermes, OpenClaw and Ollama that answers on this machine, else the echo agent")
+	default:
+		var said bytes.Buffer // what the demo would print about the runtimes it passed over
+		var why string
+		cfg, why, err = chooseDemoAgent(ctx, Env{Stdout: &said, Stderr: io.Discard, Environ: env.Environ, WorkDir: env.WorkDir}, reload)
+		if err == nil {
+			detail := cfg.Agent.Runtime + ": " + why
+			if said.Len() > 0 {
+				lines := strings.Split(strings.TrimSpace(said.String()), "\n")
+				for i := range lines {
+					lines[i] = strings.TrimSpace(lines[i])
+				}
+				detail += " (" + strings.Join(lines, "; ") + ")"
+			}
+			agent = resOK(detail)
+		}
+	}
+	return cfg, agent, err
+}
+
+// listenFree checks that the demo can listen where HANDSET_LISTEN says.
+func (d *doctorRun) listenFree() doctor.Result {
+	addr := d.cfg.Listen
+	fix := "stop what listens there, or give the demo another address: handset demo --listen 127.0.0.1:8081 (or set HANDSET_LISTEN)"
+	if o := d.origin("HANDSET_LISTEN"); o != "default" {
+		fix = "stop what listens there, or change HANDSET_LISTEN (from " + o + "), or give the demo another address: handset demo --listen 127.0.0.1:8081"
+	}
+	ln, err := net.Listen("tcp", addr)
+	switch {
+	case errors.Is(err, syscall.EADDRINUSE):
+		return resFail(addr+" is in use: another program listens there (a handset demo or serve already running?)", fix)
+	case err != nil:
+		return resFail("cannot listen on "+addr+": "+rootCause(err), fix)
+	}
+	_ = ln.Close()
+	host, port, _ := net.SplitHostPort(addr)
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	if port == "0" {
+		return resOK(addr + ": the demo picks a free port and prints its address")
+	}
+	return resOK(addr + " is free: the demo's page will be at http://" + net.JoinHostPort(host, port) + "/")
 }
 
 // doctorOutput redacts and prints the results, and turns a failure into exit code 1.
@@ -219,6 +330,7 @@ type doctorRun struct {
 	home             string // HOME from the command's environment
 	hermesEnv        string // ~/.hermes/.env when doctor added it to the dotenv files
 	explicitEnvFiles bool   // --env-file was given
+	demo             bool   // --demo: the checks are of what `handset demo` needs
 	client           *http.Client
 
 	hermesOnce onceValue[hermesHome]

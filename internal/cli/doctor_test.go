@@ -375,10 +375,11 @@ func TestDoctorFindsBreakage(t *testing.T) {
 		{"public url unset with twilio", []string{"HANDSET_PUBLIC_URL="}, 1, "public_url", "address", doctor.Fail, "HANDSET_PUBLIC_URL"},
 		{"public url not https with twilio", []string{"HANDSET_PUBLIC_URL=http://voice.example.com"}, 1, "public_url", "address", doctor.Fail, "https"},
 		{"public url on this machine with twilio", []string{"HANDSET_PUBLIC_URL=https://127.0.0.1:8443"}, 1, "public_url", "address", doctor.Warn, "public https address"},
-		{"bad setting", []string{"HANDSET_STT=deepgramm"}, 1, "config", "HANDSET_STT", doctor.Fail, "deepgram, openai, sphinx"},
+		{"bad setting", []string{"HANDSET_STT=deepgramm"}, 1, "config", "HANDSET_STT", doctor.Fail, "set HANDSET_STT (stt.provider) in environment to deepgram"},
+		{"unknown name", []string{"HANDSET_SST=deepgram"}, 0, "config", "HANDSET_SST", doctor.Warn, "rename it HANDSET_STT"},
 		{"no runtime", []string{"HANDSET_AGENT="}, 1, "config", "HANDSET_AGENT", doctor.Fail, "hermes, openclaw"},
 		{"no agent key", []string{"HANDSET_AGENT_KEY="}, 1, "config", "HANDSET_AGENT_KEY", doctor.Fail, "API_SERVER_KEY"},
-		{"no stt", []string{"HANDSET_STT="}, 1, "stt", "provider", doctor.Fail, "HANDSET_STT=deepgram"},
+		{"no stt", []string{"HANDSET_STT="}, 1, "config", "HANDSET_STT", doctor.Fail, "deepgram, openai, sphinx"},
 		{"vad files missing", []string{"HANDSET_VAD=webrtc", "HANDSET_ENGINES_DIR=" + r.home}, 1, "vad", "engine", doctor.Fail, "engines.sh"},
 	}
 	for _, c := range cases {
@@ -705,7 +706,15 @@ func TestDoctorUsageAndLoadErrors(t *testing.T) {
 	if code, _, _ := r.run(nil, "--help"); code != 0 {
 		t.Errorf("--help: exit %d", code)
 	}
+	// An unknown key is a warning, not a failure.
 	if err := os.WriteFile(filepath.Join(r.work, "handset.yaml"), []byte("agent:\n  urll: http://x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res := r.expect(nil, 0, "config", "agent.urll", doctor.Warn, "rename it agent.url")
+	if !strings.Contains(res.Detail, "handset.yaml:2") {
+		t.Errorf("unknown key: %+v", res)
+	}
+	if err := os.WriteFile(filepath.Join(r.work, "handset.yaml"), []byte("agent:\n  url: [http://x]\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	r.expect(nil, 1, "config", "load", doctor.Fail, "correct the file")

@@ -20,6 +20,7 @@ const (
 	secStore   = "store"
 	secCarrier = "carrier"
 	secPublic  = "public_url"
+	secBrowser = "browser" // doctor --demo: where the demo's page is served
 )
 
 // Results, briefly.
@@ -52,11 +53,38 @@ func (d *doctorRun) checks() []doctor.Check {
 	var cs []doctor.Check
 	for _, part := range []func() []doctor.Check{
 		d.configChecks, d.agentChecks, d.sttChecks, d.ttsChecks, d.vadChecks,
-		d.engineChecks, d.storeChecks, d.carrierChecks, d.publicChecks,
+		d.engineChecks, d.storeChecks, d.callerChecks, d.publicURLChecks,
 	} {
 		cs = append(cs, part()...)
 	}
 	return cs
+}
+
+// callerChecks are the carrier's checks, or, when neither a carrier nor the browser page can
+// bring a call, the warning serve also logs at start.
+func (d *doctorRun) callerChecks() []doctor.Check {
+	if msg, fix, ok := noCallers(d.cfg); ok {
+		return []doctor.Check{fixedCheck(secCarrier, "calls", resWarn(msg, fix))}
+	}
+	return d.carrierChecks()
+}
+
+// publicURLChecks are the public URL's checks; an unset one is only noted when nothing can
+// call at all, where "browser calls only" would not be true.
+func (d *doctorRun) publicURLChecks() []doctor.Check {
+	if _, _, ok := noCallers(d.cfg); ok && d.cfg.PublicURL == "" {
+		return []doctor.Check{fixedCheck(secPublic, "address", resSkip("not set: no carrier needs it (see carrier)"))}
+	}
+	return d.publicChecks()
+}
+
+// serveOptions is what `handset serve` requires of the settings; doctor checks the same.
+var serveOptions = config.ValidateOptions{RequireAgent: true, RequireSpeech: true, RequireKeys: true}
+
+// nothingForServe reports whether none of the settings serve cannot do without is set: the
+// state right after `handset demo`, which needs none of them.
+func nothingForServe(cfg *config.Config) bool {
+	return cfg.Agent.Runtime == "" && cfg.STT.Provider == "" && cfg.TTS.Provider == ""
 }
 
 // origin says where a setting came from, for details: "environment", "env file .env:3".
@@ -78,18 +106,29 @@ func (d *doctorRun) configChecks() []doctor.Check {
 		filesDetail = strings.Join(files, "; ")
 	}
 	cs := []doctor.Check{fixedCheck(secConfig, "files", resOK(filesDetail))}
+	for _, w := range cfg.Warnings() {
+		cs = append(cs, fixedCheck(secConfig, w.Name, unknownName(w)))
+	}
 
-	err := cfg.Validate(config.ValidateOptions{RequireAgent: true, RequireKeys: true})
+	opts, valid := serveOptions, "every setting is valid for handset serve"
+	if d.demo {
+		opts, valid = config.ValidateOptions{RequireAgent: true, RequireKeys: true}, "every setting the demo uses is valid"
+	} else if nothingForServe(cfg) {
+		cs = append(cs, fixedCheck(secConfig, "handset serve", resWarn(
+			"nothing is set up for handset serve, which is what doctor checks: HANDSET_AGENT, HANDSET_STT and HANDSET_TTS are empty. handset demo needs none of these settings",
+			"to check the demo's set-up instead, run handset doctor --demo; to set up serve, run handset setup, or set the three (docs/configuration.md)")))
+	}
+	err := cfg.Validate(opts)
 	var ve *config.ValidationError
 	switch {
 	case errors.As(err, &ve):
 		for _, fe := range ve.Errors {
-			cs = append(cs, fixedCheck(secConfig, fe.Env, resFail(fe.Error(), fieldFix(fe))))
+			cs = append(cs, fixedCheck(secConfig, fe.Env, fieldResult(fe)))
 		}
 	case err != nil:
 		cs = append(cs, fixedCheck(secConfig, "settings", resFail(err.Error(), "see docs/configuration.md")))
 	default:
-		cs = append(cs, fixedCheck(secConfig, "settings", resOK("every setting is valid for handset serve")))
+		cs = append(cs, fixedCheck(secConfig, "settings", resOK(valid)))
 	}
 	cs = append(cs, fixedCheck(secConfig, "secrets", resOK(d.secretsDetail())))
 	if d.hermesEnv != "" && !d.explicitEnvFiles {
@@ -100,18 +139,37 @@ func (d *doctorRun) configChecks() []doctor.Check {
 	return cs
 }
 
-// fieldFix turns a validation problem into its fix: the part of the reason after the colon
-// ("is required with HANDSET_AGENT=hermes: set it, or API_SERVER_KEY, to ..."), or a
-// request to change the value.
-func fieldFix(fe config.FieldError) string {
-	if _, after, ok := strings.Cut(fe.Reason, ": "); ok {
-		return fe.Env + " (" + fe.YAML + "): " + after
+// fieldResult turns a validation problem into a failed check, named by the setting, that
+// says each thing once: the detail what is wrong, the fix what to do. A reason carries its
+// fix after a colon ("is required: set it to ..."), which moves to the fix rather than being
+// printed twice.
+func fieldResult(fe config.FieldError) doctor.Result {
+	name := fe.Env + " (" + fe.YAML + ")"
+	fix := ""
+	if problem, remedy, ok := strings.Cut(fe.Reason, ": "); ok {
+		fe.Reason, fix = problem, name+": "+remedy
+	} else {
+		where := ""
+		if o := fe.Origin.String(); o != "default" {
+			where = " in " + o
+		}
+		fix = "change " + name + where + ": docs/configuration.md lists the values it takes"
+		if fe.Suggest != "" {
+			fix = "set " + name + where + " to " + fe.Suggest
+		}
 	}
-	where := ""
-	if o := fe.Origin.String(); o != "default" {
-		where = " in " + o
+	// The check's name is the setting: the detail does not repeat it.
+	return resFail(strings.TrimPrefix(fe.Error(), name+": "), fix)
+}
+
+// unknownName is the warning for a name that is not a setting, as serve logs it at start.
+func unknownName(w config.Warning) doctor.Result {
+	fix := "remove it, or correct it: docs/configuration.md lists every setting"
+	if w.Suggest != "" {
+		fix = "rename it " + w.Suggest
 	}
-	return "change " + fe.Env + " (" + fe.YAML + ")" + where + ": it " + fe.Reason
+	// The check's name is the unknown name: the detail does not repeat it.
+	return resWarn("is not a Handset setting, so it is ignored (from "+w.Origin.String()+")", fix)
 }
 
 // secretsDetail says, for each secret this configuration uses, "set" or "missing" and where

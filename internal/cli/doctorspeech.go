@@ -22,8 +22,7 @@ func (d *doctorRun) sttChecks() []doctor.Check {
 	cfg := d.cfg
 	switch cfg.STT.Provider {
 	case "":
-		return []doctor.Check{fixedCheck(secSTT, "provider", resFail("HANDSET_STT is not set: handset serve needs speech recognition",
-			"set HANDSET_STT=deepgram and DEEPGRAM_API_KEY (or sphinx for the offline engine)"))}
+		return []doctor.Check{fixedCheck(secSTT, "provider", resSkip("HANDSET_STT is not set (see config)"))}
 	case config.STTDeepgram:
 		return []doctor.Check{netCheck(secSTT, "deepgram key", d.deepgramKey)}
 	case config.STTOpenAI:
@@ -115,8 +114,7 @@ func (d *doctorRun) ttsChecks() []doctor.Check {
 	cfg := d.cfg
 	switch cfg.TTS.Provider {
 	case "":
-		return []doctor.Check{fixedCheck(secTTS, "provider", resFail("HANDSET_TTS is not set: handset serve needs a voice",
-			"set HANDSET_TTS=elevenlabs and ELEVENLABS_API_KEY (or flite for the offline engine)"))}
+		return []doctor.Check{fixedCheck(secTTS, "provider", resSkip("HANDSET_TTS is not set (see config)"))}
 	case config.TTSElevenLabs:
 		return d.elevenLabsChecks()
 	case config.TTSOpenAI:

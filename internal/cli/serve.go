@@ -2,8 +2,12 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"net"
+	"strings"
 
 	"github.com/handset-voice/handset/internal/config"
 )
@@ -22,8 +26,10 @@ func runServe(ctx context.Context, env Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := cfg.Validate(config.ValidateOptions{RequireAgent: true, RequireKeys: true}); err != nil {
-		return err
+	if err := cfg.Validate(config.ValidateOptions{RequireAgent: true, RequireSpeech: true, RequireKeys: true}); err != nil {
+		// openGateway is never reached: the unknown names, often the cause, are told here.
+		warnSettings(newLogger(env.Stderr, cfg), cfg)
+		return reportSettings(env.Stderr, "serve", err)
 	}
 	srv, ln, release, err := openGateway(ctx, env, cfg)
 	if err != nil {
@@ -37,6 +43,10 @@ func runServe(ctx context.Context, env Env, args []string) error {
 // listener; release frees them once the server has stopped.
 func openGateway(ctx context.Context, env Env, cfg *config.Config) (*server, net.Listener, func(), error) {
 	log := newLogger(env.Stderr, cfg)
+	warnSettings(log, cfg)
+	if msg, fix, ok := noCallers(cfg); ok {
+		log.Warn(msg, "fix", fix)
+	}
 	logEngines(log, cfg)
 	prov, err := buildProviders(cfg, log)
 	if err != nil {
@@ -62,4 +72,48 @@ func openGateway(ctx context.Context, env Env, cfg *config.Config) (*server, net
 		return nil, nil, nil, fmt.Errorf("listen on %s (HANDSET_LISTEN, or --listen): %w", cfg.Listen, err)
 	}
 	return srv, ln, release, nil
+}
+
+// warnSettings logs each name cfg's sources hold that is not a setting, with the closest one.
+func warnSettings(log *slog.Logger, cfg *config.Config) {
+	for _, w := range cfg.Warnings() {
+		log.Warn(w.Message(), "from", w.Origin.String())
+	}
+}
+
+// reportSettings prints every problem Validate found, one a line, with where to go next,
+// and returns errReported: exit code 1, the code of every configuration problem.
+func reportSettings(w io.Writer, cmd string, err error) error {
+	var ve *config.ValidationError
+	if !errors.As(err, &ve) {
+		return err
+	}
+	what := fmt.Sprintf("%d settings", len(ve.Errors))
+	if len(ve.Errors) == 1 {
+		what = "1 setting"
+	}
+	fmt.Fprintf(w, "handset %s: cannot start: %s to fix:\n", cmd, what)
+	unset := false
+	for _, fe := range ve.Errors {
+		fmt.Fprintf(w, "  %s\n", fe.Error())
+		switch fe.Env {
+		case "HANDSET_AGENT", "HANDSET_STT", "HANDSET_TTS":
+			unset = unset || strings.HasPrefix(fe.Reason, "is required")
+		}
+	}
+	if unset {
+		fmt.Fprintln(w, "hint: to try Handset first, with no keys and no settings, run `handset demo` (offline speech, a call from the browser)")
+	}
+	fmt.Fprintln(w, "hint: `handset doctor` checks the settings and the services they name; docs/configuration.md describes each setting")
+	return errReported
+}
+
+// noCallers says when a gateway cannot be called by anyone: no carrier sends it calls and
+// the browser call page is off. It returns the problem and its fix.
+func noCallers(cfg *config.Config) (msg, fix string, ok bool) {
+	if cfg.Browser || cfg.Twilio.AccountSID != "" || cfg.Twilio.AuthToken.IsSet() {
+		return "", "", false
+	}
+	return "no one can call this Handset: no carrier is configured (TWILIO_AUTH_TOKEN is empty) and the browser call page is off (HANDSET_BROWSER is false)",
+		"for phone calls set TWILIO_ACCOUNT_SID, TWILIO_AUTH_TOKEN and HANDSET_PUBLIC_URL, then run `handset attach-number`; to call from a browser on this machine, set HANDSET_BROWSER=true", true
 }

@@ -118,8 +118,11 @@ func TestConfigurationDocExample(t *testing.T) {
 		".env":         fenced(t, doc, "<!-- example .env -->", "sh"),
 	})
 	c := mustLoad(t, LoadOptions{WorkDir: dir})
-	if err := c.Validate(ValidateOptions{RequireAgent: true, RequireKeys: true}); err != nil {
+	if err := c.Validate(ValidateOptions{RequireAgent: true, RequireSpeech: true, RequireKeys: true}); err != nil {
 		t.Fatalf("the documented example is not valid for serve:\n%v", err)
+	}
+	if w := c.Warnings(); len(w) > 0 {
+		t.Errorf("the documented example has names Handset does not know: %v", w)
 	}
 	if c.ConfigFile() != filepath.Join(dir, "handset.yaml") || !c.Agent.Key.IsSet() || !c.STT.Deepgram.Key.IsSet() {
 		t.Errorf("the example did not load as documented: file %q, agent key %s, deepgram key %s",
