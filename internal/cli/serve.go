@@ -26,10 +26,11 @@ func runServe(ctx context.Context, env Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := cfg.Validate(config.ValidateOptions{RequireAgent: true, RequireSpeech: true, RequireKeys: true}); err != nil {
+	err = cfg.Validate(config.ValidateOptions{RequireAgent: true, RequireSpeech: true, RequireKeys: true})
+	if engines := speechEngineProblems(cfg); err != nil || len(engines) > 0 {
 		// openGateway is never reached: the unknown names, often the cause, are told here.
 		warnSettings(newLogger(env.Stderr, cfg), cfg)
-		return reportSettings(env.Stderr, "serve", err)
+		return reportSettings(env.Stderr, "serve", err, engines)
 	}
 	srv, ln, release, err := openGateway(ctx, env, cfg)
 	if err != nil {
@@ -81,25 +82,50 @@ func warnSettings(log *slog.Logger, cfg *config.Config) {
 	}
 }
 
-// reportSettings prints every problem Validate found, one a line, with where to go next,
-// and returns errReported: exit code 1, the code of every configuration problem.
-func reportSettings(w io.Writer, cmd string, err error) error {
+// speechEngineProblems lists each offline engine the speech settings select that cannot run
+// here, as a line naming the setting, so serve reports them with the other problems rather
+// than one a start.
+func speechEngineProblems(cfg *config.Config) []string {
+	var out []string
+	for _, e := range engines(cfg) {
+		switch {
+		case e.Problem == "":
+		case e.Role == "stt" && e.Name == cfg.STT.Provider:
+			out = append(out, fmt.Sprintf("HANDSET_STT (stt.provider): %q cannot run here: %s", e.Name, e.Problem))
+		case e.Role == "tts" && e.Name == cfg.TTS.Provider:
+			out = append(out, fmt.Sprintf("HANDSET_TTS (tts.provider): %q cannot run here: %s", e.Name, e.Problem))
+		}
+	}
+	return out
+}
+
+// reportSettings prints every problem Validate found and each engine problem, one a line,
+// with where to go next, and returns errReported: exit code 1, the code of every
+// configuration problem.
+func reportSettings(w io.Writer, cmd string, err error, engines []string) error {
 	var ve *config.ValidationError
-	if !errors.As(err, &ve) {
+	if err != nil && !errors.As(err, &ve) {
 		return err
 	}
-	what := fmt.Sprintf("%d settings", len(ve.Errors))
-	if len(ve.Errors) == 1 {
+	var lines []string
+	unset := false
+	if ve != nil {
+		for _, fe := range ve.Errors {
+			lines = append(lines, fe.Error())
+			switch fe.Env {
+			case "HANDSET_AGENT", "HANDSET_STT", "HANDSET_TTS":
+				unset = unset || strings.HasPrefix(fe.Reason, "is required")
+			}
+		}
+	}
+	lines = append(lines, engines...)
+	what := fmt.Sprintf("%d settings", len(lines))
+	if len(lines) == 1 {
 		what = "1 setting"
 	}
 	fmt.Fprintf(w, "handset %s: cannot start: %s to fix:\n", cmd, what)
-	unset := false
-	for _, fe := range ve.Errors {
-		fmt.Fprintf(w, "  %s\n", fe.Error())
-		switch fe.Env {
-		case "HANDSET_AGENT", "HANDSET_STT", "HANDSET_TTS":
-			unset = unset || strings.HasPrefix(fe.Reason, "is required")
-		}
+	for _, l := range lines {
+		fmt.Fprintf(w, "  %s\n", l)
 	}
 	if unset {
 		fmt.Fprintln(w, "hint: to try Handset first, with no keys and no settings, run `handset demo` (offline speech, a call from the browser)")

@@ -3,9 +3,12 @@ package cli
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/handset-voice/handset/internal/tts/flite"
 )
 
 // serveOnce runs `handset serve` with only the settings given (no .env, no handset.yaml) and
@@ -79,6 +82,27 @@ func TestServeReportsEverySettingAtOnce(t *testing.T) {
 	}
 }
 
+// TestServeReportsMissingEnginesWithTheSettings: an offline engine the settings select that
+// cannot run here is reported with the other problems, not on a later start.
+func TestServeReportsMissingEnginesWithTheSettings(t *testing.T) {
+	code, out := serveOnce(t, "HANDSET_STT=sphinx", "HANDSET_SPHINX_MODEL="+t.TempDir()+"/no-model", "HANDSET_TTS=flite", "HANDSET_VAD=energy")
+	want := []string{
+		"  HANDSET_AGENT (agent.runtime): is required: ",
+		`  HANDSET_STT (stt.provider): "sphinx" cannot run here: `,
+	}
+	if !flite.Available() {
+		want = append(want, `  HANDSET_TTS (tts.provider): "flite" cannot run here: not in this binary`)
+	}
+	if code != 1 || !strings.Contains(out, fmt.Sprintf("cannot start: %d settings to fix:", len(want))) {
+		t.Errorf("exit %d:\n%s", code, out)
+	}
+	for _, w := range want {
+		if strings.Count(out, w) != 1 {
+			t.Errorf("output does not say %q once:\n%s", w, out)
+		}
+	}
+}
+
 // TestServeWarnsWhenNobodyCanCall: serve that starts with no carrier and the browser page off
 // says at start that no one can call it, and how to fix that; the unknown name that was
 // probably meant to turn the page on is named too, once.
@@ -109,7 +133,7 @@ func TestServeWarnsWhenNobodyCanCall(t *testing.T) {
 func TestReportSettingsPassesOtherErrors(t *testing.T) {
 	var b bytes.Buffer
 	err := context.Canceled
-	if got := reportSettings(&b, "serve", err); got != err || b.Len() != 0 {
+	if got := reportSettings(&b, "serve", err, []string{"an engine"}); got != err || b.Len() != 0 {
 		t.Errorf("got %v, printed %q", got, b.String())
 	}
 }
