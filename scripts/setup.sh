@@ -24,5 +24,6 @@ fetch_go setup # needs ca-certificates
 go mod download
 mkdir -p bin
 # The embedded engines need cgo; the core builds without (CGO_ENABLED=0 go build ./cmd/handset).
-CGO_ENABLED=1 go build -trimpath -tags embedded -o bin/handset ./cmd/handset
+# -buildvcs=true: handset version names the commit even where GOFLAGS turns VCS stamping off.
+CGO_ENABLED=1 go build -trimpath -buildvcs=true -tags embedded -o bin/handset ./cmd/handset
 echo "setup: built bin/handset ($(./bin/handset version | head -1)); try it: ./bin/handset demo"

@@ -65,7 +65,7 @@ stage "barge-in at phone levels, every VAD" \
 	env CGO_ENABLED=1 go test -count=1 -tags embedded -run 'TestBargeInAtPhoneLevels' ./internal/cli/
 
 smoke_demo() {
-	CGO_ENABLED=1 go build -trimpath -tags embedded -o bin/handset ./cmd/handset
+	CGO_ENABLED=1 go build -trimpath -buildvcs=true -tags embedded -o bin/handset ./cmd/handset
 	./scripts/smoke-demo.sh
 }
 stage "the built binary: bin/handset demo" smoke_demo

@@ -35,6 +35,7 @@ func runAgents(ctx context.Context, env Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	warnSettings(newLogger(env.Stderr, cfg), cfg)
 	rep, err := openClawRoster(ctx, cfg)
 	if err != nil {
 		return err

@@ -124,6 +124,7 @@ func runAttachNumber(ctx context.Context, env Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	warnSettings(newLogger(env.Stderr, cfg), cfg)
 	if err := cfg.Validate(config.ValidateOptions{}); err != nil {
 		return err
 	}

@@ -94,6 +94,7 @@ func runBench(ctx context.Context, env Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	warnSettings(newLogger(env.Stderr, cfg), cfg)
 	log := newLogger(io.Discard, cfg)
 	utterances, audioNote, err := benchSpeech(ctx)
 	if err != nil {

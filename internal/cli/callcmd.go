@@ -63,6 +63,7 @@ func runCall(ctx context.Context, env Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	warnSettings(newLogger(env.Stderr, cfg), cfg)
 	if err := cfg.Validate(config.ValidateOptions{}); err != nil {
 		return err
 	}

@@ -70,9 +70,11 @@ func runDemo(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	if err := cfg.Validate(config.ValidateOptions{RequireAgent: true, RequireKeys: true}); err != nil {
+		warnSettings(newLogger(env.Stderr, cfg), cfg) // openGateway, which tells them, is not reached
 		return err
 	}
 	if err := demoEnginesReady(cfg); err != nil {
+		warnSettings(newLogger(env.Stderr, cfg), cfg)
 		return err
 	}
 	srv, ln, release, err := openGateway(ctx, env, cfg)

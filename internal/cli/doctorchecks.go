@@ -130,7 +130,7 @@ func (d *doctorRun) configChecks() []doctor.Check {
 	default:
 		cs = append(cs, fixedCheck(secConfig, "settings", resOK(valid)))
 	}
-	cs = append(cs, fixedCheck(secConfig, "secrets", resOK(d.secretsDetail())))
+	cs = append(cs, fixedCheck(secConfig, "secrets", d.secrets()))
 	if d.hermesEnv != "" && !d.explicitEnvFiles {
 		if r, ok := d.hermesOnlyForDoctor(); ok {
 			cs = append(cs, fixedCheck(secConfig, "~/.hermes/.env", r))
@@ -172,9 +172,19 @@ func unknownName(w config.Warning) doctor.Result {
 	return resWarn("is not a Handset setting, so it is ignored (from "+w.Origin.String()+")", fix)
 }
 
+// secrets lists the secrets this configuration uses; a missing one is a warning (the
+// setting's own check fails it too), never a check mark.
+func (d *doctorRun) secrets() doctor.Result {
+	detail, missing := d.secretsDetail()
+	if missing {
+		return resWarn(detail, "fill in the secrets marked missing (in .env, or the environment of handset serve)")
+	}
+	return resOK(detail)
+}
+
 // secretsDetail says, for each secret this configuration uses, "set" or "missing" and where
-// it came from; never a value.
-func (d *doctorRun) secretsDetail() string {
+// it came from, never a value, and whether any is missing.
+func (d *doctorRun) secretsDetail() (string, bool) {
 	cfg := d.cfg
 	type secret struct {
 		env string
@@ -201,16 +211,19 @@ func (d *doctorRun) secretsDetail() string {
 		list = append(list, secret{"HANDSET_DATABASE_URL", cfg.DatabaseURL})
 	}
 	if len(list) == 0 {
-		return "this configuration uses no keys"
+		return "this configuration uses no keys", false
 	}
 	parts := make([]string, len(list))
+	missing := false
 	for i, s := range list {
 		parts[i] = s.env + " " + s.s.Status()
 		if s.s.IsSet() {
 			parts[i] += " (" + d.origin(s.env) + ")"
+		} else {
+			missing = true
 		}
 	}
-	return strings.Join(parts, ", ")
+	return strings.Join(parts, ", "), missing
 }
 
 // hermesOnlyForDoctor warns about settings only ~/.hermes/.env supplies: doctor reads that

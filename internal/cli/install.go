@@ -43,6 +43,7 @@ func runInstall(_ context.Context, env Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	warnSettings(newLogger(env.Stderr, cfg), cfg)
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("cannot tell where this binary is: %w", err)

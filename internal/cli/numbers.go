@@ -62,6 +62,7 @@ func runNumbers(ctx context.Context, env Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	warnSettings(newLogger(env.Stderr, cfg), cfg)
 	if err := cfg.Validate(config.ValidateOptions{}); err != nil {
 		return err
 	}

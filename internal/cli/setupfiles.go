@@ -120,7 +120,9 @@ After=network-online.target
 Wants=network-online.target
 
 [Service]
-# Install: copy this folder to /opt/%[1]s and handset to /usr/local/bin, then
+# Install: copy this folder to /opt/%[1]s; from the Handset checkout run
+#   sudo ./bin/handset install    (the binary to /usr/local/bin, its engine files to /usr/local/share/handset/engines)
+# then
 #   sudo cp handset.service /etc/systemd/system/ && sudo systemctl enable --now handset
 WorkingDirectory=/opt/%[1]s
 ExecStart=/usr/local/bin/handset serve

@@ -52,6 +52,7 @@ func runSimulate(ctx context.Context, env Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	warnSettings(newLogger(env.Stderr, cfg), cfg)
 	if cfg.Agent.Runtime == "" {
 		cfg.Agent.Runtime = config.AgentEcho
 	}

@@ -55,6 +55,7 @@ func runTest(ctx context.Context, env Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	warnSettings(newLogger(env.Stderr, cfg), cfg)
 	if err := cfg.Validate(config.ValidateOptions{RequireAgent: true, RequireKeys: true}); err != nil {
 		return err
 	}

@@ -69,6 +69,7 @@ func openCall(name, summary string, env Env, args []string) (callJournal, bool, 
 	if err != nil {
 		return callJournal{}, false, err
 	}
+	warnSettings(newLogger(env.Stderr, cfg), cfg)
 	var arg string
 	if len(positional) == 1 {
 		arg = positional[0]

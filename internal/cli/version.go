@@ -76,6 +76,7 @@ func runVersion(_ context.Context, env Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	warnSettings(newLogger(env.Stderr, cfg), cfg)
 	tags := buildTags()
 	if tags == "" {
 		tags = "none"
