@@ -268,15 +268,33 @@ func TestDurationsOnTheClock(t *testing.T) {
 }
 
 // TestManyConcurrentCalls places 500 calls from several clients at once; every tenth
-// streams into Handset (so about fifty streams are live together), the rest hang up.
+// streams into Handset, and those fifty callees hang up together once all fifty streams
+// are live at once; the rest are transferred at once.
 func TestManyConcurrentCalls(t *testing.T) {
 	if testing.Short() {
 		t.Skip("500 calls")
 	}
 	const clients, perClient = 10, 50
+	const wantStreams = clients * perClient / 10
+	var (
+		mu   sync.Mutex
+		live int
+	)
+	allLive := make(chan struct{})
 	h := newHandset(t)
 	s, ts := startCalls(t, h, Options{Answer: func(to string) Answer {
-		return Answer{RingFor: 20 * time.Millisecond, Hold: 300 * time.Millisecond}
+		return Answer{RingFor: 20 * time.Millisecond, Talk: func(ctx context.Context, _ *twiliocaller.Call) error {
+			mu.Lock()
+			if live++; live == wantStreams {
+				close(allLive)
+			}
+			mu.Unlock()
+			select {
+			case <-allLive:
+			case <-ctx.Done():
+			}
+			return nil
+		}}
 	}})
 	var wg sync.WaitGroup
 	sids := make(chan string, clients*perClient)
@@ -302,6 +320,14 @@ func TestManyConcurrentCalls(t *testing.T) {
 	}
 	wg.Wait()
 	close(sids)
+	select {
+	case <-allLive:
+	case <-time.After(60 * time.Second): // a safety net: the streams are all created by now
+		mu.Lock()
+		n := live
+		mu.Unlock()
+		t.Fatalf("only %d of %d streams were ever live together", n, wantStreams)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	calls, err := s.WaitCalls(ctx, clients*perClient)
@@ -321,7 +347,7 @@ func TestManyConcurrentCalls(t *testing.T) {
 			break
 		}
 	}
-	if len(seen) != clients*perClient || streams != clients*perClient/10 {
+	if len(seen) != clients*perClient || streams != wantStreams {
 		t.Errorf("%d distinct sids, %d streams", len(seen), streams)
 	}
 	if n := len(h.hitsOn("/cb")); n != 2*clients*perClient {

@@ -17,6 +17,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/handset-voice/handset/internal/carrier/twilio"
+	"github.com/handset-voice/handset/internal/clock"
 	"github.com/handset-voice/handset/internal/sim/twiliocaller"
 	"github.com/handset-voice/handset/internal/voice"
 )
@@ -667,12 +668,16 @@ func TestHangup(t *testing.T) {
 		t.Errorf("canceled call %+v", c)
 	}
 
-	// A redirect before the answer replaces the document that runs when it comes.
-	s2, ts2 := startCalls(t, h, Options{Answer: func(string) Answer { return Answer{RingFor: 300 * time.Millisecond} }})
+	// A redirect before the answer replaces the document that runs when it comes. The ring
+	// is on a fake clock, so the answer comes only once the redirect is in.
+	clk := clock.NewFake(time.Now())
+	s2, ts2 := startCalls(t, h, Options{Clock: clk, Answer: func(string) Answer { return Answer{RingFor: time.Minute} }})
 	sid = create(t, ts2, callForm("Url", h.url("/twilio/voice")))
-	if a := post(t, ts2, callPath(sid), url.Values{"Twiml": {`<Response><Dial>+14155550143</Dial></Response>`}}); a.status != 200 {
+	if a := post(t, ts2, callPath(sid), url.Values{"Twiml": {`<Response><Dial>+14155550143</Dial></Response>`}}); a.status != 200 ||
+		a.body["status"] == StatusInProgress {
 		t.Errorf("early redirect: %d %s", a.status, a.raw)
 	}
+	advanceWhen(t, clk, 1, time.Minute) // the ring
 	if c := waitDone(t, s2, sid); c.TransferredTo != "+14155550143" || c.Streams != 0 || len(c.Webhooks) != 0 {
 		t.Errorf("early-redirected call %+v", c)
 	}
