@@ -14,12 +14,33 @@ func fixed(r Result) func(context.Context) Result {
 	return func(context.Context) Result { return r }
 }
 
+// lateCheck is a check that ignores its deadline and answers only once late is closed:
+// after Run has given up on it, whatever the scheduling (a safety net of a minute stands in
+// for a Run that waits for it, which the results then show).
+func lateCheck(late <-chan struct{}, onStart func()) func(context.Context) Result {
+	return func(ctx context.Context) Result {
+		if onStart != nil {
+			onStart()
+		}
+		<-ctx.Done()
+		select {
+		case <-late:
+		case <-time.After(time.Minute):
+		}
+		return Result{Status: OK}
+	}
+}
+
 // TestRunParallelAndBounded: slow checks run at once, a hung check fails after its own
 // timeout, and the results keep the checks' order.
 func TestRunParallelAndBounded(t *testing.T) {
 	var running, peak atomic.Int32
+	allIn := make(chan struct{}) // closed when the three slow checks are running together
 	slow := func(ctx context.Context) Result {
 		n := running.Add(1)
+		if n == 3 {
+			close(allIn)
+		}
 		for {
 			p := peak.Load()
 			if n <= p || peak.CompareAndSwap(p, n) {
@@ -27,6 +48,12 @@ func TestRunParallelAndBounded(t *testing.T) {
 			}
 		}
 		defer running.Add(-1)
+		// Checks run one after another would each wait here until their timeout.
+		select {
+		case <-allIn:
+		case <-ctx.Done():
+			return Result{Status: Fail, Detail: "cancelled before the others ran"}
+		}
 		select {
 		case <-time.After(150 * time.Millisecond):
 			return Result{Status: OK, Detail: "slow but fine"}
@@ -34,21 +61,19 @@ func TestRunParallelAndBounded(t *testing.T) {
 			return Result{Status: Fail, Detail: "cancelled"}
 		}
 	}
-	hung := func(ctx context.Context) Result {
-		<-ctx.Done()
-		time.Sleep(50 * time.Millisecond) // ignores the deadline for a moment, as a careless check might
-		return Result{Status: OK}
-	}
+	late := make(chan struct{})
 	checks := []Check{
 		{Section: "a", Name: "one", Run: slow},
-		{Section: "b", Name: "hung", Run: hung},
+		{Section: "b", Name: "hung", Run: lateCheck(late, nil)},
 		{Section: "a", Name: "two", Run: slow},
 		{Section: "a", Name: "three", Run: slow},
 		{Section: "c", Name: "quick", Run: fixed(Result{Status: Warn, Detail: "meh", Fix: "do it"})},
 	}
-	// Parallelism is the peak of slow checks running at once; the bound is the hung
-	// check's timeout result. Wall time is left to load, not asserted.
-	res := Run(context.Background(), checks, Options{Timeout: 400 * time.Millisecond})
+	// Parallelism is the slow checks meeting; the bound is the hung check's timeout
+	// result. Wall time is left to load, not asserted: the timeout leaves the slow checks
+	// ample time to meet and finish.
+	res := Run(context.Background(), checks, Options{Timeout: 2 * time.Second})
+	close(late)
 	if peak.Load() < 3 {
 		t.Errorf("at most %d slow checks ran at once, want 3", peak.Load())
 	}
@@ -62,7 +87,7 @@ func TestRunParallelAndBounded(t *testing.T) {
 		t.Errorf("slow check: %+v", res[0])
 	}
 	h := res[1]
-	if h.Status != Fail || !strings.Contains(h.Detail, "timed out after 400ms") || h.Fix == "" {
+	if h.Status != Fail || !strings.Contains(h.Detail, "timed out after 2s") || h.Fix == "" {
 		t.Errorf("hung check: %+v", h)
 	}
 	if res[4].Status != Warn || res[4].Fix != "do it" {
@@ -78,11 +103,10 @@ func TestRunTimeoutMessage(t *testing.T) {
 			t.Errorf("seconds(%v) = %q, want %q", d, got, want)
 		}
 	}
-	res := Run(context.Background(), []Check{{Section: "s", Name: "n", Run: func(ctx context.Context) Result {
-		<-ctx.Done()
-		time.Sleep(30 * time.Millisecond) // answers late
-		return Result{Status: OK}
-	}}}, Options{Timeout: 250 * time.Millisecond})
+	late := make(chan struct{})
+	defer close(late)
+	res := Run(context.Background(), []Check{{Section: "s", Name: "n", Run: lateCheck(late, nil)}},
+		Options{Timeout: 250 * time.Millisecond})
 	if res[0].Status != Fail || res[0].Detail != "timed out after 250ms with no answer" {
 		t.Errorf("%+v", res[0])
 	}
@@ -131,12 +155,11 @@ func TestRunPanicAndDefaults(t *testing.T) {
 func TestRunInterrupted(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
-	go func() { time.Sleep(50 * time.Millisecond); cancel() }()
-	res := Run(ctx, []Check{{Section: "s", Name: "n", Run: func(ctx context.Context) Result {
-		<-ctx.Done()
-		time.Sleep(20 * time.Millisecond)
-		return Result{Status: OK}
-	}}}, Options{Timeout: time.Minute})
+	defer cancel()
+	late := make(chan struct{})
+	defer close(late)
+	// Interrupted while the check runs.
+	res := Run(ctx, []Check{{Section: "s", Name: "n", Run: lateCheck(late, cancel)}}, Options{Timeout: time.Minute})
 	if res[0].Status != Fail || !strings.Contains(res[0].Detail, "interrupted") {
 		t.Errorf("%+v", res[0])
 	}

@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/handset-voice/handset/internal/clock"
 	"github.com/handset-voice/handset/internal/store"
 	"github.com/handset-voice/handset/internal/store/sqlite"
 )
@@ -28,12 +29,10 @@ func openStore(t *testing.T) store.Store {
 	return st
 }
 
-// startRunner runs a runner until the test ends.
+// startRunner runs a runner until the test ends. The lease is the runner's default unless
+// the test is about leases: a short one can run out under a loaded machine's heartbeats.
 func startRunner(t *testing.T, o Options) *Runner {
 	t.Helper()
-	if o.Lease == 0 {
-		o.Lease = 600 * time.Millisecond
-	}
 	if o.Poll == 0 {
 		o.Poll = 20 * time.Millisecond
 	}
@@ -81,6 +80,8 @@ func TestRunnerRunsEveryJobOnceWithinItsLimit(t *testing.T) {
 	var mu sync.Mutex
 	ran := map[string]int{}
 	var inFlight, peak atomic.Int32
+	threeIn := make(chan struct{}) // closed once three jobs run at once
+	var once sync.Once
 	var ids []int64
 	for _, w := range []string{"a", "b", "c", "d", "e", "f", "g", "h"} {
 		ids = append(ids, enqueue(t, st, "echo", `{"Word":"`+w+`"}`).ID)
@@ -91,6 +92,16 @@ func TestRunnerRunsEveryJobOnceWithinItsLimit(t *testing.T) {
 			defer inFlight.Add(-1)
 			for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
 			}
+			if n == 3 {
+				once.Do(func() { close(threeIn) })
+			}
+			// The first jobs wait for each other, so the limit is reached however slowly
+			// the runner claims; a runner that ran fewer at once would leave them here.
+			select {
+			case <-threeIn:
+			case <-time.After(10 * time.Second):
+				return nil, Permanent(errors.New("three jobs never ran at once"))
+			}
 			var p struct{ Word string }
 			if err := l.Payload(&p); err != nil {
 				return nil, err
@@ -98,7 +109,7 @@ func TestRunnerRunsEveryJobOnceWithinItsLimit(t *testing.T) {
 			mu.Lock()
 			ran[p.Word]++
 			mu.Unlock()
-			time.Sleep(50 * time.Millisecond) // the runner claims up to its limit meanwhile
+			time.Sleep(50 * time.Millisecond) // a runner past its limit would claim more meanwhile
 			return map[string]string{"said": p.Word}, nil
 		}},
 	}})
@@ -135,6 +146,7 @@ func TestRunnerRetriesThenFailsForGood(t *testing.T) {
 	if j := waitJob(t, st, bad.ID); j.State != store.JobFailed || j.Attempts != 1 || j.Error != "not a phone number" {
 		t.Errorf("permanent failure: %s after %d attempts, error %q", j.State, j.Attempts, j.Error)
 	}
+	before := time.Now()
 	flaky := enqueue(t, st, "flaky", `{}`)
 	var j store.Job
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
@@ -142,9 +154,12 @@ func TestRunnerRetriesThenFailsForGood(t *testing.T) {
 			break
 		}
 	}
-	if j.State != store.JobPending || j.Error != "busy" || !j.RunAt.After(time.Now().Add(3*time.Second)) {
-		t.Errorf("after a transient failure: %s, error %q, next run %v from now; want pending about 5 s later",
-			j.State, j.Error, time.Until(j.RunAt).Round(time.Second))
+	// The failure came between before and now: the retry is 5 s after it.
+	backoff := store.Backoff(1)
+	if j.State != store.JobPending || j.Error != "busy" || j.RunAt.Before(before.Add(backoff-time.Millisecond)) ||
+		j.RunAt.After(time.Now().Add(backoff)) {
+		t.Errorf("after a transient failure: %s, error %q, next run %v from now; want pending %v after the failure",
+			j.State, j.Error, time.Until(j.RunAt).Round(time.Second), backoff)
 	}
 }
 
@@ -157,7 +172,12 @@ func TestRunnerHonoursThrottle(t *testing.T) {
 	}})
 	j := enqueue(t, st, "call", `{}`)
 	r.Wake()
-	time.Sleep(100 * time.Millisecond) // several polls
+	// Several polls, each asking the closed throttle, and then some.
+	for deadline := time.Now().Add(10 * time.Second); gate.asked.Load() < 3; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the runner asked the throttle %d times in 10 s", gate.asked.Load())
+		}
+	}
 	if got, _ := st.Job(context.Background(), j.ID); got.State != store.JobPending || ran.Load() != 0 {
 		t.Fatalf("a closed throttle let job run: %s, ran %d", got.State, ran.Load())
 	}
@@ -168,11 +188,12 @@ func TestRunnerHonoursThrottle(t *testing.T) {
 }
 
 type switchThrottle struct {
-	open atomic.Bool
-	took atomic.Int32
+	open  atomic.Bool
+	took  atomic.Int32
+	asked atomic.Int32
 }
 
-func (s *switchThrottle) Ready(time.Time) bool { return s.open.Load() }
+func (s *switchThrottle) Ready(time.Time) bool { s.asked.Add(1); return s.open.Load() }
 func (s *switchThrottle) Took(time.Time)       { s.took.Add(1) }
 
 // hung holds every Heartbeat, and every Claim once hang is set, until released: a node
@@ -257,12 +278,20 @@ func TestRunnerThatLostItsLeaseWritesNothing(t *testing.T) {
 	}
 }
 
+// aheadClock is the real clock with its time moved on by d (its timers are real ones).
+type aheadClock struct {
+	clock.Real
+	d time.Duration
+}
+
+func (c aheadClock) Now() time.Time { return time.Now().Add(c.d) }
+
 // A job cut off by its node stopping resumes on another node from its checkpoint.
 func TestCheckpointCarriesToTheNextNode(t *testing.T) {
 	st := openStore(t)
 	type progress struct{ Step int }
 	stepped := make(chan struct{})
-	a, err := NewRunner(Options{Store: st, Owner: "node-a", Lease: 300 * time.Millisecond, Poll: 20 * time.Millisecond,
+	a, err := NewRunner(Options{Store: st, Owner: "node-a", Poll: 20 * time.Millisecond,
 		Kinds: map[string]Kind{"call": {Run: func(ctx context.Context, l *Lease) (any, error) {
 			if err := l.Checkpoint(ctx, progress{Step: 1}); err != nil {
 				return nil, err
@@ -284,8 +313,10 @@ func TestCheckpointCarriesToTheNextNode(t *testing.T) {
 	if got, _ := st.Job(context.Background(), j.ID); got.State != store.JobRunning {
 		t.Fatalf("a job cut off by shutdown is %s, want left running for its lease to expire", got.State)
 	}
+	// node-b looks an hour later, long after node-a's lease ran out, so node-a keeps its
+	// lease for as long as a loaded machine takes to reach the checkpoint.
 	resumed := make(chan progress, 1)
-	startRunner(t, Options{Store: st, Owner: "node-b", Kinds: map[string]Kind{"call": {Run: func(ctx context.Context, l *Lease) (any, error) {
+	startRunner(t, Options{Store: st, Owner: "node-b", Clock: aheadClock{d: time.Hour}, Kinds: map[string]Kind{"call": {Run: func(ctx context.Context, l *Lease) (any, error) {
 		var p progress
 		ok, err := l.Resume(&p)
 		if err != nil || !ok {

@@ -335,7 +335,9 @@ func TestSetVoiceURL(t *testing.T) {
 }
 
 func TestErrorClasses(t *testing.T) {
-	fake, r := restFake(t, faketwilio.Options{Numbers: nums}, func(o *RESTOptions) { o.Timeout = 200 * time.Millisecond })
+	// The default timeout: a tight one would turn a slow answer on a loaded machine into
+	// KindTimeout, which is not the class under test.
+	fake, r := restFake(t, faketwilio.Options{Numbers: nums})
 	ctx := context.Background()
 	token := fake.AuthToken()
 	cases := []struct {
@@ -460,10 +462,13 @@ func TestTimeouts(t *testing.T) {
 	}
 	noSecret(t, err, fake.AuthToken())
 
-	// The timeout is per request: a slow page among fast ones is fine.
-	fake.ClearFaults()
-	fake.AddFault(faketwilio.Fault{Path: "IncomingPhoneNumbers.json", Delay: 60 * time.Millisecond})
-	if got, err := r.Numbers(context.Background()); err != nil || len(got) != len(nums) {
+	// The timeout is per request: four pages of 600 ms each are fine under a 2 s timeout,
+	// though together they take longer (the delays are lower bounds, so they always do).
+	// Each page has 1.4 s to spare for a loaded machine.
+	slow, rs := restFake(t, faketwilio.Options{Numbers: nums, MaxPageSize: 1},
+		func(o *RESTOptions) { o.Timeout = 2 * time.Second })
+	slow.AddFault(faketwilio.Fault{Path: "IncomingPhoneNumbers.json", Delay: 600 * time.Millisecond})
+	if got, err := rs.Numbers(context.Background()); err != nil || len(got) != len(nums) {
 		t.Errorf("slow pages: %d numbers, %v", len(got), err)
 	}
 
