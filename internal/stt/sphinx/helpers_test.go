@@ -298,10 +298,14 @@ func settle(t *testing.T, s *stream) {
 	})
 }
 
-// eventually polls cond until it holds or 5 s pass.
+// patience bounds the waits below: they end on the event they wait for, and only a hang
+// reaches it, so it is generous for a loaded machine.
+const patience = 30 * time.Second
+
+// eventually polls cond until it holds or patience runs out.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(patience)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
@@ -310,7 +314,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// next receives the next transcript, failing after 5 s.
+// next receives the next transcript, failing after patience.
 func next(t *testing.T, s *stream) voice.Transcript {
 	t.Helper()
 	select {
@@ -319,8 +323,8 @@ func next(t *testing.T, s *stream) voice.Transcript {
 			t.Fatal("Results closed")
 		}
 		return tr
-	case <-time.After(5 * time.Second):
-		t.Fatal("no transcript within 5 s")
+	case <-time.After(patience):
+		t.Fatalf("no transcript within %v", patience)
 	}
 	return voice.Transcript{}
 }
@@ -376,8 +380,8 @@ func recv(t *testing.T, c <-chan string) string {
 	select {
 	case text := <-c:
 		return text
-	case <-time.After(5 * time.Second):
-		t.Fatal("no Final within 5 s")
+	case <-time.After(patience):
+		t.Fatalf("no Final within %v", patience)
 	}
 	return ""
 }
@@ -386,7 +390,7 @@ func recv(t *testing.T, c <-chan string) string {
 func drained(t *testing.T, s *stream) []voice.Transcript {
 	t.Helper()
 	var all []voice.Transcript
-	timeout := time.After(5 * time.Second)
+	timeout := time.After(patience)
 	for {
 		select {
 		case tr, ok := <-s.Results():
@@ -395,7 +399,7 @@ func drained(t *testing.T, s *stream) []voice.Transcript {
 			}
 			all = append(all, tr)
 		case <-timeout:
-			t.Fatal("Results not closed within 5 s")
+			t.Fatalf("Results not closed within %v", patience)
 		}
 	}
 }

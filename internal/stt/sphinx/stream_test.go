@@ -371,7 +371,7 @@ func TestFullQueueDropsTheOldestAudio(t *testing.T) {
 	}()
 	select {
 	case <-done:
-	case <-time.After(2 * time.Second):
+	case <-time.After(patience): // blocked, they would wait for close(block): forever
 		t.Fatal("Write or Finalize blocked on a busy decoder")
 	}
 	if got := wide.Duration(int(s.st.droppedQueue.Load())); got != 2*time.Second {

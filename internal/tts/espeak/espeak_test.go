@@ -183,7 +183,8 @@ func TestStopKillsAndReapsEspeak(t *testing.T) {
 			}
 		} else {
 			cancel()
-			deadline := time.Now().Add(2 * time.Second)
+			// Reaped on its own goroutine: wait for it (the deadline is a safety net).
+			deadline := time.Now().Add(30 * time.Second)
 			for procState(pid) != "" && time.Now().Before(deadline) {
 				time.Sleep(5 * time.Millisecond)
 			}
