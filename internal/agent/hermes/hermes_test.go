@@ -357,7 +357,8 @@ func TestSilenceTimesOut(t *testing.T) {
 	for _, transport := range []string{hermes.TransportRuns, hermes.TransportChat} {
 		t.Run(transport, func(t *testing.T) {
 			srv, base := newServer(t, fakehermes.Options{})
-			a := newAgent(t, base, func(o *hermes.Options) { o.Transport = transport; o.Timeout = 150 * time.Millisecond })
+			// HANG never answers, so the timeout fires; creating the run must come first.
+			a := newAgent(t, base, func(o *hermes.Options) { o.Transport = transport; o.Timeout = time.Second })
 			_, _, err := reply(t, a, callCtx(t.Context(), "call-t", "+15550006666"), turn("call-t", "hello HANG"))
 			wantKind(t, err, voice.KindTimeout)
 			if transport == hermes.TransportRuns {
@@ -372,8 +373,10 @@ func TestSilenceTimesOut(t *testing.T) {
 func TestKeepalivesKeepSilentToolAlive(t *testing.T) {
 	for _, transport := range []string{hermes.TransportRuns, hermes.TransportChat} {
 		t.Run(transport, func(t *testing.T) {
-			_, base := newServer(t, fakehermes.Options{Keepalive: 10 * time.Millisecond, ToolDuration: 1200 * time.Millisecond})
-			a := newAgent(t, base, func(o *hermes.Options) { o.Transport = transport; o.Timeout = 500 * time.Millisecond })
+			// Wall-time margins wide enough for a loaded machine: keepalives every 10 ms
+			// against a 2 s timeout, for a tool that runs 3 s.
+			_, base := newServer(t, fakehermes.Options{Keepalive: 10 * time.Millisecond, ToolDuration: 3 * time.Second})
+			a := newAgent(t, base, func(o *hermes.Options) { o.Transport = transport; o.Timeout = 2 * time.Second })
 			text, progress, err := reply(t, a, callCtx(t.Context(), "call-k", "+15550007777"), turn("call-k", "look it up TOOLCALL"))
 			if err != nil {
 				t.Fatalf("a tool longer than Timeout with keepalives failed: %v", err)

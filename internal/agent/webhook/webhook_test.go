@@ -355,8 +355,10 @@ func TestTimeoutWaitingForHeaders(t *testing.T) {
 	wantKind(t, err, voice.KindTimeout)
 }
 
+// The stall is an hour, so the timeout always fires; it is long enough that the first
+// word reaches the reader before it on a loaded machine.
 func TestTimeoutMidStream(t *testing.T) {
-	_, a := setup(t, fakewebhook.Options{Mode: fakewebhook.ModeSSE, SlowEvery: time.Hour}, Options{Timeout: 50 * time.Millisecond})
+	_, a := setup(t, fakewebhook.Options{Mode: fakewebhook.ModeSSE, SlowEvery: time.Hour}, Options{Timeout: time.Second})
 	s, err := a.Reply(t.Context(), user("SLOW"))
 	if err != nil {
 		t.Fatal(err)

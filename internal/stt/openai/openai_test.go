@@ -545,8 +545,10 @@ func TestConnectionErrors(t *testing.T) {
 }
 
 func TestTimeoutIsNotRetried(t *testing.T) {
+	// SLOW holds an hour, so it always times out; the timeout leaves the uploads that
+	// answer at once room to do so on a loaded machine.
 	fake, r := setup(t, fakeopenaispeech.Options{Transcripts: []string{"SLOW late", "on time"}, SlowDelay: time.Hour},
-		openai.Options{Timeout: 100 * time.Millisecond})
+		openai.Options{Timeout: 2 * time.Second})
 	st := open(t, testContext(t), r, audio.Telephone)
 	feed(t, st, audio.Telephone, speech(audio.Telephone, 300*time.Millisecond))
 	_ = st.Finalize()

@@ -521,7 +521,7 @@ func TestHeaderTimeout(t *testing.T) {
 		t.Errorf("%d requests, want 1 (a timeout is not retried)", n)
 	}
 	// The default SLOW delay is 2 s; within a longer header timeout it just speaks.
-	fake2, s2 := setup(t, fakeopenaispeech.Options{FirstByteDelay: 50 * time.Millisecond, SlowDelay: 100 * time.Millisecond}, openai.Options{HeaderTimeout: time.Second})
+	fake2, s2 := setup(t, fakeopenaispeech.Options{FirstByteDelay: 50 * time.Millisecond, SlowDelay: 100 * time.Millisecond}, openai.Options{HeaderTimeout: 5 * time.Second})
 	if b := synth(t, s2, "SLOW but fine.", audio.Telephone); len(b) != audio.Telephone.Bytes(fake2.AudioDuration("SLOW but fine.")) {
 		t.Errorf("%d bytes", len(b))
 	}
