@@ -416,15 +416,18 @@ func TestFaults(t *testing.T) {
 		resp.Body.Close()
 		t.Fatal("a stalled request answered")
 	}
-	if d := time.Since(began); d > 5*time.Second {
+	// The stall is a minute: half of it tells one that waited it out from one that ended
+	// with the client, on however loaded a machine.
+	if d := time.Since(began); d > 30*time.Second {
 		t.Errorf("stall lasted %v after the client gave up", d)
 	}
 	s.ClearFaults()
 	if a := get(t, ts, acctPath+".json"); a.status != 200 {
 		t.Errorf("after ClearFaults: %d", a.status)
 	}
-	// The stalled request is recorded (status 0) once its handler returns.
-	deadline := time.Now().Add(5 * time.Second)
+	// The stalled request is recorded (status 0) once its handler returns (the deadline is
+	// a safety net).
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		reqs := s.Requests()
 		n := 0

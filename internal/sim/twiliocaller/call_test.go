@@ -16,9 +16,13 @@ import (
 	"github.com/handset-voice/handset/internal/clock"
 )
 
+// patience bounds every wait for an event in these tests: a safety net only, generous for
+// a loaded machine, since the waits end on the event itself.
+const patience = 20 * time.Second
+
 func testCtx(t *testing.T) context.Context {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	t.Cleanup(cancel)
 	return ctx
 }
@@ -44,7 +48,7 @@ func newFakeClock() *clock.Fake { return clock.NewFake(time.Date(2026, 1, 2, 3, 
 
 func waitFor(t *testing.T, c *Call, what string, cond func(Snapshot) bool) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
 	if err := c.WaitFor(ctx, cond); err != nil {
 		t.Fatalf("waiting for %s: %v", what, err)
@@ -449,7 +453,7 @@ func TestHandsetClosingEndsTheCall(t *testing.T) {
 			}
 			select {
 			case <-c.Done():
-			case <-time.After(5 * time.Second):
+			case <-time.After(patience):
 				t.Fatal("Done not closed after Handset closed the socket")
 			}
 			e, ok := c.Ending()
@@ -497,7 +501,7 @@ func TestCancellingTheContextDropsTheCall(t *testing.T) {
 	cancel()
 	select {
 	case <-c.Done():
-	case <-time.After(5 * time.Second):
+	case <-time.After(patience):
 		t.Fatal("Done not closed after the context was cancelled")
 	}
 	if !errors.Is(c.Err(), context.Canceled) {

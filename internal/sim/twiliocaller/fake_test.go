@@ -245,7 +245,7 @@ func (f *fakeHandset) serveStream(w http.ResponseWriter, r *http.Request) {
 	}
 	defer conn.CloseNow()
 	conn.SetReadLimit(1 << 20)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
 
 	_, data, err := conn.Read(ctx)
@@ -301,7 +301,7 @@ func (f *fakeHandset) nextStream(t *testing.T) *fakeStream {
 	case fs := <-f.streams:
 		fs.t = t
 		return fs
-	case <-time.After(5 * time.Second):
+	case <-time.After(patience):
 		t.Fatal("no stream reached the fake handset")
 		return nil
 	}
@@ -318,7 +318,7 @@ func (s *fakeStream) sendJSON(v any) {
 
 func (s *fakeStream) sendText(text string) {
 	s.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
 	if err := s.conn.Write(ctx, websocket.MessageText, []byte(text)); err != nil {
 		s.t.Fatalf("fake handset write: %v", err)
@@ -346,7 +346,7 @@ func (s *fakeStream) next() (twMsg, bool) {
 	select {
 	case m, ok := <-s.in:
 		return m, ok
-	case <-time.After(5 * time.Second):
+	case <-time.After(patience):
 		s.t.Fatal("timed out waiting for a message from the caller")
 		return twMsg{}, false
 	}

@@ -22,7 +22,7 @@ func withLean(clk *clock.Fake) func(*Options) {
 // WaitFor.
 func waitCounters(t *testing.T, c *Call, what string, cond func(Counters) bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(patience)
 	for !cond(c.Counters()) {
 		if time.Now().After(deadline) {
 			t.Fatalf("waiting for %s: counters %+v", what, c.Counters())
