@@ -97,7 +97,7 @@ func TestSTTThatKeepsDyingIsReopenedABoundedNumberOfTimes(t *testing.T) {
 	})
 	done := make(chan struct{})
 	go func() { c.Run(); close(done) }()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second) // a safety net: the loop ends on the opens
 	for stt.opensSeen() < maxSTTOpens && time.Now().Before(deadline) {
 		runtime.Gosched()
 	}

@@ -95,7 +95,7 @@ func frames(n int) []*frameBuf {
 // to do: no wake-up waiting, and the timer not fired under it.
 func settle(t *testing.T, clk *clock.Fake, p *playout) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second) // a safety net: the loop ends on the state
 	for clk.Pending() == 0 || !p.parked.Load() || len(p.wake) > 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("playout never went back to waiting")
@@ -107,7 +107,7 @@ func settle(t *testing.T, clk *clock.Fake, p *playout) {
 // waitUntil waits for the playout goroutine to make cond true.
 func waitUntil(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second) // a safety net: the loop ends on the state
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatal("condition never held")

@@ -53,7 +53,8 @@ func TestFirstTokenDelay(t *testing.T) {
 		t.Errorf("text %q, done %t", text, done)
 	}
 
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	// The delay is an hour: a deadline of half a minute tells waiting from not, loaded or not.
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	_, srv = serve(t, Options{FirstTokenDelay: time.Hour})
 	if resp := post(t, ctx, srv, "", chatBody(false, "hi")); resp.StatusCode != http.StatusOK {
