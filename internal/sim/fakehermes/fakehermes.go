@@ -287,11 +287,21 @@ func pieces(text string) []string {
 // wait pauses for d while keeping the stream alive; it returns false if the client left,
 // the run was stopped or the server closed.
 func (s *Server) wait(ctx context.Context, d time.Duration, stop <-chan struct{}, ka *keepalive) bool {
+	end := time.Now().Add(d)
 	t := time.NewTimer(d)
 	defer t.Stop()
 	for {
 		select {
 		case <-t.C:
+			// A keepalive due before the end goes out first, as it would have in time: a
+			// late scheduler must not make a tool longer than Keepalive look silent.
+			if ka.due.Before(end) {
+				select {
+				case <-ka.tick():
+					return ka.send()
+				default:
+				}
+			}
 			return true
 		case <-ctx.Done():
 			return false

@@ -16,11 +16,12 @@ type keepalive struct {
 	w     http.ResponseWriter
 	every time.Duration
 	t     *time.Timer
+	due   time.Time // when t fires
 	err   error
 }
 
 func newKeepalive(w http.ResponseWriter, every time.Duration) *keepalive {
-	return &keepalive{w: w, every: every, t: time.NewTimer(every)}
+	return &keepalive{w: w, every: every, t: time.NewTimer(every), due: time.Now().Add(every)}
 }
 
 func (k *keepalive) tick() <-chan time.Time { return k.t.C }
@@ -36,6 +37,7 @@ func (k *keepalive) write(s string) bool {
 		k.err = http.NewResponseController(k.w).Flush()
 	}
 	k.t.Reset(k.every)
+	k.due = time.Now().Add(k.every)
 	return k.err == nil
 }
 
