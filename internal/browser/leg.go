@@ -34,6 +34,9 @@ type Leg struct {
 
 	events  chan []byte // journal events waiting for the socket
 	dropped atomic.Int64
+	// announced is closed once "ready" is on the socket: the call may start sending its
+	// greeting before Run has written it, and the page must hear of the call first.
+	announced chan struct{}
 
 	mu      sync.Mutex // guards closing
 	closing bool
@@ -42,7 +45,7 @@ type Leg struct {
 var _ voice.Leg = (*Leg)(nil)
 
 func newLeg(conn *websocket.Conn, info voice.LegInfo) *Leg {
-	return &Leg{conn: conn, info: info, events: make(chan []byte, 256)}
+	return &Leg{conn: conn, info: info, events: make(chan []byte, 256), announced: make(chan struct{})}
 }
 
 // Info describes the call.
@@ -96,6 +99,7 @@ func (l *Leg) Run(ctx context.Context, sink voice.LegSink) error {
 	if err := l.conn.Write(ctx, websocket.MessageText, ready); err != nil {
 		return fmt.Errorf("browser: write: %w", err)
 	}
+	close(l.announced)
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -204,6 +208,11 @@ func (l *Leg) Clear(ctx context.Context) error {
 }
 
 func (l *Leg) write(ctx context.Context, typ websocket.MessageType, msg []byte) error {
+	select {
+	case <-l.announced:
+	case <-ctx.Done():
+		return fmt.Errorf("browser: write before the call was announced: %w", ctx.Err())
+	}
 	if err := l.conn.Write(ctx, typ, msg); err != nil {
 		return fmt.Errorf("browser: write: %w", err)
 	}
