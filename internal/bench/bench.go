@@ -69,6 +69,10 @@ func (o *Options) defaults() error {
 	return nil
 }
 
+// driftAfter is when a long hold (two of these or more) takes the reading its end is
+// compared with: a minute in, once the calls' buffers and caches have grown to size.
+const driftAfter = time.Minute
+
 // settle is how long after the last call is up the hold's first reading waits, so ramp-up
 // work is not counted as steady state.
 const settle = 2 * time.Second
@@ -123,7 +127,16 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		return rep, err
 	}
 	cpuDone := o.cpuProfile(ctx)
-	sleep(ctx, o.Hold)
+	var firstMinute *sample
+	if o.Hold >= 2*driftAfter {
+		sleep(ctx, driftAfter)
+		if s, err := o.steady(ctx, sc); err == nil {
+			firstMinute = &s
+		}
+		sleep(ctx, o.Hold-driftAfter)
+	} else {
+		sleep(ctx, o.Hold)
+	}
 	<-cpuDone
 	held := t.live.Load()
 	end, err := o.steady(ctx, sc)
@@ -139,6 +152,9 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		return rep, err
 	}
 	rep.fill(o, base, start, end, after, held, t)
+	if firstMinute != nil {
+		rep.Drift = drift(*firstMinute, end)
+	}
 	if o.JournalDir != "" {
 		rep.Latency = journalLatency(o.JournalDir, base.at)
 	}

@@ -86,3 +86,18 @@ func TestPercentiles(t *testing.T) {
 		t.Errorf("p50 %v p95 %v p99 %v", p50, p95, p99)
 	}
 }
+
+func TestDrift(t *testing.T) {
+	first := sample{rss: 200 << 20, heap: 100 << 20, goroutines: 4000}
+	end := sample{rss: 210 << 20, heap: 101 << 20, goroutines: 3960}
+	d := drift(first, end)
+	if d.RSSPercent != 5 || d.GoroutinesPercent != -1 {
+		t.Errorf("drift = %+v, want resident +5 %% and goroutines -1 %%", d)
+	}
+	if d.FirstMinute.RSSKB != 200*1024 || d.End.Goroutines != 3960 {
+		t.Errorf("readings = %+v", d)
+	}
+	if d := drift(sample{}, end); d.RSSPercent != -1 || d.GoroutinesPercent != -1 {
+		t.Errorf("a reading of nothing gave %+v, want -1 (not measured)", d)
+	}
+}

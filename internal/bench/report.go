@@ -31,9 +31,12 @@ type Report struct {
 	MemoryPerCall     Memory  `json:"memory_per_call_kb"`
 	GoroutinesPerCall float64 `json:"goroutines_per_call"`
 	After             After   `json:"after_calls"`
-	Errors            Errors  `json:"errors"`
-	Setup             Setup   `json:"setup"`
-	Machine           Machine `json:"machine"`
+	// Drift compares the end of a long hold (two minutes or more) with its first minute:
+	// a soak's check that memory and goroutines stay flat while calls come and go.
+	Drift   *Drift  `json:"drift,omitempty"`
+	Errors  Errors  `json:"errors"`
+	Setup   Setup   `json:"setup"`
+	Machine Machine `json:"machine"`
 }
 
 // Percentiles of a distribution, and how many values it has and where they came from.
@@ -63,6 +66,36 @@ type After struct {
 	RSSDeltaKB      float64 `json:"rss_delta_kb"`
 	HeapDeltaKB     float64 `json:"heap_delta_kb"`
 	GoroutinesDelta int     `json:"goroutines_delta"`
+}
+
+// Drift is the Handset's resident memory and goroutines a minute into the hold and at its
+// end, and the change between them in percent.
+type Drift struct {
+	FirstMinute       Reading `json:"first_minute"`
+	End               Reading `json:"end"`
+	RSSPercent        float64 `json:"rss_percent"`
+	GoroutinesPercent float64 `json:"goroutines_percent"`
+}
+
+// Reading is one sample of the process, after a collection.
+type Reading struct {
+	RSSKB      float64 `json:"rss_kb"`
+	HeapKB     float64 `json:"heap_kb"`
+	Goroutines int     `json:"goroutines"`
+}
+
+func drift(first, end sample) *Drift {
+	read := func(s sample) Reading {
+		return Reading{RSSKB: round1(s.rss / 1024), HeapKB: round1(s.heap / 1024), Goroutines: int(s.goroutines)}
+	}
+	pct := func(a, b float64) float64 {
+		if a <= 0 {
+			return -1
+		}
+		return round3((b - a) / a * 100)
+	}
+	return &Drift{FirstMinute: read(first), End: read(end), RSSPercent: pct(first.rss, end.rss),
+		GoroutinesPercent: pct(first.goroutines, end.goroutines)}
 }
 
 // Errors the callers saw.
@@ -204,6 +237,10 @@ func (r Report) Print(w io.Writer) {
 	row("goroutines per call", fmt.Sprintf("%.1f", r.GoroutinesPerCall))
 	row("after the calls", fmt.Sprintf("%d calls active; resident %+.0f KB, heap %+.0f KB, goroutines %+d against the idle baseline",
 		r.After.CallsActive, r.After.RSSDeltaKB, r.After.HeapDeltaKB, r.After.GoroutinesDelta))
+	if d := r.Drift; d != nil {
+		row("drift over the hold", fmt.Sprintf("resident %.0f → %.0f KB (%+.1f %%), goroutines %d → %d (%+.1f %%), from a minute in to the end",
+			d.FirstMinute.RSSKB, d.End.RSSKB, d.RSSPercent, d.FirstMinute.Goroutines, d.End.Goroutines, d.GoroutinesPercent))
+	}
 	row("errors", fmt.Sprintf("%d (dial %d, dropped calls %d, turns lost %d, protocol %d)", r.Errors.Total,
 		r.Errors.DialFailed, r.Errors.DroppedCalls, r.Errors.TurnsLost, r.Errors.ProtocolErrors))
 	for _, e := range r.Errors.Examples {

@@ -3,9 +3,11 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -38,6 +40,7 @@ type benchFlags struct {
 	cpuProfile, memProfile string
 	leakProfile            string
 	asJSON                 bool
+	maxDrift               float64
 }
 
 // benchPhrases are what the simulated callers say (and what the fake STT hears).
@@ -67,6 +70,7 @@ func runBench(ctx context.Context, env Env, args []string) error {
 	fs.StringVar(&f.memProfile, "memprofile", "", "write the Handset's heap profile at the end of the hold to `file`")
 	fs.StringVar(&f.leakProfile, "leakprofile", "", "write the Handset's heap profile after the calls have ended (what they left behind) to `file`")
 	fs.BoolVar(&f.asJSON, "json", false, "print the report as JSON")
+	fs.Float64Var(&f.maxDrift, "max-drift", 0, "a soak: fail unless resident memory and goroutines at the end of the hold are within `PCT` percent of a minute in (needs --duration 2m or more)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "Usage: handset bench [--calls N] [--duration D] [--json]")
 		fmt.Fprintln(fs.Output(), "\nHolds N simulated Twilio calls that speak and take turns at real-time pace, against a Handset")
@@ -79,6 +83,8 @@ func runBench(ctx context.Context, env Env, args []string) error {
 	switch {
 	case fs.NArg() > 0:
 		return &usageError{msg: "bench takes no arguments: " + strings.Join(fs.Args(), " ")}
+	case f.maxDrift < 0 || f.maxDrift > 0 && f.duration < 2*time.Minute:
+		return &usageError{msg: "--max-drift needs a positive percentage and --duration of 2m or more"}
 	case f.calls < 1 || f.duration <= 0 || f.ramp <= 0:
 		return &usageError{msg: "--calls, --duration and --ramp must be positive"}
 	case f.target != "" && f.twilioToken == "":
@@ -162,6 +168,24 @@ func runBench(ctx context.Context, env Env, args []string) error {
 	}
 	if rep.Errors.Total > 0 || rep.CallsHeld < rep.CallsRequested {
 		return errReported
+	}
+	if err := checkDrift(rep.Drift, f.maxDrift); err != nil {
+		fmt.Fprintln(env.Stderr, err)
+		return errReported
+	}
+	return nil
+}
+
+// checkDrift holds a soak to its limit: memory and goroutines at the end of the hold within
+// limit percent of their reading a minute in (0: no check).
+func checkDrift(d *bench.Drift, limit float64) error {
+	switch {
+	case limit == 0:
+		return nil
+	case d == nil || d.RSSPercent == -1 || d.GoroutinesPercent == -1:
+		return errors.New("bench: --max-drift: the hold's drift was not measured (the Handset's readings a minute in failed)")
+	case math.Abs(d.RSSPercent) > limit || math.Abs(d.GoroutinesPercent) > limit:
+		return fmt.Errorf("bench: drift over the hold beyond %g %%: resident memory %+.1f %%, goroutines %+.1f %%", limit, d.RSSPercent, d.GoroutinesPercent)
 	}
 	return nil
 }

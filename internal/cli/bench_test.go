@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -34,5 +35,29 @@ func TestBenchReportsEverything(t *testing.T) {
 	}
 	if code, out := runCmd(t, nil, "bench", "--target", "http://127.0.0.1:1"); code != 2 || !strings.Contains(out, "--twilio-token") {
 		t.Errorf("--target without its token: %d %s", code, out)
+	}
+}
+
+func TestBenchDriftLimit(t *testing.T) {
+	flat := &bench.Drift{RSSPercent: 3.2, GoroutinesPercent: -0.4}
+	if err := checkDrift(flat, 5); err != nil {
+		t.Errorf("a drift within the limit failed: %v", err)
+	}
+	if err := checkDrift(&bench.Drift{RSSPercent: 7.5}, 5); err == nil {
+		t.Error("memory grown by 7.5 % passed a 5 % limit")
+	}
+	if err := checkDrift(&bench.Drift{GoroutinesPercent: -6}, 5); err == nil {
+		t.Error("goroutines down by 6 % passed a 5 % limit")
+	}
+	if err := checkDrift(nil, 5); err == nil {
+		t.Error("a hold whose drift was never measured passed")
+	}
+	if err := checkDrift(nil, 0); err != nil {
+		t.Errorf("no limit asked, yet: %v", err)
+	}
+	var out, errb strings.Builder
+	code := Main(context.Background(), []string{"bench", "--max-drift", "5", "--duration", "1m"}, Env{Stdout: &out, Stderr: &errb})
+	if code != 2 || !strings.Contains(errb.String(), "--max-drift") {
+		t.Errorf("--max-drift with a one-minute hold: exit %d (%s), want 2 naming --max-drift", code, errb.String())
 	}
 }
