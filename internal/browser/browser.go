@@ -16,6 +16,11 @@
 // The page is a secure context only on localhost or behind HTTPS, because browsers grant
 // the microphone nowhere else. Each browser gets a random caller id in a cookie, so the
 // caller-hash session key finds the same agent memory when the same browser calls again.
+//
+// The page, its files and its socket answer only to the Host names Handset is reached by,
+// the socket only to pages of that origin, and with a token configured only to browsers
+// that opened the token link (access.go). Browser calls have their own cap and a rate per
+// client address (limit.go).
 package browser
 
 import (
@@ -37,6 +42,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/handset-voice/handset/internal/audio"
+	"github.com/handset-voice/handset/internal/clock"
 	"github.com/handset-voice/handset/internal/voice"
 )
 
@@ -62,12 +68,34 @@ type Options struct {
 	Logger *slog.Logger // nil discards
 	// Callee is the "To" of browser calls (for session templates); default "browser".
 	Callee string
+
+	// Listen is the configured listen address (HANDSET_LISTEN). Its name, when it is one,
+	// is a Host the page answers to; the address each connection arrives on always is,
+	// with localhost, 127.0.0.1 and [::1] when that is loopback.
+	Listen string
+	// Hosts are further Host names the page answers to, each "name" (any port) or
+	// "name:port": the public URL's host and HANDSET_BROWSER_HOSTS.
+	Hosts []string
+	// Token, when set, is the secret a browser must present once (/?token=...) to use
+	// the page (HANDSET_BROWSER_TOKEN).
+	Token string
+	// SecureCookie marks the access cookie Secure (the page is served over HTTPS).
+	SecureCookie bool
+	// MaxCalls caps browser calls at once (HANDSET_BROWSER_MAX_CALLS); 0 for no cap.
+	MaxCalls int
+	// Rate limits new calls per client address; zero means DefaultRate.
+	Rate Rate
+	// Clock times the rate; nil is the wall clock.
+	Clock clock.Clock
 }
 
 // Channel serves the call page and admits browser calls.
 type Channel struct {
-	opts Options
-	log  *slog.Logger
+	opts   Options
+	log    *slog.Logger
+	hosts  hosts
+	access []byte // tokenMAC of the token; nil when the page needs none
+	limit  *limiter
 }
 
 // New returns a Channel.
@@ -79,17 +107,26 @@ func New(opts Options) *Channel {
 	if opts.Callee == "" {
 		opts.Callee = Carrier
 	}
-	return &Channel{opts: opts, log: log}
+	c := &Channel{opts: opts, log: log, limit: newLimiter(opts.MaxCalls, opts.Rate, opts.Clock)}
+	var bad []string
+	c.hosts, bad = newHosts(opts.Listen, opts.Hosts)
+	for _, h := range bad {
+		log.Warn("browser page: ignored a host name that is not one", "host", h)
+	}
+	if opts.Token != "" {
+		c.access = tokenMAC(opts.Token)
+	}
+	return c
 }
 
-// Register adds the page and the socket to mux.
+// Register adds the page and the socket to mux, each behind the Host check.
 func (c *Channel) Register(mux *http.ServeMux) {
 	static, _ := fs.Sub(pageFiles, "page")
 	files := http.FileServerFS(static)
-	mux.HandleFunc("GET /{$}", c.page)
-	mux.Handle("GET /browser/", http.StripPrefix("/browser/", noSniff(files)))
-	mux.HandleFunc("GET /browser/ws", c.socket)
-	mux.HandleFunc("GET /favicon.ico", serveFavicon)
+	mux.Handle("GET /{$}", c.checkHost(http.HandlerFunc(c.page)))
+	mux.Handle("GET /browser/", c.checkHost(http.StripPrefix("/browser/", noSniff(files))))
+	mux.Handle("GET /browser/ws", c.checkHost(http.HandlerFunc(c.socket)))
+	mux.Handle("GET /favicon.ico", c.checkHost(http.HandlerFunc(serveFavicon)))
 }
 
 // serveFavicon answers the browser's icon request, which would otherwise be a 404 in the
@@ -167,8 +204,22 @@ func noSniff(h http.Handler) http.Handler {
 	})
 }
 
-// page serves the call page and gives a new browser its caller id.
+// page serves the call page and gives a new browser its caller id. With a token, the
+// token link grants access and a browser without access is refused.
 func (c *Channel) page(w http.ResponseWriter, r *http.Request) {
+	if c.access != nil && r.URL.Query().Has("token") {
+		if !c.tokenOK(r.URL.Query().Get("token")) {
+			c.log.Info("browser page: refused a wrong access token")
+			refuse(w, http.StatusForbidden, "This access link is not valid: its token is not this Handset's HANDSET_BROWSER_TOKEN.")
+			return
+		}
+		c.grantAccess(w)
+		return
+	}
+	if !c.hasAccess(r) {
+		refuse(w, http.StatusForbidden, "This call page needs its access link: open it once as /?token=<HANDSET_BROWSER_TOKEN>, and this browser is let in from then on.")
+		return
+	}
 	if _, ok := callerID(r); !ok {
 		http.SetCookie(w, &http.Cookie{
 			Name: callerCookie, Value: newCallerID(), Path: "/",
@@ -203,13 +254,32 @@ func newCallerID() string {
 
 // socket accepts the media WebSocket and runs the call on it.
 func (c *Channel) socket(w http.ResponseWriter, r *http.Request) {
-	// Same-origin only (the library's default): another site must not place calls from a
-	// visitor's browser.
-	conn, err := websocket.Accept(w, r, nil)
+	// Same-origin only, with an Origin required (browsers always send one): another site
+	// must not place calls from a visitor's browser.
+	if !c.sameOrigin(r) {
+		c.log.Info("browser page: refused a socket from another origin", "origin", truncate(r.Header.Get("Origin"), 80))
+		refuse(w, http.StatusForbidden, "The call socket takes only the call page's own origin.")
+		return
+	}
+	if !c.hasAccess(r) {
+		refuse(w, http.StatusForbidden, "The call socket needs the page's access cookie: open the access link /?token=<HANDSET_BROWSER_TOKEN> first.")
+		return
+	}
+	// sameOrigin has checked the Origin against the accepted hosts, which the library's
+	// own check (Origin equal to Host, byte for byte) would repeat more strictly than
+	// default ports allow.
+	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
 	if err != nil {
 		return // Accept answered the client
 	}
 	conn.SetReadLimit(maxMessage)
+	release, refused := c.limit.admit(clientKey(r.RemoteAddr))
+	if refused != "" {
+		c.log.Warn("refused browser call", "reason", refused)
+		conn.Close(websocket.StatusTryAgainLater, truncate(refused, 120))
+		return
+	}
+	defer release()
 	id, ok := callerID(r)
 	if !ok {
 		id = newCallerID() // no cookie: a caller nobody will recognise again

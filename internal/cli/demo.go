@@ -86,13 +86,17 @@ func runDemo(ctx context.Context, env Env, args []string) error {
 	fmt.Fprintf(env.Stdout, "handset demo\n  speech to text: %s\n  text to speech: %s\n  agent:          %s (%s)\n",
 		describeSTT(cfg), describeTTS(cfg), cfg.Agent.Runtime, agentNote)
 	if !addr.IP.IsLoopback() {
-		fmt.Fprintln(env.Stdout, "  warning: listening beyond this machine: anyone who can open the page can talk to the agent, and browsers give the microphone only to localhost or HTTPS pages")
+		fmt.Fprintln(env.Stdout, "  warning: listening beyond this machine: the page takes only browsers that opened its access link, and browsers give the microphone only to localhost or HTTPS pages")
 	}
 	host := addr.String()
 	if addr.IP.IsUnspecified() {
 		host = fmt.Sprintf("127.0.0.1:%d", addr.Port)
 	}
-	fmt.Fprintf(env.Stdout, "Open http://%s/ and press Call.\n", host)
+	if cfg.BrowserToken.IsSet() {
+		fmt.Fprintf(env.Stdout, "Open http://%s/?token=<your HANDSET_BROWSER_TOKEN> once, then press Call.\n", host)
+	} else {
+		fmt.Fprintf(env.Stdout, "Open http://%s/ and press Call.\n", host)
+	}
 	return srv.serve(ctx, ln, env.Ready)
 }
 

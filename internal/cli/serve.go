@@ -45,6 +45,7 @@ func runServe(ctx context.Context, env Env, args []string) error {
 func openGateway(ctx context.Context, env Env, cfg *config.Config) (*server, net.Listener, func(), error) {
 	log := newLogger(env.Stderr, cfg)
 	warnSettings(log, cfg)
+	warnBrowserExposed(log, cfg)
 	if msg, fix, ok := noCallers(cfg); ok {
 		log.Warn(msg, "fix", fix)
 	}

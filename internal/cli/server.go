@@ -10,7 +10,6 @@ import (
 	"net/http/pprof"
 	"time"
 
-	"github.com/handset-voice/handset/internal/browser"
 	"github.com/handset-voice/handset/internal/call"
 	"github.com/handset-voice/handset/internal/carrier/twilio"
 	"github.com/handset-voice/handset/internal/config"
@@ -90,7 +89,7 @@ func newServer(ctx context.Context, cfg *config.Config, prov providers, st store
 		Logger:    log,
 	}).Register(s.mux)
 	if cfg.Browser {
-		browser.New(browser.Options{Admit: s.admit, Logger: log}).Register(s.mux)
+		s.registerBrowser()
 	}
 	api := web.New(web.Options{
 		Token: sec.apiToken, Store: st, Channels: s.channels(),

@@ -82,6 +82,12 @@ type Config struct {
 	// JobLease is how long a job claim lasts without a heartbeat (HANDSET_JOB_LEASE).
 	JobLease time.Duration
 
+	// The browser page's guards: HANDSET_BROWSER_HOSTS, HANDSET_BROWSER_TOKEN and
+	// HANDSET_BROWSER_MAX_CALLS (read them with BrowserHostList and BrowserCallCap).
+	BrowserHosts    string
+	BrowserToken    Secret
+	BrowserMaxCalls int
+
 	Outbound OutboundConfig
 	Handoff  HandoffConfig
 

@@ -209,6 +209,9 @@ func (c *Config) crossCheck(table []Setting, opts ValidateOptions) []FieldError 
 	if p, err := strconv.ParseFloat(c.VAD.Threshold, 64); err != nil || p <= 0 || p >= 1 {
 		add("HANDSET_VAD_THRESHOLD", fmt.Sprintf("%q is not a probability between 0 and 1 (exclusive), e.g. 0.5", c.VAD.Threshold))
 	}
+	for _, p := range c.browserChecks() {
+		add(p.env, p.reason)
+	}
 	if !opts.RequireKeys {
 		return errs
 	}

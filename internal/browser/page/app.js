@@ -64,6 +64,7 @@ async function start() {
     played: 0,
     sent: 0,
     agentLines: new Map(), // turn -> <li>
+    ready: false,          // the server admitted the call
   };
 
   capture.port.onmessage = (e) => {
@@ -75,10 +76,20 @@ async function start() {
   };
   player.port.onmessage = (e) => onPlayed(e.data);
   ws.onmessage = (e) => (typeof e.data === "string" ? onMessage(JSON.parse(e.data)) : onAudio(e.data));
-  ws.onclose = (e) => finish(e.reason || "the call ended");
+  ws.onclose = (e) => finish(closedBecause(e));
   ws.onerror = () => notice("The connection to Handset failed.");
   $("hangup").disabled = false;
   setState("connecting");
+}
+
+// closedBecause says why the socket closed. Before "ready" it is a refusal: the server's
+// reason (a cap, a rate), or, with no reason, a refused connection (no access, another host).
+function closedBecause(e) {
+  if (call && !call.ready) {
+    if (e.reason) return "Handset could not take the call: " + e.reason;
+    return "Handset refused the connection. Reload the page; if it has an access link, open that again.";
+  }
+  return e.reason || "the call ended";
 }
 
 function onAudio(buf) {
@@ -108,6 +119,7 @@ function onMessage(m) {
   if (!call) return;
   switch (m.type) {
     case "ready":
+      call.ready = true;
       $("callid").textContent = m.call;
       setState("listening");
       break;

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/cookiejar"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -54,6 +55,25 @@ type Call struct {
 func NewJar() http.CookieJar {
 	jar, _ := cookiejar.New(nil)
 	return jar
+}
+
+// Login opens the page's access link (baseURL/?token=token), as a browser following it
+// does, so jar holds the access cookie that pages protected by HANDSET_BROWSER_TOKEN ask for.
+func Login(ctx context.Context, baseURL string, jar http.CookieJar, token string) error {
+	client := &http.Client{Jar: jar}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(baseURL, "/")+"/?token="+url.QueryEscape(token), nil)
+	if err != nil {
+		return fmt.Errorf("browsercaller: login: %w", err)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return fmt.Errorf("browsercaller: login: %w", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("browsercaller: login: HTTP %d", resp.StatusCode)
+	}
+	return nil
 }
 
 // Dial loads the call page at baseURL (for the caller cookie, kept in jar) and opens the
