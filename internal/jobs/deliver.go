@@ -101,9 +101,9 @@ func callbackNumber(c store.Call) (number, reason string) {
 	return n, ""
 }
 
-// callKeyPrefix starts the session key a runtime files a call under when the caller has no
+// CallKeyPrefix starts the session key a runtime files a call under when the caller has no
 // caller hash (OpenClaw: "handset:call:<call id>"); a tool of that session may send it.
-const callKeyPrefix = "handset:call:"
+const CallKeyPrefix = "handset:call:"
 
 // recipient resolves the request to a caller hash and the session key it belongs to.
 func recipient(ctx context.Context, st store.Store, req DeliverRequest) (hash, key string, err error) {
@@ -116,7 +116,7 @@ func recipient(ctx context.Context, st store.Store, req DeliverRequest) (hash, k
 	if named != 1 {
 		return "", "", fmt.Errorf("%w: name the person with exactly one of session_key, caller_hash or call_id", ErrBadRequest)
 	}
-	if id, ok := strings.CutPrefix(session.StoredKey(req.SessionKey), callKeyPrefix); ok && id != "" {
+	if id, ok := strings.CutPrefix(session.StoredKey(req.SessionKey), CallKeyPrefix); ok && id != "" {
 		req.CallID, req.SessionKey = voice.CallID(id), ""
 	}
 	switch {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/handset-voice/handset/internal/jobs"
@@ -18,6 +19,9 @@ import (
 // a session key (what a runtime's tool knows).
 func (a *API) target(ctx context.Context, r *http.Request) (store.Call, error) {
 	if key := r.PathValue("key"); key != "" {
+		if id, ok := strings.CutPrefix(session.StoredKey(key), jobs.CallKeyPrefix); ok && id != "" {
+			return a.call(ctx, voice.CallID(id)) // a caller without a caller hash: the call's own session
+		}
 		ss, err := a.o.Store.SessionByKey(ctx, session.StoredKey(key))
 		if errors.Is(err, store.ErrNotFound) {
 			return store.Call{}, fail(http.StatusNotFound, "no call has had session key %q", key)

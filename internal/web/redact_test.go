@@ -200,3 +200,21 @@ func TestJobErrorsDropTheNumber(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// A caller without a caller hash has the call's own session (OpenClaw files it under
+// handset:call:<id>): the session routes find that call.
+func TestPerCallSessionKeyFindsItsCall(t *testing.T) {
+	f := newFixture(t)
+	api := New(Options{Token: apiToken, Store: f.st, LiveWait: 50 * time.Millisecond})
+	mux := http.NewServeMux()
+	api.Register(mux)
+	f.srv = httptest.NewServer(mux)
+	t.Cleanup(f.srv.Close)
+	code, body := f.do(t, "POST", "/api/sessions/agent:support:handset:call:c_unverified/handoff", `{"channel":"sms"}`)
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, "handoff of call c_unverified") {
+		t.Errorf("handoff by the per-call key: %d %s (no node runs jobs here: want it queued for the call, then withdrawn)", code, body)
+	}
+	if code, body := f.do(t, "POST", "/api/sessions/handset:call:c_nobody/handoff", `{"channel":"sms"}`); code != http.StatusNotFound {
+		t.Errorf("an unknown call's key: %d %s", code, body)
+	}
+}
