@@ -37,6 +37,8 @@ type Config struct {
 	ClearDrain time.Duration
 	// CallerHash identifies the caller to the agent without the number.
 	CallerHash string
+	// Caller says why there is no caller hash ("withheld", "unverified"), for the journal.
+	Caller string
 	// EchoOff turns off echo handling: the VAD hears the line as it comes.
 	EchoOff bool
 	// EchoMaxDelay is the longest echo delay looked for (zero: echo.DefaultMaxDelay).
@@ -255,7 +257,8 @@ func (c *Call) start() {
 	turnCfg, _ := json.Marshal(c.cfg.Turn)
 	c.deps.Journal.Record(now, obs.Event{
 		Type: obs.CallStart, Carrier: c.info.Carrier, Direction: string(c.info.Direction),
-		CallerHash: c.cfg.CallerHash, Agent: c.deps.Agent.Name(), STT: c.deps.STT.Name(), TTS: c.deps.TTS.Name(),
+		CallerHash: c.cfg.CallerHash, Caller: c.cfg.Caller, Attestation: string(c.info.Attestation),
+		Agent: c.deps.Agent.Name(), STT: c.deps.STT.Name(), TTS: c.deps.TTS.Name(),
 		TurnConfig: turnCfg,
 	})
 	c.vad = c.newVAD()

@@ -32,9 +32,9 @@ func (s *server) admit(leg voice.Leg) (<-chan struct{}, error) {
 	if live, ok := leg.(interface{ Observe(obs.Event) }); ok {
 		journal.Tee(live.Observe) // the browser page shows the call as it happens
 	}
-	sc := session.NewContext(info, s.sec.callerHash)
+	sc := session.NewContext(info, s.sec.callerHash).Require(session.Trust(s.cfg.Session.CallerMemoryAttestation))
 	cc := s.callCfg
-	cc.CallerHash = sc.CallerHash
+	cc.CallerHash, cc.Caller = sc.CallerHash, string(sc.Caller)
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
 	plan := s.record(ctx, info, sc, journalPath(s.cfg.DataDir, info.CallID), now)
@@ -64,7 +64,8 @@ func (s *server) admit(leg voice.Leg) (<-chan struct{}, error) {
 	if s.onCall != nil {
 		s.onCall(c)
 	}
-	s.log.Info("call started", "call", info.CallID, "carrier", info.Carrier, "direction", info.Direction)
+	s.log.Info("call started", "call", info.CallID, "carrier", info.Carrier, "direction", info.Direction,
+		"caller", sc.Caller, "attestation", info.Attestation)
 	return c.Done(), nil
 }
 

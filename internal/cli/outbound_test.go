@@ -152,7 +152,7 @@ func TestOutboundCalls(t *testing.T) {
 		}
 	}
 	var c apiCall
-	o.api("GET", "/api/calls/"+string(res.CallID), nil, &c)
+	o.api("GET", "/api/calls/"+string(res.CallID)+"?view=admin", nil, &c)
 	if c.Direction != "outbound" || c.To != alice || c.Outcome != "caller_hangup" || c.JobID != queued.ID || c.CallerHash == "" {
 		t.Errorf("stored call = %+v", c)
 	}
@@ -418,10 +418,10 @@ func TestCallersKeepTheirSession(t *testing.T) {
 		Count      int    `json:"calls_count"`
 		Calls      []apiCall
 	}
-	if code := o.api("GET", "/api/sessions/"+keys[0], nil, &ss); code != 200 || ss.Count != 2 || len(ss.Calls) != 2 || ss.Calls[0].From != alice {
+	if code := o.api("GET", "/api/sessions/"+keys[0]+"?view=admin", nil, &ss); code != 200 || ss.Count != 2 || len(ss.Calls) != 2 || ss.Calls[0].From != alice {
 		t.Errorf("alice's session in the store: %d %+v", code, ss)
 	}
-	if code := o.api("GET", "/api/sessions/"+keys[2], nil, &ss); code != 200 || ss.Count != 1 || ss.Calls[0].From != bob {
+	if code := o.api("GET", "/api/sessions/"+keys[2]+"?view=admin", nil, &ss); code != 200 || ss.Count != 1 || ss.Calls[0].From != bob {
 		t.Errorf("bob's session: %d %+v", code, ss)
 	}
 }

@@ -94,6 +94,7 @@ func newServer(ctx context.Context, cfg *config.Config, prov providers, st store
 	api := web.New(web.Options{
 		Token: sec.apiToken, Store: st, Channels: s.channels(),
 		Wake: s.wake, CanPlace: s.canPlace, Logger: log,
+		CallerHash: func(n string) string { return session.CallerHash(sec.callerHash, n) },
 	})
 	api.Register(s.mux)
 	// Profiles on demand, behind the same token: a regression under load can be found.

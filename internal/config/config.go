@@ -142,6 +142,8 @@ type SessionConfig struct {
 	Key              string // HANDSET_SESSION_KEY
 	KeyFrom          string // HANDSET_SESSION_KEY_FROM
 	CallerHashSecret Secret // HANDSET_CALLER_HASH_SECRET
+	// CallerMemoryAttestation: HANDSET_CALLER_MEMORY_ATTESTATION (any, B, A).
+	CallerMemoryAttestation string
 }
 
 // STTConfig selects speech-to-text.

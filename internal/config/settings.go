@@ -127,8 +127,8 @@ func (s Setting) set(c *Config, raw string) string {
 	case *string:
 		switch s.Kind {
 		case KindEnum:
-			if lower := strings.ToLower(raw); slices.Contains(s.Allowed, lower) {
-				raw = lower
+			if i := slices.IndexFunc(s.Allowed, func(a string) bool { return strings.EqualFold(raw, a) }); i >= 0 {
+				raw = s.Allowed[i] // the table's own spelling: "TEXT" is text, "a" is A
 			}
 		case KindURL:
 			raw = strings.TrimRight(raw, "/")
@@ -271,6 +271,11 @@ func settingTable() []Setting {
 		{Env: "HANDSET_CALLER_HASH_SECRET", YAML: "session.caller_hash_secret", Kind: KindSecret, DefaultText: "generated once into the data folder",
 			Help:  "HMAC secret for caller hashes. Raw caller numbers stay in the store; journals, logs and every request to an agent runtime or speech provider carry the hash instead.",
 			field: func(c *Config) any { return &c.Session.CallerHashSecret }},
+		{Env: "HANDSET_CALLER_MEMORY_ATTESTATION", YAML: "session.caller_memory_attestation", Kind: KindEnum,
+			Allowed: []string{"any", "B", "A"}, Default: "any", Required: true,
+			Help: "The least STIR/SHAKEN attestation an inbound caller's number needs to key their memory and callbacks: `any`, `B` (A or B) or `A`. " +
+				"A caller below it gets a fresh session, no callback, and the agent is told the number is unverified. Only calls from the US and Canadian phone network carry an attestation; see docs/runtimes.md.",
+			field: func(c *Config) any { return &c.Session.CallerMemoryAttestation }},
 
 		// Speech to text.
 		{Env: "HANDSET_STT", YAML: "stt.provider", Kind: KindEnum, Allowed: []string{STTDeepgram, STTOpenAI, STTSphinx},

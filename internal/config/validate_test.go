@@ -329,3 +329,22 @@ func TestTransportMustFitTheRuntime(t *testing.T) {
 		}
 	}
 }
+
+// HANDSET_CALLER_MEMORY_ATTESTATION takes any, B or A in any case, defaults to any, and
+// names itself and the allowed levels when wrong.
+func TestCallerMemoryAttestation(t *testing.T) {
+	if c := mustLoad(t, LoadOptions{WorkDir: t.TempDir()}); c.Session.CallerMemoryAttestation != "any" {
+		t.Errorf("default %q, want any", c.Session.CallerMemoryAttestation)
+	}
+	for in, want := range map[string]string{"a": "A", "A": "A", "b": "B", "ANY": "any"} {
+		c := mustLoad(t, LoadOptions{WorkDir: t.TempDir(), Environ: []string{"HANDSET_CALLER_MEMORY_ATTESTATION=" + in}})
+		if err := c.Validate(ValidateOptions{}); err != nil || c.Session.CallerMemoryAttestation != want {
+			t.Errorf("%q: %q %v, want %q", in, c.Session.CallerMemoryAttestation, err, want)
+		}
+	}
+	c := mustLoad(t, LoadOptions{WorkDir: t.TempDir(), Environ: []string{"HANDSET_CALLER_MEMORY_ATTESTATION=C"}})
+	err := c.Validate(ValidateOptions{})
+	if err == nil || !strings.Contains(err.Error(), `HANDSET_CALLER_MEMORY_ATTESTATION (session.caller_memory_attestation): "C" is not one of any, B, A`) {
+		t.Errorf("C: %v", err)
+	}
+}

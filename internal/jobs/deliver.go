@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/handset-voice/handset/internal/carrier/twilio"
 	"github.com/handset-voice/handset/internal/session"
 	"github.com/handset-voice/handset/internal/store"
 	"github.com/handset-voice/handset/internal/voice"
@@ -70,9 +71,10 @@ func PlanDelivery(ctx context.Context, st store.Store, channels map[string]Chann
 			why = append(why, c.Carrier+": "+err.Error())
 			continue
 		}
-		number := c.From
-		if c.Direction == voice.Outbound {
-			number = c.To
+		number, reason := callbackNumber(c)
+		if reason != "" {
+			why = append(why, reason)
+			continue
 		}
 		return CallJob{To: number, FirstMessage: msg, Deliver: true, SessionKey: key, OnMachine: "message"}, nil
 	}
@@ -81,6 +83,27 @@ func PlanDelivery(ctx context.Context, st store.Store, channels map[string]Chann
 	}
 	return CallJob{}, fmt.Errorf("%w: caller %s cannot be reached later: %s", ErrCannotDeliver, hash, strings.Join(dedupe(why), "; "))
 }
+
+// callbackNumber is the number that reaches the person on call c, or why there is none.
+// The reason never quotes the number: it goes back to agent tools.
+func callbackNumber(c store.Call) (number, reason string) {
+	number = c.From
+	if c.Direction == voice.Outbound {
+		number = c.To
+	}
+	if session.Withheld(number) {
+		return "", "the caller withheld their number, so there is none to call back"
+	}
+	n, err := twilio.NormalizeNumber(number)
+	if err != nil {
+		return "", c.Carrier + ": the caller's address is not a phone number Handset can dial"
+	}
+	return n, ""
+}
+
+// CallKeyPrefix starts the session key a runtime files a call under when the caller has no
+// caller hash (OpenClaw: "handset:call:<call id>"); a tool of that session may send it.
+const CallKeyPrefix = "handset:call:"
 
 // recipient resolves the request to a caller hash and the session key it belongs to.
 func recipient(ctx context.Context, st store.Store, req DeliverRequest) (hash, key string, err error) {
@@ -92,6 +115,9 @@ func recipient(ctx context.Context, st store.Store, req DeliverRequest) (hash, k
 	}
 	if named != 1 {
 		return "", "", fmt.Errorf("%w: name the person with exactly one of session_key, caller_hash or call_id", ErrBadRequest)
+	}
+	if id, ok := strings.CutPrefix(session.StoredKey(req.SessionKey), CallKeyPrefix); ok && id != "" {
+		req.CallID, req.SessionKey = voice.CallID(id), ""
 	}
 	switch {
 	case req.SessionKey != "":
@@ -106,7 +132,7 @@ func recipient(ctx context.Context, st store.Store, req DeliverRequest) (hash, k
 			return "", "", fmt.Errorf("%w: there is no call %s", ErrUnknownRecipient, req.CallID)
 		}
 		if err == nil && c.CallerHash == "" {
-			return "", "", fmt.Errorf("%w: call %s has no caller number (anonymous)", ErrCannotDeliver, req.CallID)
+			return "", "", fmt.Errorf("%w: call %s: %s", ErrCannotDeliver, req.CallID, unknownCaller(c))
 		}
 		hash = c.CallerHash
 	default:
@@ -123,6 +149,16 @@ func recipient(ctx context.Context, st store.Store, req DeliverRequest) (hash, k
 		return "", "", err
 	}
 	return hash, ss.SessionKey, nil
+}
+
+// unknownCaller says why a call has no caller hash, hence no callback.
+func unknownCaller(c store.Call) string {
+	if _, reason := callbackNumber(c); reason != "" {
+		return reason
+	}
+	// A dialable number without a hash: its attestation was below the setting's level.
+	return "the caller's number was not verified well enough to call back (HANDSET_CALLER_MEMORY_ATTESTATION): " +
+		"calling it could reach someone else"
 }
 
 func dedupe(s []string) []string {

@@ -92,9 +92,14 @@ type Event struct {
 	Carrier    string `json:"carrier,omitempty"`
 	Direction  string `json:"direction,omitempty"`
 	CallerHash string `json:"caller_hash,omitempty"`
-	Agent      string `json:"agent,omitempty"`
-	STT        string `json:"stt,omitempty"`
-	TTS        string `json:"tts,omitempty"`
+	// Caller says why a call has no caller hash: "withheld" (no number) or "unverified"
+	// (the number's attestation is below HANDSET_CALLER_MEMORY_ATTESTATION).
+	Caller string `json:"caller,omitempty"`
+	// Attestation is the STIR/SHAKEN verification of the caller's number: A, B, C, none, failed.
+	Attestation string `json:"attestation,omitempty"`
+	Agent       string `json:"agent,omitempty"`
+	STT         string `json:"stt,omitempty"`
+	TTS         string `json:"tts,omitempty"`
 	// TurnConfig (call.start) is the turn-taking configuration, so a journal can be replayed.
 	TurnConfig json.RawMessage `json:"turn_config,omitempty"`
 }

@@ -33,16 +33,18 @@ const (
 
 // CallTrace is a call read back from its journal, stage by stage.
 type CallTrace struct {
-	CallID     string    `json:"call_id,omitempty"` // from the journal's folder; Trace leaves it empty
-	Journal    string    `json:"journal,omitempty"` // the journal's path; Trace leaves it empty
-	Carrier    string    `json:"carrier"`
-	Direction  string    `json:"direction"`
-	CallerHash string    `json:"caller_hash"`
-	Agent      string    `json:"agent"`
-	STT        string    `json:"stt"`
-	TTS        string    `json:"tts"`
-	Start      time.Time `json:"start,omitzero"`
-	DurationMS int64     `json:"duration_ms"`
+	CallID      string    `json:"call_id,omitempty"` // from the journal's folder; Trace leaves it empty
+	Journal     string    `json:"journal,omitempty"` // the journal's path; Trace leaves it empty
+	Carrier     string    `json:"carrier"`
+	Direction   string    `json:"direction"`
+	CallerHash  string    `json:"caller_hash"`
+	Caller      string    `json:"caller,omitempty"`      // withheld, unverified: why there is no caller hash
+	Attestation string    `json:"attestation,omitempty"` // STIR/SHAKEN: A, B, C, none, failed
+	Agent       string    `json:"agent"`
+	STT         string    `json:"stt"`
+	TTS         string    `json:"tts"`
+	Start       time.Time `json:"start,omitzero"`
+	DurationMS  int64     `json:"duration_ms"`
 	// Ended is false when the journal has no call.end: the call is still running, or
 	// Handset stopped without finishing it.
 	Ended     bool   `json:"ended"`
@@ -156,6 +158,7 @@ func Trace(events []Event) CallTrace {
 	t := CallTrace{DurationMS: d.durationMS(), Turns: Turns(events)}
 	if s := d.start; s != nil {
 		t.Carrier, t.Direction, t.CallerHash = s.Carrier, s.Direction, s.CallerHash
+		t.Caller, t.Attestation = s.Caller, s.Attestation
 		t.Agent, t.STT, t.TTS = s.Agent, s.STT, s.TTS
 		t.Start = s.TS
 	}

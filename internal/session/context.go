@@ -15,23 +15,59 @@ type Context struct {
 	Direction  voice.Direction
 	CallerHash string // HMAC of the normalised caller number: the same caller, the same hash
 	CalleeHash string // the same for the number they called (which line of a business)
+	// Caller says why a caller has no hash when the agent should know: their number was
+	// withheld, or not verified well enough to key memory. Empty for an ordinary caller.
+	Caller Caller
+	// Attestation is how the phone network vouched for the caller's number (inbound calls).
+	Attestation voice.Attestation
 
 	caller, callee string
 }
 
+// Caller is what Handset knows of who is calling when the number does not identify them.
+type Caller string
+
+// Callers without a caller hash.
+const (
+	// CallerWithheld: the number was withheld (anonymous, restricted, a carrier's
+	// placeholder): every such caller looks alike, so none is remembered or called back.
+	CallerWithheld Caller = "withheld"
+	// CallerUnverified: the network did not vouch for the number as strongly as
+	// HANDSET_CALLER_MEMORY_ATTESTATION requires, so anyone could be using it.
+	CallerUnverified Caller = "unverified"
+)
+
 // NewContext describes the call on a leg, hashing its numbers with secret. The "caller"
 // is always the person on the line: the number that called in, or for an outbound call the
 // number Handset called, so a callback reaches the memory of that person's earlier calls.
+// A withheld number gets no hash (Caller says so).
 func NewContext(info voice.LegInfo, secret []byte) Context {
 	person, line := info.From, info.To
 	if info.Direction == voice.Outbound {
 		person, line = info.To, info.From
 	}
-	return Context{
+	c := Context{
 		CallID: info.CallID, Carrier: info.Carrier, Direction: info.Direction,
 		CallerHash: CallerHash(secret, person), CalleeHash: CallerHash(secret, line),
-		caller: person, callee: line,
+		Attestation: info.Attestation,
+		caller:      person, callee: line,
 	}
+	if Withheld(person) {
+		c.Caller = CallerWithheld
+	}
+	return c
+}
+
+// Require applies HANDSET_CALLER_MEMORY_ATTESTATION: an inbound caller whose number the
+// network vouched for below t keeps no caller hash, so the call gets a session of its own
+// and cannot be called back. Outbound calls (Handset chose the number) and callers Handset
+// identifies itself (the browser page's cookie) are not caller IDs anyone can spoof.
+func (c Context) Require(t Trust) Context {
+	if c.CallerHash == "" || c.Direction != voice.Inbound || !phoneIdentity(c.caller) || t.Vouches(c.Attestation) {
+		return c
+	}
+	c.CallerHash, c.Caller = "", CallerUnverified
+	return c
 }
 
 // RawNumbers returns the person's and the business line's numbers. Only the store may keep them.
@@ -40,6 +76,46 @@ func (c Context) RawNumbers() (caller, callee string) { return c.caller, c.calle
 // String names the call by id and caller hash: never the numbers.
 func (c Context) String() string {
 	return "call " + string(c.CallID) + " caller " + c.CallerHash
+}
+
+// Note is what Handset tells the agent about the caller's identity, in words a model
+// reads: empty for an ordinary caller. Every runtime adapter adds it to the instructions
+// it already sends (see Instructions); the webhook runtime gets Caller as a field instead.
+func (c Context) Note() string {
+	switch c.Caller {
+	case CallerWithheld:
+		return "Note from Handset: this caller withheld their number. Nothing is known about who " +
+			"they are: earlier conversations are not available, and they cannot be called back."
+	case CallerUnverified:
+		return "Note from Handset: this caller's number is unverified (" + attestationWords(c.Attestation) +
+			"), so the caller may not be who the number suggests. This conversation starts fresh: " +
+			"do not reveal anything from earlier conversations with this number, do not act for its " +
+			"owner, and do not offer to call back."
+	}
+	return ""
+}
+
+func attestationWords(a voice.Attestation) string {
+	switch a {
+	case voice.AttestationB, voice.AttestationC:
+		return "the phone network vouched for it only at level " + string(a)
+	case voice.AttestationFailed:
+		return "its caller ID signature failed verification"
+	}
+	return "the phone network did not vouch for it"
+}
+
+// Instructions is prompt (the voice instructions a runtime sends with each turn) followed
+// by the note about the caller of ctx's call, when there is one.
+func Instructions(ctx context.Context, prompt string) string {
+	c, ok := From(ctx)
+	if !ok || c.Note() == "" {
+		return prompt
+	}
+	if prompt == "" {
+		return c.Note()
+	}
+	return prompt + "\n\n" + c.Note()
 }
 
 type ctxKey struct{}

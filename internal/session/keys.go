@@ -41,14 +41,20 @@ var templateFields = map[string]func(Context) string{
 
 // Template fills {caller_hash}, {callee_hash}, {call_id}, {carrier} and {direction}. An
 // unknown placeholder is an error now, not a surprise on a call. A template whose fields
-// are all empty gives no key.
+// are all empty gives no key, and so does one keyed by {caller_hash} for a caller without
+// one (withheld or unverified): the rest of the key would be the same for all of them.
 func Template(tmpl string) (KeyFactory, error) {
+	byCaller := false
 	for _, m := range placeholder.FindAllStringSubmatch(tmpl, -1) {
 		if templateFields[m[1]] == nil {
 			return nil, fmt.Errorf("session key template %q: unknown placeholder {%s} (use %s)", tmpl, m[1], fieldList())
 		}
+		byCaller = byCaller || m[1] == "caller_hash"
 	}
 	return func(c Context) string {
+		if byCaller && c.CallerHash == "" {
+			return ""
+		}
 		empty := true
 		out := placeholder.ReplaceAllStringFunc(tmpl, func(p string) string {
 			v := templateFields[p[1:len(p)-1]](c)

@@ -40,10 +40,11 @@ func NormalizeNumber(n string) string {
 }
 
 // CallerHash is the caller's stable pseudonym: "ch_" and 24 hex digits of
-// HMAC-SHA256(secret, normalised number). Empty for an empty number.
+// HMAC-SHA256(secret, normalised number). Empty for a withheld number (see Withheld):
+// everyone who withholds theirs would otherwise share one pseudonym, and one memory.
 func CallerHash(secret []byte, number string) string {
 	n := NormalizeNumber(number)
-	if n == "" {
+	if n == "" || Withheld(number) {
 		return ""
 	}
 	mac := hmac.New(sha256.New, secret)

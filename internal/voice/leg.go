@@ -20,7 +20,28 @@ type LegInfo struct {
 	// EchoCancelled: the far end takes its own echo out before sending (a browser's
 	// microphone capture does), so the call needs no echo path of its own.
 	EchoCancelled bool
+	// Attestation is how the phone network vouched for From on an inbound call, as the
+	// carrier reported it; empty when it said nothing.
+	Attestation Attestation
 }
+
+// Attestation is the STIR/SHAKEN verification of an inbound caller's number. Only calls
+// that crossed the US or Canadian phone network carry one.
+type Attestation string
+
+// Attestation levels, strongest first.
+const (
+	// AttestationA: the originating carrier knows the caller and that the number is theirs.
+	AttestationA Attestation = "A"
+	// AttestationB: it knows the caller, but not that this number is theirs.
+	AttestationB Attestation = "B"
+	// AttestationC: it only knows where the call entered its network (a gateway).
+	AttestationC Attestation = "C"
+	// AttestationNone: the carrier checked and the call carried no verifiable signature.
+	AttestationNone Attestation = "none"
+	// AttestationFailed: the call carried a signature that did not verify.
+	AttestationFailed Attestation = "failed"
+)
 
 // Machine reports whether the carrier judged that a recording, not a person, answered.
 func (i LegInfo) Machine() bool {

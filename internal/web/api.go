@@ -32,6 +32,9 @@ type Options struct {
 	Logger   *slog.Logger
 	// LiveWait is how long a transfer or handoff request waits for its job (default 10s).
 	LiveWait time.Duration
+	// CallerHash is the caller hash of a number: the default view names the person an
+	// outbound call job dials by it. Nil: by nothing.
+	CallerHash func(number string) string
 }
 
 // API is the /api handler set.
@@ -101,7 +104,11 @@ func (a *API) authed(h func(http.ResponseWriter, *http.Request) error) http.Hand
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, 1<<20)
-		if err := h(w, r); err != nil {
+		err := checkView(r)
+		if err == nil {
+			err = h(w, r)
+		}
+		if err != nil {
 			var ae *apiError
 			if !errors.As(err, &ae) {
 				a.log.Error("api", "path", r.URL.Path, "err", err)
@@ -140,6 +147,7 @@ type callView struct {
 	From       string       `json:"from,omitempty"`
 	To         string       `json:"to,omitempty"`
 	CallerHash string       `json:"caller_hash,omitempty"`
+	Caller     string       `json:"caller,omitempty"` // "withheld": the caller withheld their number
 	Agent      string       `json:"agent,omitempty"`
 	Node       string       `json:"node,omitempty"`
 	StartedAt  time.Time    `json:"started_at"`
@@ -147,16 +155,6 @@ type callView struct {
 	Outcome    string       `json:"outcome,omitempty"`
 	JobID      int64        `json:"job_id,omitempty"`
 	Live       bool         `json:"live"`
-}
-
-func (a *API) view(c store.Call) callView {
-	v := callView{ID: c.ID, Carrier: c.Carrier, CarrierRef: c.CarrierRef, Direction: string(c.Direction),
-		From: c.From, To: c.To, CallerHash: c.CallerHash, Agent: c.Agent, Node: c.Node,
-		StartedAt: c.StartedAt, Outcome: c.Outcome, JobID: c.JobID, Live: c.EndedAt.IsZero()}
-	if !c.EndedAt.IsZero() {
-		v.EndedAt = &c.EndedAt
-	}
-	return v
 }
 
 func (a *API) listCalls(w http.ResponseWriter, r *http.Request) error {
@@ -182,7 +180,7 @@ func (a *API) listCalls(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := make([]callView, len(calls))
 	for i, c := range calls {
-		out[i] = a.view(c)
+		out[i] = a.viewer(r).call(c)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"calls": out})
 	return nil
@@ -206,7 +204,7 @@ func (a *API) getCall(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	d := callDetail{callView: a.view(c), Transcript: lines}
+	d := callDetail{callView: a.viewer(r).call(c), Transcript: lines}
 	if d.Transcript == nil {
 		d.Transcript = []store.TranscriptLine{}
 	}
@@ -299,12 +297,12 @@ func (a *API) answerJob(w http.ResponseWriter, r *http.Request, j store.Job, not
 		defer cancel()
 		done, err := jobs.Wait(ctx, a.o.Store, j.ID)
 		if err == nil {
-			writeJSON(w, http.StatusOK, jobView(done))
+			writeJSON(w, http.StatusOK, a.viewer(r).job(done))
 			return nil
 		}
 		j = done
 	}
-	v := jobView(j)
+	v := a.viewer(r).job(j)
 	v.Note = note
 	writeJSON(w, http.StatusAccepted, v)
 	return nil
@@ -338,7 +336,7 @@ func (a *API) listJobs(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := make([]jobJSON, len(list))
 	for i, j := range list {
-		out[i] = jobView(j)
+		out[i] = a.viewer(r).job(j)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"jobs": out})
 	return nil
@@ -356,7 +354,7 @@ func (a *API) getJob(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, jobView(j))
+	writeJSON(w, http.StatusOK, a.viewer(r).job(j))
 	return nil
 }
 
@@ -376,16 +374,4 @@ type jobJSON struct {
 	CreatedAt time.Time       `json:"created_at"`
 	UpdatedAt time.Time       `json:"updated_at"`
 	Note      string          `json:"note,omitempty"`
-}
-
-func jobView(j store.Job) jobJSON {
-	v := jobJSON{ID: j.ID, Kind: j.Kind, State: j.State, Attempts: j.Attempts, Max: j.MaxAttempts,
-		RunAt: j.RunAt, Node: j.LeaseOwner, Batch: j.Batch, Error: j.Error, CreatedAt: j.CreatedAt, UpdatedAt: j.UpdatedAt}
-	if json.Valid(j.Payload) {
-		v.Payload = j.Payload
-	}
-	if json.Valid(j.Result) {
-		v.Result = j.Result
-	}
-	return v
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/handset-voice/handset/internal/jobs"
@@ -18,6 +19,9 @@ import (
 // a session key (what a runtime's tool knows).
 func (a *API) target(ctx context.Context, r *http.Request) (store.Call, error) {
 	if key := r.PathValue("key"); key != "" {
+		if id, ok := strings.CutPrefix(session.StoredKey(key), jobs.CallKeyPrefix); ok && id != "" {
+			return a.call(ctx, voice.CallID(id)) // a caller without a caller hash: the call's own session
+		}
 		ss, err := a.o.Store.SessionByKey(ctx, session.StoredKey(key))
 		if errors.Is(err, store.ErrNotFound) {
 			return store.Call{}, fail(http.StatusNotFound, "no call has had session key %q", key)
@@ -102,13 +106,13 @@ func (a *API) runLive(w http.ResponseWriter, r *http.Request, c store.Call, kind
 	done, err := jobs.Wait(ctx, a.o.Store, j.ID)
 	switch {
 	case err == nil && done.State == store.JobCompleted:
-		writeJSON(w, http.StatusOK, jobView(done))
+		writeJSON(w, http.StatusOK, a.viewer(r).job(done))
 		return nil
 	case err == nil && jobs.Refused(done.Error):
-		writeJSON(w, http.StatusForbidden, withError(done))
+		writeJSON(w, http.StatusForbidden, withError(a.viewer(r), done))
 		return nil
 	case err == nil:
-		writeJSON(w, http.StatusBadGateway, withError(done))
+		writeJSON(w, http.StatusBadGateway, withError(a.viewer(r), done))
 		return nil
 	case r.Context().Err() != nil:
 		return r.Context().Err()
@@ -125,15 +129,16 @@ func (a *API) runLive(w http.ResponseWriter, r *http.Request, c store.Call, kind
 		}
 		done, _ = a.o.Store.Job(r.Context(), j.ID)
 	}
-	v := jobView(done)
+	v := a.viewer(r).job(done)
 	v.Note = "still running: follow it at /api/jobs/" + strconv.FormatInt(j.ID, 10)
 	writeJSON(w, http.StatusAccepted, v)
 	return nil
 }
 
 // withError is a failed job with its error as the answer's "error" too.
-func withError(j store.Job) map[string]any {
-	return map[string]any{"error": j.Error, "job": jobView(j)}
+func withError(v viewer, j store.Job) map[string]any {
+	jv := v.job(j)
+	return map[string]any{"error": jv.Error, "job": jv}
 }
 
 // deliver plans a callback and queues it.
@@ -154,6 +159,10 @@ func (a *API) deliver(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	j, err := jobs.QueueCall(r.Context(), a.o.Store, plan, jobs.QueueOptions{DedupeKey: dedupe("deliver", req.IdempotencyKey)})
+	if errors.Is(err, jobs.ErrBadRequest) {
+		// Only the recorded number can be wrong here, and it is not the asker's to read.
+		return fail(http.StatusUnprocessableEntity, "cannot deliver: the number on record for this caller cannot be dialled")
+	}
 	if err := queueError(err); err != nil {
 		return err
 	}
@@ -177,7 +186,7 @@ func (a *API) getSession(w http.ResponseWriter, r *http.Request) error {
 	}
 	views := make([]callView, len(calls))
 	for i, c := range calls {
-		views[i] = a.view(c)
+		views[i] = a.viewer(r).call(c)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"session_key": ss.SessionKey, "caller_hash": ss.CallerHash, "calls_count": ss.Calls,

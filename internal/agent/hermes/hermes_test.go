@@ -443,3 +443,50 @@ func TestSessionID(t *testing.T) {
 		}
 	}
 }
+
+// A withheld or unverified caller gets no session key and the note about them rides with
+// the voice instructions on both transports; an ordinary caller gets neither change.
+func TestCallerNote(t *testing.T) {
+	for _, transport := range []string{hermes.TransportRuns, hermes.TransportChat} {
+		t.Run(transport, func(t *testing.T) {
+			srv, base := newServer(t, fakehermes.Options{})
+			a := newAgent(t, base, func(o *hermes.Options) { o.Transport = transport; o.SessionKey = session.ByCallerHash })
+			inbound := func(call, from string, at voice.Attestation) context.Context {
+				sc := session.NewContext(voice.LegInfo{CallID: voice.CallID(call), Carrier: "twilio", Direction: voice.Inbound,
+					From: from, To: "+15550000000", Attestation: at}, secret).Require(session.TrustA)
+				return session.With(t.Context(), sc)
+			}
+			for _, c := range []struct{ call, from string }{{"withheld", "Anonymous"}, {"unverified", "+15557654321"}, {"verified", "+15557654322"}} {
+				at := voice.AttestationB
+				if c.call == "verified" {
+					at = voice.AttestationA
+				}
+				if _, _, err := reply(t, a, inbound(c.call, c.from, at), turn(c.call, "hello")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			seen := map[string]bool{}
+			for _, r := range srv.Requests() {
+				if r.Method != "POST" {
+					continue
+				}
+				call := strings.TrimPrefix(r.SessionID, "handset-")
+				seen[call] = true
+				noted := strings.Contains(r.Body, "Note from Handset")
+				switch call {
+				case "withheld", "unverified":
+					if !noted || !strings.Contains(r.Body, call) || !strings.Contains(r.Body, "Speak briefly.") || r.SessionKey != "" {
+						t.Errorf("%s caller: key %q, body %s", call, r.SessionKey, r.Body)
+					}
+				case "verified":
+					if noted || r.SessionKey == "" {
+						t.Errorf("verified caller: key %q, body %s", r.SessionKey, r.Body)
+					}
+				}
+			}
+			if len(seen) != 3 {
+				t.Errorf("turns seen: %v", seen)
+			}
+		})
+	}
+}

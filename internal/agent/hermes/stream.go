@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/handset-voice/handset/internal/session"
 	"github.com/handset-voice/handset/internal/voice"
 )
 
@@ -49,7 +50,7 @@ type chatRequest struct {
 func (a *Agent) runs(ctx context.Context, req voice.TurnRequest, h http.Header) (voice.ReplyStream, error) {
 	last := req.History[len(req.History)-1]
 	body := runRequest{
-		Input: last.Content, Instructions: a.system, History: wire(req.History[:len(req.History)-1]),
+		Input: last.Content, Instructions: session.Instructions(ctx, a.system), History: wire(req.History[:len(req.History)-1]),
 		SessionID: h.Get(HeaderSessionID), Model: a.model,
 	}
 	w := a.watch(ctx)
@@ -87,8 +88,8 @@ func (a *Agent) runs(ctx context.Context, req voice.TurnRequest, h http.Header) 
 // chat starts a turn on the chat transport.
 func (a *Agent) chat(ctx context.Context, req voice.TurnRequest, h http.Header) (voice.ReplyStream, error) {
 	msgs := make([]wireMessage, 0, len(req.History)+1)
-	if a.system != "" {
-		msgs = append(msgs, wireMessage{Role: string(voice.RoleSystem), Content: a.system})
+	if system := session.Instructions(ctx, a.system); system != "" {
+		msgs = append(msgs, wireMessage{Role: string(voice.RoleSystem), Content: system})
 	}
 	msgs = append(msgs, wire(req.History)...)
 	h = h.Clone()

@@ -13,13 +13,14 @@ import (
 //   - Only text messages of role system, user or assistant are forwarded; a message with
 //     empty content or any other role (tool results, images, function calls) is omitted,
 //     and what was omitted is logged once per turn (counts and roles, never content).
-//   - SystemPrompt goes first as a system message, or, with SystemAsUser, is prepended to
-//     the latest user message ("<prompt>\n\n<text>"); with no user message at all it is
-//     sent as the first message, with role user.
-func (a *Agent) messages(req voice.TurnRequest) []wireMessage {
+//   - The system prompt (SystemPrompt, then Handset's note about an unverified or withheld
+//     caller) goes first as a system message, or, with SystemAsUser, is prepended to the
+//     latest user message ("<prompt>\n\n<text>"); with no user message at all it is sent
+//     as the first message, with role user.
+func (a *Agent) messages(system string, req voice.TurnRequest) []wireMessage {
 	out := make([]wireMessage, 0, len(req.History)+1)
-	if a.system != "" && !a.sysAsUser {
-		out = append(out, wireMessage{Role: string(voice.RoleSystem), Content: a.system})
+	if system != "" && !a.sysAsUser {
+		out = append(out, wireMessage{Role: string(voice.RoleSystem), Content: system})
 	}
 	var empty int
 	var roles map[string]int
@@ -40,8 +41,8 @@ func (a *Agent) messages(req voice.TurnRequest) []wireMessage {
 	if a.latestOnly {
 		out = latestUserOnly(out)
 	}
-	if a.system != "" && a.sysAsUser {
-		out = prependToLastUser(out, a.system)
+	if system != "" && a.sysAsUser {
+		out = prependToLastUser(out, system)
 	}
 	if empty > 0 || len(roles) > 0 {
 		a.log.Info("agent history: messages omitted", "provider", a.name, "call", req.CallID,

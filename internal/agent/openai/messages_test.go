@@ -150,7 +150,7 @@ func TestHistoryAllOmitted(t *testing.T) {
 
 func TestLatestTurnOnly(t *testing.T) {
 	a := &Agent{system: "be brief", latestOnly: true, log: slog.New(slog.DiscardHandler)}
-	got := a.messages(voice.TurnRequest{History: []voice.Message{
+	got := a.messages(a.system, voice.TurnRequest{History: []voice.Message{
 		{Role: voice.RoleUser, Content: "one"}, {Role: voice.RoleAssistant, Content: "reply"},
 		{Role: voice.RoleUser, Content: "two"},
 	}})

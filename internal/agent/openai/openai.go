@@ -41,6 +41,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/handset-voice/handset/internal/session"
 	"github.com/handset-voice/handset/internal/voice"
 )
 
@@ -215,7 +216,7 @@ func (a *Agent) newRequest(ctx context.Context, req voice.TurnRequest) (*http.Re
 	if len(req.History) == 0 {
 		return nil, errors.New("empty history: nothing to reply to")
 	}
-	body := chatRequest{Model: a.model, Stream: true, Messages: a.messages(req)}
+	body := chatRequest{Model: a.model, Stream: true, Messages: a.messages(session.Instructions(ctx, a.system), req)}
 	if len(body.Messages) == 0 {
 		return nil, errors.New("empty history: every message was omitted")
 	}

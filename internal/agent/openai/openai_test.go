@@ -3,6 +3,7 @@ package openai
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
 
+	"github.com/handset-voice/handset/internal/session"
 	"github.com/handset-voice/handset/internal/sim/fakeopenai"
 	"github.com/handset-voice/handset/internal/voice"
 )
@@ -519,5 +521,46 @@ func TestNew(t *testing.T) {
 	}
 	if a.Name() != "ollama" || a.url != "http://127.0.0.1:11434/v1/chat/completions" {
 		t.Errorf("name %q url %q", a.Name(), a.url)
+	}
+}
+
+// The note about a caller Handset cannot identify follows the voice instructions: in the
+// system message, or at the head of the caller's message for runtimes that ignore system
+// messages; with no instructions it is the system message alone.
+func TestCallerNote(t *testing.T) {
+	sc := session.NewContext(voice.LegInfo{CallID: "c_1", Carrier: "twilio", Direction: voice.Inbound,
+		From: "+15550102000", To: "+15550009999", Attestation: voice.AttestationNone}, []byte("k")).Require(session.TrustB)
+	ctx := session.With(t.Context(), sc)
+	for _, tc := range []struct {
+		prompt string
+		asUser bool
+	}{{"Be brief.", false}, {"Be brief.", true}, {"", false}} {
+		fake, a := setup(t, fakeopenai.Options{}, Options{SystemPrompt: tc.prompt, SystemAsUser: tc.asUser})
+		s, err := a.Reply(ctx, user("hi"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := drain(t, s); err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+		msgs := fake.Requests()[0].Messages
+		want := session.Instructions(ctx, tc.prompt)
+		if !strings.Contains(want, "unverified") || !strings.HasPrefix(want, tc.prompt) {
+			t.Fatalf("instructions %q", want)
+		}
+		switch {
+		case tc.asUser:
+			if len(msgs) != 1 || msgs[0].Content != want+"\n\nhi" {
+				t.Errorf("as user: %+v", msgs)
+			}
+		default:
+			if len(msgs) != 2 || msgs[0].Role != "system" || msgs[0].Content != want {
+				t.Errorf("prompt %q: %+v", tc.prompt, msgs)
+			}
+		}
+		if strings.Contains(fmt.Sprint(msgs), "5550102000") {
+			t.Errorf("the number was sent: %+v", msgs)
+		}
 	}
 }

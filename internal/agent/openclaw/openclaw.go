@@ -56,8 +56,9 @@ type Options struct {
 	// SessionKey derives the key the gateway files a call's memory under. Nil, or an empty
 	// result: one session per call.
 	SessionKey session.KeyFactory
-	// VoicePrompt is an extra system prompt asking for voice-style replies. When set, turns
-	// use the gateway's "agent" method, whose extraSystemPrompt carries it; chat.send has no
+	// VoicePrompt is an extra system prompt asking for voice-style replies. When set, or
+	// when Handset has a note about the caller (session.Context.Note), turns use the
+	// gateway's "agent" method, whose extraSystemPrompt carries them; chat.send has no
 	// such field (§1.4).
 	VoicePrompt string
 	// Timeout is how long a turn may stay silent (no event for its run). Default DefaultTimeout.

@@ -462,3 +462,31 @@ func TestNoCallerMessage(t *testing.T) {
 		t.Error("an http:// URL was accepted")
 	}
 }
+
+// A caller Handset knows nothing of gets a session of their own, and the note about them
+// as extra system prompt (after the voice prompt, or alone: the "agent" method either way).
+func TestCallerNote(t *testing.T) {
+	for _, prompt := range []string{"", "Answer in short spoken sentences."} {
+		e := setup(t, fakeopenclaw.Options{}, openclaw.Options{VoicePrompt: prompt, SessionKey: session.ByCallerHash})
+		withheld := session.NewContext(voice.LegInfo{CallID: "c1", Carrier: "twilio", Direction: voice.Inbound,
+			From: "sip:anonymous@anonymous.invalid", To: "+15550001111"}, []byte("secret"))
+		if _, err := reply(t, e, session.With(context.Background(), withheld), "c1", "hi"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := reply(t, e, turnCtx(context.Background(), "c2", "+15550002222"), "c2", "hi"); err != nil {
+			t.Fatal(err)
+		}
+		sends := e.fake.Sends()
+		if len(sends) != 2 {
+			t.Fatalf("%d sends", len(sends))
+		}
+		s := sends[0]
+		if s.Method != "agent" || !strings.HasPrefix(s.ExtraSystemPrompt, prompt) || !strings.Contains(s.ExtraSystemPrompt, "withheld their number") ||
+			s.SessionKey != "handset:call:c1" {
+			t.Errorf("voice prompt %q, withheld caller: %+v", prompt, s)
+		}
+		if o := sends[1]; strings.Contains(o.ExtraSystemPrompt, "Note from Handset") || !strings.HasPrefix(o.SessionKey, "handset:ch_") {
+			t.Errorf("voice prompt %q, ordinary caller: %+v", prompt, o)
+		}
+	}
+}

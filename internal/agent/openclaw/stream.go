@@ -41,7 +41,7 @@ func (a *Agent) Reply(ctx context.Context, req voice.TurnRequest) (voice.ReplySt
 	}
 	r := &run{a: a, ctx: ctx, id: key, sessionKey: a.sessionKey(sc), notify: make(chan struct{}, 1),
 		timer: time.NewTimer(a.timeout)}
-	r.method, r.params = a.turnParams(r.sessionKey, msg, key)
+	r.method, r.params = a.turnParams(r.sessionKey, msg, key, session.Instructions(ctx, a.voicePrompt))
 
 	a.mu.Lock()
 	if a.closed {
@@ -64,14 +64,15 @@ func (a *Agent) Reply(ctx context.Context, req voice.TurnRequest) (voice.ReplySt
 	return r, nil
 }
 
-// turnParams builds the request for one turn.
-func (a *Agent) turnParams(sessionKey, msg, key string) (string, map[string]any) {
+// turnParams builds the request for one turn. extra is the voice prompt and Handset's note
+// about the caller: only the "agent" method can carry it.
+func (a *Agent) turnParams(sessionKey, msg, key, extra string) (string, map[string]any) {
 	p := map[string]any{"sessionKey": sessionKey, "message": msg, "idempotencyKey": key}
 	if a.agentID != "" {
 		p["agentId"] = a.agentID
 	}
-	if a.voicePrompt != "" {
-		p["extraSystemPrompt"] = a.voicePrompt
+	if extra != "" {
+		p["extraSystemPrompt"] = extra
 		return "agent", p
 	}
 	// A caller saying "slash reset" must not run a gateway command.

@@ -14,6 +14,11 @@
 //	  "caller_hash": "k3J…",         // pseudonym of the caller's number ("" when unknown)
 //	  "carrier":     "twilio",       // which carrier the call came through ("" when unknown)
 //	  "direction":   "inbound",      // "inbound" or "outbound" ("" when unknown)
+//	  "caller":      "unverified",   // only when caller_hash is "" for a reason: "withheld"
+//	                                 // (no number) or "unverified" (the number's attestation
+//	                                 // is below HANDSET_CALLER_MEMORY_ATTESTATION)
+//	  "attestation": "B",            // STIR/SHAKEN check of the number, when the carrier made
+//	                                 // one: A, B, C, none, failed
 //	  "text":        "Book a table", // the caller's latest message
 //	  "history": [                   // the conversation so far, oldest first, ending with
 //	    {"role": "user", "content": "Hi."},          // the latest caller message;
@@ -105,13 +110,17 @@ var _ voice.Agent = (*Agent)(nil)
 
 // Payload is the JSON body POSTed for each turn (see the package documentation).
 type Payload struct {
-	CallID     string    `json:"call_id"`
-	Turn       int       `json:"turn"`
-	CallerHash string    `json:"caller_hash"`
-	Carrier    string    `json:"carrier"`
-	Direction  string    `json:"direction"`
-	Text       string    `json:"text"`
-	History    []Message `json:"history"`
+	CallID     string `json:"call_id"`
+	Turn       int    `json:"turn"`
+	CallerHash string `json:"caller_hash"`
+	Carrier    string `json:"carrier"`
+	Direction  string `json:"direction"`
+	// Caller and Attestation say how far the caller's number identifies them (omitted for
+	// an ordinary caller on a carrier that makes no check).
+	Caller      string    `json:"caller,omitempty"`
+	Attestation string    `json:"attestation,omitempty"`
+	Text        string    `json:"text"`
+	History     []Message `json:"history"`
 }
 
 // Message is one entry of Payload.History.
@@ -210,6 +219,7 @@ func (a *Agent) payload(ctx context.Context, req voice.TurnRequest) ([]byte, err
 	p := Payload{
 		CallID: string(req.CallID), Turn: req.Turn, CallerHash: req.CallerHash,
 		Carrier: sc.Carrier, Direction: string(sc.Direction), History: make([]Message, 0, len(req.History)),
+		Caller: string(sc.Caller), Attestation: string(sc.Attestation),
 	}
 	if p.CallID == "" {
 		p.CallID = string(sc.CallID)

@@ -536,3 +536,36 @@ func TestNew(t *testing.T) {
 		t.Errorf("name %q timeout %s", a.Name(), a.timeout)
 	}
 }
+
+// The webhook is told why a caller has no hash, and how the network vouched for them.
+func TestCallerFields(t *testing.T) {
+	fake, a := setup(t, fakewebhook.Options{}, Options{})
+	for _, c := range []struct {
+		from, caller string
+		at           voice.Attestation
+	}{
+		{"Anonymous <sip:anonymous@anonymous.invalid>", "withheld", ""},
+		{"+14155550123", "unverified", voice.AttestationC},
+		{"+14155550124", "", voice.AttestationA},
+	} {
+		sc := session.NewContext(voice.LegInfo{CallID: "c_1", Carrier: "twilio", Direction: voice.Inbound,
+			From: c.from, To: "+14155550100", Attestation: c.at}, []byte("k")).Require(session.TrustB)
+		if _, _, err := reply(t, a, session.With(t.Context(), sc), user("hi")); err != nil {
+			t.Fatal(err)
+		}
+		got := fake.Requests()[len(fake.Requests())-1]
+		caller, _ := got.Fields["caller"].(string)
+		if _, present := got.Fields["caller"]; caller != c.caller || present != (c.caller != "") {
+			t.Errorf("%s: caller field %v, want %q", c.from, got.Fields["caller"], c.caller)
+		}
+		if at, _ := got.Fields["attestation"].(string); at != string(c.at) {
+			t.Errorf("%s: attestation %q, want %q", c.from, at, c.at)
+		}
+		if (c.caller == "") == (got.CallerHash == "") {
+			t.Errorf("%s: caller hash %q", c.from, got.CallerHash)
+		}
+		if strings.Contains(string(got.Body), "4155550") {
+			t.Errorf("a number was sent: %s", got.Body)
+		}
+	}
+}

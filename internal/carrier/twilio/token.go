@@ -36,8 +36,10 @@ type streamClaims struct {
 	CallID string `json:"i,omitempty"`
 	// AnsweredBy is Twilio's answering-machine verdict, when detection was asked for.
 	AnsweredBy string `json:"a,omitempty"`
-	Expires    int64  `json:"e"`
-	Nonce      string `json:"n"`
+	// Attestation is the STIR/SHAKEN verification of From (StirVerstat), inbound calls only.
+	Attestation string `json:"s,omitempty"`
+	Expires     int64  `json:"e"`
+	Nonce       string `json:"n"`
 }
 
 // tokens mints and checks one-time stream tokens. Tokens are HMAC-signed with a key

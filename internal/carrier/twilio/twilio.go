@@ -138,15 +138,41 @@ func (c *Carrier) voice(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write(hangupTwiML())
 		return
 	}
+	var attest voice.Attestation
+	if dir == voice.Inbound {
+		attest = Attestation(r.PostForm.Get("StirVerstat"))
+	}
 	token := c.tokens.mint(streamClaims{
 		CallSid: sid, From: r.PostForm.Get("From"), To: r.PostForm.Get("To"), Direction: string(dir),
-		CallID: callID, AnsweredBy: answeredBy,
+		CallID: callID, AnsweredBy: answeredBy, Attestation: string(attest),
 	}, c.opts.Now())
 	streamURL := c.publicURL(r, true)
 	streamURL = streamURL[:len(streamURL)-len(r.URL.RequestURI())] + "/twilio/stream"
 	w.Header().Set("Content-Type", "text/xml")
 	_, _ = w.Write(connectTwiML(streamURL, token))
-	c.log.Info("answered call", "call_sid", sid, "direction", dir)
+	c.log.Info("answered call", "call_sid", sid, "direction", dir, "attestation", attest)
+}
+
+// Attestation reads Twilio's StirVerstat: the STIR/SHAKEN verification of an inbound
+// caller's number (TN-Validation-Passed-A/B/C, TN-Validation-Failed[-A/B/C],
+// No-TN-Validation). Twilio sends it only for calls that carried a signature, which today
+// means calls from the US and Canadian phone network; absent, the result is empty. A value
+// it does not recognise vouches for nothing.
+func Attestation(stirVerstat string) voice.Attestation {
+	v := strings.ToLower(strings.TrimSpace(stirVerstat))
+	switch {
+	case v == "":
+		return ""
+	case v == "tn-validation-passed-a":
+		return voice.AttestationA
+	case v == "tn-validation-passed-b":
+		return voice.AttestationB
+	case v == "tn-validation-passed-c":
+		return voice.AttestationC
+	case strings.HasPrefix(v, "tn-validation-failed"):
+		return voice.AttestationFailed
+	}
+	return voice.AttestationNone
 }
 
 // connectTwiML renders <Connect><Stream> with the token as a <Parameter>.
@@ -274,7 +300,7 @@ func newLeg(conn *websocket.Conn, start inbound, claims streamClaims) *Leg {
 		info: voice.LegInfo{
 			CallID: id, Carrier: "twilio", CarrierRef: claims.CallSid,
 			Direction: voice.Direction(claims.Direction), From: claims.From, To: claims.To,
-			Format: audio.Telephone, AnsweredBy: claims.AnsweredBy,
+			Format: audio.Telephone, AnsweredBy: claims.AnsweredBy, Attestation: voice.Attestation(claims.Attestation),
 		},
 		out: make([]byte, 0, 512),
 	}

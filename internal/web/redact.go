@@ -1,0 +1,111 @@
+package web
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"github.com/handset-voice/handset/internal/jobs"
+	"github.com/handset-voice/handset/internal/session"
+	"github.com/handset-voice/handset/internal/store"
+	"github.com/handset-voice/handset/internal/voice"
+)
+
+// Views of the API. Answers go to agent tools as much as to people, so by default they name
+// the people Handset talks to only by caller hash and session key: a prompt-injected agent
+// must not be able to read callers' numbers back. ?view=admin adds the raw numbers.
+const (
+	viewParam = "view"
+	viewAdmin = "admin"
+)
+
+// checkView refuses a view nobody offers, so a misspelt "?view=admn" is not silently the
+// default. A token that may not see numbers is refused the admin view here too.
+func checkView(r *http.Request) error {
+	switch v := r.URL.Query().Get(viewParam); v {
+	case "", viewAdmin:
+		return nil
+	default:
+		return fail(http.StatusBadRequest, "view %q: the only view is admin (raw phone numbers); leave it out for the default view", v)
+	}
+}
+
+// viewer renders records for one request: with raw numbers (admin) or without.
+type viewer struct {
+	admin bool
+	hash  func(number string) string // the caller hash of a number; nil when unknown
+}
+
+func (a *API) viewer(r *http.Request) viewer {
+	return viewer{admin: r.URL.Query().Get(viewParam) == viewAdmin, hash: a.o.CallerHash}
+}
+
+// call is a call as the API shows it. The default view leaves out the number of the person
+// on the call (the caller, or whom Handset called) and keeps Handset's own line.
+func (v viewer) call(c store.Call) callView {
+	cv := callView{ID: c.ID, Carrier: c.Carrier, CarrierRef: c.CarrierRef, Direction: string(c.Direction),
+		From: c.From, To: c.To, CallerHash: c.CallerHash, Agent: c.Agent, Node: c.Node,
+		StartedAt: c.StartedAt, Outcome: c.Outcome, JobID: c.JobID, Live: c.EndedAt.IsZero()}
+	if !c.EndedAt.IsZero() {
+		cv.EndedAt = &c.EndedAt
+	}
+	person := &cv.From
+	if c.Direction == voice.Outbound {
+		person = &cv.To
+	}
+	if session.Withheld(*person) {
+		cv.Caller = string(session.CallerWithheld)
+	}
+	if !v.admin {
+		*person = ""
+	}
+	return cv
+}
+
+// job is a job as the API shows it. The default view replaces the number an outbound call
+// job dials (a delivery's callback number among them) with its caller hash, in the payload
+// and in the error, which may quote the carrier's words about the number.
+func (v viewer) job(j store.Job) jobJSON {
+	out := jobJSON{ID: j.ID, Kind: j.Kind, State: j.State, Attempts: j.Attempts, Max: j.MaxAttempts,
+		RunAt: j.RunAt, Node: j.LeaseOwner, Batch: j.Batch, Error: j.Error, CreatedAt: j.CreatedAt, UpdatedAt: j.UpdatedAt}
+	if json.Valid(j.Payload) {
+		out.Payload = j.Payload
+	}
+	if json.Valid(j.Result) {
+		out.Result = j.Result
+	}
+	if v.admin || j.Kind != jobs.KindCall {
+		return out // transfer targets are the agent's own choice, bounded by the allow-list
+	}
+	var payload map[string]json.RawMessage
+	if json.Unmarshal(j.Payload, &payload) != nil {
+		out.Payload = nil // unreadable: it may hold anything
+		return out
+	}
+	var to string
+	_ = json.Unmarshal(payload["to"], &to)
+	delete(payload, "to")
+	stand := "the number"
+	if h := v.callerHash(to); h != "" {
+		stand = "caller " + h
+		if _, ok := payload["caller_hash"]; !ok {
+			payload["caller_hash"], _ = json.Marshal(h)
+		}
+	}
+	out.Payload, _ = json.Marshal(payload)
+	if to = strings.TrimSpace(to); to != "" {
+		pairs := []string{to, stand}
+		if digits := strings.TrimPrefix(to, "+"); digits != to && len(digits) >= 6 {
+			pairs = append(pairs, digits, stand)
+		}
+		out.Error = strings.NewReplacer(pairs...).Replace(out.Error)
+	}
+	return out
+}
+
+func (v viewer) callerHash(number string) string {
+	if v.hash == nil || number == "" {
+		return ""
+	}
+	return v.hash(number)
+}
