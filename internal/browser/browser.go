@@ -222,15 +222,8 @@ func (c *Channel) socket(w http.ResponseWriter, r *http.Request) {
 	done, err := c.opts.Admit(leg)
 	if err != nil {
 		c.log.Warn("refused browser call", "err", err)
-		conn.Close(websocket.StatusTryAgainLater, truncate(err.Error(), 120))
+		conn.Close(websocket.StatusTryAgainLater, voice.Clip(err.Error(), 120))
 		return
 	}
 	<-done // the call owns the connection until it ends
-}
-
-func truncate(s string, n int) string {
-	if len(s) > n {
-		return s[:n]
-	}
-	return s
 }
