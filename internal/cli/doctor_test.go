@@ -735,7 +735,7 @@ func TestDoctorJSONHasNoSecrets(t *testing.T) {
 	r := newDocRig(t)
 	wrong := []string{"HANDSET_AGENT_KEY=wrong-agent-key-abcdefghijk", "DEEPGRAM_API_KEY=wrong-dg-key-abcdef",
 		"ELEVENLABS_API_KEY=wrong-el-key-abcdef", "TWILIO_AUTH_TOKEN=wrong-tw-token-abcdef",
-		"HANDSET_API_TOKEN=api-token-abcdef", "HANDSET_CALLER_HASH_SECRET=hash-secret-abcdef"}
+		"HANDSET_API_TOKEN=api-token-abcdef-0123456789abcdef", "HANDSET_CALLER_HASH_SECRET=hash-secret-abcdef"}
 	for _, kv := range wrong {
 		_, v, _ := strings.Cut(kv, "=")
 		r.secrets = append(r.secrets, v)

@@ -48,9 +48,11 @@ func TestMetricsCountCallsTurnsAndFrames(t *testing.T) {
 	}
 }
 
+const profToken = "prof-token-0123456789abcdef0123456789"
+
 // Profiles are served behind the API token: nobody without it can read the heap.
 func TestPprofNeedsTheToken(t *testing.T) {
-	r := startServe(t, nil, "HANDSET_API_TOKEN=prof-token")
+	r := startServe(t, nil, "HANDSET_API_TOKEN="+profToken)
 	get := func(token string) int {
 		req, _ := http.NewRequest("GET", r.baseURL()+"/debug/pprof/heap?gc=1", nil)
 		if token != "" {
@@ -70,7 +72,7 @@ func TestPprofNeedsTheToken(t *testing.T) {
 	if code := get("wrong"); code != http.StatusUnauthorized {
 		t.Errorf("wrong token: %d", code)
 	}
-	if code := get("prof-token"); code != http.StatusOK {
+	if code := get(profToken); code != http.StatusOK {
 		t.Errorf("the token: %d", code)
 	}
 }
