@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -277,23 +278,45 @@ func (h *Handoffs) post(ctx context.Context, body Handoff, jobID int64) error {
 	if h.Key != "" {
 		req.Header.Set("Authorization", "Bearer "+h.Key)
 	}
-	client := h.Client
-	if client == nil {
-		client = http.DefaultClient
-	}
-	resp, err := client.Do(req)
+	resp, err := h.client().Do(req)
 	if err != nil {
 		return fmt.Errorf("handoff webhook: %w", err)
 	}
 	defer resp.Body.Close()
-	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 300))
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, voice.EchoLimit+1))
+	snippet := voice.Clip(strings.TrimSpace(string(raw)), voice.EchoLimit)
 	switch {
 	case resp.StatusCode >= 200 && resp.StatusCode < 300:
 		return nil
+	case resp.StatusCode >= 300 && resp.StatusCode < 400:
+		return Permanent(fmt.Errorf("handoff webhook answered HTTP %d, a redirect to %s: Handset follows none, so the transcript and HANDSET_HANDOFF_KEY go only to HANDSET_HANDOFF_URL; set it to the final URL",
+			resp.StatusCode, voice.Clip(redactLocation(resp.Header.Get("Location")), voice.EchoLimit)))
 	case resp.StatusCode >= 400 && resp.StatusCode < 500 && resp.StatusCode != http.StatusTooManyRequests:
-		return Permanent(fmt.Errorf("handoff webhook refused it: HTTP %d %s", resp.StatusCode, strings.TrimSpace(string(snippet))))
+		return Permanent(fmt.Errorf("handoff webhook refused it: HTTP %d %s", resp.StatusCode, snippet))
 	}
-	return fmt.Errorf("handoff webhook: HTTP %d %s", resp.StatusCode, strings.TrimSpace(string(snippet)))
+	return fmt.Errorf("handoff webhook: HTTP %d %s", resp.StatusCode, snippet)
+}
+
+// client is the configured client that follows no redirect: a redirect would carry the
+// handoff key and the conversation to a place nobody configured.
+func (h *Handoffs) client() *http.Client {
+	var c http.Client
+	if h.Client != nil {
+		c = *h.Client
+	}
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &c
+}
+
+// redactLocation is a redirect's target without what may be a credential (user info,
+// query), for an error message.
+func redactLocation(loc string) string {
+	u, err := url.Parse(loc)
+	if err != nil || loc == "" {
+		return "an unreadable location"
+	}
+	u.User, u.RawQuery, u.Fragment = nil, "", ""
+	return u.String()
 }
 
 func jsonBytes(v any) ([]byte, error) {
