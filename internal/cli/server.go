@@ -92,9 +92,14 @@ func newServer(ctx context.Context, cfg *config.Config, prov providers, st store
 	if cfg.Browser {
 		browser.New(browser.Options{Admit: s.admit, Logger: log}).Register(s.mux)
 	}
+	callAllow, err := jobs.ParseAllowList(cfg.Outbound.CallAllow)
+	if err != nil {
+		stopCalls()
+		return nil, fmt.Errorf("HANDSET_CALL_ALLOW: %w", err)
+	}
 	api := web.New(web.Options{
-		Token: sec.apiToken, Store: st, Channels: s.channels(),
-		Wake: s.wake, CanPlace: s.canPlace, Logger: log,
+		Token: sec.apiToken, ToolsToken: cfg.ToolsToken.Reveal(), CallAllow: callAllow,
+		Store: st, Channels: s.channels(), Wake: s.wake, CanPlace: s.canPlace, Logger: log,
 	})
 	api.Register(s.mux)
 	// Profiles on demand, behind the same token: a regression under load can be found.

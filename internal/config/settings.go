@@ -429,6 +429,10 @@ func settingTable() []Setting {
 			Help:  "Bearer token for `/api/*` and the dashboard; at least 32 characters (`openssl rand -hex 32` makes one).",
 			check: checkToken,
 			field: func(c *Config) any { return &c.APIToken }},
+		{Env: "HANDSET_TOOLS_TOKEN", YAML: "tools_token", Kind: KindSecret, DefaultText: "empty: no tools token",
+			Help:  "A second bearer token, for the agent runtime's tools, limited to what they need: `POST /api/deliver`, transfers and handoffs, one call by its id, and outbound calls to `HANDSET_CALL_ALLOW` (docs/outbound.md). At least 32 characters, and not the API token.",
+			check: checkToken,
+			field: func(c *Config) any { return &c.ToolsToken }},
 		{Env: "HANDSET_LOG_LEVEL", YAML: "log.level", Kind: KindEnum, Default: "info", Required: true,
 			Allowed: []string{"debug", "info", "warn", "error"},
 			Help:    "Log verbosity. The `--log-level` flag overrides it.",
@@ -473,6 +477,9 @@ func settingTable() []Setting {
 		{Env: "HANDSET_RING_TIMEOUT", YAML: "outbound.ring_timeout", Kind: KindDuration, Default: "30s", positive: true,
 			Help:  "How long an outbound call rings before it counts as not answered (and is retried later, if attempts are left).",
 			field: func(c *Config) any { return &c.Outbound.RingTimeout }},
+		{Env: "HANDSET_CALL_ALLOW", YAML: "outbound.call_allow", Kind: KindString,
+			Help:  "Numbers the tools token (`HANDSET_TOOLS_TOKEN`) may place outbound calls to (`POST /api/calls`), written like `HANDSET_TRANSFER_ALLOW`: E.164 numbers, or prefixes ending in `*`. Empty: none. The API token is not limited by it.",
+			field: func(c *Config) any { return &c.Outbound.CallAllow }},
 
 		// Handoff.
 		{Env: "HANDSET_TRANSFER_ALLOW", YAML: "handoff.transfer_allow", Kind: KindString,

@@ -218,6 +218,9 @@ func (c *Config) crossCheck(table []Setting, opts ValidateOptions) []FieldError 
 	default:
 		add("HANDSET_AGENT_TRANSPORT", fmt.Sprintf("%q does not apply to HANDSET_AGENT=%s: hermes takes runs or chat, openclaw takes ws or http", t, c.Agent.Runtime))
 	}
+	if c.ToolsToken.IsSet() && c.ToolsToken.Reveal() == c.APIToken.Reveal() {
+		add("HANDSET_TOOLS_TOKEN", "is the same as HANDSET_API_TOKEN: the tools token must be its own, or it grants everything")
+	}
 	// written so that NaN, which every comparison rejects, fails too
 	if p, err := strconv.ParseFloat(c.VAD.Threshold, 64); err != nil || !(p > 0 && p < 1) {
 		add("HANDSET_VAD_THRESHOLD", fmt.Sprintf("%q is not a probability between 0 and 1 (exclusive), e.g. 0.5", c.VAD.Threshold))

@@ -114,6 +114,8 @@ func TestValueForms(t *testing.T) {
 		{"HANDSET_API_TOKEN", strings.Repeat("a", 31), "is too short to be safe (31 of at least 32 characters): `openssl rand -hex 32` makes one"},
 		{"HANDSET_API_TOKEN", strings.Repeat("a", 32), ""},
 		{"HANDSET_API_TOKEN", strings.Repeat("0123456789abcdef", 4), ""},
+		{"HANDSET_TOOLS_TOKEN", "tools", "is too short to be safe (5 of at least 32 characters): `openssl rand -hex 32` makes one"},
+		{"HANDSET_TOOLS_TOKEN", strings.Repeat("t", 32), ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.env+"="+tt.value, func(t *testing.T) {
@@ -360,3 +362,19 @@ func TestVADThresholdIsAProbability(t *testing.T) {
 	}
 }
 
+// The tools token must differ from the API token (it would grant everything), and a
+// rejected token is never shown.
+func TestToolsTokenIsItsOwn(t *testing.T) {
+	same := strings.Repeat("s", 40)
+	c := mustLoad(t, LoadOptions{WorkDir: t.TempDir(), Environ: []string{"HANDSET_API_TOKEN=" + same, "HANDSET_TOOLS_TOKEN=" + same}})
+	err := c.Validate(ValidateOptions{})
+	fe := errorFor(t, err, "HANDSET_TOOLS_TOKEN")
+	if !strings.Contains(fe.Reason, "the same as HANDSET_API_TOKEN") || strings.Contains(err.Error(), same) {
+		t.Errorf("got %v", err)
+	}
+	c = mustLoad(t, LoadOptions{WorkDir: t.TempDir(), Environ: []string{"HANDSET_API_TOKEN=short-secret", "HANDSET_TOOLS_TOKEN=" + same}})
+	err = c.Validate(ValidateOptions{})
+	if fe := errorFor(t, err, "HANDSET_API_TOKEN"); !strings.Contains(fe.Reason, "of at least 32 characters") || strings.Contains(err.Error(), "short-secret") {
+		t.Errorf("got %v", err)
+	}
+}

@@ -39,8 +39,9 @@ type TransferJob struct {
 	Reason string       `json:"reason,omitempty"` // why the agent hands over, for the journal
 }
 
-// AllowList is the set of numbers calls may be transferred to (HANDSET_TRANSFER_ALLOW):
-// exact E.164 numbers, or prefixes ending in * ("+1415555*"). Empty allows none, so a
+// AllowList is a set of numbers that may be dialled: where calls may be transferred
+// (HANDSET_TRANSFER_ALLOW), where the tools token may place calls (HANDSET_CALL_ALLOW).
+// Exact E.164 numbers, or prefixes ending in * ("+1415555*"). Empty allows none, so a
 // prompt-injected agent cannot send callers to a premium-rate number.
 type AllowList []string
 
@@ -54,18 +55,27 @@ func ParseAllowList(s string) (AllowList, error) {
 		}
 		if prefix, ok := strings.CutSuffix(e, "*"); ok {
 			if !strings.HasPrefix(prefix, "+") || strings.Trim(prefix[1:], "0123456789") != "" || len(prefix) < 3 {
-				return nil, fmt.Errorf("transfer allow-list entry %q: a prefix is + and at least two digits, then *", e)
+				return nil, fmt.Errorf("allow-list entry %q: a prefix is + and at least two digits, then *", voice.Clip(e, voice.EchoLimit))
 			}
 			out = append(out, e)
 			continue
 		}
 		n, err := twilio.NormalizeNumber(e)
 		if err != nil {
-			return nil, fmt.Errorf("transfer allow-list entry %q: %w", e, err)
+			return nil, fmt.Errorf("allow-list entry: %w", err)
 		}
 		out = append(out, n)
 	}
 	return out, nil
+}
+
+// CheckTransfer checks a transfer's number before the job is queued, so a malformed one
+// is the request's to fix; the error wraps ErrBadRequest. The allow-list is the job's.
+func CheckTransfer(to string) error {
+	if _, err := twilio.NormalizeNumber(to); err != nil {
+		return fmt.Errorf("%w: to: %w", ErrBadRequest, err)
+	}
+	return nil
 }
 
 // Allows reports whether number (E.164) may be dialled.
