@@ -71,7 +71,7 @@ func allowed(from, to string) bool {
 	case under(from, "internal/config"):
 		return under(to, "internal/audio")
 	case from == "internal/openaiwire":
-		return false
+		return to == "internal/voice"
 	}
 	for _, root := range providerRoots {
 		if !under(from, root) {

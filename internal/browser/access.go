@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"fmt"
+	"github.com/handset-voice/handset/internal/voice"
 	"net"
 	"net/http"
 	"net/netip"
@@ -161,9 +162,9 @@ func (c *Channel) requestHost(r *http.Request) (hostPort, bool) {
 func (c *Channel) checkHost(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, ok := c.requestHost(r); !ok {
-			c.log.Info("browser page: refused a request for another host name", "host", truncate(r.Host, 80), "path", r.URL.Path)
+			c.log.Info("browser page: refused a request for another host name", "host", voice.Clip(r.Host, 80), "path", r.URL.Path)
 			refuse(w, http.StatusMisdirectedRequest, fmt.Sprintf(
-				"Handset's call page does not answer to the host name %q. If that name is yours, add it to HANDSET_BROWSER_HOSTS.", truncate(r.Host, 80)))
+				"Handset's call page does not answer to the host name %q. If that name is yours, add it to HANDSET_BROWSER_HOSTS.", voice.Clip(r.Host, 80)))
 			return
 		}
 		next.ServeHTTP(w, r)

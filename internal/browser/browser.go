@@ -257,7 +257,7 @@ func (c *Channel) socket(w http.ResponseWriter, r *http.Request) {
 	// Same-origin only, with an Origin required (browsers always send one): another site
 	// must not place calls from a visitor's browser.
 	if !c.sameOrigin(r) {
-		c.log.Info("browser page: refused a socket from another origin", "origin", truncate(r.Header.Get("Origin"), 80))
+		c.log.Info("browser page: refused a socket from another origin", "origin", voice.Clip(r.Header.Get("Origin"), 80))
 		refuse(w, http.StatusForbidden, "The call socket takes only the call page's own origin.")
 		return
 	}
@@ -276,7 +276,7 @@ func (c *Channel) socket(w http.ResponseWriter, r *http.Request) {
 	release, refused := c.limit.admit(clientKey(r.RemoteAddr))
 	if refused != "" {
 		c.log.Warn("refused browser call", "reason", refused)
-		conn.Close(websocket.StatusTryAgainLater, truncate(refused, 120))
+		conn.Close(websocket.StatusTryAgainLater, voice.Clip(refused, 120))
 		return
 	}
 	defer release()
@@ -292,15 +292,8 @@ func (c *Channel) socket(w http.ResponseWriter, r *http.Request) {
 	done, err := c.opts.Admit(leg)
 	if err != nil {
 		c.log.Warn("refused browser call", "err", err)
-		conn.Close(websocket.StatusTryAgainLater, truncate(err.Error(), 120))
+		conn.Close(websocket.StatusTryAgainLater, voice.Clip(err.Error(), 120))
 		return
 	}
 	<-done // the call owns the connection until it ends
-}
-
-func truncate(s string, n int) string {
-	if len(s) > n {
-		return s[:n]
-	}
-	return s
 }

@@ -146,12 +146,12 @@ func (l *Leg) Run(ctx context.Context, sink voice.LegSink) error {
 			if len(in.Digit) == 1 && (in.Digit[0] >= '0' && in.Digit[0] <= '9' || in.Digit == "*" || in.Digit == "#") {
 				sink.DTMF(in.Digit)
 			} else {
-				sink.Malformed(fmt.Errorf("browser: bad dtmf digit %q", truncate(in.Digit, 8)))
+				sink.Malformed(fmt.Errorf("browser: bad dtmf digit %q", voice.Clip(in.Digit, 8)))
 			}
 		case "hangup":
 			return nil
 		default:
-			sink.Malformed(fmt.Errorf("browser: unknown message type %q", truncate(in.Type, 40)))
+			sink.Malformed(fmt.Errorf("browser: unknown message type %q", voice.Clip(in.Type, 40)))
 		}
 	}
 }

@@ -430,11 +430,7 @@ func (c *Call) transcript(turnN int, role voice.Role, text string, at time.Time,
 }
 
 func (c *Call) journalError(typ string, turnN int, err error) {
-	msg := err.Error()
-	if len(msg) > 300 {
-		msg = msg[:300]
-	}
-	c.deps.Journal.Record(c.deps.Clock.Now(), obs.Event{Type: typ, Turn: turnN, Kind: voice.KindOf(err).String(), Message: msg})
+	c.deps.Journal.Record(c.deps.Clock.Now(), obs.Event{Type: typ, Turn: turnN, Kind: voice.KindOf(err).String(), Message: voice.Clip(err.Error(), voice.EchoLimit)})
 }
 
 // shutdown stops everything the call started and records its end.

@@ -85,8 +85,8 @@ func runBench(ctx context.Context, env Env, args []string) error {
 		return &usageError{msg: "bench takes no arguments: " + strings.Join(fs.Args(), " ")}
 	case f.maxDrift < 0 || f.maxDrift > 0 && f.duration < 2*time.Minute:
 		return &usageError{msg: "--max-drift needs a positive percentage and --duration of 2m or more"}
-	case f.calls < 1 || f.duration <= 0 || f.ramp <= 0:
-		return &usageError{msg: "--calls, --duration and --ramp must be positive"}
+	case f.calls < 1 || f.duration <= 0 || !(f.ramp > 0) || math.IsInf(f.ramp, 1): // NaN fails every comparison
+		return &usageError{msg: "--calls, --duration and --ramp must be positive (and --ramp a finite number)"}
 	case f.target != "" && f.twilioToken == "":
 		return &usageError{msg: "--target needs --twilio-token (the target's TWILIO_AUTH_TOKEN)"}
 	case f.target != "" && f.inProcess:

@@ -9,6 +9,15 @@ import (
 	"github.com/handset-voice/handset/internal/bench"
 )
 
+// --ramp is a float: NaN (which every comparison rejects) and infinity are refused like 0.
+func TestBenchRefusesABadRamp(t *testing.T) {
+	for _, ramp := range []string{"0", "-1", "NaN", "Inf"} {
+		if code, out := runCmd(t, nil, "bench", "--ramp", ramp); code != 2 || !strings.Contains(out, "--ramp a finite number") {
+			t.Errorf("--ramp %s: %d %s", ramp, code, out)
+		}
+	}
+}
+
 // handset bench, in process and small: every figure of the report is measured, the
 // calls are held and take turns, and nothing failed. Timing is bench's to measure, not
 // this test's to assert.

@@ -363,6 +363,7 @@ func TestDoctorFindsBreakage(t *testing.T) {
 		{"database unreachable", []string{"HANDSET_DATABASE_URL=postgres://u:pw-doctor@127.0.0.1:1/handset?connect_timeout=2"}, 1, "store", "database", doctor.Fail, "HANDSET_DATABASE_URL"},
 		{"quiet hours", []string{"HANDSET_QUIET_HOURS=9pm-8am"}, 1, "store", "jobs", doctor.Fail, "refuses to start"},
 		{"allow-list", []string{"HANDSET_TRANSFER_ALLOW=sales"}, 1, "store", "jobs", doctor.Fail, "refuses to start"},
+		{"call allow-list", []string{"HANDSET_CALL_ALLOW=+1415*,friends"}, 1, "store", "jobs", doctor.Fail, "refuses to start"},
 		{"twilio wrong token", []string{"TWILIO_AUTH_TOKEN=wrong-token-doctor"}, 1, "carrier", "twilio credentials", doctor.Fail, "Auth Token"},
 		{"api key sid instead of the account's", []string{"TWILIO_ACCOUNT_SID=SK" + strings.Repeat("0a", 16)}, 1, "carrier", "twilio credentials", doctor.Fail, "Twilio settings"},
 		{"twilio down", []string{"HANDSET_TWILIO_API_URL=" + docFreeURL(t, "http")}, 1, "carrier", "twilio credentials", doctor.Fail, "HANDSET_TWILIO_API_URL"},
@@ -735,7 +736,7 @@ func TestDoctorJSONHasNoSecrets(t *testing.T) {
 	r := newDocRig(t)
 	wrong := []string{"HANDSET_AGENT_KEY=wrong-agent-key-abcdefghijk", "DEEPGRAM_API_KEY=wrong-dg-key-abcdef",
 		"ELEVENLABS_API_KEY=wrong-el-key-abcdef", "TWILIO_AUTH_TOKEN=wrong-tw-token-abcdef",
-		"HANDSET_API_TOKEN=api-token-abcdef", "HANDSET_CALLER_HASH_SECRET=hash-secret-abcdef"}
+		"HANDSET_API_TOKEN=api-token-abcdef-0123456789abcdef", "HANDSET_CALLER_HASH_SECRET=hash-secret-abcdef"}
 	for _, kv := range wrong {
 		_, v, _ := strings.Cut(kv, "=")
 		r.secrets = append(r.secrets, v)

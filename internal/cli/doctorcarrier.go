@@ -75,6 +75,9 @@ func (d *doctorRun) jobSettings() doctor.Result {
 	default:
 		notes = append(notes, fmt.Sprintf("transfers allowed to %d numbers or prefixes", len(allow)))
 	}
+	if _, err := jobs.ParseAllowList(cfg.Outbound.CallAllow); err != nil {
+		problems = append(problems, "HANDSET_CALL_ALLOW: "+err.Error())
+	}
 	if len(problems) > 0 {
 		return resFail(strings.Join(problems, "; "), "fix the settings named; `handset serve` refuses to start with them")
 	}

@@ -48,9 +48,15 @@ func TestMetricsCountCallsTurnsAndFrames(t *testing.T) {
 	}
 }
 
-// Profiles are served behind the API token: nobody without it can read the heap.
+const (
+	profToken  = "prof-token-0123456789abcdef0123456789"
+	toolsToken = "tools-token-0123456789abcdef012345678"
+)
+
+// Profiles are served behind the API token: nobody without it can read the heap, not
+// even the agent tools' token.
 func TestPprofNeedsTheToken(t *testing.T) {
-	r := startServe(t, nil, "HANDSET_API_TOKEN=prof-token")
+	r := startServe(t, nil, "HANDSET_API_TOKEN="+profToken, "HANDSET_TOOLS_TOKEN="+toolsToken)
 	get := func(token string) int {
 		req, _ := http.NewRequest("GET", r.baseURL()+"/debug/pprof/heap?gc=1", nil)
 		if token != "" {
@@ -70,7 +76,10 @@ func TestPprofNeedsTheToken(t *testing.T) {
 	if code := get("wrong"); code != http.StatusUnauthorized {
 		t.Errorf("wrong token: %d", code)
 	}
-	if code := get("prof-token"); code != http.StatusOK {
+	if code := get(toolsToken); code != http.StatusForbidden {
+		t.Errorf("the tools token: %d", code)
+	}
+	if code := get(profToken); code != http.StatusOK {
 		t.Errorf("the token: %d", code)
 	}
 }

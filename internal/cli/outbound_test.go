@@ -244,6 +244,10 @@ func TestTransferAllowList(t *testing.T) {
 	}
 	id := calls.Calls[0].ID
 	var refused map[string]any
+	if code := o.api("POST", "/api/calls/"+id+"/transfer", map[string]any{"to": "the billing desk"}, &refused); code != 400 ||
+		!strings.Contains(refused["error"].(string), "not a phone number") {
+		t.Errorf("transfer to something that is not a number: %d %v", code, refused)
+	}
 	if code := o.api("POST", "/api/calls/"+id+"/transfer", map[string]any{"to": transferBad, "reason": "caller asked for billing"}, &refused); code != 403 ||
 		!strings.Contains(refused["error"].(string), "allow-list") {
 		t.Fatalf("transfer off the list: %d %v", code, refused)

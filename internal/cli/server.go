@@ -91,9 +91,14 @@ func newServer(ctx context.Context, cfg *config.Config, prov providers, st store
 	if cfg.Browser {
 		s.registerBrowser()
 	}
+	callAllow, err := jobs.ParseAllowList(cfg.Outbound.CallAllow)
+	if err != nil {
+		stopCalls()
+		return nil, fmt.Errorf("HANDSET_CALL_ALLOW: %w", err)
+	}
 	api := web.New(web.Options{
-		Token: sec.apiToken, Store: st, Channels: s.channels(),
-		Wake: s.wake, CanPlace: s.canPlace, Logger: log,
+		Token: sec.apiToken, ToolsToken: cfg.ToolsToken.Reveal(), CallAllow: callAllow,
+		Store: st, Channels: s.channels(), Wake: s.wake, CanPlace: s.canPlace, Logger: log,
 		CallerHash: func(n string) string { return session.CallerHash(sec.callerHash, n) },
 	})
 	api.Register(s.mux)

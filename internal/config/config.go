@@ -73,6 +73,7 @@ type Config struct {
 	DatabaseURL Secret // HANDSET_DATABASE_URL
 	PhoneNumber string // HANDSET_PHONE_NUMBER
 	APIToken    Secret // HANDSET_API_TOKEN
+	ToolsToken  Secret // HANDSET_TOOLS_TOKEN
 	MaxCalls    int    // HANDSET_MAX_CALLS
 	// DrainTimeout is how long a stopping server lets calls finish (HANDSET_DRAIN_TIMEOUT).
 	DrainTimeout time.Duration
@@ -115,6 +116,7 @@ type OutboundConfig struct {
 	QuietZone   string        // HANDSET_QUIET_HOURS_ZONE
 	Machine     string        // HANDSET_MACHINE_DETECTION
 	RingTimeout time.Duration // HANDSET_RING_TIMEOUT
+	CallAllow   string        // HANDSET_CALL_ALLOW: where the tools token may place calls
 }
 
 // HandoffConfig is where calls are handed: people (transfers) and other channels.

@@ -359,7 +359,7 @@ func settingTable() []Setting {
 			Help:  "How much silence ends the caller's speech; the turn is committed right after. The largest term in response time: shorter answers faster but cuts off slow talkers.",
 			field: func(c *Config) any { return &c.VAD.End }},
 		{Env: "HANDSET_VAD_THRESHOLD", YAML: "vad.threshold", Kind: KindString, Default: "0.5",
-			Help:  "Silero only: speech probability (0-1) above which a window counts as speech; 0.8 suits noisy phone lines.",
+			Help:  "Silero only: speech probability, strictly between 0 and 1, above which a window counts as speech; 0.8 suits noisy phone lines.",
 			field: func(c *Config) any { return &c.VAD.Threshold }},
 		{Env: "HANDSET_ENGINES_DIR", YAML: "engines_dir", Kind: KindString, DefaultText: "empty: looked for in order in `./.cache/engines`, beside the binary (`<bin>/engines`, `<bin>/../share/handset/engines`, `<bin>/../.cache/engines`), `$XDG_DATA_HOME/handset/engines` (default `~/.local/share/handset/engines`), `/usr/local/share/handset/engines`, `/usr/share/handset/engines` (see docs/offline.md; `handset install` fills one); when set, the only folder looked in",
 			Help:  "Folder holding the embedded engines' files (libonnxruntime.so, silero_vad_v5.onnx, fvad.wasm); scripts/engines.sh fills it.",
@@ -430,9 +430,14 @@ func settingTable() []Setting {
 			field: func(c *Config) any { return &c.Turn.MaxCall }},
 
 		// Operations.
-		{Env: "HANDSET_API_TOKEN", YAML: "api_token", Kind: KindSecret, DefaultText: "generated once into the data folder",
-			Help:  "Bearer token for `/api/*` and the dashboard.",
+		{Env: "HANDSET_API_TOKEN", YAML: "api_token", Kind: KindSecret, DefaultText: "generated once into the data folder (64 hex digits)",
+			Help:  "Bearer token for `/api/*` and the dashboard; at least 32 characters (`openssl rand -hex 32` makes one).",
+			check: checkToken,
 			field: func(c *Config) any { return &c.APIToken }},
+		{Env: "HANDSET_TOOLS_TOKEN", YAML: "tools_token", Kind: KindSecret, DefaultText: "empty: no tools token",
+			Help:  "A second bearer token, for the agent runtime's tools, limited to what they need: `POST /api/deliver`, transfers and handoffs, one call by its id, and outbound calls to `HANDSET_CALL_ALLOW` (docs/outbound.md). At least 32 characters, and not the API token.",
+			check: checkToken,
+			field: func(c *Config) any { return &c.ToolsToken }},
 		{Env: "HANDSET_LOG_LEVEL", YAML: "log.level", Kind: KindEnum, Default: "info", Required: true,
 			Allowed: []string{"debug", "info", "warn", "error"},
 			Help:    "Log verbosity. The `--log-level` flag overrides it.",
@@ -491,6 +496,9 @@ func settingTable() []Setting {
 		{Env: "HANDSET_RING_TIMEOUT", YAML: "outbound.ring_timeout", Kind: KindDuration, Default: "30s", positive: true,
 			Help:  "How long an outbound call rings before it counts as not answered (and is retried later, if attempts are left).",
 			field: func(c *Config) any { return &c.Outbound.RingTimeout }},
+		{Env: "HANDSET_CALL_ALLOW", YAML: "outbound.call_allow", Kind: KindString,
+			Help:  "Numbers the tools token (`HANDSET_TOOLS_TOKEN`) may place outbound calls to (`POST /api/calls`), written like `HANDSET_TRANSFER_ALLOW`: E.164 numbers, or prefixes ending in `*`. Empty: none. The API token is not limited by it.",
+			field: func(c *Config) any { return &c.Outbound.CallAllow }},
 
 		// Handoff.
 		{Env: "HANDSET_TRANSFER_ALLOW", YAML: "handoff.transfer_allow", Kind: KindString,

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // ValidateOptions says what the command about to run needs on top of well-formed values.
@@ -152,6 +153,17 @@ func checkE164(v string) string {
 	return ""
 }
 
+// MinTokenLength is the least length of a bearer token Handset accepts: a short one can be
+// guessed. Generated tokens are 64 hexadecimal digits.
+const MinTokenLength = 32
+
+func checkToken(v string) string {
+	if n := utf8.RuneCountInString(v); n < MinTokenLength {
+		return fmt.Sprintf("is too short to be safe (%d of at least %d characters): `openssl rand -hex 32` makes one", n, MinTokenLength)
+	}
+	return ""
+}
+
 func checkDatabaseURL(v string) string {
 	lower := strings.ToLower(v)
 	if !strings.HasPrefix(lower, "postgres://") && !strings.HasPrefix(lower, "postgresql://") {
@@ -206,7 +218,11 @@ func (c *Config) crossCheck(table []Setting, opts ValidateOptions) []FieldError 
 	default:
 		add("HANDSET_AGENT_TRANSPORT", fmt.Sprintf("%q does not apply to HANDSET_AGENT=%s: hermes takes runs or chat, openclaw takes ws or http", t, c.Agent.Runtime))
 	}
-	if p, err := strconv.ParseFloat(c.VAD.Threshold, 64); err != nil || p <= 0 || p >= 1 {
+	if c.ToolsToken.IsSet() && c.ToolsToken.Reveal() == c.APIToken.Reveal() {
+		add("HANDSET_TOOLS_TOKEN", "is the same as HANDSET_API_TOKEN: the tools token must be its own, or it grants everything")
+	}
+	// written so that NaN, which every comparison rejects, fails too
+	if p, err := strconv.ParseFloat(c.VAD.Threshold, 64); err != nil || !(p > 0 && p < 1) {
 		add("HANDSET_VAD_THRESHOLD", fmt.Sprintf("%q is not a probability between 0 and 1 (exclusive), e.g. 0.5", c.VAD.Threshold))
 	}
 	for _, p := range c.browserChecks() {

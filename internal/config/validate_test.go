@@ -110,6 +110,12 @@ func TestValueForms(t *testing.T) {
 		{"HANDSET_DATABASE_URL", "postgres://u:p@db/handset", ""},
 		{"HANDSET_DATABASE_URL", "PostgreSQL://u:p@db/handset?sslmode=disable", ""},
 		{"HANDSET_DATABASE_URL", "mysql://u:p@db/handset", "must be a postgres:// or postgresql:// URL (leave it empty for SQLite)"},
+		{"HANDSET_API_TOKEN", "x", "is too short to be safe (1 of at least 32 characters): `openssl rand -hex 32` makes one"},
+		{"HANDSET_API_TOKEN", strings.Repeat("a", 31), "is too short to be safe (31 of at least 32 characters): `openssl rand -hex 32` makes one"},
+		{"HANDSET_API_TOKEN", strings.Repeat("a", 32), ""},
+		{"HANDSET_API_TOKEN", strings.Repeat("0123456789abcdef", 4), ""},
+		{"HANDSET_TOOLS_TOKEN", "tools", "is too short to be safe (5 of at least 32 characters): `openssl rand -hex 32` makes one"},
+		{"HANDSET_TOOLS_TOKEN", strings.Repeat("t", 32), ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.env+"="+tt.value, func(t *testing.T) {
@@ -346,5 +352,48 @@ func TestCallerMemoryAttestation(t *testing.T) {
 	err := c.Validate(ValidateOptions{})
 	if err == nil || !strings.Contains(err.Error(), `HANDSET_CALLER_MEMORY_ATTESTATION (session.caller_memory_attestation): "C" is not one of any, B, A`) {
 		t.Errorf("C: %v", err)
+	}
+}
+
+// Every float a setting holds is a number in its range: NaN, which compares false with
+// everything, and the infinities are refused like any other value outside it.
+func TestVADThresholdIsAProbability(t *testing.T) {
+	for value, ok := range map[string]bool{
+		"0.5": true, "0.8": true, "0.01": true, "0x1p-2": true,
+		"NaN": false, "nan": false, "-NaN": false, "Inf": false, "+Inf": false, "-Inf": false, "infinity": false,
+		"0": false, "1": false, "-0.5": false, "1.5": false, "1e400": false, "half": false, "": false,
+	} {
+		c := mustLoad(t, LoadOptions{WorkDir: t.TempDir(), Overrides: map[string]string{"HANDSET_VAD_THRESHOLD": value}})
+		err := c.Validate(ValidateOptions{})
+		if ok {
+			if err != nil {
+				t.Errorf("HANDSET_VAD_THRESHOLD=%s rejected: %v", value, err)
+			}
+			continue
+		}
+		if err == nil {
+			t.Errorf("HANDSET_VAD_THRESHOLD=%s accepted (read as %v)", value, c.VADThreshold())
+			continue
+		}
+		if fe := errorFor(t, err, "HANDSET_VAD_THRESHOLD"); !strings.Contains(fe.Reason, "is not a probability between 0 and 1") {
+			t.Errorf("HANDSET_VAD_THRESHOLD=%s: %v", value, fe)
+		}
+	}
+}
+
+// The tools token must differ from the API token (it would grant everything), and a
+// rejected token is never shown.
+func TestToolsTokenIsItsOwn(t *testing.T) {
+	same := strings.Repeat("s", 40)
+	c := mustLoad(t, LoadOptions{WorkDir: t.TempDir(), Environ: []string{"HANDSET_API_TOKEN=" + same, "HANDSET_TOOLS_TOKEN=" + same}})
+	err := c.Validate(ValidateOptions{})
+	fe := errorFor(t, err, "HANDSET_TOOLS_TOKEN")
+	if !strings.Contains(fe.Reason, "the same as HANDSET_API_TOKEN") || strings.Contains(err.Error(), same) {
+		t.Errorf("got %v", err)
+	}
+	c = mustLoad(t, LoadOptions{WorkDir: t.TempDir(), Environ: []string{"HANDSET_API_TOKEN=short-secret", "HANDSET_TOOLS_TOKEN=" + same}})
+	err = c.Validate(ValidateOptions{})
+	if fe := errorFor(t, err, "HANDSET_API_TOKEN"); !strings.Contains(fe.Reason, "of at least 32 characters") || strings.Contains(err.Error(), "short-secret") {
+		t.Errorf("got %v", err)
 	}
 }

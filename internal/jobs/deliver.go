@@ -79,7 +79,7 @@ func PlanDelivery(ctx context.Context, st store.Store, channels map[string]Chann
 		return CallJob{To: number, FirstMessage: msg, Deliver: true, SessionKey: key, OnMachine: "message"}, nil
 	}
 	if len(calls) == 0 {
-		return CallJob{}, fmt.Errorf("%w: caller %s has no calls on record", ErrUnknownRecipient, hash)
+		return CallJob{}, fmt.Errorf("%w: caller %s has no calls on record", ErrUnknownRecipient, voice.Clip(hash, voice.EchoLimit))
 	}
 	return CallJob{}, fmt.Errorf("%w: caller %s cannot be reached later: %s", ErrCannotDeliver, hash, strings.Join(dedupe(why), "; "))
 }
@@ -123,13 +123,13 @@ func recipient(ctx context.Context, st store.Store, req DeliverRequest) (hash, k
 	case req.SessionKey != "":
 		ss, err := st.SessionByKey(ctx, session.StoredKey(req.SessionKey))
 		if errors.Is(err, store.ErrNotFound) {
-			return "", "", fmt.Errorf("%w: no caller is known for session key %q: Handset has had no call with it, so it has no number to call", ErrUnknownRecipient, req.SessionKey)
+			return "", "", fmt.Errorf("%w: no caller is known for session key %q: Handset has had no call with it, so it has no number to call", ErrUnknownRecipient, voice.Clip(req.SessionKey, voice.EchoLimit))
 		}
 		return ss.CallerHash, ss.SessionKey, err
 	case req.CallID != "":
 		c, err := st.Call(ctx, req.CallID)
 		if errors.Is(err, store.ErrNotFound) {
-			return "", "", fmt.Errorf("%w: there is no call %s", ErrUnknownRecipient, req.CallID)
+			return "", "", fmt.Errorf("%w: there is no call %s", ErrUnknownRecipient, voice.Clip(string(req.CallID), voice.EchoLimit))
 		}
 		if err == nil && c.CallerHash == "" {
 			return "", "", fmt.Errorf("%w: call %s: %s", ErrCannotDeliver, req.CallID, unknownCaller(c))
@@ -144,7 +144,7 @@ func recipient(ctx context.Context, st store.Store, req DeliverRequest) (hash, k
 	ss, err := st.Session(ctx, hash)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return "", "", fmt.Errorf("%w: caller %s has never called", ErrUnknownRecipient, hash)
+		return "", "", fmt.Errorf("%w: caller %s has never called", ErrUnknownRecipient, voice.Clip(hash, voice.EchoLimit))
 	case err != nil:
 		return "", "", err
 	}

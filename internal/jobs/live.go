@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -38,8 +39,9 @@ type TransferJob struct {
 	Reason string       `json:"reason,omitempty"` // why the agent hands over, for the journal
 }
 
-// AllowList is the set of numbers calls may be transferred to (HANDSET_TRANSFER_ALLOW):
-// exact E.164 numbers, or prefixes ending in * ("+1415555*"). Empty allows none, so a
+// AllowList is a set of numbers that may be dialled: where calls may be transferred
+// (HANDSET_TRANSFER_ALLOW), where the tools token may place calls (HANDSET_CALL_ALLOW).
+// Exact E.164 numbers, or prefixes ending in * ("+1415555*"). Empty allows none, so a
 // prompt-injected agent cannot send callers to a premium-rate number.
 type AllowList []string
 
@@ -53,18 +55,27 @@ func ParseAllowList(s string) (AllowList, error) {
 		}
 		if prefix, ok := strings.CutSuffix(e, "*"); ok {
 			if !strings.HasPrefix(prefix, "+") || strings.Trim(prefix[1:], "0123456789") != "" || len(prefix) < 3 {
-				return nil, fmt.Errorf("transfer allow-list entry %q: a prefix is + and at least two digits, then *", e)
+				return nil, fmt.Errorf("allow-list entry %q: a prefix is + and at least two digits, then *", voice.Clip(e, voice.EchoLimit))
 			}
 			out = append(out, e)
 			continue
 		}
 		n, err := twilio.NormalizeNumber(e)
 		if err != nil {
-			return nil, fmt.Errorf("transfer allow-list entry %q: %w", e, err)
+			return nil, fmt.Errorf("allow-list entry: %w", err)
 		}
 		out = append(out, n)
 	}
 	return out, nil
+}
+
+// CheckTransfer checks a transfer's number before the job is queued, so a malformed one
+// is the request's to fix; the error wraps ErrBadRequest. The allow-list is the job's.
+func CheckTransfer(to string) error {
+	if _, err := twilio.NormalizeNumber(to); err != nil {
+		return fmt.Errorf("%w: to: %w", ErrBadRequest, err)
+	}
+	return nil
 }
 
 // Allows reports whether number (E.164) may be dialled.
@@ -277,23 +288,45 @@ func (h *Handoffs) post(ctx context.Context, body Handoff, jobID int64) error {
 	if h.Key != "" {
 		req.Header.Set("Authorization", "Bearer "+h.Key)
 	}
-	client := h.Client
-	if client == nil {
-		client = http.DefaultClient
-	}
-	resp, err := client.Do(req)
+	resp, err := h.client().Do(req)
 	if err != nil {
 		return fmt.Errorf("handoff webhook: %w", err)
 	}
 	defer resp.Body.Close()
-	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 300))
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, voice.EchoLimit+1))
+	snippet := voice.Clip(strings.TrimSpace(string(raw)), voice.EchoLimit)
 	switch {
 	case resp.StatusCode >= 200 && resp.StatusCode < 300:
 		return nil
+	case resp.StatusCode >= 300 && resp.StatusCode < 400:
+		return Permanent(fmt.Errorf("handoff webhook answered HTTP %d, a redirect to %s: Handset follows none, so the transcript and HANDSET_HANDOFF_KEY go only to HANDSET_HANDOFF_URL; set it to the final URL",
+			resp.StatusCode, voice.Clip(redactLocation(resp.Header.Get("Location")), voice.EchoLimit)))
 	case resp.StatusCode >= 400 && resp.StatusCode < 500 && resp.StatusCode != http.StatusTooManyRequests:
-		return Permanent(fmt.Errorf("handoff webhook refused it: HTTP %d %s", resp.StatusCode, strings.TrimSpace(string(snippet))))
+		return Permanent(fmt.Errorf("handoff webhook refused it: HTTP %d %s", resp.StatusCode, snippet))
 	}
-	return fmt.Errorf("handoff webhook: HTTP %d %s", resp.StatusCode, strings.TrimSpace(string(snippet)))
+	return fmt.Errorf("handoff webhook: HTTP %d %s", resp.StatusCode, snippet)
+}
+
+// client is the configured client that follows no redirect: a redirect would carry the
+// handoff key and the conversation to a place nobody configured.
+func (h *Handoffs) client() *http.Client {
+	var c http.Client
+	if h.Client != nil {
+		c = *h.Client
+	}
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &c
+}
+
+// redactLocation is a redirect's target without what may be a credential (user info,
+// query), for an error message.
+func redactLocation(loc string) string {
+	u, err := url.Parse(loc)
+	if err != nil || loc == "" {
+		return "an unreadable location"
+	}
+	u.User, u.RawQuery, u.Fragment = nil, "", ""
+	return u.String()
 }
 
 func jsonBytes(v any) ([]byte, error) {

@@ -398,7 +398,7 @@ func QueueCallCheck(job CallJob) (CallJob, error) {
 	switch twilio.MachinePolicy(job.OnMachine) {
 	case "", twilio.MachineHangup, twilio.MachineMessage, twilio.MachineTalk:
 	default:
-		return bad("on_machine %q is not one of hangup, message, talk", job.OnMachine)
+		return bad("on_machine %q is not one of hangup, message, talk", voice.Clip(job.OnMachine, voice.EchoLimit))
 	}
 	return job, nil
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/handset-voice/handset/internal/clock"
 	"github.com/handset-voice/handset/internal/obs"
 	"github.com/handset-voice/handset/internal/store"
+	"github.com/handset-voice/handset/internal/voice"
 )
 
 // Handler runs one job. Its result is saved as the job's JSON result. It must return when
@@ -298,7 +299,8 @@ func (r *Runner) record(j store.Job, result any, err error, log *slog.Logger) {
 	if !IsPermanent(err) && j.Attempts < j.MaxAttempts {
 		retryAt = now.Add(retryDelay(err, j.Attempts))
 	}
-	if ferr := r.o.Store.Fail(ctx, j.ID, r.o.Owner, err.Error(), retryAt, now); ferr != nil {
+	// The stored error is shown by the API; it may quote an answer from outside.
+	if ferr := r.o.Store.Fail(ctx, j.ID, r.o.Owner, voice.Clip(err.Error(), voice.MessageLimit), retryAt, now); ferr != nil {
 		log.Warn("job failed and the failure was not saved", "err", err, "save_err", ferr)
 		return
 	}

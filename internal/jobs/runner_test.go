@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -366,5 +367,19 @@ func TestRunnerDrainsBeforeStopping(t *testing.T) {
 	}
 	if got, _ := st.Job(context.Background(), later.ID); got.State != store.JobPending {
 		t.Errorf("a job queued during the drain is %s, want pending", got.State)
+	}
+}
+
+// A job's stored error is what the API shows: however long the handler's error (it may
+// quote an answer from outside), the store keeps a bounded message.
+func TestRunnerStoresABoundedError(t *testing.T) {
+	st := openStore(t)
+	huge := strings.Repeat("x", 100_000)
+	startRunner(t, Options{Store: st, Owner: "n1", Kinds: map[string]Kind{"echo": {Run: func(context.Context, *Lease) (any, error) {
+		return nil, Permanent(errors.New("refused: " + huge))
+	}}}})
+	j := waitJob(t, st, enqueue(t, st, "echo", `{}`).ID)
+	if len(j.Error) > 1024 || !strings.HasPrefix(j.Error, "refused: xxx") || !strings.HasSuffix(j.Error, "…") || !Refused(j.Error) {
+		t.Errorf("stored error: %d bytes, %.60q…", len(j.Error), j.Error)
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/handset-voice/handset/internal/voice"
 )
 
 // Event types, exactly as INTERFACE.md names them (add more in the same style).
@@ -146,11 +148,12 @@ func NewWriter(w io.Writer, start time.Time) *Journal { return &Journal{w: w, st
 // Discard is a journal that records nothing.
 func Discard() *Journal { return NewWriter(io.Discard, time.Now()) }
 
-// Record stamps e with ts and ms at now and appends it.
+// Record stamps e with ts and ms at now, bounds its text (see bound) and appends it.
 func (j *Journal) Record(now time.Time, e Event) {
 	if j == nil {
 		return
 	}
+	bound(&e)
 	e.TS = now.UTC()
 	e.MS = now.Sub(j.start).Milliseconds()
 	j.mu.Lock()
@@ -167,6 +170,28 @@ func (j *Journal) Record(now time.Time, e Event) {
 	_, j.err = j.w.Write(j.buf)
 	if j.tee != nil {
 		j.tee(e)
+	}
+}
+
+// saidText are the events whose text is what was said or heard: it keeps up to
+// voice.TranscriptLimit bytes. Every other text an event carries (an error answer, a
+// number or reason a request gave, a partial transcript) keeps voice.EchoLimit.
+var saidText = map[string]bool{
+	STTFinal: true, noteDropped: true, TurnCommit: true, AgentDone: true, TTSRequest: true, BargeIn: true,
+}
+
+// bound clips the text fields of e, most of which can come from outside (a caller's
+// words, a runtime's error answer, a request's fields), so no input makes a journal line
+// much longer than its limits. Nothing is allocated unless something is cut.
+func bound(e *Event) {
+	limit := voice.EchoLimit
+	if saidText[e.Type] {
+		limit = voice.TranscriptLimit
+	}
+	e.Text = voice.Clip(e.Text, limit)
+	for _, f := range []*string{&e.Kind, &e.Message, &e.Reason, &e.Name, &e.Digit,
+		&e.Carrier, &e.Direction, &e.CallerHash, &e.Agent, &e.STT, &e.TTS} {
+		*f = voice.Clip(*f, voice.EchoLimit)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -102,5 +103,49 @@ func TestTeeSeesEachLaterEventStamped(t *testing.T) {
 	}
 	if strings.Count(buf.String(), "\n") != 2 {
 		t.Errorf("the tee must not replace the journal: %q", buf.String())
+	}
+}
+
+// A 100 KB caller transcript, error answer or request field never makes a 100 KB journal
+// line: what was said keeps 4 KB, everything else a few hundred bytes, cut on a rune.
+func TestJournalBoundsTextFromOutside(t *testing.T) {
+	var buf bytes.Buffer
+	j := NewWriter(&buf, t0)
+	huge := strings.Repeat("é", 50_000) // 100 KB
+	said := []string{STTFinal, TurnCommit, AgentDone, TTSRequest, BargeIn, noteDropped}
+	for _, typ := range said {
+		j.Record(at(1), Event{Type: typ, Text: huge})
+	}
+	j.Record(at(2), Event{Type: STTPartial, Text: huge})
+	j.Record(at(3), Event{Type: AgentError, Kind: "transient", Message: huge})
+	j.Record(at(4), Event{Type: TransferRequested, Name: huge, Text: huge})
+	j.Record(at(5), Event{Type: CallStart, Carrier: huge, CallerHash: huge, Agent: huge, STT: huge, TTS: huge, Direction: huge})
+	j.Record(at(6), Event{Type: CallEnd, Reason: huge})
+	j.Record(at(7), Event{Type: DTMF, Digit: huge})
+	j.Record(at(8), Event{Type: TurnCommit, Text: "short stays whole"})
+	events, err := ReadEvents(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if buf.Len() > len(said)*(4096+200)+7*(6*300+200) {
+		t.Errorf("the journal is %d bytes", buf.Len())
+	}
+	for _, e := range events {
+		for name, v := range map[string]string{"text": e.Text, "message": e.Message, "name": e.Name, "reason": e.Reason,
+			"digit": e.Digit, "carrier": e.Carrier, "caller_hash": e.CallerHash, "agent": e.Agent, "stt": e.STT, "tts": e.TTS, "direction": e.Direction} {
+			limit := 300
+			if name == "text" && slices.Contains(said, e.Type) {
+				limit = 4096
+			}
+			if len(v) > limit || (v != "" && v != "short stays whole" && (!strings.HasSuffix(v, "…") || len(v) < limit-4)) {
+				t.Errorf("%s %s: %d bytes, want at most %d ending in …", e.Type, name, len(v), limit)
+			}
+			if strings.ContainsRune(v, '\uFFFD') {
+				t.Errorf("%s %s: a rune was cut", e.Type, name)
+			}
+		}
+	}
+	if last := events[len(events)-1]; last.Text != "short stays whole" {
+		t.Errorf("a short text was changed: %q", last.Text)
 	}
 }

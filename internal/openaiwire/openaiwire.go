@@ -11,10 +11,9 @@ import (
 	"net/url"
 	"strings"
 	"unicode/utf8"
-)
 
-// maxErrorMessage bounds the vendor message kept in an error.
-const maxErrorMessage = 300
+	"github.com/handset-voice/handset/internal/voice"
+)
 
 // ErrorMessage extracts the vendor's message from an error answer: OpenAI's
 // {"error":{"message":…}} (or a bare string error), FastAPI's {"detail": "…"},
@@ -22,11 +21,11 @@ const maxErrorMessage = 300
 // short plain-text body; otherwise the status text.
 func ErrorMessage(body []byte, status int) string {
 	if msg := jsonMessage(body); msg != "" {
-		return Truncate(msg, maxErrorMessage)
+		return voice.Clip(msg, voice.EchoLimit)
 	}
 	text := strings.TrimSpace(string(body))
 	if text != "" && utf8.ValidString(text) && !strings.HasPrefix(text, "<") && !strings.HasPrefix(text, "{") {
-		return Truncate(text, maxErrorMessage)
+		return voice.Clip(text, voice.EchoLimit)
 	}
 	return http.StatusText(status)
 }
@@ -88,18 +87,6 @@ func messageOf(raw json.RawMessage) string {
 		return strings.Join(msgs, "; ")
 	}
 	return ""
-}
-
-// Truncate cuts s to at most n bytes on a rune boundary, marking the cut with "…".
-func Truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
 }
 
 // Endpoint checks an API root and key as the providers take them and returns the URL of

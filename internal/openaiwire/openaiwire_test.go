@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/handset-voice/handset/internal/voice"
 )
 
 var errorCases = []struct {
@@ -23,7 +25,7 @@ var errorCases = []struct {
 	{`<html><body>502 Bad Gateway</body></html>`, 502, "Bad Gateway"},
 	{``, 429, "Too Many Requests"},
 	{`{"detail":null}`, 500, "Internal Server Error"},
-	{`{"error":{"message":` + `"` + strings.Repeat("é", 400) + `"}}`, 400, strings.Repeat("é", 150) + "…"},
+	{`{"error":{"message":` + `"` + strings.Repeat("é", 400) + `"}}`, 400, strings.Repeat("é", 148) + "…"},
 	{`{"error":{"message":"Invalid 'input': string too long.","type":"invalid_request_error","param":"input","code":"string_above_max_length"}}`, 400, "Invalid 'input': string too long."},
 	{`{"detail":{"error":"processing_error","message":"CUDA out of memory","type":"server_error"}}`, 500, "CUDA out of memory"},
 	{`{"detail":[{"loc":["body","voice"],"msg":"Field required","type":"missing"}]}`, 422, "Field required"},
@@ -47,7 +49,7 @@ func FuzzErrorMessage(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte, status int) {
 		msg := ErrorMessage(body, status)
-		if len(msg) > maxErrorMessage+len("…") {
+		if len(msg) > voice.EchoLimit {
 			t.Errorf("message of %d bytes", len(msg))
 		}
 		if !utf8.ValidString(msg) && json.Valid(body) {

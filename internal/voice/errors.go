@@ -46,7 +46,8 @@ func (e *ProviderError) Error() string {
 		msg += fmt.Sprintf(": HTTP %d", e.Status)
 	}
 	if e.Err != nil {
-		msg += ": " + e.Err.Error()
+		// the cause often quotes the provider's answer: bounded, so it cannot flood a log
+		msg += ": " + Clip(e.Err.Error(), MessageLimit)
 	}
 	return msg + " (" + e.Kind.String() + ")"
 }

@@ -1,12 +1,12 @@
 // Package web serves Handset's HTTP API under /api, behind the bearer HANDSET_API_TOKEN:
 // calls with their transcripts and journals, outbound calls and dialer progress as jobs,
-// transfers and channel handoffs of live calls, and callback deliveries. Every answer is
-// JSON; every error says what to fix.
+// transfers and channel handoffs of live calls, and callback deliveries. A second bearer,
+// HANDSET_TOOLS_TOKEN, reaches only what an agent's tools need (access.go). Every answer
+// is JSON; every error says what to fix.
 package web
 
 import (
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,7 +24,7 @@ import (
 
 // Options configure the API.
 type Options struct {
-	Token    string // HANDSET_API_TOKEN
+	Token    string // HANDSET_API_TOKEN: every route
 	Store    store.Store
 	Channels map[string]jobs.Channel // what can deliver later, by carrier name
 	Wake     func()                  // this node's job runner: a job was queued
@@ -35,6 +35,12 @@ type Options struct {
 	// CallerHash is the caller hash of a number: the default view names the person an
 	// outbound call job dials by it. Nil: by nothing.
 	CallerHash func(number string) string
+
+	// ToolsToken (HANDSET_TOOLS_TOKEN) reaches only the routes agent tools need (access.go);
+	// empty: no such token.
+	ToolsToken string
+	// CallAllow (HANDSET_CALL_ALLOW) is where the tools token may place calls.
+	CallAllow jobs.AllowList
 }
 
 // API is the /api handler set.
@@ -57,27 +63,31 @@ func New(o Options) *API {
 	return &API{o: o, log: o.Logger}
 }
 
-// Register mounts the routes.
+// Register mounts the routes: those an agent's tools need take the tools token too.
 func (a *API) Register(mux *http.ServeMux) {
 	route := func(pattern string, h func(http.ResponseWriter, *http.Request) error) {
-		mux.Handle(pattern, a.authed(h))
+		mux.Handle(pattern, a.authed(h, false))
+	}
+	tool := func(pattern string, h func(http.ResponseWriter, *http.Request) error) {
+		mux.Handle(pattern, a.authed(h, true))
 	}
 	route("GET /api/calls", a.listCalls)
-	route("GET /api/calls/{id}", a.getCall)
-	route("POST /api/calls", a.placeCall)
-	route("POST /api/calls/{id}/transfer", a.transfer)
-	route("POST /api/calls/{id}/handoff", a.handoff)
-	route("POST /api/sessions/{key}/transfer", a.transfer)
-	route("POST /api/sessions/{key}/handoff", a.handoff)
-	route("POST /api/deliver", a.deliver)
+	tool("GET /api/calls/{id}", a.getCall)
+	tool("POST /api/calls", a.placeCall)
+	tool("POST /api/calls/{id}/transfer", a.transfer)
+	tool("POST /api/calls/{id}/handoff", a.handoff)
+	tool("POST /api/sessions/{key}/transfer", a.transfer)
+	tool("POST /api/sessions/{key}/handoff", a.handoff)
+	tool("POST /api/deliver", a.deliver)
 	route("GET /api/sessions/{key}", a.getSession)
 	route("GET /api/jobs", a.listJobs)
 	route("GET /api/jobs/{id}", a.getJob)
 }
 
-// Protect wraps h (a debug or dashboard handler) in the same bearer check.
+// Protect wraps h (a debug or dashboard handler) in the same bearer check: the API token
+// only.
 func (a *API) Protect(h http.Handler) http.Handler {
-	return a.authed(func(w http.ResponseWriter, r *http.Request) error { h.ServeHTTP(w, r); return nil })
+	return a.authed(func(w http.ResponseWriter, r *http.Request) error { h.ServeHTTP(w, r); return nil }, false)
 }
 
 // apiError is an error with its HTTP status.
@@ -92,15 +102,16 @@ func fail(status int, format string, args ...any) error {
 	return &apiError{status: status, msg: fmt.Sprintf(format, args...)}
 }
 
-// authed checks the bearer token in constant time, then runs h and writes its error.
-func (a *API) authed(h func(http.ResponseWriter, *http.Request) error) http.Handler {
-	want := []byte("Bearer " + a.o.Token)
+// echo is a value from the request as an error may quote it: a few hundred bytes at most.
+func echo(v string) string { return voice.Clip(v, voice.EchoLimit) }
+
+// authed checks the bearer token (access.go), then runs h and writes its error, bounded:
+// an error may quote the request, and the request may be large.
+func (a *API) authed(h func(http.ResponseWriter, *http.Request) error, tools bool) http.Handler {
+	keys := a.keys()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got := []byte(r.Header.Get("Authorization"))
-		if a.o.Token == "" || subtle.ConstantTimeCompare(got, want) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="handset"`)
-			writeJSON(w, http.StatusUnauthorized, map[string]string{
-				"error": "missing or wrong bearer token: send Authorization: Bearer <HANDSET_API_TOKEN> (generated into the data dir's api-token file when not set)"})
+		r, ok := keys.admit(w, r, tools)
+		if !ok {
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, 1<<20)
@@ -111,10 +122,10 @@ func (a *API) authed(h func(http.ResponseWriter, *http.Request) error) http.Hand
 		if err != nil {
 			var ae *apiError
 			if !errors.As(err, &ae) {
-				a.log.Error("api", "path", r.URL.Path, "err", err)
+				a.log.Error("api", "path", echo(r.URL.Path), "err", voice.Clip(err.Error(), voice.MessageLimit))
 				ae = &apiError{status: http.StatusInternalServerError, msg: "internal error: " + err.Error()}
 			}
-			writeJSON(w, ae.status, map[string]string{"error": ae.msg})
+			writeJSON(w, ae.status, map[string]string{"error": voice.Clip(ae.msg, voice.MessageLimit)})
 		}
 	})
 }
@@ -133,7 +144,7 @@ func decode(r *http.Request, v any) error {
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return fail(http.StatusBadRequest, "the body is not the expected JSON: %v", err)
+		return fail(http.StatusBadRequest, "the body is not the expected JSON: %s", echo(err.Error()))
 	}
 	return nil
 }
@@ -163,14 +174,14 @@ func (a *API) listCalls(w http.ResponseWriter, r *http.Request) error {
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 500 {
-			return fail(http.StatusBadRequest, "limit %q: a whole number from 1 to 500", v)
+			return fail(http.StatusBadRequest, "limit %q: a whole number from 1 to 500", echo(v))
 		}
 		f.Limit = n
 	}
 	if v := q.Get("before"); v != "" {
 		t, err := time.Parse(time.RFC3339Nano, v)
 		if err != nil {
-			return fail(http.StatusBadRequest, "before %q: an RFC 3339 time, like 2026-11-25T15:00:00Z", v)
+			return fail(http.StatusBadRequest, "before %q: an RFC 3339 time, like 2026-11-25T15:00:00Z", echo(v))
 		}
 		f.Before = t
 	}
@@ -200,6 +211,9 @@ func (a *API) getCall(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if toolsOnly(r) {
+		c.From, c.To = "", "" // raw numbers never reach an agent runtime
+	}
 	lines, err := a.o.Store.Transcript(r.Context(), c.ID)
 	if err != nil {
 		return err
@@ -222,7 +236,7 @@ func (a *API) getCall(w http.ResponseWriter, r *http.Request) error {
 func (a *API) call(ctx context.Context, id voice.CallID) (store.Call, error) {
 	c, err := a.o.Store.Call(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
-		return c, fail(http.StatusNotFound, "there is no call %q", id)
+		return c, fail(http.StatusNotFound, "there is no call %q", echo(string(id)))
 	}
 	return c, err
 }
@@ -242,6 +256,11 @@ func (a *API) placeCall(w http.ResponseWriter, r *http.Request) error {
 	var req placeRequest
 	if err := decode(r, &req); err != nil {
 		return err
+	}
+	if toolsOnly(r) {
+		if err := a.toolsMayCall(req.To); err != nil {
+			return err
+		}
 	}
 	if a.o.CanPlace != nil {
 		if err := a.o.CanPlace(); err != nil {
@@ -288,7 +307,7 @@ func (a *API) answerJob(w http.ResponseWriter, r *http.Request, j store.Job, not
 	if v := r.URL.Query().Get("wait"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < 0 || d > 10*time.Minute {
-			return fail(http.StatusBadRequest, "wait %q: a duration up to 10m, like 30s", v)
+			return fail(http.StatusBadRequest, "wait %q: a duration up to 10m, like 30s", echo(v))
 		}
 		wait = d
 	}
@@ -314,19 +333,19 @@ func (a *API) listJobs(w http.ResponseWriter, r *http.Request) error {
 	switch f.State {
 	case "", store.JobPending, store.JobRunning, store.JobCompleted, store.JobFailed:
 	default:
-		return fail(http.StatusBadRequest, "state %q: one of pending, running, completed, failed", f.State)
+		return fail(http.StatusBadRequest, "state %q: one of pending, running, completed, failed", echo(string(f.State)))
 	}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 1000 {
-			return fail(http.StatusBadRequest, "limit %q: a whole number from 1 to 1000", v)
+			return fail(http.StatusBadRequest, "limit %q: a whole number from 1 to 1000", echo(v))
 		}
 		f.Limit = n
 	}
 	if v := q.Get("after"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 0 {
-			return fail(http.StatusBadRequest, "after %q: a job id", v)
+			return fail(http.StatusBadRequest, "after %q: a job id", echo(v))
 		}
 		f.After = n
 	}
@@ -345,7 +364,7 @@ func (a *API) listJobs(w http.ResponseWriter, r *http.Request) error {
 func (a *API) getJob(w http.ResponseWriter, r *http.Request) error {
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil {
-		return fail(http.StatusBadRequest, "job id %q is not a number", r.PathValue("id"))
+		return fail(http.StatusBadRequest, "job id %q is not a number", echo(r.PathValue("id")))
 	}
 	j, err := a.o.Store.Job(r.Context(), id)
 	if errors.Is(err, store.ErrNotFound) {

@@ -24,7 +24,7 @@ func (a *API) target(ctx context.Context, r *http.Request) (store.Call, error) {
 		}
 		ss, err := a.o.Store.SessionByKey(ctx, session.StoredKey(key))
 		if errors.Is(err, store.ErrNotFound) {
-			return store.Call{}, fail(http.StatusNotFound, "no call has had session key %q", key)
+			return store.Call{}, fail(http.StatusNotFound, "no call has had session key %q", echo(key))
 		}
 		if err != nil {
 			return store.Call{}, err
@@ -47,6 +47,9 @@ func (a *API) transfer(w http.ResponseWriter, r *http.Request) error {
 	}
 	if req.To == "" {
 		return fail(http.StatusBadRequest, "to: the number to transfer the call to is missing")
+	}
+	if err := jobs.CheckTransfer(req.To); err != nil {
+		return queueError(err)
 	}
 	c, err := a.target(r.Context(), r)
 	if err != nil {
@@ -83,7 +86,9 @@ func (a *API) handoff(w http.ResponseWriter, r *http.Request) error {
 
 // runLive queues a job about call c (on the node holding it when bound) and waits up to
 // LiveWait for it: its result (200), its refusal (403) or failure (502), or, when no node
-// took it in time, a cancellation (503) that keeps it from running late.
+// took it in time, a cancellation (503) that keeps it from running late. A job that ran,
+// failed and waits for another attempt when the wait runs out is cancelled too, and
+// answered with its own failure (502): the handoff webhook's status and words.
 func (a *API) runLive(w http.ResponseWriter, r *http.Request, c store.Call, kind string, payload any, bound bool) error {
 	data, err := json.Marshal(payload)
 	if err != nil {
@@ -105,33 +110,57 @@ func (a *API) runLive(w http.ResponseWriter, r *http.Request, c store.Call, kind
 	defer cancel()
 	done, err := jobs.Wait(ctx, a.o.Store, j.ID)
 	switch {
-	case err == nil && done.State == store.JobCompleted:
-		writeJSON(w, http.StatusOK, a.viewer(r).job(done))
-		return nil
-	case err == nil && jobs.Refused(done.Error):
-		writeJSON(w, http.StatusForbidden, withError(a.viewer(r), done))
-		return nil
 	case err == nil:
-		writeJSON(w, http.StatusBadGateway, withError(a.viewer(r), done))
-		return nil
+		return answerDone(w, a.viewer(r), done)
 	case r.Context().Err() != nil:
 		return r.Context().Err()
 	}
+	if now, err := a.o.Store.Job(r.Context(), j.ID); err == nil {
+		done = now // the last poll may be a moment old
+	}
+	if done.State == store.JobCompleted || done.State == store.JobFailed {
+		return answerDone(w, a.viewer(r), done)
+	}
 	if done.State == store.JobPending {
-		cerr := a.o.Store.Cancel(r.Context(), j.ID, "no node took it within "+a.o.LiveWait.String()+
-			" (the call's node "+c.Node+" is not running jobs)", time.Now())
-		if cerr == nil {
+		// Nobody ran it, or it failed and waits to be tried again: either way it must not
+		// run after the request gave up on it. A failure keeps its own error.
+		tried := done.Attempts > 0 && done.Error != ""
+		reason := done.Error
+		if !tried {
+			reason = "no node took it within " + a.o.LiveWait.String() + " (the call's node " + c.Node + " is not running jobs)"
+		}
+		cerr := a.o.Store.Cancel(r.Context(), j.ID, reason, time.Now())
+		switch {
+		case cerr == nil && !tried:
 			return fail(http.StatusServiceUnavailable, "no node took the %s of call %s within %v: the node holding the call (%s) is not running jobs",
 				kind, c.ID, a.o.LiveWait, c.Node)
-		}
-		if !errors.Is(cerr, store.ErrNotPending) {
+		case cerr != nil && !errors.Is(cerr, store.ErrNotPending):
 			return cerr
 		}
-		done, _ = a.o.Store.Job(r.Context(), j.ID)
+		if done, err = a.o.Store.Job(r.Context(), j.ID); err != nil {
+			return err
+		}
+		if done.State == store.JobCompleted || done.State == store.JobFailed {
+			return answerDone(w, a.viewer(r), done)
+		}
 	}
 	v := a.viewer(r).job(done)
 	v.Note = "still running: follow it at /api/jobs/" + strconv.FormatInt(j.ID, 10)
 	writeJSON(w, http.StatusAccepted, v)
+	return nil
+}
+
+// answerDone writes a finished job: its result (200), its refusal (403) or its failure
+// (502).
+func answerDone(w http.ResponseWriter, v viewer, done store.Job) error {
+	switch {
+	case done.State == store.JobCompleted:
+		writeJSON(w, http.StatusOK, v.job(done))
+	case jobs.Refused(done.Error):
+		writeJSON(w, http.StatusForbidden, withError(v, done))
+	default:
+		writeJSON(w, http.StatusBadGateway, withError(v, done))
+	}
 	return nil
 }
 
@@ -175,7 +204,7 @@ func (a *API) getSession(w http.ResponseWriter, r *http.Request) error {
 	key := session.StoredKey(r.PathValue("key"))
 	ss, err := a.o.Store.SessionByKey(r.Context(), key)
 	if errors.Is(err, store.ErrNotFound) {
-		return fail(http.StatusNotFound, "no call has had session key %q", key)
+		return fail(http.StatusNotFound, "no call has had session key %q", echo(key))
 	}
 	if err != nil {
 		return err

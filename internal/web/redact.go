@@ -23,7 +23,12 @@ const (
 // default. A token that may not see numbers is refused the admin view here too.
 func checkView(r *http.Request) error {
 	switch v := r.URL.Query().Get(viewParam); v {
-	case "", viewAdmin:
+	case "":
+		return nil
+	case viewAdmin:
+		if toolsOnly(r) {
+			return fail(http.StatusForbidden, "the tools token (HANDSET_TOOLS_TOKEN) never sees raw phone numbers: view=admin needs HANDSET_API_TOKEN")
+		}
 		return nil
 	default:
 		return fail(http.StatusBadRequest, "view %q: the only view is admin (raw phone numbers); leave it out for the default view", v)
@@ -37,7 +42,7 @@ type viewer struct {
 }
 
 func (a *API) viewer(r *http.Request) viewer {
-	return viewer{admin: r.URL.Query().Get(viewParam) == viewAdmin, hash: a.o.CallerHash}
+	return viewer{admin: r.URL.Query().Get(viewParam) == viewAdmin && !toolsOnly(r), hash: a.o.CallerHash}
 }
 
 // call is a call as the API shows it. The default view leaves out the number of the person

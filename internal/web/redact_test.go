@@ -20,9 +20,7 @@ import (
 )
 
 const (
-	apiToken = "api-token"
-	ourLine  = "+15550009999"
-	alice    = "+15550102000"
+	ourLine = "+15550009999"
 )
 
 var secret = []byte("test-secret")

@@ -346,23 +346,20 @@ func errorMessage(b []byte) string {
 		}
 		if json.Unmarshal(env.Error, &obj) == nil && obj.Message != "" {
 			if obj.Code != "" {
-				return obj.Message + " [" + obj.Code + "]"
+				return voice.Clip(obj.Message, voice.EchoLimit-70) + " [" + voice.Clip(obj.Code, 64) + "]"
 			}
-			return obj.Message
+			return voice.Clip(obj.Message, voice.EchoLimit)
 		}
 		var s string
 		if json.Unmarshal(env.Error, &s) == nil && s != "" {
-			return s
+			return voice.Clip(s, voice.EchoLimit)
 		}
 	}
 	s := strings.TrimSpace(strings.ToValidUTF8(string(b), ""))
-	if len(s) > 200 {
-		s = s[:200]
-	}
 	if s == "" {
 		return "no error message"
 	}
-	return s
+	return voice.Clip(s, voice.EchoLimit)
 }
 
 // Capabilities is what GET /v1/capabilities advertises, as far as Handset cares.

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestGateHoldsPossibleWarnings(t *testing.T) {
@@ -138,4 +139,21 @@ func FuzzRunEvents(f *testing.F) {
 		}
 		t.Fatal("reader did not end")
 	})
+}
+
+// An error answer quoting a huge message (a runtime echoing the request) is cut to a few
+// hundred bytes, on a rune, in every shape Hermes answers.
+func TestErrorMessageIsBounded(t *testing.T) {
+	huge := strings.Repeat("é", 50_000)
+	for _, body := range []string{
+		`{"error":{"message":"` + huge + `","code":"` + huge + `"}}`,
+		`{"error":{"message":"` + huge + `"}}`,
+		`{"error":"` + huge + `"}`,
+		huge,
+	} {
+		msg := errorMessage([]byte(body))
+		if len(msg) > 300 || !strings.Contains(msg, "é…") || !utf8.ValidString(msg) {
+			t.Errorf("errorMessage(%.40s…) is %d bytes: %.80q", body, len(msg), msg)
+		}
+	}
 }

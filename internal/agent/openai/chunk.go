@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/handset-voice/handset/internal/voice"
 )
@@ -100,7 +99,7 @@ var errNoChoices = errors.New("no choices")
 func parseChunk(data []byte) (chunk, error) {
 	var w wireChunk
 	if err := json.Unmarshal(data, &w); err != nil {
-		return chunk{}, fmt.Errorf("decode chunk %q: %w", truncate(string(data), 80), err)
+		return chunk{}, fmt.Errorf("decode chunk %q: %w", voice.Clip(string(data), 80), err)
 	}
 	var c chunk
 	if ve := decodeVendorError(w.Error); ve != nil {
@@ -150,7 +149,7 @@ func decodeVendorError(raw json.RawMessage) *vendorError {
 	}
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
-		return &vendorError{Message: truncate(s, maxErrorMessage)}
+		return &vendorError{Message: voice.Clip(s, maxErrorMessage)}
 	}
 	var o struct {
 		Message json.RawMessage `json:"message"`
@@ -158,12 +157,12 @@ func decodeVendorError(raw json.RawMessage) *vendorError {
 		Code    json.RawMessage `json:"code"`
 	}
 	if json.Unmarshal(raw, &o) != nil {
-		return &vendorError{Message: truncate(string(raw), maxErrorMessage)}
+		return &vendorError{Message: voice.Clip(string(raw), maxErrorMessage)}
 	}
 	return &vendorError{
-		Message: truncate(scalar(o.Message), maxErrorMessage),
-		Type:    truncate(scalar(o.Type), 64),
-		Code:    truncate(scalar(o.Code), 64),
+		Message: voice.Clip(scalar(o.Message), maxErrorMessage),
+		Type:    voice.Clip(scalar(o.Type), 64),
+		Code:    voice.Clip(scalar(o.Code), 64),
 	}
 }
 
@@ -191,24 +190,12 @@ func errorFromBody(body []byte) error {
 			return ve
 		}
 		if m := scalar(envelope.Message); m != "" {
-			return &vendorError{Message: truncate(m, maxErrorMessage)}
+			return &vendorError{Message: voice.Clip(m, maxErrorMessage)}
 		}
 	}
 	text := strings.TrimSpace(string(body))
 	if text == "" {
 		return errors.New("empty error body")
 	}
-	return &vendorError{Message: truncate(text, maxErrorMessage)}
-}
-
-// truncate cuts s to at most n bytes on a rune boundary, marking the cut with "…".
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
+	return &vendorError{Message: voice.Clip(text, maxErrorMessage)}
 }

@@ -1,9 +1,7 @@
 package openai
 
 import (
-	"strings"
 	"testing"
-	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -91,16 +89,6 @@ func TestErrorFromBody(t *testing.T) {
 		if got := errorFromBody([]byte(tt.body)).Error(); got != tt.want {
 			t.Errorf("errorFromBody(%q) = %q, want %q", tt.body, got, tt.want)
 		}
-	}
-}
-
-func TestTruncate(t *testing.T) {
-	if got := truncate("short", 10); got != "short" {
-		t.Errorf("truncate short = %q", got)
-	}
-	got := truncate(strings.Repeat("é", 10), 5) // é is two bytes: the cut must not split one
-	if got != "éé…" || !utf8.ValidString(got) {
-		t.Errorf("truncate = %q", got)
 	}
 }
 

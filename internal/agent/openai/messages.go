@@ -74,7 +74,7 @@ func omittedRoles(roles map[string]int) string {
 	slices.Sort(names)
 	parts := make([]string, len(names))
 	for i, r := range names {
-		parts[i] = fmt.Sprintf("%s×%d", truncate(r, 32), roles[r])
+		parts[i] = fmt.Sprintf("%s×%d", voice.Clip(r, 32), roles[r])
 	}
 	return strings.Join(parts, ", ")
 }

@@ -201,7 +201,7 @@ func progressLabel(data string) string {
 		return ""
 	}
 	if p.Label != "" {
-		return truncate(p.Label, 80)
+		return voice.Clip(p.Label, 80)
 	}
-	return truncate(p.Tool, 80)
+	return voice.Clip(p.Tool, 80)
 }

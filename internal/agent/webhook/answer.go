@@ -9,6 +9,8 @@ import (
 	"io"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/handset-voice/handset/internal/voice"
 )
 
 // piece is one decoded part of an answer.
@@ -42,7 +44,7 @@ func newDecoder(contentType string, r io.Reader) (decoder, error) {
 	case "text/event-stream":
 		return &sseDecoder{sse: newSSEReader(r)}, nil
 	default:
-		return nil, fmt.Errorf("content type %q: want text/plain, application/json or text/event-stream", truncate(mt, 64))
+		return nil, fmt.Errorf("content type %q: want text/plain, application/json or text/event-stream", voice.Clip(mt, 64))
 	}
 }
 
@@ -308,15 +310,4 @@ func (s *sseReader) firstLine() []byte {
 		s.line = bytes.TrimPrefix(s.line, []byte("\xEF\xBB\xBF"))
 	}
 	return s.line
-}
-
-// truncate shortens s to at most n bytes on a rune boundary, marking the cut.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
 }

@@ -2,10 +2,17 @@ package twilio
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/coder/websocket"
 )
 
 func mediaMsg(payload []byte) []byte {
@@ -121,5 +128,38 @@ func TestDeepNestingIsRefused(t *testing.T) {
 	ok := []byte(`{"event":"media","x":[[{"a":[1,{"b":null}]}]],"media":{"payload":"AAAA"}}`)
 	if got, err := decodeMedia(make([]byte, 0, 4096), ok); err != nil || len(got) != 3 {
 		t.Errorf("a shallow nested member: %v %v", got, err)
+	}
+}
+
+// A start message, read before the stream's token is checked, cannot make a huge error
+// (logged, and sent as the close reason) with a huge media format.
+func TestReadStartBoundsAnUnsupportedFormat(t *testing.T) {
+	errs := make(chan error, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			errs <- err
+			return
+		}
+		conn.SetReadLimit(1 << 20)
+		_, err = readStart(r.Context(), conn)
+		errs <- err
+		conn.CloseNow()
+	}))
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.CloseNow()
+	start := `{"event":"start","start":{"streamSid":"MZ1","mediaFormat":{"encoding":"` + strings.Repeat("é", 50_000) + `","sampleRate":8000}}}`
+	if err := conn.Write(ctx, websocket.MessageText, []byte(start)); err != nil {
+		t.Fatal(err)
+	}
+	err = <-errs
+	if err == nil || !strings.HasPrefix(err.Error(), "unsupported media format éé") || len(err.Error()) > 100 {
+		t.Errorf("readStart: %.120v (%d bytes)", err, len(fmt.Sprint(err)))
 	}
 }

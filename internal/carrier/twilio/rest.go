@@ -382,7 +382,7 @@ func NormalizeNumber(s string) (string, error) {
 			plus = true
 		case c == ' ' || c == '-' || c == '.' || c == '(' || c == ')' || c == '\u00a0':
 		default:
-			return "", fmt.Errorf("%q is not a phone number: write it in E.164 form, like +14155550100", s)
+			return "", fmt.Errorf("%q is not a phone number: write it in E.164 form, like +14155550100", voice.Clip(s, 64))
 		}
 	}
 	d := digits.String()
@@ -394,10 +394,10 @@ func NormalizeNumber(s string) (string, error) {
 		d = "1" + d
 	case len(d) == 11 && d[0] == '1':
 	default:
-		return "", fmt.Errorf("%q has no country code: write it in E.164 form with + and the country code, like +14155550100", s)
+		return "", fmt.Errorf("%q has no country code: write it in E.164 form with + and the country code, like +14155550100", voice.Clip(s, 64))
 	}
 	if len(d) < 8 || len(d) > 15 || d[0] == '0' {
-		return "", fmt.Errorf("%q is not an E.164 number: + then 8 to 15 digits, like +14155550100", s)
+		return "", fmt.Errorf("%q is not an E.164 number: + then 8 to 15 digits, like +14155550100", voice.Clip(s, 64))
 	}
 	return "+" + d, nil
 }

@@ -273,6 +273,12 @@ func TestNormalizeNumber(t *testing.T) {
 			t.Errorf("NormalizeNumber(%q) = %q, want an error", bad, got)
 		}
 	}
+	// A huge input is quoted in the error only in part: the error reaches API answers.
+	for _, huge := range []string{strings.Repeat("x", 100_000), "+" + strings.Repeat("1", 100_000), strings.Repeat("2", 100_000)} {
+		if _, err := NormalizeNumber(huge); err == nil || len(err.Error()) > 200 || !strings.Contains(err.Error(), "…") {
+			t.Errorf("NormalizeNumber(100 KB): %d bytes of error", len(err.Error()))
+		}
+	}
 }
 
 func TestSetVoiceURL(t *testing.T) {

@@ -228,7 +228,7 @@ func (c *Carrier) stream(w http.ResponseWriter, r *http.Request) {
 	cancel()
 	if err != nil {
 		c.log.Warn("refused media stream", "err", err)
-		conn.Close(websocket.StatusPolicyViolation, truncate(err.Error(), 120))
+		conn.Close(websocket.StatusPolicyViolation, voice.Clip(err.Error(), 120))
 		return
 	}
 	claims, err := c.tokens.redeem(start.Start.CustomParameters[TokenParameter], start.Start.CallSid, c.opts.Now())
@@ -240,7 +240,7 @@ func (c *Carrier) stream(w http.ResponseWriter, r *http.Request) {
 	leg := newLeg(conn, start, claims)
 	if _, err := c.opts.Admit(leg); err != nil {
 		c.log.Warn("refused call", "call_sid", claims.CallSid, "err", err)
-		conn.Close(websocket.StatusTryAgainLater, truncate(err.Error(), 120))
+		conn.Close(websocket.StatusTryAgainLater, voice.Clip(err.Error(), 120))
 	}
 	// The connection is hijacked and now the call's: this handler's goroutine need not
 	// wait for the call to end (one goroutine fewer per call).
@@ -262,7 +262,7 @@ func readStart(ctx context.Context, conn *websocket.Conn) (inbound, error) {
 			continue
 		case "start":
 			if f := in.Start.MediaFormat; f.Encoding != "" && (f.Encoding != "audio/x-mulaw" || f.SampleRate != 8000) {
-				return inbound{}, fmt.Errorf("unsupported media format %s/%d", f.Encoding, f.SampleRate)
+				return inbound{}, fmt.Errorf("unsupported media format %s/%d", voice.Clip(f.Encoding, 40), f.SampleRate)
 			}
 			if in.StreamSid == "" {
 				in.StreamSid = in.Start.StreamSid
@@ -271,13 +271,6 @@ func readStart(ctx context.Context, conn *websocket.Conn) (inbound, error) {
 		}
 	}
 	return inbound{}, errors.New("no start message")
-}
-
-func truncate(s string, n int) string {
-	if len(s) > n {
-		return s[:n]
-	}
-	return s
 }
 
 // Leg is one Twilio media stream.
@@ -353,7 +346,7 @@ func (l *Leg) Run(ctx context.Context, sink voice.LegSink) error {
 			return nil
 		case "connected", "start":
 		default:
-			sink.Malformed(fmt.Errorf("unknown event %q", truncate(in.Event, 40)))
+			sink.Malformed(fmt.Errorf("unknown event %q", voice.Clip(in.Event, 40)))
 		}
 	}
 }

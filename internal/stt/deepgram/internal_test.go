@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -206,6 +207,18 @@ func TestVendorError(t *testing.T) {
 		}
 		if got := vendorError(resp).Error(); got != tc.want {
 			t.Errorf("vendorError(%d %q) = %q, want %q", tc.status, tc.body, got, tc.want)
+		}
+	}
+}
+
+// A huge error answer (a proxy echoing the request) is cut to a few hundred bytes, on a rune.
+func TestVendorErrorIsBounded(t *testing.T) {
+	huge := strings.Repeat("é", 2000) // Deepgram's answer is read up to 4 KB
+	for _, body := range []string{`{"err_code":"X","err_msg":"` + huge + `","request_id":"r1"}`, huge} {
+		resp := &http.Response{StatusCode: 400, Header: http.Header{}, Body: ioNopCloser(body)}
+		msg := vendorError(resp).Error()
+		if len(msg) > 300 || !strings.HasSuffix(msg, "é…") || !utf8.ValidString(msg) {
+			t.Errorf("vendorError(%.40s…) is %d bytes: %.80q", body, len(msg), msg)
 		}
 	}
 }

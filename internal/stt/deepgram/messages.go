@@ -8,6 +8,8 @@ import (
 	"math"
 	"net/http"
 	"strings"
+
+	"github.com/handset-voice/handset/internal/voice"
 )
 
 // Server message types this provider acts on; others (Metadata, SpeechStarted, and any
@@ -138,12 +140,9 @@ func vendorError(resp *http.Response) error {
 	}
 	if msg == "" {
 		msg = strings.TrimSpace(string(raw))
-		if len(msg) > 200 {
-			msg = msg[:200] + "…"
-		}
 	}
 	if msg == "" {
 		msg = http.StatusText(resp.StatusCode)
 	}
-	return errors.New(msg)
+	return errors.New(voice.Clip(msg, voice.EchoLimit))
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/handset-voice/handset/internal/openaiwire"
 	"mime"
 	"mime/multipart"
 	"net/textproto"
@@ -14,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/handset-voice/handset/internal/audio/wav"
+	"github.com/handset-voice/handset/internal/voice"
 )
 
 // form builds the multipart body of one transcription request and returns it with its
@@ -63,10 +63,10 @@ func parseTranscription(contentType string, body []byte) (string, error) {
 		Text *string `json:"text"`
 	}
 	if err := json.Unmarshal(trimmed, &v); err != nil {
-		return "", fmt.Errorf("unreadable answer (%s): %q", cmp.Or(mt, "no content type"), openaiwire.Truncate(string(trimmed), 80))
+		return "", fmt.Errorf("unreadable answer (%s): %q", cmp.Or(mt, "no content type"), voice.Clip(string(trimmed), 80))
 	}
 	if v.Text == nil {
-		return "", fmt.Errorf("answer has no text: %q", openaiwire.Truncate(string(trimmed), 80))
+		return "", fmt.Errorf("answer has no text: %q", voice.Clip(string(trimmed), 80))
 	}
 	return strings.TrimSpace(*v.Text), nil
 }

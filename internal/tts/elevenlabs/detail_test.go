@@ -2,7 +2,11 @@ package elevenlabs
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 var detailCases = []struct {
@@ -23,6 +27,19 @@ func TestDetailMessage(t *testing.T) {
 	for _, c := range detailCases {
 		if got := detailMessage([]byte(c.body)); got != c.want {
 			t.Errorf("detailMessage(%s) = %q, want %q", c.body, got, c.want)
+		}
+	}
+}
+
+// A huge detail (a proxy echoing the request) is cut to a few hundred bytes, on a rune.
+func TestErrorMessageIsBounded(t *testing.T) {
+	huge := strings.Repeat("é", 15_000) // 30 KB a message: the answer is read up to 64 KB
+	for _, body := range []string{`{"detail":{"message":"` + huge + `"}}`, `{"detail":"` + huge + `"}`,
+		`{"detail":[{"msg":"` + huge + `"},{"msg":"` + huge + `"}]}`} {
+		resp := &http.Response{StatusCode: 400, Body: io.NopCloser(strings.NewReader(body))}
+		msg := errorMessage(resp)
+		if len(msg) > 300 || !strings.HasSuffix(msg, "é…") || !utf8.ValidString(msg) {
+			t.Errorf("errorMessage(%.40s…) is %d bytes: %.80q", body, len(msg), msg)
 		}
 	}
 }

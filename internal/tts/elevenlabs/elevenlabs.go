@@ -199,7 +199,7 @@ const maxErrorBody = 64 << 10
 func errorMessage(resp *http.Response) string {
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	if msg := detailMessage(b); msg != "" {
-		return msg
+		return voice.Clip(msg, voice.EchoLimit)
 	}
 	return http.StatusText(resp.StatusCode)
 }
