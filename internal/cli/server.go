@@ -113,7 +113,7 @@ func callConfig(cfg *config.Config) call.Config {
 	c.Turn = turn.Config{
 		FirstMessage:            cfg.Messages.First,
 		ErrorMessage:            cfg.Messages.Error,
-		LongTurnMessage:         cfg.Messages.LongTurn,
+		LongTurnMessage:         cfg.LongTurnMessage(),
 		LongTurnAfter:           cfg.Messages.LongTurnAfter,
 		SilenceMessage:          cfg.Messages.Silence,
 		SilenceReprompt:         cfg.Turn.SilenceReprompt,
@@ -127,6 +127,7 @@ func callConfig(cfg *config.Config) call.Config {
 	}
 	c.EchoOff = cfg.Turn.Echo == config.EchoOff
 	c.EchoMaxDelay = cfg.Turn.EchoMaxDelay
+	c.AgentTurnTimeout = cfg.Agent.TurnTimeout
 	return c
 }
 
