@@ -35,7 +35,8 @@ type server struct {
 	rest      *twilio.REST // nil when Twilio's REST credentials are not set
 	calls     *call.Manager
 	callCfg   call.Config
-	runner    *jobs.Runner // nil when this server runs no jobs (simulate)
+	runner    *jobs.Runner   // nil when this server runs no jobs (simulate)
+	live      *jobs.Liveness // this node's heartbeat and the lost-call sweep; nil with no jobs
 	metrics   *obs.Metrics
 	mux       *http.ServeMux
 	stopCalls context.CancelFunc
@@ -81,6 +82,10 @@ func newServer(ctx context.Context, cfg *config.Config, prov providers, st store
 			stopCalls()
 			return nil, err
 		}
+		s.live = &jobs.Liveness{Store: st, Node: s.node, LostAfter: cfg.JobLease, Logger: log}
+		sctx, cancel := context.WithTimeout(ctx, storeTimeout)
+		s.live.Start(sctx) // before any call is taken: what a previous process left is ended
+		cancel()
 	}
 	twilio.New(twilio.Options{
 		AuthToken: cfg.Twilio.AuthToken.Reveal(),
@@ -94,7 +99,7 @@ func newServer(ctx context.Context, cfg *config.Config, prov providers, st store
 	}
 	api := web.New(web.Options{
 		Token: sec.apiToken, Store: st, Channels: s.channels(),
-		Wake: s.wake, CanPlace: s.canPlace, Logger: log,
+		Wake: s.wake, CanPlace: s.canPlace, Logger: log, Liveness: s.live,
 	})
 	api.Register(s.mux)
 	// Profiles on demand, behind the same token: a regression under load can be found.
@@ -151,6 +156,16 @@ func (s *server) serve(ctx context.Context, ln net.Listener, ready func(string))
 	hs := &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
+	// The heartbeat goes on through the drain: a draining node still holds its calls.
+	liveCtx, stopLive := context.WithCancel(context.WithoutCancel(ctx))
+	liveDone := make(chan struct{})
+	go func() {
+		defer close(liveDone)
+		if s.live != nil {
+			s.live.Run(liveCtx)
+		}
+	}()
+	defer func() { stopLive(); <-liveDone }()
 	jobsDone := make(chan struct{})
 	go func() {
 		defer close(jobsDone)

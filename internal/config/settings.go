@@ -454,7 +454,7 @@ func settingTable() []Setting {
 			Help:  "Names this process in job leases and call records. Every node sharing a database needs its own.",
 			field: func(c *Config) any { return &c.NodeID }},
 		{Env: "HANDSET_JOB_LEASE", YAML: "job_lease", Kind: KindDuration, Default: "30s", positive: true,
-			Help:  "How long a node's claim on a job (an outbound call, a transfer) lasts without a heartbeat. A node that dies mid-job gives the job to another this long after its last heartbeat.",
+			Help:  "How long a node's claim on a job (an outbound call, a transfer) lasts without a heartbeat, and how long a node may go without its own heartbeat (sent every third of this) before the others count it lost. A node that dies gives its jobs to others, and has its live calls ended as `node_lost`, this long after its last heartbeat.",
 			field: func(c *Config) any { return &c.JobLease }},
 
 		// Outbound calls.

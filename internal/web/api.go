@@ -32,6 +32,9 @@ type Options struct {
 	Logger   *slog.Logger
 	// LiveWait is how long a transfer or handoff request waits for its job (default 10s).
 	LiveWait time.Duration
+	// Liveness, when set, tells whether a call's node has stopped heartbeating, so a
+	// transfer or handoff of a call whose node is gone is answered at once.
+	Liveness *jobs.Liveness
 }
 
 // API is the /api handler set.
