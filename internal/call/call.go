@@ -43,6 +43,11 @@ type Config struct {
 	EchoOff bool
 	// EchoMaxDelay is the longest echo delay looked for (zero: echo.DefaultMaxDelay).
 	EchoMaxDelay time.Duration
+	// AgentTurnTimeout bounds a whole agent turn, from the request to the reply's end,
+	// however many events the runtime sends meanwhile (a runtime's own timeout only
+	// measures silence). Past it the run is aborted and the turn fails as a timeout, so the
+	// caller hears the error message. Zero: no bound.
+	AgentTurnTimeout time.Duration
 }
 
 // DefaultConfig returns the engine defaults (turn-taking settings come from config).

@@ -125,11 +125,31 @@ func (c *Call) startReply(turn int, req *voice.TurnRequest, fixed ...string) *re
 	return r
 }
 
-// readAgent streams the agent's reply into sentences.
+// errTurnTimeout is the cause of an agent context cancelled by the turn limit.
+var errTurnTimeout = errors.New("turn timeout")
+
+// readAgent streams the agent's reply into sentences. The whole turn is bounded by
+// AgentTurnTimeout on the call's clock, the same for every runtime: when it runs out the
+// agent's context is cancelled, which aborts the run (every runtime stops its remote run
+// on cancel), and the turn fails as a timeout while what was already said plays on.
 func (c *Call) readAgent(r *reply, req voice.TurnRequest) {
-	stream, err := c.deps.Agent.Reply(r.ctx, req)
+	ctx, cancel := context.WithCancelCause(r.ctx)
+	defer cancel(nil)
+	if limit := c.cfg.AgentTurnTimeout; limit > 0 {
+		t := c.deps.Clock.AfterFunc(limit, func() { cancel(errTurnTimeout) })
+		defer t.Stop()
+	}
+	// failed reports err, or the turn limit when that is what ended the stream.
+	failed := func(err error, partial string) {
+		if context.Cause(ctx) == errTurnTimeout && r.ctx.Err() == nil {
+			err = &voice.ProviderError{Provider: c.deps.Agent.Name(), Op: "turn", Kind: voice.KindTimeout,
+				Err: fmt.Errorf("the turn took longer than %v overall; the run was aborted", c.cfg.AgentTurnTimeout)}
+		}
+		c.post(agentFailed{turn: r.turn, err: err, partial: partial})
+	}
+	stream, err := c.deps.Agent.Reply(ctx, req)
 	if err != nil {
-		c.post(agentFailed{turn: r.turn, err: err})
+		failed(err, "")
 		return
 	}
 	defer stream.Close()
@@ -146,7 +166,7 @@ func (c *Call) readAgent(r *reply, req voice.TurnRequest) {
 			return
 		}
 		if err != nil {
-			c.post(agentFailed{turn: r.turn, err: err, partial: full.String()})
+			failed(err, full.String())
 			return
 		}
 		if chunk.Progress != "" {

@@ -34,7 +34,8 @@ type server struct {
 	rest      *twilio.REST // nil when Twilio's REST credentials are not set
 	calls     *call.Manager
 	callCfg   call.Config
-	runner    *jobs.Runner // nil when this server runs no jobs (simulate)
+	runner    *jobs.Runner   // nil when this server runs no jobs (simulate)
+	live      *jobs.Liveness // this node's heartbeat and the lost-call sweep; nil with no jobs
 	metrics   *obs.Metrics
 	mux       *http.ServeMux
 	stopCalls context.CancelFunc
@@ -80,6 +81,10 @@ func newServer(ctx context.Context, cfg *config.Config, prov providers, st store
 			stopCalls()
 			return nil, err
 		}
+		s.live = &jobs.Liveness{Store: st, Node: s.node, LostAfter: cfg.JobLease, Logger: log}
+		sctx, cancel := context.WithTimeout(ctx, storeTimeout)
+		s.live.Start(sctx) // before any call is taken: what a previous process left is ended
+		cancel()
 	}
 	twilio.New(twilio.Options{
 		AuthToken: cfg.Twilio.AuthToken.Reveal(),
@@ -100,6 +105,7 @@ func newServer(ctx context.Context, cfg *config.Config, prov providers, st store
 		Token: sec.apiToken, ToolsToken: cfg.ToolsToken.Reveal(), CallAllow: callAllow,
 		Store: st, Channels: s.channels(), Wake: s.wake, CanPlace: s.canPlace, Logger: log,
 		CallerHash: func(n string) string { return session.CallerHash(sec.callerHash, n) },
+		Liveness:   s.live,
 	})
 	api.Register(s.mux)
 	// Profiles on demand, behind the same token: a regression under load can be found.
@@ -118,7 +124,7 @@ func callConfig(cfg *config.Config) call.Config {
 	c.Turn = turn.Config{
 		FirstMessage:            cfg.Messages.First,
 		ErrorMessage:            cfg.Messages.Error,
-		LongTurnMessage:         cfg.Messages.LongTurn,
+		LongTurnMessage:         cfg.LongTurnMessage(),
 		LongTurnAfter:           cfg.Messages.LongTurnAfter,
 		SilenceMessage:          cfg.Messages.Silence,
 		SilenceReprompt:         cfg.Turn.SilenceReprompt,
@@ -132,6 +138,7 @@ func callConfig(cfg *config.Config) call.Config {
 	}
 	c.EchoOff = cfg.Turn.Echo == config.EchoOff
 	c.EchoMaxDelay = cfg.Turn.EchoMaxDelay
+	c.AgentTurnTimeout = cfg.Agent.TurnTimeout
 	return c
 }
 
@@ -155,6 +162,16 @@ func (s *server) serve(ctx context.Context, ln net.Listener, ready func(string))
 	hs := &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
+	// The heartbeat goes on through the drain: a draining node still holds its calls.
+	liveCtx, stopLive := context.WithCancel(context.WithoutCancel(ctx))
+	liveDone := make(chan struct{})
+	go func() {
+		defer close(liveDone)
+		if s.live != nil {
+			s.live.Run(liveCtx)
+		}
+	}()
+	defer func() { stopLive(); <-liveDone }()
 	jobsDone := make(chan struct{})
 	go func() {
 		defer close(jobsDone)

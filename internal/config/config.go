@@ -4,6 +4,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -132,7 +133,8 @@ type AgentConfig struct {
 	URL          string        // HANDSET_AGENT_URL; empty means the runtime's default, see Config.AgentURL
 	Key          Secret        // HANDSET_AGENT_KEY, or the runtime's fallback variable
 	Model        string        // HANDSET_AGENT_MODEL; empty means the runtime's default, see Config.AgentModel
-	Timeout      time.Duration // HANDSET_AGENT_TIMEOUT
+	Timeout      time.Duration // HANDSET_AGENT_TIMEOUT: the longest silence within a turn
+	TurnTimeout  time.Duration // HANDSET_AGENT_TURN_TIMEOUT: the longest a whole turn may take
 	SystemPrompt string        // HANDSET_SYSTEM_PROMPT
 	// SystemPromptAsUser: HANDSET_SYSTEM_PROMPT_AS_USER.
 	SystemPromptAsUser bool
@@ -221,7 +223,7 @@ type TwilioConfig struct {
 // MessagesConfig holds what Handset itself says on a call.
 type MessagesConfig struct {
 	First         string        // HANDSET_FIRST_MESSAGE
-	LongTurn      string        // HANDSET_LONG_TURN_MESSAGE
+	LongTurn      string        // HANDSET_LONG_TURN_MESSAGE; see Spoken for "off"
 	LongTurnAfter time.Duration // HANDSET_LONG_TURN_AFTER
 	Error         string        // HANDSET_ERROR_MESSAGE
 	Silence       string        // HANDSET_SILENCE_MESSAGE
@@ -368,6 +370,17 @@ func (l *loadInfo) problemFor(env string) *FieldError {
 		}
 	}
 	return nil
+}
+
+// LongTurnMessage is the filler a slow turn gets: HANDSET_LONG_TURN_MESSAGE, or "" (no
+// filler) when it says `off` or `none`. An empty variable counts as unset, so the default
+// filler is turned off with a word.
+func (c *Config) LongTurnMessage() string {
+	switch strings.ToLower(strings.TrimSpace(c.Messages.LongTurn)) {
+	case "off", "none":
+		return ""
+	}
+	return c.Messages.LongTurn
 }
 
 // VADThreshold is HANDSET_VAD_THRESHOLD as a probability (Validate has checked it).

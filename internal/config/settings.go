@@ -209,6 +209,8 @@ const (
 		"lists, headings, links, code or emoji. If you need something from the caller, ask one " +
 		"short question at a time."
 	defaultErrorMessage = "Sorry, I ran into a problem there. Could you say that again?"
+	// defaultLongTurnMessage fills the wait for a slow reply or a tool run.
+	defaultLongTurnMessage = "One moment."
 )
 
 // settingTable builds the table afresh on every call, so no caller can change another's copy.
@@ -250,6 +252,9 @@ func settingTable() []Setting {
 		{Env: "HANDSET_AGENT_TIMEOUT", YAML: "agent.timeout", Kind: KindDuration, Default: "60s", positive: true,
 			Help:  "The longest the agent runtime may stay silent, before its first token or between two tokens, before the turn fails and the error message is spoken.",
 			field: func(c *Config) any { return &c.Agent.Timeout }},
+		{Env: "HANDSET_AGENT_TURN_TIMEOUT", YAML: "agent.turn_timeout", Kind: KindDuration, Default: "90s", positive: true,
+			Help:  "The longest one turn may take from the request to the reply's end, however busy the runtime keeps it (tool events and keepalives included): past it the run is aborted and the error message is spoken.",
+			field: func(c *Config) any { return &c.Agent.TurnTimeout }},
 		{Env: "HANDSET_SYSTEM_PROMPT", YAML: "agent.system_prompt", Kind: KindString, Default: defaultSystemPrompt,
 			Help:  "Voice instructions sent with each turn.",
 			field: func(c *Config) any { return &c.Agent.SystemPrompt }},
@@ -384,8 +389,8 @@ func settingTable() []Setting {
 		{Env: "HANDSET_FIRST_MESSAGE", YAML: "messages.first", Kind: KindString,
 			Help:  "Greeting spoken when a call starts; the caller can interrupt it. Empty: the caller speaks first.",
 			field: func(c *Config) any { return &c.Messages.First }},
-		{Env: "HANDSET_LONG_TURN_MESSAGE", YAML: "messages.long_turn", Kind: KindString,
-			Help:  "Filler spoken once when a reply is slow, such as \"One moment.\" Empty: no filler.",
+		{Env: "HANDSET_LONG_TURN_MESSAGE", YAML: "messages.long_turn", Kind: KindString, Default: defaultLongTurnMessage,
+			Help:  "Filler spoken once when a reply is slow, or as soon as the runtime starts a tool. `off` (or `none`) for no filler: an empty variable counts as unset.",
 			field: func(c *Config) any { return &c.Messages.LongTurn }},
 		{Env: "HANDSET_LONG_TURN_AFTER", YAML: "messages.long_turn_after", Kind: KindDuration, Default: "4s",
 			Help:  "How long after a turn is sent to the agent, with nothing yet said to the caller, the filler is spoken.",
@@ -473,7 +478,7 @@ func settingTable() []Setting {
 			Help:  "Names this process in job leases and call records. Every node sharing a database needs its own.",
 			field: func(c *Config) any { return &c.NodeID }},
 		{Env: "HANDSET_JOB_LEASE", YAML: "job_lease", Kind: KindDuration, Default: "30s", positive: true,
-			Help:  "How long a node's claim on a job (an outbound call, a transfer) lasts without a heartbeat. A node that dies mid-job gives the job to another this long after its last heartbeat.",
+			Help:  "How long a node's claim on a job (an outbound call, a transfer) lasts without a heartbeat, and how long a node may go without its own heartbeat (sent every third of this) before the others count it lost. A node that dies gives its jobs to others, and has its live calls ended as `node_lost`, this long after its last heartbeat.",
 			field: func(c *Config) any { return &c.JobLease }},
 
 		// Outbound calls.

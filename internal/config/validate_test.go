@@ -77,6 +77,8 @@ func TestValueForms(t *testing.T) {
 		{"HANDSET_TAIL_GRACE", "1500", "is not a duration (write it with a unit, like 1500ms, 4s or 60m)"},
 		{"HANDSET_TAIL_GRACE", "-1s", "must not be negative"},
 		{"HANDSET_AGENT_TIMEOUT", "0s", "must be more than 0"},
+		{"HANDSET_AGENT_TURN_TIMEOUT", "0s", "must be more than 0"},
+		{"HANDSET_AGENT_TURN_TIMEOUT", "2m", ""},
 		{"HANDSET_MAX_CALL", "0", "must be more than 0"},
 		{"HANDSET_DRAIN_TIMEOUT", "0s", ""},
 		{"HANDSET_FORWARD_STT_WHILE_SPEAKING", "TRUE", ""},

@@ -388,7 +388,7 @@ func explain(p provider, stage string, e *Event) (cause, fix string) {
 	case "timeout":
 		if stage == StageAgent {
 			return p.name + " did not answer in time",
-				p.name + " is slow or stuck: check that it is running and not overloaded, and that " + reach(p) + ". HANDSET_AGENT_TIMEOUT (60s by default) is how long Handset waits for it to say anything."
+				p.name + " is slow or stuck: check that it is running and not overloaded, and that " + reach(p) + ". HANDSET_AGENT_TIMEOUT (60s by default) is how long Handset waits for it to say anything, HANDSET_AGENT_TURN_TIMEOUT (90s) how long a whole turn may take, tools included."
 		}
 		return p.name + " did not answer in time", "Check " + reach(p) + "."
 	case "bad_input":

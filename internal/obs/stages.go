@@ -271,7 +271,7 @@ func (d *digest) agent() check {
 				what = "only tool progress"
 			}
 			c.fail(fmt.Sprintf("%s never answered turn %d: %s in %s", p.name, t.n, what, seconds(t.untilMS-t.request.MS)),
-				"Check "+reach(p)+"; its own log shows the request. HANDSET_AGENT_TIMEOUT (60s by default) is how long Handset waits before it speaks the error message.",
+				"Check "+reach(p)+"; its own log shows the request. HANDSET_AGENT_TIMEOUT (60s by default) is how long Handset waits for a word, HANDSET_AGENT_TURN_TIMEOUT (90s) for the whole turn, before it speaks the error message.",
 				false, d.lines(t.request, nil, fmt.Sprintf("no %s for turn %d", AgentFirstToken, t.n), d.end)...)
 			return c
 		case t.done != nil && !t.replied && t.firstToken == nil:

@@ -1,6 +1,7 @@
 // Package store is the contract for what Handset keeps beyond a call's journal: calls,
-// their transcripts, callers' sessions (caller hash to agent session key), and jobs with
-// leases. Two implementations satisfy it, store/sqlite (the default, in the data dir) and
+// their transcripts, callers' sessions (caller hash to agent session key), jobs with
+// leases, and the nodes' heartbeats (so the calls of a node that died can be ended). Two
+// implementations satisfy it, store/sqlite (the default, in the data dir) and
 // store/postgres (HANDSET_DATABASE_URL, for several nodes); store/storetest is the
 // conformance suite both pass.
 //
@@ -24,6 +25,10 @@ var (
 	ErrDuplicate  = errors.New("store: duplicate")                                 // an id or dedupe key already used
 	ErrNotPending = errors.New("store: the job is no longer pending")              // Cancel lost the race to a claimer
 )
+
+// OutcomeNodeLost is the outcome of a call whose node stopped heartbeating while it ran
+// (killed, or its machine lost): the call's media went with the node.
+const OutcomeNodeLost = "node_lost"
 
 // Call is one call as the store keeps it. From and To are raw numbers: the store is the
 // only place they are kept (callbacks and the dashboard need them).
@@ -122,6 +127,13 @@ type Job struct {
 	UpdatedAt  time.Time
 }
 
+// Node is one Handset process as the store knows it, from its heartbeats.
+type Node struct {
+	ID        string
+	StartedAt time.Time // its first heartbeat
+	SeenAt    time.Time // its latest heartbeat
+}
+
 // ListCalls filters ListCalls; zero values mean no filter.
 type ListCalls struct {
 	CallerHash string
@@ -188,6 +200,25 @@ type Store interface {
 	Job(ctx context.Context, id int64) (Job, error)
 	// Jobs lists jobs, oldest first.
 	Jobs(ctx context.Context, f ListJobs) ([]Job, error)
+
+	// NodeHeartbeat records that node is alive at now, first registering it. Every running
+	// node calls it periodically; a node that stops calling it is lost once the silence is
+	// long enough (see EndLostCalls).
+	NodeHeartbeat(ctx context.Context, node string, now time.Time) error
+	// Node returns what the store knows of node; ErrNotFound when it never heartbeated.
+	Node(ctx context.Context, node string) (Node, error)
+	// EndLostCalls ends, at now and with outcome, every call that is running with its media
+	// on a lost node: one that heartbeated (so a node that never did, an older version, is
+	// never judged) but not since silentSince. A call with no media yet (an outbound call
+	// still ringing, Journal empty) is left to the job that placed it. Each call is ended
+	// once: the end is a compare-and-set on its running state, so of several nodes sweeping
+	// at once exactly one ends each call, and only that one gets its id back.
+	EndLostCalls(ctx context.Context, silentSince, now time.Time, outcome string) ([]voice.CallID, error)
+	// EndNodeCalls ends, at now and with outcome, the calls still running with their media
+	// on node that started before startedBefore: a node restarted under the same name calls
+	// it at start-up for the calls its previous process held when it died. Each call is
+	// ended once, as with EndLostCalls.
+	EndNodeCalls(ctx context.Context, node string, startedBefore, now time.Time, outcome string) ([]voice.CallID, error)
 
 	// SharedSecret returns the secret called name, storing candidate as its value when
 	// there is none yet: the first node to ask decides, and every node gets the same.

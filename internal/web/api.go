@@ -41,6 +41,10 @@ type Options struct {
 	ToolsToken string
 	// CallAllow (HANDSET_CALL_ALLOW) is where the tools token may place calls.
 	CallAllow jobs.AllowList
+
+	// Liveness, when set, tells whether a call's node has stopped heartbeating, so a
+	// transfer or handoff of a call whose node is gone is answered at once.
+	Liveness *jobs.Liveness
 }
 
 // API is the /api handler set.

@@ -34,6 +34,32 @@ func (a *API) target(ctx context.Context, r *http.Request) (store.Call, error) {
 	return a.call(ctx, voice.CallID(r.PathValue("id")))
 }
 
+// settle ends c in the store when it is recorded running on a node that has stopped
+// heartbeating (the lost-call sweep every node runs would end it shortly anyway), so work
+// aimed at it is answered now instead of waiting for a node that will never take it.
+func (a *API) settle(ctx context.Context, c store.Call) (store.Call, error) {
+	if a.o.Liveness == nil || !c.EndedAt.IsZero() || c.Journal == "" {
+		return c, nil
+	}
+	lost, _, err := a.o.Liveness.Lost(ctx, c.Node)
+	if err != nil || !lost {
+		return c, err
+	}
+	if _, err := a.o.Liveness.Sweep(ctx); err != nil {
+		return c, err
+	}
+	return a.call(ctx, c.ID)
+}
+
+// ended refuses work on a call that is over, saying why.
+func ended(c store.Call, what string) error {
+	if c.Outcome == store.OutcomeNodeLost {
+		return fail(http.StatusConflict, "call %s was lost with its node %s, which stopped without ending it (%s at %s): there is nothing to %s",
+			c.ID, c.Node, c.Outcome, c.EndedAt.UTC().Format(time.RFC3339), what)
+	}
+	return fail(http.StatusConflict, "call %s has ended (%s): there is nothing to %s", c.ID, c.Outcome, what)
+}
+
 type transferRequest struct {
 	To     string `json:"to"`
 	Reason string `json:"reason,omitempty"`
@@ -52,11 +78,14 @@ func (a *API) transfer(w http.ResponseWriter, r *http.Request) error {
 		return queueError(err)
 	}
 	c, err := a.target(r.Context(), r)
+	if err == nil {
+		c, err = a.settle(r.Context(), c)
+	}
 	if err != nil {
 		return err
 	}
 	if !c.EndedAt.IsZero() {
-		return fail(http.StatusConflict, "call %s has ended (%s): there is nothing to transfer", c.ID, c.Outcome)
+		return ended(c, "transfer")
 	}
 	return a.runLive(w, r, c, jobs.KindTransfer, jobs.TransferJob{CallID: c.ID, To: req.To, Reason: req.Reason}, true)
 }
@@ -77,6 +106,9 @@ func (a *API) handoff(w http.ResponseWriter, r *http.Request) error {
 		return fail(http.StatusBadRequest, "channel: say where the conversation continues (telegram, slack, sms, …)")
 	}
 	c, err := a.target(r.Context(), r)
+	if err == nil {
+		c, err = a.settle(r.Context(), c) // a lost call is handed off as an ended one
+	}
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,8 @@
 //	FAIL500      an error event for an HTTP 500 (after the gateway's own retries)
 //	TOOLCALL     a silent run for Options.ToolCallFor before replying (an agent "item"
 //	             tool event at its start and end, no chat text)
+//	TOOLLOOP     a run that never replies: a new tool starts (an agent "item" event)
+//	             every Options.ToolEvery until the run is aborted, so it is never silent
 //	DOUBLEERROR  two error events for the one run, as the real gateway sends
 //	DROP         the turn is acknowledged, then the socket closed before any delta and the
 //	             run lost (once per idempotency key: a re-send runs normally)
@@ -34,6 +36,7 @@ const (
 	DefaultSlowEvery   = 20 * time.Millisecond
 	DefaultToolCallFor = 60 * time.Second
 	DefaultTickEvery   = 30 * time.Second
+	DefaultToolEvery   = time.Second
 )
 
 // Agent is one agent the fake reports.
@@ -46,6 +49,7 @@ type Options struct {
 	SlowEvery   time.Duration // default DefaultSlowEvery
 	ToolCallFor time.Duration // default DefaultToolCallFor
 	TickEvery   time.Duration // tick events; default DefaultTickEvery
+	ToolEvery   time.Duration // between the tools of a TOOLLOOP run; default DefaultToolEvery
 }
 
 // Send is one recorded chat.send or agent request.
@@ -88,6 +92,9 @@ func New(opts Options) *Server {
 	}
 	if opts.TickEvery <= 0 {
 		opts.TickEvery = DefaultTickEvery
+	}
+	if opts.ToolEvery <= 0 {
+		opts.ToolEvery = DefaultToolEvery
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Server{opts: opts, ctx: ctx, cancel: cancel, conns: map[*conn]bool{},

@@ -243,3 +243,27 @@ func TestDoubleErrorAndMultiAgent(t *testing.T) {
 		t.Fatalf("unknown method %+v", u)
 	}
 }
+
+// TestToolLoopNeverRepliesUntilAborted: a TOOLLOOP run starts one tool after another, each
+// an agent item event, with no chat text, until chat.abort ends it.
+func TestToolLoopNeverRepliesUntilAborted(t *testing.T) {
+	_, url := start(t, fakeopenclaw.Options{ToolEvery: 5 * time.Millisecond})
+	c := connected(t, url)
+	c.send(map[string]any{"type": "req", "id": "s1", "method": "chat.send",
+		"params": map[string]any{"sessionKey": "k", "message": "TOOLLOOP", "idempotencyKey": "run1"}})
+	c.res("s1")
+	tools := map[any]bool{}
+	for len(tools) < 3 {
+		f := c.must()
+		if f.Event == "chat" && f.Payload["state"] != "status" {
+			t.Fatalf("a TOOLLOOP run sent chat %v", f.Payload)
+		}
+		if data, ok := f.Payload["data"].(map[string]any); ok && f.Event == "agent" && data["phase"] == "start" {
+			tools[data["itemId"]] = true
+		}
+	}
+	c.send(map[string]any{"type": "req", "id": "a1", "method": "chat.abort", "params": map[string]any{"sessionKey": "k", "runId": "run1"}})
+	if evs, _ := c.chat("run1"); evs[len(evs)-1]["state"] != "aborted" {
+		t.Fatalf("events %v, want the run aborted", evs)
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -253,6 +255,16 @@ func (s *Server) run(ctx context.Context, origin *conn, runID, key, msg string, 
 		}
 		item["phase"], item["status"] = "end", "completed"
 		s.broadcast("agent", map[string]any{"runId": runID, "sessionKey": key, "stream": "item", "data": item})
+	}
+	for n := 1; words["TOOLLOOP"]; n++ {
+		for _, phase := range []string{"start", "end"} {
+			item := map[string]any{"itemId": fmt.Sprintf("tool:%d", n), "toolCallId": strconv.Itoa(n), "name": "web_search",
+				"kind": "tool", "phase": phase, "title": "Search the web", "status": map[string]string{"start": "running", "end": "completed"}[phase]}
+			s.broadcast("agent", map[string]any{"runId": runID, "sessionKey": key, "stream": "item", "data": item})
+		}
+		if !wait(s.opts.ToolEvery) {
+			return
+		}
 	}
 	switch {
 	case words["DOUBLEERROR"]:

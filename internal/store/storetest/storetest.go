@@ -71,6 +71,10 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Jobs/Batch", testJobBatch},
 		{"Jobs/Cancel", testJobCancel},
 		{"Secrets/Shared", testSharedSecret},
+		{"Nodes/Heartbeat", testNodeHeartbeat},
+		{"Nodes/EndLostCalls", testEndLostCalls},
+		{"Nodes/EndLostCallsOnce", testEndLostCallsOnce},
+		{"Nodes/EndNodeCalls", testEndNodeCalls},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
