@@ -1,5 +1,5 @@
 // Package hermes owns Handset's client for the Hermes Agent API server (NousResearch Hermes
-// Agent, the "api_server" gateway platform; shared/reference/hermes.md section 1).
+// Agent, the "api_server" gateway platform).
 //
 // Two transports:
 //

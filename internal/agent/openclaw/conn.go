@@ -16,11 +16,11 @@ import (
 )
 
 const (
-	handshakeTimeout = 15 * time.Second // the gateway's own preauth timeout (§1.2)
+	handshakeTimeout = 15 * time.Second // the gateway's own preauth timeout
 	writeTimeout     = 10 * time.Second
-	requestTimeout   = 30 * time.Second // the reference client's request timeout (§1.8)
+	requestTimeout   = 30 * time.Second // the reference client's request timeout
 	defaultTick      = 30 * time.Second
-	maxPayload       = 26214400 // hello-ok policy.maxPayload (§1.1)
+	maxPayload       = 26214400 // hello-ok policy.maxPayload
 )
 
 // errConnLost reports that the gateway connection ended before a response arrived.
@@ -52,7 +52,7 @@ type gwConn struct {
 }
 
 // dial opens a connection and completes the handshake: connect.challenge, the connect
-// request with our token and client info, hello-ok (§1.2). ctx bounds only the dial and
+// request with our token and client info, hello-ok. ctx bounds only the dial and
 // handshake; the caller starts the connection's goroutines.
 func (a *Agent) dial(ctx context.Context) (*gwConn, error) {
 	ctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
@@ -83,7 +83,7 @@ func (c *gwConn) handshake(ctx context.Context) error {
 			break
 		}
 	}
-	// 2. connect: a trusted backend on loopback with the shared token (§1.3).
+	// 2. connect: a trusted backend on loopback with the shared token.
 	params := map[string]any{
 		"minProtocol": protocolVersion, "maxProtocol": protocolVersion,
 		"client": map[string]string{"id": "gateway-client", "version": "0.1.0",
@@ -156,7 +156,7 @@ func (c *gwConn) readFrame(ctx context.Context) (frame, error) {
 // reader is the connection's only reader: it matches responses to requests by id and
 // hands chat events to the run with the same runId. Events are broadcast to every client
 // of the gateway, so events of runs that are not ours are dropped here. Nothing at all
-// for two tick intervals means the connection is dead (§1.8).
+// for two tick intervals means the connection is dead.
 func (c *gwConn) reader() {
 	defer c.a.wg.Done()
 	for {

@@ -10,10 +10,10 @@ import (
 )
 
 // Wire frames of the OpenClaw gateway protocol v4 (docs/gateway/protocol in the openclaw
-// package; observed shapes in /work/shared/reference/openclaw.md §1.1, §1.5, §1.9). Every
+// package, as observed against openclaw 2026.9.6). Every
 // frame is one JSON object in a WebSocket text message, of type "req", "res" or "event".
 
-// protocolVersion is the only version an operator client may speak (§1.2).
+// protocolVersion is the only version an operator client may speak.
 const protocolVersion = 4
 
 // frame is any inbound frame; which fields are set depends on Type.
@@ -61,7 +61,7 @@ func (e *gatewayError) Error() string {
 	return msg
 }
 
-// kind classifies a request failure (§1.9).
+// kind classifies a request failure.
 func (e *gatewayError) kind() voice.ErrorKind {
 	dc := e.detailCode()
 	switch {
@@ -79,7 +79,7 @@ func (e *gatewayError) kind() voice.ErrorKind {
 	return voice.KindUnknown
 }
 
-// chatEvent is the payload of a "chat" event: one state of one run (§1.5).
+// chatEvent is the payload of a "chat" event: one state of one run.
 type chatEvent struct {
 	RunID        string          `json:"runId"`
 	SessionKey   string          `json:"sessionKey"`
@@ -98,7 +98,7 @@ type chatEvent struct {
 	Progress string `json:"-"`
 }
 
-// agentEvent is the payload of an "agent" event (§1.5); only tool starts and retries are
+// agentEvent is the payload of an "agent" event; only tool starts and retries are
 // read, to tell the engine the runtime is busy.
 type agentEvent struct {
 	RunID  string `json:"runId"`

@@ -18,7 +18,7 @@ func snapshot(text string) json.RawMessage {
 	return b
 }
 
-// TestReplyText covers the delta and final rules of §1.5: incremental deltaText, cumulative
+// TestReplyText covers the delta and final rules: incremental deltaText, cumulative
 // snapshots, replace, a final that repeats the reply, a final with no deltas before it.
 func TestReplyText(t *testing.T) {
 	cases := []struct {

@@ -1,6 +1,6 @@
 // Package openclaw is the native client for the OpenClaw gateway: the WebSocket protocol
-// v4 described in /work/shared/reference/openclaw.md §1 and §3 (the gateway's
-// docs/gateway/protocol). It implements voice.Agent.
+// v4 (the gateway's docs/gateway/protocol, as observed against openclaw 2026.9.6). It
+// implements voice.Agent.
 //
 // One WebSocket connection per Agent is shared by all calls. It is opened on first use
 // (connect.challenge → connect with the gateway token → hello-ok) and reopened when it
@@ -16,7 +16,7 @@
 //
 // Session keys live in Handset's own namespace: "handset:<key>" from the KeyFactory, or
 // "handset:call:<call id>" per call when the factory gives none, qualified as
-// "agent:<agent>:…" when an agent is configured (§1.6, §3).
+// "agent:<agent>:…" when an agent is configured.
 package openclaw
 
 import (
@@ -37,7 +37,7 @@ import (
 
 const providerName = "openclaw"
 
-// DefaultURL is the gateway's default listen address (§1.1).
+// DefaultURL is the gateway's default listen address.
 const DefaultURL = "ws://127.0.0.1:18789"
 
 // DefaultTimeout is how long a turn may stay silent before it fails with KindTimeout.
@@ -59,7 +59,7 @@ type Options struct {
 	// VoicePrompt is an extra system prompt asking for voice-style replies. When set, or
 	// when Handset has a note about the caller (session.Context.Note), turns use the
 	// gateway's "agent" method, whose extraSystemPrompt carries them; chat.send has no
-	// such field (§1.4).
+	// such field.
 	VoicePrompt string
 	// Timeout is how long a turn may stay silent (no event for its run). Default DefaultTimeout.
 	Timeout time.Duration
@@ -216,7 +216,7 @@ func (a *Agent) classify(op string, err error) *voice.ProviderError {
 	return a.fail(op, voice.KindUnknown, err)
 }
 
-// ListAgents asks the gateway for its agents (agents.list, §1.4 and §3).
+// ListAgents asks the gateway for its agents (agents.list).
 func (a *Agent) ListAgents(ctx context.Context) ([]AgentInfo, error) {
 	c, err := a.conn(ctx)
 	if err != nil {

@@ -16,7 +16,7 @@ import (
 
 // Reply starts one turn: chat.send (or "agent" with the voice prompt) for the caller's
 // latest message on the call's session, with a fresh idempotency key that is also the run
-// id the reply's events carry (§1.4, §1.5).
+// id the reply's events carry.
 func (a *Agent) Reply(ctx context.Context, req voice.TurnRequest) (voice.ReplyStream, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, a.classify("chat", err)
@@ -106,7 +106,7 @@ type run struct {
 }
 
 // start sends the turn. A connection lost on the way is reopened once and the turn re-sent
-// with the same idempotency key, which the gateway deduplicates (§1.8).
+// with the same idempotency key, which the gateway deduplicates.
 func (r *run) start() error {
 	for {
 		c, err := r.a.conn(r.ctx)
@@ -194,7 +194,7 @@ func (r *run) handle(ev chatEvent) string {
 	switch ev.State {
 	case "delta":
 		// v4 sends deltaText (incremental) and message (the cumulative snapshot); replace
-		// means deltaText replaces the text so far (§1.5). The snapshot wins when present,
+		// means deltaText replaces the text so far. The snapshot wins when present,
 		// so a gateway that sends cumulative deltas is read correctly too.
 		if snap, ok := messageText(ev.Message); ok {
 			r.acc = snap
@@ -291,7 +291,7 @@ func (r *run) unregister() {
 	r.a.mu.Unlock()
 }
 
-// abort asks the gateway to stop the run (chat.abort, §1.7). It does not wait for the
+// abort asks the gateway to stop the run (chat.abort). It does not wait for the
 // acknowledgement: the aborted event, if anyone still reads, ends the stream.
 func (r *run) abort() {
 	if r.terminal.Load() || !r.aborting.CompareAndSwap(false, true) {

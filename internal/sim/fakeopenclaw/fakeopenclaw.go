@@ -1,6 +1,6 @@
 // Package fakeopenclaw is a fake OpenClaw gateway for tests and simulation: an
 // http.Handler that upgrades to WebSocket and speaks the gateway protocol v4 as observed
-// on the real gateway (/work/shared/reference/openclaw.md §1.2–§1.10): connect.challenge,
+// on the real gateway (openclaw 2026.9.6): connect.challenge,
 // connect with a token check, hello-ok, agents.list, chat.send and agent (streaming "chat"
 // events broadcast to every connected client), chat.abort.
 //
@@ -261,7 +261,7 @@ func (s *Server) reply(c *conn, id string, payload any, gerr map[string]any) {
 	s.mu.Unlock()
 }
 
-// broadcast sends an event to every connected client, as the gateway does (§1.5).
+// broadcast sends an event to every connected client, as the gateway does.
 func (s *Server) broadcast(name string, payload any) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

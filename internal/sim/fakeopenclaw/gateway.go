@@ -13,7 +13,7 @@ import (
 	"github.com/coder/websocket"
 )
 
-// clientIDs is the closed enum of connect.params.client.id (§1.2).
+// clientIDs is the closed enum of connect.params.client.id.
 var clientIDs = map[string]bool{
 	"webchat-ui": true, "openclaw-control-ui": true, "openclaw-browser-copilot": true,
 	"openclaw-tui": true, "webchat": true, "cli": true, "gateway-client": true,
@@ -174,7 +174,7 @@ func (s *Server) send(c *conn, id, method string, params json.RawMessage) {
 	go s.run(rctx, c, runID, key, p.Message, words, drop == "DROPLATE")
 }
 
-// canonical qualifies a session key as the gateway does (§1.6, §3).
+// canonical qualifies a session key as the gateway does.
 func (s *Server) canonical(key, agentID string) (string, string) {
 	if key == "" {
 		return "", "invalid chat.send params: must have required property 'sessionKey'"
@@ -297,6 +297,6 @@ func (s *Server) run(ctx context.Context, origin *conn, runID, key, msg string, 
 			return
 		}
 	}
-	seq-- // the final repeats the last delta's seq (§1.5 point 3)
+	seq-- // the final repeats the last delta's seq
 	ev("final", map[string]any{"stopReason": "stop", "message": msgOf(sent)})
 }
