@@ -1,5 +1,5 @@
 // Package fakehermes owns a fake of the Hermes Agent API server for tests and simulation.
-// It speaks the wire protocol described in shared/reference/hermes.md section 1: bearer
+// It speaks the Hermes API server's wire protocol (its gateway's api_server platform): bearer
 // auth with Hermes' 401 envelope, GET /health, GET /v1/models, GET /v1/capabilities,
 // POST /v1/chat/completions (streaming with named "hermes.tool.progress" events and
 // ": keepalive" comments, and non-streaming), and the native runs API: POST /v1/runs (202),

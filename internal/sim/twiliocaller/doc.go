@@ -11,8 +11,7 @@
 // last sets Options.Lean, which keeps counters of the audio (Counters) instead of the
 // audio itself, so a call's memory does not grow with its length.
 //
-// Wire protocol implemented (facts from the Twilio docs, restated in
-// shared/reference/protocols.md section 1):
+// Wire protocol implemented (facts from the Twilio docs):
 //   - voice webhook: https://www.twilio.com/docs/voice/twiml (form POST, CallStatus=ringing)
 //   - request signing: https://www.twilio.com/docs/usage/webhooks/webhooks-security
 //   - <Connect><Stream> and <Parameter>: https://www.twilio.com/docs/voice/twiml/stream
