@@ -8,12 +8,14 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"net/netip"
 	"time"
 
 	"github.com/handset-voice/handset/internal/browser"
 	"github.com/handset-voice/handset/internal/call"
 	"github.com/handset-voice/handset/internal/carrier/twilio"
 	"github.com/handset-voice/handset/internal/config"
+	"github.com/handset-voice/handset/internal/edge"
 	"github.com/handset-voice/handset/internal/jobs"
 	"github.com/handset-voice/handset/internal/obs"
 	"github.com/handset-voice/handset/internal/session"
@@ -41,6 +43,7 @@ type server struct {
 	stopCalls context.CancelFunc
 	onCall    func(*call.Call)  // told of every admitted call (simulate follows its call)
 	lines     *store.LineWriter // every call's transcript lines, saved off the calls' goroutines
+	proxies   []netip.Prefix    // HANDSET_TRUSTED_PROXIES
 }
 
 // serverOptions say which parts of the gateway run.
@@ -82,12 +85,21 @@ func newServer(ctx context.Context, cfg *config.Config, prov providers, st store
 			return nil, err
 		}
 	}
+	proxies, err := config.ParseTrustedProxies(cfg.TrustedProxies)
+	if err != nil { // Validate refuses it first; a Config built in code may not have been
+		stopCalls()
+		return nil, fmt.Errorf("HANDSET_TRUSTED_PROXIES: %w", err)
+	}
+	s.proxies = proxies
 	twilio.New(twilio.Options{
-		AuthToken: cfg.Twilio.AuthToken.Reveal(),
-		PublicURL: cfg.PublicURL,
-		Admit:     s.admit,
-		OnStatus:  s.onStatus,
-		Logger:    log,
+		AuthToken:      cfg.Twilio.AuthToken.Reveal(),
+		PublicURL:      cfg.PublicURL,
+		TrustedProxies: proxies,
+		Memory:         carrierMemory{st: st, carrier: "twilio"},
+		Draining:       s.calls.Draining,
+		Admit:          s.admit,
+		OnStatus:       s.onStatus,
+		Logger:         log,
 	}).Register(s.mux)
 	if cfg.Browser {
 		browser.New(browser.Options{Admit: s.admit, Logger: log}).Register(s.mux)
@@ -145,11 +157,30 @@ func (s *server) wake() {
 	}
 }
 
+// raiseOpenFileLimit lifts the open-file limit as far as it goes and says what it is:
+// every connection and call holds descriptors.
+func (s *server) raiseOpenFileLimit() {
+	limit, err := edge.RaiseOpenFileLimit()
+	if err != nil {
+		s.log.Warn("could not raise the open-file limit", "err", err)
+	}
+	if limit == 0 {
+		return
+	}
+	s.log.Info("open-file limit", "limit", limit)
+	if need := uint64(8*s.cfg.MaxCalls + 512); limit < need {
+		s.log.Warn("the open-file limit is low for HANDSET_MAX_CALLS: raise the hard limit (systemd LimitNOFILE=, ulimit -Hn, docker --ulimit nofile=)",
+			"limit", limit, "max_calls", s.cfg.MaxCalls, "suggested", need)
+	}
+}
+
 // serve listens until ctx ends, then drains calls and jobs and shuts down.
 func (s *server) serve(ctx context.Context, ln net.Listener, ready func(string)) error {
-	hs := &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second}
+	s.raiseOpenFileLimit()
+	limiter := edge.NewLimiter(edge.DefaultPerAddress, s.proxies, s.log)
+	hs := edge.Server(s.mux, edge.DefaultTimeouts(), limiter, s.log)
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
+	go func() { errc <- hs.Serve(limiter.Listener(ln)) }()
 	jobsDone := make(chan struct{})
 	go func() {
 		defer close(jobsDone)
@@ -157,6 +188,10 @@ func (s *server) serve(ctx context.Context, ln net.Listener, ready func(string))
 			s.runner.Run(ctx, s.cfg.DrainTimeout)
 		}
 	}()
+	pruneCtx, stopPruning := context.WithCancel(ctx)
+	pruned := make(chan struct{})
+	go func() { defer close(pruned); s.pruneCarrierCalls(pruneCtx) }()
+	defer func() { stopPruning(); <-pruned }()
 	s.log.Info("handset is listening", "addr", "http://"+ln.Addr().String(), "node", s.node)
 	if ready != nil {
 		ready(ln.Addr().String())

@@ -82,6 +82,10 @@ type Config struct {
 	// JobLease is how long a job claim lasts without a heartbeat (HANDSET_JOB_LEASE).
 	JobLease time.Duration
 
+	// TrustedProxies lists the peers whose X-Forwarded-* headers are believed
+	// (HANDSET_TRUSTED_PROXIES; ParseTrustedProxies reads it).
+	TrustedProxies string
+
 	Outbound OutboundConfig
 	Handoff  HandoffConfig
 

@@ -3,6 +3,7 @@ package config
 import (
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +14,7 @@ import (
 // The environment variable names are a contract with users (docs/INTERFACE.md): renaming one
 // breaks their deployments, so the full list is spelled out here.
 var contractEnvNames = []string{
-	"HANDSET_LISTEN", "HANDSET_PUBLIC_URL", "HANDSET_DATA_DIR", "HANDSET_DATABASE_URL",
+	"HANDSET_LISTEN", "HANDSET_PUBLIC_URL", "HANDSET_TRUSTED_PROXIES", "HANDSET_DATA_DIR", "HANDSET_DATABASE_URL",
 	"HANDSET_AGENT", "HANDSET_AGENT_URL", "HANDSET_AGENT_KEY", "HANDSET_AGENT_MODEL", "HANDSET_AGENT_TIMEOUT", "HANDSET_SYSTEM_PROMPT", "HANDSET_SYSTEM_PROMPT_AS_USER", "HANDSET_AGENT_TRANSPORT",
 	"HANDSET_SESSION_KEY", "HANDSET_SESSION_KEY_FROM", "HANDSET_CALLER_HASH_SECRET",
 	"HANDSET_STT", "DEEPGRAM_API_KEY", "HANDSET_DEEPGRAM_URL", "HANDSET_DEEPGRAM_MODEL", "HANDSET_DEEPGRAM_LANGUAGE",
@@ -140,10 +141,11 @@ func TestEveryConfigFieldHasOneSetting(t *testing.T) {
 
 func TestSettingsReturnsACopy(t *testing.T) {
 	a := Settings()
+	enum := slices.IndexFunc(a, func(s Setting) bool { return len(s.Allowed) > 0 })
 	a[0].Env = "CHANGED"
-	a[4].Allowed[0] = "changed"
+	a[enum].Allowed[0] = "changed"
 	b := Settings()
-	if b[0].Env == "CHANGED" || b[4].Allowed[0] == "changed" {
+	if b[0].Env == "CHANGED" || b[enum].Allowed[0] == "changed" {
 		t.Error("changing the result of Settings changed the table")
 	}
 }

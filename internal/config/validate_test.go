@@ -2,6 +2,8 @@ package config
 
 import (
 	"errors"
+	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -110,6 +112,11 @@ func TestValueForms(t *testing.T) {
 		{"HANDSET_DATABASE_URL", "postgres://u:p@db/handset", ""},
 		{"HANDSET_DATABASE_URL", "PostgreSQL://u:p@db/handset?sslmode=disable", ""},
 		{"HANDSET_DATABASE_URL", "mysql://u:p@db/handset", "must be a postgres:// or postgresql:// URL (leave it empty for SQLite)"},
+		{"HANDSET_TRUSTED_PROXIES", "10.0.0.5, 10.1.0.0/16 ,fd00::/8,::1", ""},
+		{"HANDSET_TRUSTED_PROXIES", "none", ""},
+		{"HANDSET_TRUSTED_PROXIES", "10.0.0.0/33", `"10.0.0.0/33" is not a CIDR range like 10.0.0.0/8 or fd00::/8`},
+		{"HANDSET_TRUSTED_PROXIES", "10.0.0.5,proxy.example.com", `"proxy.example.com" is not an IP address or CIDR range`},
+		{"HANDSET_TRUSTED_PROXIES", ",", "lists no address: write IP addresses or CIDR ranges separated by commas, or \"none\""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.env+"="+tt.value, func(t *testing.T) {
@@ -327,5 +334,29 @@ func TestTransportMustFitTheRuntime(t *testing.T) {
 		if (err == nil) != tc.ok {
 			t.Errorf("%s with %q: err %v, want ok %v", tc.runtime, tc.transport, err, tc.ok)
 		}
+	}
+}
+
+func TestParseTrustedProxies(t *testing.T) {
+	got, err := ParseTrustedProxies(" 10.0.0.5, 10.1.2.3/16, ::ffff:192.0.2.1, ::1 ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"10.0.0.5/32", "10.1.0.0/16", "192.0.2.1/32", "::1/128"}
+	var gotS []string
+	for _, p := range got {
+		gotS = append(gotS, p.String())
+	}
+	if !slices.Equal(gotS, want) {
+		t.Errorf("ParseTrustedProxies = %v, want %v", gotS, want)
+	}
+	for _, none := range []string{"none", "NONE", ""} {
+		if got, err := ParseTrustedProxies(none); err != nil || len(got) != 0 {
+			t.Errorf("%q: %v, %v; want no proxy", none, got, err)
+		}
+	}
+	def, err := ParseTrustedProxies(DefaultTrustedProxies)
+	if err != nil || len(def) != 2 || !def[0].Contains(netip.MustParseAddr("127.0.0.9")) || !def[1].Contains(netip.IPv6Loopback()) {
+		t.Errorf("default %v, %v: want loopback", def, err)
 	}
 }
