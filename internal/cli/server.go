@@ -174,6 +174,10 @@ func (s *server) raiseOpenFileLimit() {
 	}
 }
 
+// goodbyeWithin bounds how long, once HANDSET_DRAIN_TIMEOUT has run out, the calls left
+// may take to say HANDSET_DRAIN_MESSAGE before they are hung up.
+const goodbyeWithin = 10 * time.Second
+
 // serve listens until ctx ends, then drains calls and jobs and shuts down.
 func (s *server) serve(ctx context.Context, ln net.Listener, ready func(string)) error {
 	s.raiseOpenFileLimit()
@@ -206,7 +210,7 @@ func (s *server) serve(ctx context.Context, ln net.Listener, ready func(string))
 	}
 	s.log.Info("draining calls", "active", s.calls.Active(), "timeout", s.cfg.DrainTimeout)
 	drainCtx, cancel := context.WithTimeout(context.Background(), s.cfg.DrainTimeout)
-	s.calls.Drain(drainCtx)
+	s.calls.Drain(drainCtx, call.Goodbye{Text: s.cfg.Messages.Drain, Within: goodbyeWithin})
 	cancel()
 	s.stopCalls()
 	<-jobsDone // waits on calls the drain just ended, or on its own drain timeout

@@ -219,6 +219,7 @@ type MessagesConfig struct {
 	LongTurnAfter time.Duration // HANDSET_LONG_TURN_AFTER
 	Error         string        // HANDSET_ERROR_MESSAGE
 	Silence       string        // HANDSET_SILENCE_MESSAGE
+	Drain         string        // HANDSET_DRAIN_MESSAGE
 }
 
 // TurnConfig holds the turn-taking knobs.

@@ -209,6 +209,8 @@ const (
 		"lists, headings, links, code or emoji. If you need something from the caller, ask one " +
 		"short question at a time."
 	defaultErrorMessage = "Sorry, I ran into a problem there. Could you say that again?"
+	// DefaultDrainMessage is HANDSET_DRAIN_MESSAGE when unset.
+	DefaultDrainMessage = "Sorry, I have to hang up now. Please call again."
 )
 
 // settingTable builds the table afresh on every call, so no caller can change another's copy.
@@ -392,6 +394,9 @@ func settingTable() []Setting {
 		{Env: "HANDSET_ERROR_MESSAGE", YAML: "messages.error", Kind: KindString, Default: defaultErrorMessage,
 			Help:  "Spoken when the agent runtime fails or times out; the call goes on.",
 			field: func(c *Config) any { return &c.Messages.Error }},
+		{Env: "HANDSET_DRAIN_MESSAGE", YAML: "messages.drain", Kind: KindString, Default: DefaultDrainMessage,
+			Help:  "Spoken to each call still going when a stopping server's HANDSET_DRAIN_TIMEOUT runs out; the call ends once it has played (or 10 s later at most). Empty (in `handset.yaml`): the call is cut without a word.",
+			field: func(c *Config) any { return &c.Messages.Drain }},
 		{Env: "HANDSET_SILENCE_MESSAGE", YAML: "messages.silence", Kind: KindString, Default: "Are you still there?",
 			Help:  "Spoken once when the caller has been silent for HANDSET_SILENCE_REPROMPT; empty: never re-prompt.",
 			field: func(c *Config) any { return &c.Messages.Silence }},
