@@ -172,6 +172,13 @@ func (c *Call) handle(ev any) {
 	case endRequested:
 		c.step(turn.Input{Kind: turn.Hangup})
 		c.endReason = e.reason
+	case goodbyeRequested:
+		j.Record(now, obs.Event{Type: obs.CallGoodbye, Text: e.text})
+		// The reply being cut goes in the transcript as far as the caller heard it.
+		if text, interrupted, ok := c.history.settled(c.fsm.Turn, now, true); ok {
+			c.transcript(c.fsm.Turn, voice.RoleAssistant, text, now, interrupted)
+		}
+		c.step(turn.Input{Kind: turn.Goodbye, Text: e.text})
 	default:
 		panic(fmt.Sprintf("call: unhandled event %T", ev))
 	}

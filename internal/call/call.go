@@ -220,6 +220,11 @@ func (c *Call) Transferring(on bool) { c.post(transferring{on: on}) }
 // End hangs up with reason, as the agent or an operator asked.
 func (c *Call) End(reason voice.EndReason) { c.post(endRequested{reason: reason}) }
 
+// Goodbye ends the call for a stopping server: what the agent is saying stops, text is
+// said whole, and the call ends (EndShutdown) once the carrier has played it. With text
+// empty the call ends at once. It blocks until the call takes the request or is over.
+func (c *Call) Goodbye(text string) { c.post(goodbyeRequested{text: text}) }
+
 // post hands an event to the owner loop, giving up when the call is over.
 func (c *Call) post(ev any) {
 	select {

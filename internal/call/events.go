@@ -56,6 +56,7 @@ type (
 		where string
 		value any
 	}
-	transferring struct{ on bool }
-	endRequested struct{ reason voice.EndReason }
+	transferring     struct{ on bool }
+	endRequested     struct{ reason voice.EndReason }
+	goodbyeRequested struct{ text string }
 )

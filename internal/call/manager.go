@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/handset-voice/handset/internal/voice"
 )
@@ -79,9 +80,18 @@ func (m *Manager) Draining() bool {
 	return m.draining
 }
 
-// Drain stops admitting calls and waits for running ones to finish until ctx ends; then
-// it hangs up the rest and waits for them to stop.
-func (m *Manager) Drain(ctx context.Context) {
+// Goodbye is what Drain says to the calls still going when its time is up.
+type Goodbye struct {
+	Text string // said to each call before it ends; empty: the calls end at once
+	// Within bounds how long the goodbyes may take, from the drain's deadline: a call
+	// still going then is hung up.
+	Within time.Duration
+}
+
+// Drain stops admitting calls and waits for running ones to finish until ctx ends. Then
+// each call left says bye.Text and ends once the caller has heard it; those still going
+// bye.Within later are hung up. It returns when every call has stopped.
+func (m *Manager) Drain(ctx context.Context, bye Goodbye) {
 	m.mu.Lock()
 	m.draining = true
 	m.mu.Unlock()
@@ -92,10 +102,33 @@ func (m *Manager) Drain(ctx context.Context) {
 		return
 	case <-ctx.Done():
 	}
-	m.mu.Lock()
-	for _, c := range m.calls {
+	if bye.Within > 0 {
+		for _, c := range m.running() {
+			// Each on its own goroutine: a call's owner that is slow to take it must not
+			// hold up the others' goodbyes. It returns once taken, or at the hang-up.
+			go c.Goodbye(bye.Text)
+		}
+		t := time.NewTimer(bye.Within)
+		select {
+		case <-done:
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+	for _, c := range m.running() {
 		c.Hangup()
 	}
-	m.mu.Unlock()
 	<-done
+}
+
+// running is the calls running now.
+func (m *Manager) running() []*Call {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]*Call, 0, len(m.calls))
+	for _, c := range m.calls {
+		out = append(out, c)
+	}
+	return out
 }

@@ -114,6 +114,8 @@ func replayInput(e obs.Event) (turn.Input, bool) {
 		if id, ok := turn.TimerByName(e.Name); ok {
 			return turn.Input{Kind: turn.TimerFired, Timer: id, Gen: uint32(e.Count)}, true
 		}
+	case obs.CallGoodbye:
+		return turn.Input{Kind: turn.Goodbye, Text: e.Text}, true
 	case obs.CallEnd:
 		if e.Reason == voice.EndCallerHangup.String() {
 			return turn.Input{Kind: turn.Hangup}, true

@@ -8,11 +8,13 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"net/netip"
 	"time"
 
 	"github.com/handset-voice/handset/internal/call"
 	"github.com/handset-voice/handset/internal/carrier/twilio"
 	"github.com/handset-voice/handset/internal/config"
+	"github.com/handset-voice/handset/internal/edge"
 	"github.com/handset-voice/handset/internal/jobs"
 	"github.com/handset-voice/handset/internal/obs"
 	"github.com/handset-voice/handset/internal/session"
@@ -41,6 +43,7 @@ type server struct {
 	stopCalls context.CancelFunc
 	onCall    func(*call.Call)  // told of every admitted call (simulate follows its call)
 	lines     *store.LineWriter // every call's transcript lines, saved off the calls' goroutines
+	proxies   []netip.Prefix    // HANDSET_TRUSTED_PROXIES
 }
 
 // serverOptions say which parts of the gateway run.
@@ -86,12 +89,21 @@ func newServer(ctx context.Context, cfg *config.Config, prov providers, st store
 		s.live.Start(sctx) // before any call is taken: what a previous process left is ended
 		cancel()
 	}
+	proxies, err := config.ParseTrustedProxies(cfg.TrustedProxies)
+	if err != nil { // Validate refuses it first; a Config built in code may not have been
+		stopCalls()
+		return nil, fmt.Errorf("HANDSET_TRUSTED_PROXIES: %w", err)
+	}
+	s.proxies = proxies
 	twilio.New(twilio.Options{
-		AuthToken: cfg.Twilio.AuthToken.Reveal(),
-		PublicURL: cfg.PublicURL,
-		Admit:     s.admit,
-		OnStatus:  s.onStatus,
-		Logger:    log,
+		AuthToken:      cfg.Twilio.AuthToken.Reveal(),
+		PublicURL:      cfg.PublicURL,
+		TrustedProxies: proxies,
+		Memory:         carrierMemory{st: st, carrier: "twilio"},
+		Draining:       s.calls.Draining,
+		Admit:          s.admit,
+		OnStatus:       s.onStatus,
+		Logger:         log,
 	}).Register(s.mux)
 	if cfg.Browser {
 		s.registerBrowser()
@@ -157,11 +169,34 @@ func (s *server) wake() {
 	}
 }
 
+// raiseOpenFileLimit lifts the open-file limit as far as it goes and says what it is:
+// every connection and call holds descriptors.
+func (s *server) raiseOpenFileLimit() {
+	limit, err := edge.RaiseOpenFileLimit()
+	if err != nil {
+		s.log.Warn("could not raise the open-file limit", "err", err)
+	}
+	if limit == 0 {
+		return
+	}
+	s.log.Info("open-file limit", "limit", limit)
+	if need := uint64(8*s.cfg.MaxCalls + 512); limit < need {
+		s.log.Warn("the open-file limit is low for HANDSET_MAX_CALLS: raise the hard limit (systemd LimitNOFILE=, ulimit -Hn, docker --ulimit nofile=)",
+			"limit", limit, "max_calls", s.cfg.MaxCalls, "suggested", need)
+	}
+}
+
+// goodbyeWithin bounds how long, once HANDSET_DRAIN_TIMEOUT has run out, the calls left
+// may take to say HANDSET_DRAIN_MESSAGE before they are hung up.
+const goodbyeWithin = 10 * time.Second
+
 // serve listens until ctx ends, then drains calls and jobs and shuts down.
 func (s *server) serve(ctx context.Context, ln net.Listener, ready func(string)) error {
-	hs := &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second}
+	s.raiseOpenFileLimit()
+	limiter := edge.NewLimiter(edge.DefaultPerAddress, s.proxies, s.log)
+	hs := edge.Server(s.mux, edge.DefaultTimeouts(), limiter, s.log)
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
+	go func() { errc <- hs.Serve(limiter.Listener(ln)) }()
 	// The heartbeat goes on through the drain: a draining node still holds its calls.
 	liveCtx, stopLive := context.WithCancel(context.WithoutCancel(ctx))
 	liveDone := make(chan struct{})
@@ -179,6 +214,10 @@ func (s *server) serve(ctx context.Context, ln net.Listener, ready func(string))
 			s.runner.Run(ctx, s.cfg.DrainTimeout)
 		}
 	}()
+	pruneCtx, stopPruning := context.WithCancel(ctx)
+	pruned := make(chan struct{})
+	go func() { defer close(pruned); s.pruneCarrierCalls(pruneCtx) }()
+	defer func() { stopPruning(); <-pruned }()
 	s.log.Info("handset is listening", "addr", "http://"+ln.Addr().String(), "node", s.node)
 	if ready != nil {
 		ready(ln.Addr().String())
@@ -193,7 +232,7 @@ func (s *server) serve(ctx context.Context, ln net.Listener, ready func(string))
 	}
 	s.log.Info("draining calls", "active", s.calls.Active(), "timeout", s.cfg.DrainTimeout)
 	drainCtx, cancel := context.WithTimeout(context.Background(), s.cfg.DrainTimeout)
-	s.calls.Drain(drainCtx)
+	s.calls.Drain(drainCtx, call.Goodbye{Text: s.cfg.Messages.Drain, Within: goodbyeWithin})
 	cancel()
 	s.stopCalls()
 	<-jobsDone // waits on calls the drain just ended, or on its own drain timeout

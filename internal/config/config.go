@@ -89,6 +89,9 @@ type Config struct {
 	BrowserHosts    string
 	BrowserToken    Secret
 	BrowserMaxCalls int
+	// TrustedProxies lists the peers whose X-Forwarded-* headers are believed
+	// (HANDSET_TRUSTED_PROXIES; ParseTrustedProxies reads it).
+	TrustedProxies string
 
 	Outbound OutboundConfig
 	Handoff  HandoffConfig
@@ -227,6 +230,7 @@ type MessagesConfig struct {
 	LongTurnAfter time.Duration // HANDSET_LONG_TURN_AFTER
 	Error         string        // HANDSET_ERROR_MESSAGE
 	Silence       string        // HANDSET_SILENCE_MESSAGE
+	Drain         string        // HANDSET_DRAIN_MESSAGE
 }
 
 // TurnConfig holds the turn-taking knobs.

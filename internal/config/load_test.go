@@ -146,6 +146,9 @@ func sampleValue(s Setting) string {
 	if s.Env == "HANDSET_PHONE_NUMBER" {
 		return "+442071838750"
 	}
+	if s.Env == "HANDSET_TRUSTED_PROXIES" {
+		return "10.0.0.0/8,192.0.2.7"
+	}
 	return "sample " + s.Env
 }
 

@@ -211,6 +211,8 @@ const (
 	defaultErrorMessage = "Sorry, I ran into a problem there. Could you say that again?"
 	// defaultLongTurnMessage fills the wait for a slow reply or a tool run.
 	defaultLongTurnMessage = "One moment."
+	// DefaultDrainMessage is HANDSET_DRAIN_MESSAGE when unset.
+	DefaultDrainMessage = "Sorry, I have to hang up now. Please call again."
 )
 
 // settingTable builds the table afresh on every call, so no caller can change another's copy.
@@ -223,6 +225,10 @@ func settingTable() []Setting {
 		{Env: "HANDSET_PUBLIC_URL", YAML: "public_url", Kind: KindURL, DefaultText: "derived from each request",
 			Help:  "Public base URL carriers reach, such as `https://voice.example.com`. Used in TwiML and webhooks, and the URL webhook signatures are checked against: set it behind a proxy or tunnel, where the request's own address differs. Its host is also a name the browser call page answers to.",
 			field: func(c *Config) any { return &c.PublicURL }},
+		{Env: "HANDSET_TRUSTED_PROXIES", YAML: "trusted_proxies", Kind: KindString, Default: DefaultTrustedProxies,
+			Help:  "Comma-separated IP addresses and CIDR ranges of the reverse proxies and load balancers in front of Handset, or `none`. Only a peer in this list is believed when it sends `X-Forwarded-Host` and `X-Forwarded-Proto` (the URL a carrier's signature is checked against, when HANDSET_PUBLIC_URL is empty), and only its connections are exempt from the cap on open connections per client address.",
+			check: checkTrustedProxies,
+			field: func(c *Config) any { return &c.TrustedProxies }},
 		{Env: "HANDSET_DATA_DIR", YAML: "data_dir", Kind: KindString, Default: "./handset-data", Required: true,
 			Help:  "Folder for the SQLite database, call journals and the secrets Handset generates.",
 			field: func(c *Config) any { return &c.DataDir }},
@@ -398,6 +404,9 @@ func settingTable() []Setting {
 		{Env: "HANDSET_ERROR_MESSAGE", YAML: "messages.error", Kind: KindString, Default: defaultErrorMessage,
 			Help:  "Spoken when the agent runtime fails or times out; the call goes on.",
 			field: func(c *Config) any { return &c.Messages.Error }},
+		{Env: "HANDSET_DRAIN_MESSAGE", YAML: "messages.drain", Kind: KindString, Default: DefaultDrainMessage,
+			Help:  "Spoken to each call still going when a stopping server's HANDSET_DRAIN_TIMEOUT runs out; the call ends once it has played (or 10 s later at most). Empty (in `handset.yaml`): the call is cut without a word.",
+			field: func(c *Config) any { return &c.Messages.Drain }},
 		{Env: "HANDSET_SILENCE_MESSAGE", YAML: "messages.silence", Kind: KindString, Default: "Are you still there?",
 			Help:  "Spoken once when the caller has been silent for HANDSET_SILENCE_REPROMPT; empty: never re-prompt.",
 			field: func(c *Config) any { return &c.Messages.Silence }},

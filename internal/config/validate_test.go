@@ -2,6 +2,8 @@ package config
 
 import (
 	"errors"
+	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -118,6 +120,11 @@ func TestValueForms(t *testing.T) {
 		{"HANDSET_API_TOKEN", strings.Repeat("0123456789abcdef", 4), ""},
 		{"HANDSET_TOOLS_TOKEN", "tools", "is too short to be safe (5 of at least 32 characters): `openssl rand -hex 32` makes one"},
 		{"HANDSET_TOOLS_TOKEN", strings.Repeat("t", 32), ""},
+		{"HANDSET_TRUSTED_PROXIES", "10.0.0.5, 10.1.0.0/16 ,fd00::/8,::1", ""},
+		{"HANDSET_TRUSTED_PROXIES", "none", ""},
+		{"HANDSET_TRUSTED_PROXIES", "10.0.0.0/33", `"10.0.0.0/33" is not a CIDR range like 10.0.0.0/8 or fd00::/8`},
+		{"HANDSET_TRUSTED_PROXIES", "10.0.0.5,proxy.example.com", `"proxy.example.com" is not an IP address or CIDR range`},
+		{"HANDSET_TRUSTED_PROXIES", ",", "lists no address: write IP addresses or CIDR ranges separated by commas, or \"none\""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.env+"="+tt.value, func(t *testing.T) {
@@ -397,5 +404,29 @@ func TestToolsTokenIsItsOwn(t *testing.T) {
 	err = c.Validate(ValidateOptions{})
 	if fe := errorFor(t, err, "HANDSET_API_TOKEN"); !strings.Contains(fe.Reason, "of at least 32 characters") || strings.Contains(err.Error(), "short-secret") {
 		t.Errorf("got %v", err)
+	}
+}
+
+func TestParseTrustedProxies(t *testing.T) {
+	got, err := ParseTrustedProxies(" 10.0.0.5, 10.1.2.3/16, ::ffff:192.0.2.1, ::1 ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"10.0.0.5/32", "10.1.0.0/16", "192.0.2.1/32", "::1/128"}
+	var gotS []string
+	for _, p := range got {
+		gotS = append(gotS, p.String())
+	}
+	if !slices.Equal(gotS, want) {
+		t.Errorf("ParseTrustedProxies = %v, want %v", gotS, want)
+	}
+	for _, none := range []string{"none", "NONE", ""} {
+		if got, err := ParseTrustedProxies(none); err != nil || len(got) != 0 {
+			t.Errorf("%q: %v, %v; want no proxy", none, got, err)
+		}
+	}
+	def, err := ParseTrustedProxies(DefaultTrustedProxies)
+	if err != nil || len(def) != 2 || !def[0].Contains(netip.MustParseAddr("127.0.0.9")) || !def[1].Contains(netip.IPv6Loopback()) {
+		t.Errorf("default %v, %v: want loopback", def, err)
 	}
 }

@@ -62,7 +62,10 @@ const (
 	// taken as the agent's echo, the loudest at level_db. A caller who talked over the
 	// agent without interrupting it shows up here.
 	EchoSuppressed = "echo.suppressed"
-	CallEnd        = "call.end"
+	// CallGoodbye: a stopping server's drain timeout ran out; text is the goodbye the call
+	// says before it ends (empty: it ends at once).
+	CallGoodbye = "call.goodbye"
+	CallEnd     = "call.end"
 )
 
 // Event is one journal line. Fields beyond ts, ms and type are set only where they apply.

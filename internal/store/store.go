@@ -134,6 +134,21 @@ type Node struct {
 	SeenAt    time.Time // its latest heartbeat
 }
 
+// CarrierCall is what Handset remembers of a carrier's call from its first webhook: the
+// answer it gave, so a retried webhook gets the same answer from any node, and whether the
+// call's media stream has opened, after which a repeat of the webhook is a replay. Entries
+// are kept a day or so (PruneCarrierCalls) and hold no more than the answer sent back.
+type CarrierCall struct {
+	Carrier string // "twilio"
+	Ref     string // the carrier's id for the call (Twilio CallSid)
+	// RequestKey is the carrier's idempotency key of the first webhook
+	// (I-Twilio-Idempotency-Token), which its retries repeat; empty when it sent none.
+	RequestKey string
+	Answer     []byte    // the body answered (TwiML)
+	CreatedAt  time.Time // when the first webhook was answered
+	StreamedAt time.Time // when the media stream opened; zero until it has
+}
+
 // ListCalls filters ListCalls; zero values mean no filter.
 type ListCalls struct {
 	CallerHash string
@@ -219,6 +234,16 @@ type Store interface {
 	// it at start-up for the calls its previous process held when it died. Each call is
 	// ended once, as with EndLostCalls.
 	EndNodeCalls(ctx context.Context, node string, startedBefore, now time.Time, outcome string) ([]voice.CallID, error)
+	// RememberCarrierCall keeps c unless an entry for (c.Carrier, c.Ref) is kept already,
+	// and returns the kept entry and whether it is c. Concurrent callers on any node agree on
+	// one entry: the first to be kept wins.
+	RememberCarrierCall(ctx context.Context, c CarrierCall) (kept CarrierCall, first bool, err error)
+	// OpenCarrierStream records that the media stream of (carrier, ref) opened at `at`. It
+	// succeeds once: ErrDuplicate when the stream had opened already, ErrNotFound when no
+	// entry is kept.
+	OpenCarrierStream(ctx context.Context, carrier, ref string, at time.Time) error
+	// PruneCarrierCalls forgets the entries created before `before` and says how many.
+	PruneCarrierCalls(ctx context.Context, before time.Time) (int64, error)
 
 	// SharedSecret returns the secret called name, storing candidate as its value when
 	// there is none yet: the first node to ask decides, and every node gets the same.

@@ -41,6 +41,8 @@ func inputFrom(b0, b1 byte, s State) Input {
 		return Input{Kind: AgentProgress, Turn: turn, Text: "tool"}
 	case 12: // a stale or wrong timer fire
 		return Input{Kind: TimerFired, Timer: TimerID(1 + int(b1)%int(numTimers-1)), Gen: uint32(b1 % 4)}
+	case 14: // the server stops: a goodbye, or none
+		return Input{Kind: Goodbye, Text: []string{"Goodbye.", ""}[int(b1)%2]}
 	}
 	return Input{Kind: SpeechStart}
 }
@@ -111,6 +113,9 @@ func FuzzTurnMachine(f *testing.F) {
 			checkStep(t, before, acts, m.s)
 			if cfg.Voicemail && callerInput(in.Kind) && len(acts) > 0 {
 				t.Fatalf("voicemail: the line's %v caused %v", in.Kind, acts)
+			}
+			if before.Closing && callerInput(in.Kind) && len(acts) > 0 {
+				t.Fatalf("saying goodbye: the caller's %v caused %v", in.Kind, acts)
 			}
 			if before.Phase == Ended && len(acts) > 0 {
 				t.Fatalf("actions after the call ended: %v", acts)

@@ -26,6 +26,7 @@ const (
 	AgentProgress            // the runtime reports work on Turn (a tool running): Text is its label
 	TimerFired               // Timer fired (Gen says which arming)
 	Hangup                   // the caller hung up
+	Goodbye                  // the server is stopping: say Text, then end the call
 )
 
 var inputNames = [...]string{
@@ -33,7 +34,7 @@ var inputNames = [...]string{
 	Transcript: "transcript", DTMF: "dtmf", SentenceQueued: "sentence_queued",
 	AudioOnWire: "audio_on_wire", SpeechQueued: "speech_queued", PlayoutDone: "playout_done",
 	AgentDone: "agent_done", AgentError: "agent_error", AgentProgress: "agent_progress",
-	TimerFired: "timer_fired", Hangup: "hangup",
+	TimerFired: "timer_fired", Hangup: "hangup", Goodbye: "goodbye",
 }
 
 func (k InputKind) String() string {

@@ -98,6 +98,9 @@ type State struct {
 
 	CallerSpeaking bool
 	Reprompted     bool // the silence re-prompt was spoken since the caller last spoke
+	// Closing: the goodbye of a stopping server is being said. Nothing the caller does
+	// interrupts it, and the call ends once the carrier has played it.
+	Closing bool
 
 	LastCommit   string // normalised text of the last committed caller turn
 	LastCommitAt time.Time
@@ -142,8 +145,10 @@ func Step(s State, in Input, now time.Time) (State, []Action) {
 	if s.Phase == Ended {
 		return s, nil
 	}
-	if s.Config.Voicemail && callerInput(in.Kind) {
-		return s, nil // a recording is listening, not a caller: nothing it hears matters
+	if (s.Config.Voicemail || s.Closing) && callerInput(in.Kind) {
+		// A recording is listening, not a caller; or the goodbye is being said: nothing
+		// the line carries matters now.
+		return s, nil
 	}
 	var acts []Action
 	switch in.Kind {
@@ -173,8 +178,36 @@ func Step(s State, in Input, now time.Time) (State, []Action) {
 		s, acts = onTimer(s, in)
 	case Hangup:
 		s, acts = end(s, voice.EndCallerHangup)
+	case Goodbye:
+		s, acts = onGoodbye(s, in)
 	}
 	return s, acts
+}
+
+// onGoodbye: the server is stopping and the call's time is up. Whatever the agent was
+// doing stops, the goodbye (in.Text) is said whole, and the call ends once the carrier has
+// played it; with no goodbye it ends at once.
+func onGoodbye(s State, in Input) (State, []Action) {
+	if s.Closing {
+		return s, nil
+	}
+	if in.Text == "" {
+		return end(s, voice.EndShutdown)
+	}
+	var acts []Action
+	switch s.Phase {
+	case Thinking:
+		acts = append(acts, Action{Kind: CancelTurn, Turn: s.Turn})
+	case Speaking, Draining, BargeInPending:
+		acts = append(acts, Action{Kind: CancelTurn, Turn: s.Turn}, Action{Kind: ClearPlayout, Turn: s.Turn})
+	}
+	for id := TimerID(1); id < numTimers; id++ {
+		acts = s.disarm(acts, id)
+	}
+	s.Closing = true
+	s.CallerSpeaking = false
+	s, acts = beginTurn(s, s.Turn+1, acts)
+	return s, append(acts, Action{Kind: Say, Turn: s.Turn, Text: in.Text, Reason: "goodbye"})
 }
 
 // callerInput reports whether k is something the caller's side of the line did.
@@ -481,6 +514,9 @@ func onPlayoutDone(s State, in Input) (State, []Action) {
 		return s, nil
 	}
 	acts := s.disarm(nil, TimerGate, TimerConfirm, TimerFiller)
+	if s.Closing {
+		return end(s, voice.EndShutdown) // the caller heard the goodbye
+	}
 	if s.Config.Voicemail {
 		return end(s, voice.EndAgentHangup) // the message is on the recording
 	}

@@ -245,7 +245,7 @@ func handsetForFake(t *testing.T, token string) (*httptest.Server, <-chan voice.
 	t.Helper()
 	legs := make(chan voice.LegInfo, 16)
 	mux := http.NewServeMux()
-	New(Options{AuthToken: token, Admit: func(l voice.Leg) (<-chan struct{}, error) {
+	New(Options{AuthToken: token, Memory: newMapMemory(), Admit: func(l voice.Leg) (<-chan struct{}, error) {
 		done := make(chan struct{})
 		go func() { defer close(done); _ = l.Run(context.Background(), discard{}) }()
 		legs <- l.Info()

@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -42,20 +41,17 @@ type streamClaims struct {
 	Nonce       string `json:"n"`
 }
 
-// tokens mints and checks one-time stream tokens. Tokens are HMAC-signed with a key
-// derived from the auth token, so any node sharing the credentials can verify them; the
-// used set is per node (media is sticky to the node that accepts the stream).
+// tokens mints and checks stream tokens. Tokens are HMAC-signed with a key derived from
+// the auth token, so any node sharing the credentials can verify them. A token is one-time
+// because its call's stream opens once: the carrier's Memory, shared by every node, says so.
 type tokens struct {
 	key []byte
-
-	mu   sync.Mutex // guards following
-	used map[string]time.Time
 }
 
 func newTokens(authToken string) *tokens {
 	mac := hmac.New(sha256.New, []byte(authToken))
 	mac.Write([]byte("handset twilio stream token v1"))
-	return &tokens{key: mac.Sum(nil), used: map[string]time.Time{}}
+	return &tokens{key: mac.Sum(nil)}
 }
 
 func (t *tokens) mint(c streamClaims, now time.Time) string {
@@ -74,8 +70,8 @@ func (t *tokens) sign(payload string) string {
 	return base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
 }
 
-// redeem checks a token for callSid and marks it used.
-func (t *tokens) redeem(token, callSid string, now time.Time) (streamClaims, error) {
+// verify checks a token for callSid: signed by us, not expired, for this call.
+func (t *tokens) verify(token, callSid string, now time.Time) (streamClaims, error) {
 	var c streamClaims
 	if token == "" {
 		return c, ErrTokenMissing
@@ -94,16 +90,5 @@ func (t *tokens) redeem(token, callSid string, now time.Time) (streamClaims, err
 	if c.CallSid != callSid {
 		return c, ErrTokenCall
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for n, exp := range t.used { // prune: an expired token fails on expiry anyway
-		if now.After(exp) {
-			delete(t.used, n)
-		}
-	}
-	if _, seen := t.used[c.Nonce]; seen {
-		return c, ErrTokenReused
-	}
-	t.used[c.Nonce] = time.Unix(c.Expires, 0)
 	return c, nil
 }

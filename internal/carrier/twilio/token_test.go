@@ -13,13 +13,11 @@ func TestStreamTokens(t *testing.T) {
 	mint := func() string { return tk.mint(streamClaims{CallSid: "CA1", From: "+15550001111"}, now) }
 
 	good := mint()
-	c, err := tk.redeem(good, "CA1", now.Add(time.Second))
+	c, err := tk.verify(good, "CA1", now.Add(time.Second))
 	if err != nil || c.From != "+15550001111" {
-		t.Fatalf("redeem fresh token: claims %+v, err %v", c, err)
+		t.Fatalf("verify fresh token: claims %+v, err %v", c, err)
 	}
-	if _, err := tk.redeem(good, "CA1", now.Add(2*time.Second)); !errors.Is(err, ErrTokenReused) {
-		t.Errorf("replayed token: err %v, want ErrTokenReused", err)
-	}
+	// That a token opens one stream only is the Memory's to say (TestRepeatedVoiceWebhook).
 
 	payload, sig, _ := strings.Cut(mint(), ".")
 	tests := []struct {
@@ -38,8 +36,8 @@ func TestStreamTokens(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, err := tk.redeem(tt.token, tt.call, tt.at); !errors.Is(err, tt.want) {
-				t.Errorf("redeem: err %v, want %v", err, tt.want)
+			if _, err := tk.verify(tt.token, tt.call, tt.at); !errors.Is(err, tt.want) {
+				t.Errorf("verify: err %v, want %v", err, tt.want)
 			}
 		})
 	}

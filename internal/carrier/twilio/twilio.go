@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"time"
@@ -32,6 +33,16 @@ type Options struct {
 	// PublicURL is the base URL Twilio reaches us at. Signatures are checked against it
 	// and the stream URL in TwiML is built from it. Empty: derived from each request.
 	PublicURL string
+	// TrustedProxies are the peers whose X-Forwarded-Host and X-Forwarded-Proto are
+	// believed when PublicURL is empty; for anyone else the request's own Host and scheme
+	// make the URL its signature is checked against.
+	TrustedProxies []netip.Prefix
+	// Memory remembers each call's webhook answer and whether its stream opened, for every
+	// node; required.
+	Memory Memory
+	// Draining, when set, is asked on each voice webhook: while it says true the webhook
+	// answers 503, so Twilio tries the number's fallback URL instead.
+	Draining func() bool
 	// Admit starts a call on leg and returns a channel closed when the call is over. An
 	// error refuses the call (draining, at capacity).
 	Admit func(leg voice.Leg) (<-chan struct{}, error)
@@ -49,8 +60,11 @@ type Carrier struct {
 	log    *slog.Logger
 }
 
-// New returns the carrier.
+// New returns the carrier. opts.Memory is required.
 func New(opts Options) *Carrier {
+	if opts.Memory == nil {
+		panic("twilio: Options.Memory is required")
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -78,12 +92,14 @@ func (c *Carrier) publicURL(r *http.Request, wsScheme bool) string {
 		if r.TLS != nil {
 			scheme = "https"
 		}
-		if p := r.Header.Get("X-Forwarded-Proto"); p != "" {
-			scheme = strings.TrimSpace(strings.Split(p, ",")[0])
-		}
 		host := r.Host
-		if h := r.Header.Get("X-Forwarded-Host"); h != "" {
-			host = strings.TrimSpace(strings.Split(h, ",")[0])
+		if c.fromTrustedProxy(r) {
+			if p := firstValue(r.Header.Get("X-Forwarded-Proto")); p == "http" || p == "https" {
+				scheme = p
+			}
+			if h := firstValue(r.Header.Get("X-Forwarded-Host")); h != "" {
+				host = h
+			}
 		}
 		base = scheme + "://" + host
 	}
@@ -91,6 +107,28 @@ func (c *Carrier) publicURL(r *http.Request, wsScheme bool) string {
 		base = strings.Replace(strings.Replace(base, "https://", "wss://", 1), "http://", "ws://", 1)
 	}
 	return base + r.URL.RequestURI()
+}
+
+// fromTrustedProxy reports whether r's peer is one of TrustedProxies.
+func (c *Carrier) fromTrustedProxy(r *http.Request) bool {
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil {
+		return false
+	}
+	a := ap.Addr().Unmap()
+	for _, p := range c.opts.TrustedProxies {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// firstValue is the first of a header's comma-separated values (the client's, in a chain
+// of proxies), trimmed and lower-case.
+func firstValue(v string) string {
+	first, _, _ := strings.Cut(v, ",")
+	return strings.ToLower(strings.TrimSpace(first))
 }
 
 func (c *Carrier) checkSignature(w http.ResponseWriter, r *http.Request, params url.Values, ws bool) bool {
@@ -118,6 +156,12 @@ func (c *Carrier) voice(w http.ResponseWriter, r *http.Request) {
 	if !c.checkSignature(w, r, r.PostForm, false) {
 		return
 	}
+	if c.opts.Draining != nil && c.opts.Draining() {
+		// The stream would be refused: Twilio tries the number's fallback URL on a 5xx.
+		c.log.Info("voice webhook refused while draining", "call_sid", r.PostForm.Get("CallSid"))
+		http.Error(w, "draining: not taking new calls", http.StatusServiceUnavailable)
+		return
+	}
 	sid := r.PostForm.Get("CallSid")
 	if sid == "" {
 		http.Error(w, "missing CallSid", http.StatusBadRequest)
@@ -130,12 +174,13 @@ func (c *Carrier) voice(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	callID, answeredBy := q.Get(callParam), r.PostForm.Get("AnsweredBy")
 	if machineAnswered(answeredBy) && MachinePolicy(q.Get(machineParam)) == MachineHangup {
+		if !c.answerOnce(w, r, sid, hangupTwiML()) {
+			return
+		}
 		c.log.Info("a machine answered: hanging up", "call_sid", sid, "answered_by", answeredBy)
 		if c.opts.OnStatus != nil {
 			c.opts.OnStatus(Status{CallID: voice.CallID(callID), CallSid: sid, CallStatus: "machine", AnsweredBy: answeredBy, Declined: true})
 		}
-		w.Header().Set("Content-Type", "text/xml")
-		_, _ = w.Write(hangupTwiML())
 		return
 	}
 	var attest voice.Attestation
@@ -148,9 +193,9 @@ func (c *Carrier) voice(w http.ResponseWriter, r *http.Request) {
 	}, c.opts.Now())
 	streamURL := c.publicURL(r, true)
 	streamURL = streamURL[:len(streamURL)-len(r.URL.RequestURI())] + "/twilio/stream"
-	w.Header().Set("Content-Type", "text/xml")
-	_, _ = w.Write(connectTwiML(streamURL, token))
-	c.log.Info("answered call", "call_sid", sid, "direction", dir, "attestation", attest)
+	if c.answerOnce(w, r, sid, connectTwiML(streamURL, token)) {
+		c.log.Info("answered call", "call_sid", sid, "direction", dir, "attestation", attest)
+	}
 }
 
 // Attestation reads Twilio's StirVerstat: the STIR/SHAKEN verification of an inbound
@@ -231,10 +276,15 @@ func (c *Carrier) stream(w http.ResponseWriter, r *http.Request) {
 		conn.Close(websocket.StatusPolicyViolation, voice.Clip(err.Error(), 120))
 		return
 	}
-	claims, err := c.tokens.redeem(start.Start.CustomParameters[TokenParameter], start.Start.CallSid, c.opts.Now())
+	claims, err := c.tokens.verify(start.Start.CustomParameters[TokenParameter], start.Start.CallSid, c.opts.Now())
 	if err != nil {
 		c.log.Warn("refused media stream", "call_sid", start.Start.CallSid, "err", err)
 		conn.Close(websocket.StatusPolicyViolation, err.Error())
+		return
+	}
+	if code, err := c.streamOnce(claims.CallSid); err != nil {
+		c.log.Warn("refused media stream", "call_sid", claims.CallSid, "err", err)
+		conn.Close(code, voice.Clip(err.Error(), 120))
 		return
 	}
 	leg := newLeg(conn, start, claims)
@@ -244,6 +294,23 @@ func (c *Carrier) stream(w http.ResponseWriter, r *http.Request) {
 	}
 	// The connection is hijacked and now the call's: this handler's goroutine need not
 	// wait for the call to end (one goroutine fewer per call).
+}
+
+// streamOnce records in the memory that sid's stream opened, so every node refuses a
+// second one: the token is one-time across a cluster, not just on this node.
+func (c *Carrier) streamOnce(sid string) (websocket.StatusCode, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), memoryTimeout)
+	defer cancel()
+	err := c.opts.Memory.Streamed(ctx, sid, c.opts.Now())
+	switch {
+	case err == nil:
+		return 0, nil
+	case errors.Is(err, ErrStreamOpened):
+		return websocket.StatusPolicyViolation, ErrTokenReused
+	case errors.Is(err, ErrCallUnknown):
+		return websocket.StatusPolicyViolation, ErrCallUnknown
+	}
+	return websocket.StatusTryAgainLater, fmt.Errorf("call memory unavailable: %w", err)
 }
 
 // readStart reads up to the `start` message ("connected" comes first).

@@ -85,11 +85,42 @@ type wsConn struct {
 	done    chan struct{}
 }
 
+// callMemory is the carrier's call memory in a map (Handset keeps it in its store).
+type callMemory struct {
+	mu      sync.Mutex
+	answers map[string]twilio.Answer
+}
+
+func (m *callMemory) Remember(_ context.Context, a twilio.Answer) (twilio.Answer, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if kept, ok := m.answers[a.CallSid]; ok {
+		return kept, false, nil
+	}
+	m.answers[a.CallSid] = a
+	return a, true, nil
+}
+
+func (m *callMemory) Streamed(_ context.Context, sid string, _ time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	a, ok := m.answers[sid]
+	switch {
+	case !ok:
+		return twilio.ErrCallUnknown
+	case a.Streamed:
+		return twilio.ErrStreamOpened
+	}
+	a.Streamed = true
+	m.answers[sid] = a
+	return nil
+}
+
 func newHandset(t *testing.T) *handset {
 	t.Helper()
 	h := &handset{t: t, token: DefaultAuthToken, legs: make(chan *leg, 1024), wss: make(chan *wsConn, 64),
 		docs: map[string]doc{}, cbCode: http.StatusNoContent}
-	carrier := twilio.New(twilio.Options{AuthToken: h.token, Admit: h.admit})
+	carrier := twilio.New(twilio.Options{AuthToken: h.token, Admit: h.admit, Memory: &callMemory{answers: map[string]twilio.Answer{}}})
 	mux := http.NewServeMux()
 	carrier.Register(mux)
 	mux.HandleFunc("/cb", func(w http.ResponseWriter, _ *http.Request) {

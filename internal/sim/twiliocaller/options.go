@@ -43,6 +43,9 @@ type Options struct {
 	CallSid    string // default a generated CA… sid
 	// Params adds or overrides webhook form parameters (CallerName, FromCity, …).
 	Params map[string]string
+	// IdempotencyToken is sent as I-Twilio-Idempotency-Token on the webhook; Twilio repeats
+	// it on every retry of one request. Default a fresh one per request.
+	IdempotencyToken string
 
 	// Echo, when set, returns part of what the caller hears to Handset, as a real phone
 	// line does: every media frame the caller streams mixes the caller's own audio with

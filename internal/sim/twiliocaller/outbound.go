@@ -64,6 +64,11 @@ func sendWebhook(ctx context.Context, o Options, method, target string, params u
 	if sig != "" {
 		req.Header.Set(SignatureHeader, sig)
 	}
+	idem := o.IdempotencyToken
+	if idem == "" {
+		idem = NewSid("")
+	}
+	req.Header.Set(IdempotencyHeader, idem)
 	resp, err := o.HTTPClient.Do(req)
 	if err != nil {
 		return WebhookResponse{}, fmt.Errorf("twiliocaller: %s webhook: %w", strings.ToLower(method), err)

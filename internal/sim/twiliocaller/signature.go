@@ -15,6 +15,10 @@ import (
 // SignatureHeader is the header Twilio signs its webhooks and WebSocket upgrades with.
 const SignatureHeader = "X-Twilio-Signature"
 
+// IdempotencyHeader carries a webhook request's idempotency token: the same on each of
+// its retries, a new one for every other request.
+const IdempotencyHeader = "I-Twilio-Idempotency-Token"
+
 // Signature is the X-Twilio-Signature value for a request to fullURL carrying the form
 // params (nil for none, as on a WebSocket upgrade): base64 of HMAC-SHA1 keyed with the auth
 // token over the URL followed by every parameter name and value, sorted by name, with no

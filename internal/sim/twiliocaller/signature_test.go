@@ -1,6 +1,9 @@
 package twiliocaller
 
 import (
+	"context"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"testing"
@@ -53,5 +56,30 @@ func TestNewSidShape(t *testing.T) {
 	a, b := NewSid("CA"), NewSid("CA")
 	if !re.MatchString(a) || a == b {
 		t.Fatalf("NewSid gave %q and %q", a, b)
+	}
+}
+
+// TestWebhookIdempotencyToken: the webhook carries I-Twilio-Idempotency-Token, as Twilio's
+// do: the one given (a retry repeats it), or a fresh one per request.
+func TestWebhookIdempotencyToken(t *testing.T) {
+	got := make(chan string, 3)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.Header.Get(IdempotencyHeader)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer srv.Close()
+	opts := Options{BaseURL: srv.URL, AuthToken: "tok"}
+	for range 2 {
+		if _, err := PostWebhook(context.Background(), opts, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	opts.IdempotencyToken = "retry-me"
+	if _, err := PostWebhook(context.Background(), opts, nil); err != nil {
+		t.Fatal(err)
+	}
+	a, b, c := <-got, <-got, <-got
+	if a == "" || b == "" || a == b || c != "retry-me" {
+		t.Errorf("idempotency tokens %q, %q, %q: want two fresh ones, then the one given", a, b, c)
 	}
 }

@@ -1,7 +1,7 @@
 // Package storetest is the conformance suite every store.Store implementation passes:
-// calls, transcripts, sessions, and jobs with leases and compare-and-set transitions,
-// including a concurrent claim test. store/sqlite and store/postgres run it from their
-// own tests with Run.
+// calls, transcripts, sessions, the carrier-call memory, and jobs with leases and
+// compare-and-set transitions, including a concurrent claim test. store/sqlite and
+// store/postgres run it from their own tests with Run.
 //
 // The suite never sleeps: the contract takes `now` for every lease decision, so the tests
 // pass explicit times. Times are kept to the microsecond, so the suite uses times with
@@ -75,6 +75,10 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Nodes/EndLostCalls", testEndLostCalls},
 		{"Nodes/EndLostCallsOnce", testEndLostCallsOnce},
 		{"Nodes/EndNodeCalls", testEndNodeCalls},
+		{"CarrierCalls/Remember", testCarrierCallRemember},
+		{"CarrierCalls/StreamOnce", testCarrierCallStreamOnce},
+		{"CarrierCalls/Concurrent", testCarrierCallConcurrent},
+		{"CarrierCalls/Prune", testCarrierCallPrune},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
