@@ -164,6 +164,9 @@ func (d *digest) stt() check {
 	}
 	c.report.Detail = strings.Join(parts, ", ")
 	p := sttProvider(d.name(StageSTT))
+	if len(errs) > 0 && errs[0].Name != "" {
+		p = sttProvider(errs[0].Name) // the recognizer that failed: the first, or the fallback
+	}
 	spoke := d.first(VADSpeechStart)
 	switch {
 	case len(errs) > 0 && f.Finals == 0 && f.Commits == 0:
@@ -312,7 +315,23 @@ func (d *digest) tts() check {
 	}
 	p := ttsProvider(d.name(StageTTS))
 	if len(errs) > 0 {
+		if errs[0].Name != "" {
+			p = ttsProvider(errs[0].Name) // the voice that failed: the first, or the fallback
+		}
 		cause, fix := explain(p, StageTTS, &errs[0])
+		// A journal that names the failing voice also records every sentence no voice
+		// could speak (tts.lost); the other failures were mended by a retry or the
+		// fallback voice. An older journal lost every sentence that failed.
+		lost := d.byType[TTSLost]
+		if errs[0].Name != "" && len(lost) == 0 {
+			c.warn(fmt.Sprintf("%s (%s), but every sentence was spoken: tried again, or by the fallback voice", cause, plural(len(errs), "failure")), fix)
+			return c
+		}
+		if len(lost) > 0 {
+			c.fail(cause+": "+plural(len(lost), "sentence")+" of "+plural(f.Requests, "sentence")+" could not be spoken by any voice (the caller heard HANDSET_ERROR_MESSAGE instead)",
+				fix+" HANDSET_TTS_FALLBACK names a second voice for when the first fails.", true, append(evidenceOf(errs, 2), evidenceOf(lost, 2)...)...)
+			return c
+		}
 		c.fail(cause+": "+d.ttsLoss(len(errs)), fix, true, evidenceOf(errs, 3)...)
 		return c
 	}

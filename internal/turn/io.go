@@ -26,6 +26,8 @@ const (
 	AgentProgress            // the runtime reports work on Turn (a tool running): Text is its label
 	TimerFired               // Timer fired (Gen says which arming)
 	Hangup                   // the caller hung up
+	STTLost                  // no recognizer has heard the caller for a while: nothing hears them
+	STTRestored              // a recognizer hears the caller again
 )
 
 var inputNames = [...]string{
@@ -33,7 +35,7 @@ var inputNames = [...]string{
 	Transcript: "transcript", DTMF: "dtmf", SentenceQueued: "sentence_queued",
 	AudioOnWire: "audio_on_wire", SpeechQueued: "speech_queued", PlayoutDone: "playout_done",
 	AgentDone: "agent_done", AgentError: "agent_error", AgentProgress: "agent_progress",
-	TimerFired: "timer_fired", Hangup: "hangup",
+	TimerFired: "timer_fired", Hangup: "hangup", STTLost: "stt_lost", STTRestored: "stt_restored",
 }
 
 func (k InputKind) String() string {
@@ -65,12 +67,13 @@ const (
 	TimerTailGrace                    // the echo tail after a reply is over
 	TimerFiller                       // the agent is slow: speak the long-turn filler
 	TimerSilence                      // the caller has been silent: re-prompt, or hang up
+	TimerDeaf                         // nothing has heard the caller for SilenceHangup: hang up
 	numTimers
 )
 
 var timerNames = [...]string{
 	TimerMaxCall: "max_call", TimerGate: "gate", TimerConfirm: "confirm",
-	TimerTailGrace: "tail_grace", TimerFiller: "filler", TimerSilence: "silence",
+	TimerTailGrace: "tail_grace", TimerFiller: "filler", TimerSilence: "silence", TimerDeaf: "deaf",
 }
 
 func (t TimerID) String() string {
@@ -90,7 +93,7 @@ const (
 	ClearPlayout                            // flush local playout and tell the carrier to clear
 	RecordInterrupted                       // rewrite Turn's history to what the caller heard
 	ReplayInbound                           // send STT the recent caller audio it did not hear
-	Say                                     // speak Text as part of Turn; Reason: greeting, error, filler, reprompt
+	Say                                     // speak Text as part of Turn; Reason: greeting, error, filler, reprompt, stt_error
 	FinalizeSTT                             // ask STT to finish the utterance now
 	ResetVAD                                // forget the VAD's state (a stuck detector makes barge-in one-shot)
 	ArmTimer                                // fire Timer (with Gen) after After
@@ -134,6 +137,7 @@ const (
 	NoteDropped        = "stt.dropped"         // a transcript the filters dropped: Text says why
 	NoteFiller         = "filler"
 	NoteReprompt       = "silence.reprompt"
+	NoteSTTNotice      = "stt.notice" // nothing hears the caller: they are told so, once a call
 )
 
 // TimerByName finds a timer by the name its String gives (as journals record it).
