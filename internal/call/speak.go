@@ -13,8 +13,8 @@ import (
 
 // How a reply is spoken when a voice fails (docs/turn-taking.md, "When a speech provider
 // fails"). A sentence a voice could not speak is tried once more on it, unless the voice
-// stayed silent past Config.TTSTimeout or refused the request outright, then on the
-// fallback voice; after the primary failed, the fallback goes first for Config.TTSHold.
+// refused the request outright, or stayed silent past Config.TTSTimeout while another
+// voice is left to try; then on the fallback voice; after the primary failed, the fallback goes first for Config.TTSHold.
 // A sentence no voice could speak is never heard, so it leaves the agent's history and the
 // transcript; the caller hears the error message instead, and if even that cannot be
 // spoken the call ends as tts_failed rather than leave the caller in silence.
@@ -106,7 +106,9 @@ func (c *Call) voices() []voice.Synthesizer {
 // second try is pointless. It reports whether the sentence was queued whole.
 func (sp *speaker) say(s sentence) bool {
 	c, r := sp.c, sp.r
-	for _, v := range c.voices() {
+	voices := c.voices()
+	for i, v := range voices {
+		last := i == len(voices)-1
 		for try := 0; try < 2; try++ {
 			err := sp.attempt(v, s)
 			if err == nil {
@@ -120,7 +122,7 @@ func (sp *speaker) say(s sentence) bool {
 				return false
 			}
 			c.post(ttsFailed{turn: r.turn, name: v.Name(), err: err})
-			if !retryVoice(err) {
+			if !retryVoice(err, last) {
 				break
 			}
 		}
@@ -131,13 +133,15 @@ func (sp *speaker) say(s sentence) bool {
 	return false
 }
 
-// retryVoice: whether a second try of the same voice could speak the sentence. A voice
-// that stayed silent past the timeout would cost the caller that wait again; refused
-// credentials or text will be refused again.
-func retryVoice(err error) bool {
+// retryVoice: whether a second try of the same voice could speak the sentence. Refused
+// credentials or text will be refused again. A voice that stayed silent past the timeout
+// would cost the caller that wait again: only worth it when no other voice is left.
+func retryVoice(err error, last bool) bool {
 	switch voice.KindOf(err) {
-	case voice.KindTimeout, voice.KindAuth, voice.KindBadInput, voice.KindCanceled:
+	case voice.KindAuth, voice.KindBadInput, voice.KindCanceled:
 		return false
+	case voice.KindTimeout:
+		return last
 	}
 	return true
 }

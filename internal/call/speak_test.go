@@ -198,3 +198,29 @@ func TestNoVoiceAtAllEndsTheCallAsTTSFailed(t *testing.T) {
 		t.Errorf("want the greeting and the error message lost:\n%s", r.journal())
 	}
 }
+
+// With no other voice to go to, a voice that stalled is asked once more when the timeout
+// runs out; if that works, the sentence plays.
+func TestStalledOnlyVoiceIsAskedAgain(t *testing.T) {
+	cfg := testConfig()
+	cfg.TTSTimeout = 2 * time.Second
+	cfg.Turn.FirstMessage = "Hello."
+	clk := clock.NewFake(t0)
+	v := &fakeTTS{name: "voice", clk: clk, how: func(_ string, try int) ttsMode {
+		if try == 0 {
+			return speakStall
+		}
+		return speakOK
+	}}
+	r := startRig(t, clk, cfg, Deps{STT: &fakeSTT{name: "stt", clk: clk}, TTS: v, Agent: &fakeAgent{}})
+	r.until("the greeting is asked for", false, func() bool { return len(v.requests()) == 1 })
+	clk.Advance(cfg.TTSTimeout)
+	r.until("the greeting is asked for again", false, func() bool { return len(v.requests()) == 2 })
+	if got := v.requests()[1].at.Sub(v.requests()[0].at); got != cfg.TTSTimeout {
+		t.Errorf("asked again after %v, want %v", got, cfg.TTSTimeout)
+	}
+	r.until("the greeting plays", true, playedTurn(r, 0))
+	if r.has(obs.TTSLost, nil) {
+		t.Errorf("the greeting was lost:\n%s", r.journal())
+	}
+}

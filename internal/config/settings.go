@@ -315,7 +315,7 @@ func settingTable() []Setting {
 			Help:        "A second text-to-speech provider, other than `HANDSET_TTS` and configured like it, that speaks a sentence the first could not (after one retry, or at once when the first stayed silent past `HANDSET_TTS_TIMEOUT`). After the first fails it speaks first for 30 s.",
 			field:       func(c *Config) any { return &c.TTS.Fallback }},
 		{Env: "HANDSET_TTS_TIMEOUT", YAML: "tts.timeout", Kind: KindDuration, Default: "3s", positive: true,
-			Help:  "The longest a text-to-speech provider may stay silent, before a sentence's first audio or between two pieces of it, before that sentence goes to `HANDSET_TTS_FALLBACK` (without one, it is tried once more). What a caller can be kept waiting in silence for each sentence.",
+			Help:  "The longest a text-to-speech provider may stay silent, before a sentence's first audio or between two pieces of it, before that sentence goes to `HANDSET_TTS_FALLBACK` (without one, the voice is asked once more, then the sentence is given up and the caller hears `HANDSET_ERROR_MESSAGE`). What a caller can be kept waiting in silence for a sentence.",
 			field: func(c *Config) any { return &c.TTS.Timeout }},
 		{Env: "ELEVENLABS_API_KEY", YAML: "tts.elevenlabs.key", Kind: KindSecret,
 			Help:  "ElevenLabs API key; required for `HANDSET_TTS=elevenlabs` against ElevenLabs' own API.",
