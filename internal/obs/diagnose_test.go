@@ -367,6 +367,16 @@ func TestDiagnoseTTS(t *testing.T) {
 			fix:      []string{"HANDSET_TTS_FALLBACK"},
 			evidence: []string{"tts.error turn 1 transient", "tts.lost"}})
 	})
+	t.Run("no voice at all: the call ended", func(t *testing.T) {
+		events := []Event{startedWith("openai", "deepgram", "elevenlabs"), ev(5, TTSRequest, withText("Hello.")),
+			ev(8, TTSError, named("elevenlabs"), failed("auth", "elevenlabs: synthesize: HTTP 401: invalid_api_key (auth)")),
+			ev(9, TTSLost, withText("Hello.")), ev(9, TTSRequest, withText("Sorry.")),
+			ev(12, TTSError, named("elevenlabs"), failed("auth", "elevenlabs: synthesize: HTTP 401: invalid_api_key (auth)")),
+			ev(13, TTSLost, withText("Sorry.")), ev(14, CallEnd, withReason("tts_failed"))}
+		checkVerdict(t, Diagnose(events), want{stage: "tts",
+			problem: []string{"ELEVENLABS_API_KEY was rejected (HTTP 401): no voice could speak, not even the error message, so the call ended (tts_failed)"},
+			fix:     []string{"ELEVENLABS_API_KEY", "HANDSET_TTS_FALLBACK"}})
+	})
 	t.Run("no audio and no error", func(t *testing.T) {
 		events := edit(healthyCall(), []string{TTSFirstByte, PlayoutFirstAudio, PlayoutMark, PlayoutDone})
 		checkVerdict(t, Diagnose(events), want{stage: "tts", problem: []string{"ElevenLabs returned no audio for the greeting"},

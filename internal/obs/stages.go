@@ -30,6 +30,9 @@ func (d *digest) carrier() check {
 	}
 	c.report.Detail = strings.Join(parts, ", ")
 	switch {
+	case f.FirstMediaMS < 0 && d.end != nil && d.end.Reason == "tts_failed":
+		// Handset ended the call at once (no voice could speak) before audio came: not the
+		// carrier's doing.
 	case f.FirstMediaMS < 0:
 		c.fail(fmt.Sprintf("%s connected but sent no audio in %s", who, seconds(d.durationMS())),
 			carrierFix(d.name(StageCarrier)), true,
@@ -328,8 +331,13 @@ func (d *digest) tts() check {
 			return c
 		}
 		if len(lost) > 0 {
-			c.fail(cause+": "+plural(len(lost), "sentence")+" of "+plural(f.Requests, "sentence")+" could not be spoken by any voice (the caller heard HANDSET_ERROR_MESSAGE instead)",
-				fix+" HANDSET_TTS_FALLBACK names a second voice for when the first fails.", true, append(evidenceOf(errs, 2), evidenceOf(lost, 2)...)...)
+			what := plural(len(lost), "sentence") + " of " + plural(f.Requests, "sentence") +
+				" could not be spoken by any voice (the caller heard HANDSET_ERROR_MESSAGE instead)"
+			if d.end != nil && d.end.Reason == "tts_failed" {
+				what = "no voice could speak, not even the error message, so the call ended (tts_failed)"
+			}
+			c.fail(cause+": "+what, fix+" HANDSET_TTS_FALLBACK names a second voice for when the first fails.",
+				true, append(evidenceOf(errs, 2), evidenceOf(lost, 2)...)...)
 			return c
 		}
 		c.fail(cause+": "+d.ttsLoss(len(errs)), fix, true, evidenceOf(errs, 3)...)
