@@ -140,6 +140,54 @@ func TestSTTOutageWithoutFallback(t *testing.T) {
 	}
 }
 
+// TestSTTPrimaryDownFallbackSlowToOpen: the primary (an OpenAI-compatible transcription
+// server that now refuses the key) is down for the whole call, and the fallback (Deepgram)
+// does not answer its handshake at first. The caller who spoke unheard is told once; when
+// the fallback opens it is given their held words, hears the turn, and the agent answers.
+func TestSTTPrimaryDownFallbackSlowToOpen(t *testing.T) {
+	srv := speechServer(t)
+	r := startServe(t, []string{"what are your hours", "thank you"}, "HANDSET_STT=openai", "HANDSET_STT_FALLBACK=deepgram",
+		"HANDSET_OPENAI_URL="+srv.URL(), "OPENAI_API_KEY=revoked-key")
+	r.stt.Stall(true)
+	ctx := context.Background()
+	c := r.dial(ctx)
+	waitMark(ctx, t, c, "t0-end")
+	if err := c.SayAndWait(ctx, speech(1200*time.Millisecond, 46)); err != nil {
+		t.Fatal(err)
+	}
+	waitMarkFor(ctx, t, c, "t1-end", 20*time.Second) // the notice
+	if n := countText(r.liveEvents(), obs.TTSRequest, sttNotice); n != 1 {
+		t.Fatalf("notice requested %d times:\n%s", n, dumpEvents(r.liveEvents()))
+	}
+	r.stt.Stall(false) // Deepgram answers the handshake it was holding
+	waitMarkFor(ctx, t, c, "t2-end", 20*time.Second)
+	if err := c.SayAndWait(ctx, speech(1000*time.Millisecond, 47)); err != nil {
+		t.Fatal(err)
+	}
+	waitMarkFor(ctx, t, c, "t3-end", 20*time.Second)
+	_ = c.Hangup()
+	<-c.Done()
+	events := r.journal()
+	reqs := r.agent.Requests()
+	if len(reqs) != 2 || reqs[0].Messages[len(reqs[0].Messages)-1].Content != "what are your hours" ||
+		reqs[1].Messages[len(reqs[1].Messages)-1].Content != "thank you" {
+		t.Fatalf("agent requests: %+v\n%s", reqs, dumpEvents(events))
+	}
+	if n := countText(events, obs.TTSRequest, sttNotice); n != 1 {
+		t.Errorf("notice requested %d times, want once", n)
+	}
+	var refused bool
+	for _, e := range eventsOf(events, obs.STTError) {
+		refused = refused || e.Name == "openai" && e.Kind == "auth"
+	}
+	if !refused || len(eventsOf(events, obs.STTLost)) != 1 {
+		t.Errorf("want the primary's refusal and one outage:\n%s", dumpEvents(events))
+	}
+	if rec := eventsOf(events, obs.STTRecovered); len(rec) != 1 || rec[0].Name != "deepgram" || rec[0].AudioMS < 1200 {
+		t.Errorf("stt.recovered %+v: want Deepgram given the held utterance", rec)
+	}
+}
+
 // TestSTTFallbackWhilePrimaryHangs: Deepgram's handshakes hang for the whole call. A second
 // into the call the fallback (an OpenAI-compatible transcription server) is opened beside
 // it and hears every turn; nothing went unheard, so the caller is told nothing.
