@@ -97,7 +97,9 @@ func countText(events []obs.Event, typ, text string) int {
 // stt_failed, not silence, and the store says so.
 func TestSTTOutageWithoutFallback(t *testing.T) {
 	const token = "outage-token"
-	r := startServe(t, []string{"what are your hours"}, "HANDSET_SILENCE_HANGUP=4s", "HANDSET_API_TOKEN="+token)
+	// Reopens come at 0, 0.25, 0.75, 1.75, 3.75, 7.75 s…: the one after Deepgram is back must
+	// come before the outage's HANDSET_SILENCE_HANGUP runs out, however loaded the machine.
+	r := startServe(t, []string{"what are your hours"}, "HANDSET_SILENCE_HANGUP=15s", "HANDSET_API_TOKEN="+token)
 	r.stt.Refuse(http.StatusServiceUnavailable)
 	ctx := context.Background()
 	c := r.dial(ctx)
@@ -183,8 +185,12 @@ func TestSTTPrimaryDownFallbackSlowToOpen(t *testing.T) {
 	if !refused || len(eventsOf(events, obs.STTLost)) != 1 {
 		t.Errorf("want the primary's refusal and one outage:\n%s", dumpEvents(events))
 	}
-	if rec := eventsOf(events, obs.STTRecovered); len(rec) != 1 || rec[0].Name != "deepgram" || rec[0].AudioMS < 1200 {
-		t.Errorf("stt.recovered %+v: want Deepgram given the held utterance", rec)
+	heldFor := false
+	for _, e := range eventsOf(events, obs.STTRecovered) {
+		heldFor = heldFor || e.Name == "deepgram" && e.AudioMS >= 1200
+	}
+	if !heldFor {
+		t.Errorf("stt.recovered %+v: want Deepgram given the held utterance", eventsOf(events, obs.STTRecovered))
 	}
 }
 
