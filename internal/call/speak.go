@@ -14,10 +14,11 @@ import (
 // How a reply is spoken when a voice fails (docs/turn-taking.md, "When a speech provider
 // fails"). A sentence a voice could not speak is tried once more on it, unless the voice
 // refused the request outright, or stayed silent past Config.TTSTimeout while another
-// voice is left to try; then on the fallback voice; after the primary failed, the fallback goes first for Config.TTSHold.
-// A sentence no voice could speak is never heard, so it leaves the agent's history and the
-// transcript; the caller hears the error message instead, and if even that cannot be
-// spoken the call ends as tts_failed rather than leave the caller in silence.
+// voice is left to try; then on the fallback voice. After the primary failed, the
+// fallback goes first for Config.TTSHold. A sentence no voice could speak is never heard,
+// so it leaves the agent's history and the transcript; the caller hears the error message
+// instead, and if even that cannot be spoken the call ends as tts_failed rather than
+// leave the caller in silence.
 
 // errVoiceSilent is the cause of an attempt cut off for want of audio.
 var errVoiceSilent = errors.New("no audio in time")
