@@ -401,7 +401,7 @@ func settingTable() []Setting {
 			Help:  "Spoken when the agent runtime fails or times out, or when part of a reply could not be spoken; the call goes on.",
 			field: func(c *Config) any { return &c.Messages.Error }},
 		{Env: "HANDSET_STT_ERROR_MESSAGE", YAML: "messages.stt_error", Kind: KindString, Default: defaultSTTErrorMessage,
-			Help:  "Spoken once a call when the caller finishes speaking and no speech-to-text provider can hear them (the first has been down for a second, and the fallback too or there is none); Handset keeps trying, and replays what the caller said to the first one back. Empty: never.",
+			Help:  "Spoken once a call when the caller finishes speaking and no speech-to-text provider can hear them (the first has been down for a second, and the fallback too or there is none). Handset keeps trying, and the recognizer that comes back first is given what the caller said. Empty: never.",
 			field: func(c *Config) any { return &c.Messages.STTError }},
 		{Env: "HANDSET_SILENCE_MESSAGE", YAML: "messages.silence", Kind: KindString, Default: "Are you still there?",
 			Help:  "Spoken once when the caller has been silent for HANDSET_SILENCE_REPROMPT; empty: never re-prompt.",
