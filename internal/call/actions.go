@@ -92,16 +92,12 @@ func (c *Call) say(a turn.Action) {
 // replayInbound sends STT the caller audio it did not hear while the agent was speaking,
 // so the first words of an interruption are transcribed.
 func (c *Call) replayInbound() {
-	if c.stt == nil {
-		c.rescue.Reset()
-		return
-	}
 	for {
 		frame, ok := c.rescue.Pop(c.frame)
 		if !ok {
 			return
 		}
-		_ = c.stt.Write(frame)
+		c.hearFrame(frame) // held for the next recognizer if none is open
 	}
 }
 
@@ -156,9 +152,23 @@ func (c *Call) handle(ev any) {
 			j.Record(now, obs.Event{Type: obs.TTSFirstByte, Turn: e.turn})
 		}
 	case ttsFailed:
-		c.journalError(obs.TTSError, e.turn, e.err)
+		c.journalNamed(obs.TTSError, e.turn, e.name, e.err)
+		c.log.Warn("a voice failed a sentence", "turn", e.turn, "tts", e.name, "err", e.err)
+	case ttsFallbackUsed:
+		j.Record(now, obs.Event{Type: obs.TTSFallback, Turn: e.turn, Name: e.name})
+	case ttsLost:
+		c.onTTSLost(e, now)
+	case ttsDead:
+		if c.current(e.turn) {
+			c.log.Error("no voice can speak, not even the error message: ending the call", "turn", e.turn)
+			closing := c.fsm.Closing // a stopping server's goodbye: the call ends as its shutdown
+			c.step(turn.Input{Kind: turn.Hangup})
+			if c.endReason = voice.EndTTSFailed; closing {
+				c.endReason = voice.EndShutdown
+			}
+		}
 	case segmentQueued:
-		c.history.segment(e.turn, e.mark, e.text, e.dur, e.kind != sentenceReply && e.kind != sentenceMessage)
+		c.history.segment(e.turn, e.mark, e.text, e.dur, e.cut || e.kind != sentenceReply && e.kind != sentenceMessage)
 	case speechQueued:
 		j.Record(now, obs.Event{Type: obs.PlayoutQueued, Turn: e.turn})
 		c.step(turn.Input{Kind: turn.SpeechQueued, Turn: e.turn})
@@ -179,8 +189,22 @@ func (c *Call) handle(ev any) {
 			c.transcript(c.fsm.Turn, voice.RoleAssistant, text, now, interrupted)
 		}
 		c.step(turn.Input{Kind: turn.Goodbye, Text: e.text})
+	case sttOpened:
+		c.onSTTOpened(e)
+	case sttTimer:
+		c.onSTTTimer(e)
 	default:
 		panic(fmt.Sprintf("call: unhandled event %T", ev))
+	}
+}
+
+// onTTSLost: the caller never heard the sentence, so the agent's history and the
+// transcript must not hold it.
+func (c *Call) onTTSLost(e ttsLost, now time.Time) {
+	c.deps.Journal.Record(now, obs.Event{Type: obs.TTSLost, Turn: e.turn, Text: e.text})
+	c.log.Warn("no voice could speak a sentence; the caller did not hear it", "turn", e.turn)
+	if e.kind == sentenceReply || e.kind == sentenceMessage {
+		c.history.lose(e.turn, e.text)
 	}
 }
 

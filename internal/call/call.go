@@ -8,7 +8,6 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
@@ -48,6 +47,19 @@ type Config struct {
 	// measures silence). Past it the run is aborted and the turn fails as a timeout, so the
 	// caller hears the error message. Zero: no bound.
 	AgentTurnTimeout time.Duration
+	// STTRetryMin and STTRetryMax bound the wait before the recognizers are tried again
+	// once every one has failed: it doubles from the first to the second, for as long as
+	// the call lasts (see stt.go).
+	STTRetryMin, STTRetryMax time.Duration
+	// STTGrace is how long the call may go without a working recognizer before the turn
+	// machine is told (and the fallback is tried beside a primary whose open hangs).
+	STTGrace time.Duration
+	// TTSTimeout is the longest a voice may stay silent, before a sentence's first audio or
+	// between two pieces of it, before the sentence goes to the next voice.
+	TTSTimeout time.Duration
+	// TTSHold is how long, after the primary voice failed a sentence, the fallback voice
+	// speaks first.
+	TTSHold time.Duration
 }
 
 // DefaultConfig returns the engine defaults (turn-taking settings come from config).
@@ -56,19 +68,28 @@ func DefaultConfig() Config {
 		Turn:        turn.Config{BargeInGate: 500 * time.Millisecond, MaxCall: time.Hour},
 		PlayoutLead: 80 * time.Millisecond,
 		ClearDrain:  150 * time.Millisecond,
+		STTRetryMin: 250 * time.Millisecond,
+		STTRetryMax: 4 * time.Second,
+		STTGrace:    time.Second,
+		TTSTimeout:  3 * time.Second,
+		TTSHold:     30 * time.Second,
 	}
 }
 
 // Deps are the call's collaborators.
 type Deps struct {
-	Leg     voice.Leg
-	STT     voice.Recognizer
-	TTS     voice.Synthesizer
-	Agent   voice.Agent
-	NewVAD  func(rate int) (vad.Detector, error) // one detector per call
-	Clock   clock.Clock
-	Journal *obs.Journal
-	Logger  *slog.Logger
+	Leg voice.Leg
+	STT voice.Recognizer
+	// STTFallback, when set, hears the caller while STT is down (see stt.go).
+	STTFallback voice.Recognizer
+	TTS         voice.Synthesizer
+	// TTSFallback, when set, speaks what TTS cannot (see speak.go).
+	TTSFallback voice.Synthesizer
+	Agent       voice.Agent
+	NewVAD      func(rate int) (vad.Detector, error) // one detector per call
+	Clock       clock.Clock
+	Journal     *obs.Journal
+	Logger      *slog.Logger
 	// CallContext, when set, adds per-call values (the session context agent runtimes
 	// read) to the call's context.
 	CallContext func(context.Context) context.Context
@@ -130,7 +151,7 @@ type Call struct {
 	frame       []byte
 	gotMedia    bool
 	heard       int64 // caller samples through the VAD
-	sttOpens    int   // streams opened; bounded so a recognizer that keeps failing is not hammered
+	sttSt       sttState
 	reply       *reply
 	history     history
 	timers      map[turn.TimerID]clock.Timer
@@ -141,6 +162,10 @@ type Call struct {
 	transferring bool
 	lastFinalAt  time.Time // the latest STT final not yet committed
 	timing       turnTiming
+
+	// ttsHoldUntil (unix ns on the call's clock): until then the fallback voice goes
+	// first, the primary having failed. Set by speaker goroutines.
+	ttsHoldUntil atomic.Int64
 }
 
 // turnTiming holds the milestones of the dispatched turn that make up its latency (as
@@ -181,6 +206,7 @@ func New(ctx context.Context, cfg Config, deps Deps) *Call {
 
 		ttsByteSeen: map[int]bool{},
 	}
+	c.initSTT(frameBytes)
 	c.playout = newPlayout(deps.Leg, deps.Clock, cfg.PlayoutLead, cfg.ClearDrain, func(t int) { c.post(audioOnWire{turn: t}) })
 	if !cfg.EchoOff && !info.EchoCancelled {
 		line, err := echo.NewLine(info.Format.Rate, cfg.EchoMaxDelay)
@@ -226,10 +252,15 @@ func (c *Call) End(reason voice.EndReason) { c.post(endRequested{reason: reason}
 func (c *Call) Goodbye(text string) { c.post(goodbyeRequested{text: text}) }
 
 // post hands an event to the owner loop, giving up when the call is over.
-func (c *Call) post(ev any) {
+func (c *Call) post(ev any) { c.deliver(ev) }
+
+// deliver is post, reporting whether the event was handed over.
+func (c *Call) deliver(ev any) bool {
 	select {
 	case c.events <- ev:
+		return true
 	case <-c.ctx.Done():
+		return false
 	}
 }
 
@@ -272,7 +303,7 @@ func (c *Call) start() {
 		TurnConfig: turnCfg,
 	})
 	c.vad = c.newVAD()
-	c.openSTT()
+	c.startSTT(now)
 	c.goSafe("leg", func() { c.post(legEnded{err: c.deps.Leg.Run(c.ctx, legSink{c})}) })
 	c.goSafe("playout", func() {
 		if err := c.playout.run(c.ctx); err != nil {
@@ -281,10 +312,6 @@ func (c *Call) start() {
 	})
 	c.step(turn.Input{Kind: turn.CallStarted})
 }
-
-// maxSTTOpens bounds how many times a call opens its STT stream. Providers already retry
-// dropped sockets themselves; this only stops a stream that dies for good on every open.
-const maxSTTOpens = 4
 
 // newVAD makes the call's detector; if the configured engine fails, the energy VAD
 // stands in so the call can still hear its caller.
@@ -299,21 +326,6 @@ func (c *Call) newVAD() vad.Detector {
 		panic(err) // the leg's own rate: a bug
 	}
 	return d
-}
-
-func (c *Call) openSTT() {
-	if c.sttOpens >= maxSTTOpens {
-		c.log.Error("speech recognition keeps failing; the caller can no longer be heard", "opens", c.sttOpens)
-		return
-	}
-	c.sttOpens++
-	s, err := c.deps.STT.Stream(c.ctx, c.info.Format, voice.StreamOptions{CallID: c.info.CallID})
-	if err != nil {
-		c.journalError(obs.STTError, 0, err)
-		c.log.Warn("speech recognition unavailable", "err", err)
-		return
-	}
-	c.stt = s
 }
 
 // loop is the owner loop: the only place call state changes.
@@ -341,17 +353,6 @@ func (c *Call) loop() voice.EndReason {
 	return c.endReason
 }
 
-func (c *Call) sttEnded() {
-	err := c.stt.Close()
-	c.stt = nil
-	if err == nil {
-		err = errors.New("stream ended")
-	}
-	c.journalError(obs.STTError, 0, err)
-	c.log.Warn("speech recognition stream ended; reopening", "err", err)
-	c.openSTT()
-}
-
 // drainInbound runs every queued caller frame through VAD and on to STT.
 func (c *Call) drainInbound() {
 	for {
@@ -369,8 +370,8 @@ func (c *Call) onFrame(frame []byte) {
 		c.gotMedia = true
 		c.deps.Journal.Record(now, obs.Event{Type: obs.MediaFirstIn})
 	}
-	if c.stt != nil && c.fsm.ListeningToSTT() {
-		_ = c.stt.Write(frame) // a full STT queue drops its oldest audio and counts it
+	if c.fsm.ListeningToSTT() {
+		c.hearFrame(frame)
 	} else {
 		c.rescue.Push(frame)
 	}
@@ -413,7 +414,9 @@ func decodePCM(dst []int16, frame []byte, enc audio.Encoding) []int16 {
 
 func (c *Call) onTranscript(tr voice.Transcript) {
 	now := c.deps.Clock.Now()
+	c.sttSt.heard = true
 	if tr.Final {
+		c.heardFinal()
 		c.lastFinalAt = now
 		c.deps.Journal.Record(now, obs.Event{Type: obs.STTFinal, Text: tr.Text})
 	} else {
@@ -429,6 +432,7 @@ func (c *Call) step(in turn.Input) {
 	for _, a := range acts {
 		c.do(a)
 	}
+	c.flushHeld() // the machine may listen again: audio held for a new recognizer goes first
 }
 
 // transcript hands one settled line to the transcript sink.
@@ -439,8 +443,12 @@ func (c *Call) transcript(turnN int, role voice.Role, text string, at time.Time,
 	c.deps.Transcript(store.TranscriptLine{CallID: c.info.CallID, Turn: turnN, Role: role, Text: text, At: at, Interrupted: interrupted})
 }
 
-func (c *Call) journalError(typ string, turnN int, err error) {
-	c.deps.Journal.Record(c.deps.Clock.Now(), obs.Event{Type: typ, Turn: turnN, Kind: voice.KindOf(err).String(), Message: voice.Clip(err.Error(), voice.EchoLimit)})
+func (c *Call) journalError(typ string, turnN int, err error) { c.journalNamed(typ, turnN, "", err) }
+
+// journalNamed journals err as typ, naming the provider that failed.
+func (c *Call) journalNamed(typ string, turnN int, name string, err error) {
+	c.deps.Journal.Record(c.deps.Clock.Now(), obs.Event{Type: typ, Turn: turnN, Name: name,
+		Kind: voice.KindOf(err).String(), Message: voice.Clip(err.Error(), voice.EchoLimit)})
 }
 
 // shutdown stops everything the call started and records its end.
@@ -451,11 +459,13 @@ func (c *Call) shutdown(reason voice.EndReason) {
 	for _, t := range c.timers {
 		t.Stop()
 	}
+	c.stopSTTTimers()
 	if c.stt != nil {
 		_ = c.stt.Close()
 	}
 	c.cancel()
 	c.wg.Wait()
+	c.closeOpened()
 	if closer, ok := c.vad.(interface{ Close() error }); ok {
 		_ = closer.Close()
 	}

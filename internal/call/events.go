@@ -39,12 +39,24 @@ type (
 	}
 	ttsFailed struct {
 		turn int
+		name string // the voice
 		err  error
 	}
+	ttsFallbackUsed struct {
+		turn int
+		name string
+	}
+	ttsLost struct { // no voice could speak it
+		turn int
+		text string
+		kind sentenceKind
+	}
+	ttsDead       struct{ turn int } // not even the error message could be spoken
 	segmentQueued struct {
 		turn       int
 		mark, text string
 		kind       sentenceKind
+		cut        bool          // the voice failed partway: its audio is no words of the reply
 		dur        time.Duration // length of its audio
 	}
 	speechQueued struct{ turn int }

@@ -3,10 +3,7 @@ package call
 import (
 	"context"
 	"io"
-	"runtime"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/handset-voice/handset/internal/audio"
 	"github.com/handset-voice/handset/internal/audio/audiotest"
@@ -56,54 +53,5 @@ func BenchmarkInboundFrame(b *testing.B) {
 		c.inbound.Push(f)
 		c.drainInbound()
 		i++
-	}
-}
-
-// dyingSTT opens streams that end at once, as a recognizer with a revoked key might.
-type dyingSTT struct {
-	nopProviders
-	mu    sync.Mutex
-	opens int
-}
-
-func (d *dyingSTT) opensSeen() int {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.opens
-}
-
-func (d *dyingSTT) Stream(context.Context, audio.Format, voice.StreamOptions) (voice.RecognizerStream, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.opens++
-	ch := make(chan voice.Transcript)
-	close(ch)
-	return &closedStream{ch: ch}, nil
-}
-
-type closedStream struct {
-	nopStream
-	ch chan voice.Transcript
-}
-
-func (s *closedStream) Results() <-chan voice.Transcript { return s.ch }
-
-func TestSTTThatKeepsDyingIsReopenedABoundedNumberOfTimes(t *testing.T) {
-	clk := clock.NewFake(t0)
-	stt := &dyingSTT{}
-	c := New(context.Background(), DefaultConfig(), Deps{
-		Leg: &recLeg{clk: clk}, STT: stt, TTS: nopProviders{}, Agent: nopProviders{}, Clock: clk,
-		NewVAD: func(rate int) (vad.Detector, error) { return vad.NewEnergy(vad.EnergyConfig{Rate: rate}) },
-	})
-	done := make(chan struct{})
-	go func() { c.Run(); close(done) }()
-	deadline := time.Now().Add(30 * time.Second) // a safety net: the loop ends on the opens
-	for stt.opensSeen() < maxSTTOpens && time.Now().Before(deadline) {
-		runtime.Gosched()
-	}
-	c.Hangup()
-	<-done
-	if stt.opens != maxSTTOpens {
-		t.Errorf("opened %d streams, want %d", stt.opens, maxSTTOpens)
 	}
 }

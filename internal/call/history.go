@@ -1,7 +1,6 @@
 package call
 
 import (
-	"slices"
 	"strings"
 	"time"
 
@@ -20,7 +19,8 @@ type history struct {
 }
 
 type turnRecord struct {
-	assistant   int // index of the assistant message in msgs, -1 if none yet
+	assistant   int      // index of the assistant message in msgs, -1 if none yet
+	lost        []string // sentences no voice could speak: never heard, never in msgs
 	segments    []segment
 	interrupted bool
 	logged      bool      // its transcript line was written
@@ -55,17 +55,52 @@ func (h *history) user(text string) {
 	h.msgs = append(h.msgs, voice.Message{Role: voice.RoleUser, Content: text})
 }
 
-// snapshot returns a copy the agent may keep.
-func (h *history) snapshot() []voice.Message { return slices.Clone(h.msgs) }
+// snapshot returns a copy the agent may keep, without replies of which nothing was heard.
+func (h *history) snapshot() []voice.Message {
+	out := make([]voice.Message, 0, len(h.msgs))
+	for _, m := range h.msgs {
+		if m.Role != voice.RoleAssistant || m.Content != "" {
+			out = append(out, m)
+		}
+	}
+	return out
+}
 
-// assistant records a finished reply, unless the caller already interrupted it.
+// assistant records a finished reply, unless the caller already interrupted it, less
+// any sentence no voice could speak.
 func (h *history) assistant(turn int, text string) {
 	r := h.record(turn)
 	if r.interrupted || text == "" || r.assistant >= 0 {
 		return
 	}
+	for _, s := range r.lost {
+		text = without(text, s)
+	}
 	r.assistant = len(h.msgs)
 	h.msgs = append(h.msgs, voice.Message{Role: voice.RoleAssistant, Content: text})
+}
+
+// lose takes a sentence no voice could speak out of turn's reply: the caller never heard
+// it. (An interrupted reply already holds only what was heard.)
+func (h *history) lose(turn int, sentence string) {
+	r := h.record(turn)
+	r.lost = append(r.lost, sentence)
+	if r.assistant >= 0 && !r.interrupted {
+		h.msgs[r.assistant].Content = without(h.msgs[r.assistant].Content, sentence)
+	}
+}
+
+// without removes the first occurrence of sentence from text, and the space around it.
+func without(text, sentence string) string {
+	i := strings.Index(text, sentence)
+	if i < 0 || sentence == "" {
+		return text
+	}
+	before, after := strings.TrimRight(text[:i], " \t\n"), strings.TrimLeft(text[i+len(sentence):], " \t\n")
+	if before == "" || after == "" {
+		return before + after
+	}
+	return before + " " + after
 }
 
 func (h *history) audioStarted(turn int, at time.Time) { h.record(turn).audioAt = at }

@@ -14,6 +14,7 @@ var decisionTypes = map[string]bool{
 	obs.TurnCommit: true, obs.Clear: true, obs.BargeIn: true,
 	turn.NoteBargeInPending: true, turn.NoteBargeInResumed: true, turn.NoteGateSuppressed: true,
 	turn.NoteRescue: true, turn.NoteDropped: true, turn.NoteFiller: true, turn.NoteReprompt: true,
+	turn.NoteSTTNotice: true,
 }
 
 // Decision is one turn-taking decision, as comparable between a journal and a replay.
@@ -110,6 +111,10 @@ func replayInput(e obs.Event) (turn.Input, bool) {
 		return turn.Input{Kind: turn.AgentError, Turn: e.Turn, Text: e.Kind}, true
 	case obs.AgentProgress:
 		return turn.Input{Kind: turn.AgentProgress, Turn: e.Turn, Text: e.Text}, true
+	case obs.STTLost:
+		return turn.Input{Kind: turn.STTLost}, true
+	case obs.STTRecovered:
+		return turn.Input{Kind: turn.STTRestored}, true
 	case obs.TimerFired:
 		if id, ok := turn.TimerByName(e.Name); ok {
 			return turn.Input{Kind: turn.TimerFired, Timer: id, Gen: uint32(e.Count)}, true

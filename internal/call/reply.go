@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/handset-voice/handset/internal/audio"
 	"github.com/handset-voice/handset/internal/voice"
 )
 
@@ -184,108 +183,4 @@ func (c *Call) readAgent(r *reply, req voice.TurnRequest) {
 			r.queue.push(sentenceReply, s...)
 		}
 	}
-}
-
-// speak synthesises each queued sentence and queues its audio for playout.
-func (c *Call) speak(r *reply) {
-	format := c.deps.Leg.Info().Format
-	seg := 0
-	replyStarted := false
-	for {
-		s, ok := r.queue.next(r.ctx)
-		if !ok {
-			break
-		}
-		if s.kind == sentenceFiller && replyStarted {
-			continue // the reply got there first: a filler now would talk over it
-		}
-		replyStarted = replyStarted || s.kind == sentenceReply
-		seg++
-		mark := fmt.Sprintf("t%d-s%d", r.turn, seg)
-		c.post(ttsRequested{turn: r.turn, text: s.text, kind: s.kind})
-		if err := c.synthesize(r, s, format, mark); err != nil {
-			if r.ctx.Err() != nil {
-				return
-			}
-			c.post(ttsFailed{turn: r.turn, err: err})
-		}
-	}
-	if r.ctx.Err() != nil {
-		return
-	}
-	c.post(speechQueued{turn: r.turn})
-	c.playout.enqueue(r.turn, nil, fmt.Sprintf("t%d-end", r.turn))
-}
-
-// synthesize speaks one sentence: its audio in whole frames, then its mark.
-func (c *Call) synthesize(r *reply, s sentence, format audio.Format, mark string) error {
-	rc, err := c.deps.TTS.Synthesize(r.ctx, s.text, format)
-	if err != nil {
-		return err
-	}
-	defer rc.Close()
-	frameBytes := format.FrameBytes()
-	buf := make([]byte, 4*frameBytes)
-	carry := make([]byte, 0, frameBytes) // a partial frame carried to the next read
-	var frames []*frameBuf               // this read's whole frames (the slice is reused)
-	first := true
-	total := 0
-	for {
-		n, err := rc.Read(buf)
-		if n > 0 {
-			total += n
-			if first {
-				first = false
-				c.post(ttsFirstByte{turn: r.turn, mark: mark})
-			}
-			frames = frames[:0]
-			data := buf[:n]
-			for len(carry)+len(data) >= frameBytes {
-				f := c.playout.newFrame()
-				k := copy(f.b, carry)
-				data = data[copy(f.b[k:], data):]
-				carry = carry[:0]
-				frames = append(frames, f)
-			}
-			carry = append(carry, data...)
-			if len(frames) > 0 && !c.playout.enqueue(r.turn, frames, "") {
-				return r.ctx.Err()
-			}
-		}
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return err
-		}
-	}
-	pending := carry
-	frames = frames[:0]
-	if len(pending) > 0 { // pad the last partial frame with silence
-		f := c.playout.newFrame()
-		pad(f.b, pending, format)
-		frames = append(frames, f)
-	}
-	c.post(segmentQueued{turn: r.turn, mark: mark, text: s.text, kind: s.kind, dur: format.Duration(total)})
-	c.playout.enqueue(r.turn, frames, mark)
-	return nil
-}
-
-// pad fills frame with part followed by silence.
-func pad(frame, part []byte, f audio.Format) {
-	copy(frame, part)
-	fill := silenceByte(f)
-	for i := len(part); i < len(frame); i++ {
-		frame[i] = fill
-	}
-}
-
-func silenceByte(f audio.Format) byte {
-	switch f.Encoding {
-	case audio.Mulaw:
-		return 0xff
-	case audio.Alaw:
-		return 0xd5
-	}
-	return 0
 }

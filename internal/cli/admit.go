@@ -44,6 +44,7 @@ func (s *server) admit(leg voice.Leg) (<-chan struct{}, error) {
 	cc.Turn.Voicemail = plan.voicemail
 	c, err := s.calls.Start(cc, call.Deps{
 		Leg: leg, STT: s.prov.stt, TTS: s.prov.tts, Agent: s.prov.agent, NewVAD: s.prov.newVAD,
+		STTFallback: s.prov.sttFallback, TTSFallback: s.prov.ttsFallback,
 		Clock: clock.Real{}, Journal: journal,
 		Logger:      s.log.With("caller_hash", cc.CallerHash),
 		CallContext: func(ctx context.Context) context.Context { return session.With(ctx, sc) },

@@ -207,10 +207,13 @@ func TestDiagnoseAgentFailures(t *testing.T) {
 	})
 }
 
+// TestDiagnoseTTSKeyRejected: no voice can speak, so the call ends at once as tts_failed
+// (the greeting and the error message both refused), and diagnose says why.
 func TestDiagnoseTTSKeyRejected(t *testing.T) {
 	r := startServe(t, []string{"hello there"}, "ELEVENLABS_API_KEY=not-the-key")
-	talkTurns(t, r, 1)
-	v := expectDiagnosis(t, r, "tts", "ELEVENLABS_API_KEY was rejected (HTTP 401): the agent replied but no audio went out")
+	c := r.dial(context.Background())
+	<-c.Done()
+	v := expectDiagnosis(t, r, "tts", "ELEVENLABS_API_KEY was rejected (HTTP 401): no voice could speak, not even the error message, so the call ended (tts_failed)")
 	if !strings.Contains(v.Fix, "ELEVENLABS_API_KEY") {
 		t.Errorf("fix %q", v.Fix)
 	}

@@ -141,6 +141,7 @@ func callConfig(cfg *config.Config) call.Config {
 		SilenceMessage:          cfg.Messages.Silence,
 		SilenceReprompt:         cfg.Turn.SilenceReprompt,
 		SilenceHangup:           cfg.Turn.SilenceHangup,
+		STTErrorMessage:         cfg.Messages.STTError,
 		BargeInGate:             cfg.Turn.BargeInGate,
 		BargeInConfirm:          cfg.Turn.BargeInConfirm,
 		BargeInMinWords:         cfg.Turn.BargeInMinWords,
@@ -151,6 +152,7 @@ func callConfig(cfg *config.Config) call.Config {
 	c.EchoOff = cfg.Turn.Echo == config.EchoOff
 	c.EchoMaxDelay = cfg.Turn.EchoMaxDelay
 	c.AgentTurnTimeout = cfg.Agent.TurnTimeout
+	c.TTSTimeout = cfg.TTS.Timeout
 	return c
 }
 

@@ -21,11 +21,13 @@ import (
 
 // providers are the concrete collaborators every call shares.
 type providers struct {
-	agent    voice.Agent
-	stt      voice.Recognizer
-	tts      voice.Synthesizer
-	newVAD   func(rate int) (vad.Detector, error)
-	closeVAD func() // releases the VAD engine at shutdown
+	agent       voice.Agent
+	stt         voice.Recognizer
+	sttFallback voice.Recognizer // nil: none configured
+	tts         voice.Synthesizer
+	ttsFallback voice.Synthesizer // nil: none configured
+	newVAD      func(rate int) (vad.Detector, error)
+	closeVAD    func() // releases the VAD engine at shutdown
 }
 
 // release frees what the providers hold (VAD engine, speech decoders) at shutdown.
@@ -33,7 +35,7 @@ func (p providers) release() {
 	if p.closeVAD != nil {
 		p.closeVAD()
 	}
-	for _, x := range []any{p.stt, p.tts} {
+	for _, x := range []any{p.stt, p.sttFallback, p.tts, p.ttsFallback} {
 		if c, ok := x.(interface{ Close() error }); ok {
 			_ = c.Close()
 		}
@@ -78,7 +80,16 @@ func buildAgent(cfg *config.Config, log *slog.Logger) (voice.Agent, error) {
 }
 
 func buildSTT(cfg *config.Config, log *slog.Logger) (voice.Recognizer, error) {
-	switch cfg.STT.Provider {
+	if cfg.STT.Provider == "" {
+		return nil, &usageError{msg: "HANDSET_STT (stt.provider) is not set", hint: "set HANDSET_STT=deepgram and DEEPGRAM_API_KEY, or run `handset demo` for the offline engines"}
+	}
+	return buildRecognizer(cfg, "HANDSET_STT", cfg.STT.Provider, log)
+}
+
+// buildRecognizer builds speech-to-text provider name, chosen by setting env (HANDSET_STT
+// or HANDSET_STT_FALLBACK): the one place each provider is put together.
+func buildRecognizer(cfg *config.Config, env, name string, log *slog.Logger) (voice.Recognizer, error) {
+	switch name {
 	case config.STTDeepgram:
 		r, err := deepgram.New(deepgram.Options{
 			Key:      cfg.STT.Deepgram.Key.Reveal(),
@@ -99,68 +110,69 @@ func buildSTT(cfg *config.Config, log *slog.Logger) (voice.Recognizer, error) {
 			Logger:  log,
 		})
 		if err != nil {
-			return nil, fmt.Errorf("HANDSET_STT=openai: %w", err)
+			return nil, fmt.Errorf("%s=openai: %w", env, err)
 		}
 		return r, nil
 	case config.STTSphinx:
-		return buildSphinx(cfg, log)
-	case "":
-		return nil, &usageError{msg: "HANDSET_STT (stt.provider) is not set", hint: "set HANDSET_STT=deepgram and DEEPGRAM_API_KEY, or run `handset demo` for the offline engines"}
+		return buildSphinx(cfg, env, log)
 	}
-	return nil, notYet("HANDSET_STT", cfg.STT.Provider)
+	return nil, notYet(env, name)
 }
 
 func buildTTS(cfg *config.Config, log *slog.Logger) (voice.Synthesizer, error) {
-	switch cfg.TTS.Provider {
-	case config.TTSElevenLabs:
-		return elevenlabs.New(elevenlabs.Options{
-			Key:     cfg.TTS.ElevenLabs.Key.Reveal(),
-			BaseURL: cfg.TTS.ElevenLabs.URL,
-			Voice:   cfg.TTS.ElevenLabs.Voice,
-			Model:   cfg.TTS.ElevenLabs.Model,
-			Logger:  log,
-		}), nil
-	case config.TTSOpenAI:
-		t, err := ttsopenai.New(ttsopenai.Options{
-			BaseURL: cfg.OpenAI.URL,
-			Key:     cfg.OpenAI.Key.Reveal(),
-			Model:   cfg.TTS.OpenAI.Model,
-			Voice:   cfg.TTS.OpenAI.Voice,
-			Logger:  log,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("HANDSET_TTS=openai: %w", err)
-		}
-		return t, nil
-	case config.TTSFlite:
-		t, err := flite.New(flite.Options{Voice8k: cfg.TTS.FliteVoice, Voice16k: cfg.TTS.FliteWidebandVoice, Logger: log})
-		if err != nil {
-			return nil, fmt.Errorf("HANDSET_TTS=flite: %w", err)
-		}
-		return t, nil
-	case config.TTSEspeak:
-		t, err := espeak.New(espeak.Options{Voice: cfg.TTS.EspeakVoice, Logger: log})
-		if err != nil {
-			return nil, fmt.Errorf("HANDSET_TTS=espeak: %w", err)
-		}
-		return t, nil
-	case "":
+	if cfg.TTS.Provider == "" {
 		return nil, &usageError{msg: "HANDSET_TTS (tts.provider) is not set", hint: "set HANDSET_TTS=elevenlabs and ELEVENLABS_API_KEY, or run `handset demo` for the offline engines"}
 	}
-	return nil, notYet("HANDSET_TTS", cfg.TTS.Provider)
+	return buildSynthesizer(cfg, "HANDSET_TTS", cfg.TTS.Provider, log)
+}
+
+// buildSynthesizer builds text-to-speech provider name, chosen by setting env (HANDSET_TTS
+// or HANDSET_TTS_FALLBACK): the one place each provider is put together.
+func buildSynthesizer(cfg *config.Config, env, name string, log *slog.Logger) (voice.Synthesizer, error) {
+	wrap := func(t voice.Synthesizer, err error) (voice.Synthesizer, error) {
+		if err != nil {
+			return nil, fmt.Errorf("%s=%s: %w", env, name, err)
+		}
+		return t, nil
+	}
+	switch name {
+	case config.TTSElevenLabs:
+		return elevenlabs.New(elevenlabs.Options{
+			Key:           cfg.TTS.ElevenLabs.Key.Reveal(),
+			BaseURL:       cfg.TTS.ElevenLabs.URL,
+			Voice:         cfg.TTS.ElevenLabs.Voice,
+			Model:         cfg.TTS.ElevenLabs.Model,
+			HeaderTimeout: cfg.TTS.Timeout,
+			Logger:        log,
+		}), nil
+	case config.TTSOpenAI:
+		return wrap(ttsopenai.New(ttsopenai.Options{
+			BaseURL:       cfg.OpenAI.URL,
+			Key:           cfg.OpenAI.Key.Reveal(),
+			Model:         cfg.TTS.OpenAI.Model,
+			Voice:         cfg.TTS.OpenAI.Voice,
+			HeaderTimeout: cfg.TTS.Timeout,
+			Logger:        log,
+		}))
+	case config.TTSFlite:
+		return wrap(flite.New(flite.Options{Voice8k: cfg.TTS.FliteVoice, Voice16k: cfg.TTS.FliteWidebandVoice, Logger: log}))
+	case config.TTSEspeak:
+		return wrap(espeak.New(espeak.Options{Voice: cfg.TTS.EspeakVoice, Logger: log}))
+	}
+	return nil, notYet(env, name)
 }
 
 // buildSphinx loads the PocketSphinx decoders, saying what to install when it cannot.
-func buildSphinx(cfg *config.Config, log *slog.Logger) (voice.Recognizer, error) {
+func buildSphinx(cfg *config.Config, env string, log *slog.Logger) (voice.Recognizer, error) {
 	if !sphinx.Available() {
-		return nil, fmt.Errorf("HANDSET_STT=sphinx: %w", sphinx.ErrNotLinked)
+		return nil, fmt.Errorf("%s=sphinx: %w", env, sphinx.ErrNotLinked)
 	}
 	if err := sphinx.CheckModel(cfg.STT.Sphinx.Model); err != nil {
-		return nil, fmt.Errorf("HANDSET_STT=sphinx: %w", err)
+		return nil, fmt.Errorf("%s=sphinx: %w", env, err)
 	}
 	r, err := sphinx.New(sphinx.Options{ModelDir: cfg.STT.Sphinx.Model, Decoders: cfg.STT.Sphinx.Decoders, Logger: log})
 	if err != nil {
-		return nil, fmt.Errorf("HANDSET_STT=sphinx: %w", err)
+		return nil, fmt.Errorf("%s=sphinx: %w", env, err)
 	}
 	log.Info("speech recognition: PocketSphinx (offline, demo quality: configure a cloud STT for real calls)",
 		"decoders", cfg.STT.Sphinx.Decoders)
@@ -180,6 +192,18 @@ func buildProviders(cfg *config.Config, log *slog.Logger) (providers, error) {
 	if p.tts, err = buildTTS(cfg, log); err != nil {
 		p.release()
 		return p, err
+	}
+	if f := cfg.STT.Fallback; f != "" {
+		if p.sttFallback, err = buildRecognizer(cfg, "HANDSET_STT_FALLBACK", f, log); err != nil {
+			p.release()
+			return p, err
+		}
+	}
+	if f := cfg.TTS.Fallback; f != "" {
+		if p.ttsFallback, err = buildSynthesizer(cfg, "HANDSET_TTS_FALLBACK", f, log); err != nil {
+			p.release()
+			return p, err
+		}
 	}
 	if p.newVAD, p.closeVAD, err = buildVAD(cfg, log); err != nil {
 		p.release()

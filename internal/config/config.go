@@ -156,6 +156,7 @@ type SessionConfig struct {
 // STTConfig selects speech-to-text.
 type STTConfig struct {
 	Provider string // HANDSET_STT
+	Fallback string // HANDSET_STT_FALLBACK: hears the caller while Provider is down
 	Deepgram DeepgramConfig
 	Sphinx   SphinxConfig
 	// OpenAIModel is the transcription model of HANDSET_STT=openai (HANDSET_OPENAI_STT_MODEL).
@@ -178,7 +179,9 @@ type DeepgramConfig struct {
 
 // TTSConfig selects text-to-speech.
 type TTSConfig struct {
-	Provider   string // HANDSET_TTS
+	Provider   string        // HANDSET_TTS
+	Fallback   string        // HANDSET_TTS_FALLBACK: speaks what Provider cannot
+	Timeout    time.Duration // HANDSET_TTS_TIMEOUT
 	ElevenLabs ElevenLabsConfig
 	OpenAI     OpenAITTSConfig
 	// FliteVoice and FliteWidebandVoice are the embedded voices for 8 kHz phone calls and for
@@ -231,6 +234,7 @@ type MessagesConfig struct {
 	Error         string        // HANDSET_ERROR_MESSAGE
 	Silence       string        // HANDSET_SILENCE_MESSAGE
 	Drain         string        // HANDSET_DRAIN_MESSAGE
+	STTError      string        // HANDSET_STT_ERROR_MESSAGE
 }
 
 // TurnConfig holds the turn-taking knobs.

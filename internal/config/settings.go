@@ -208,7 +208,8 @@ const (
 		"is read aloud. Answer briefly, in plain conversational sentences. Do not use markdown, " +
 		"lists, headings, links, code or emoji. If you need something from the caller, ask one " +
 		"short question at a time."
-	defaultErrorMessage = "Sorry, I ran into a problem there. Could you say that again?"
+	defaultErrorMessage    = "Sorry, I ran into a problem there. Could you say that again?"
+	defaultSTTErrorMessage = "Sorry, I'm having trouble hearing you. One moment."
 	// defaultLongTurnMessage fills the wait for a slow reply or a tool run.
 	defaultLongTurnMessage = "One moment."
 	// DefaultDrainMessage is HANDSET_DRAIN_MESSAGE when unset.
@@ -293,6 +294,10 @@ func settingTable() []Setting {
 			DefaultText: "empty: the command decides (`handset demo` uses `sphinx`)",
 			Help:        "Speech-to-text provider.",
 			field:       func(c *Config) any { return &c.STT.Provider }},
+		{Env: "HANDSET_STT_FALLBACK", YAML: "stt.fallback", Kind: KindEnum, Allowed: []string{STTDeepgram, STTOpenAI, STTSphinx},
+			DefaultText: "empty: none",
+			Help:        "A second speech-to-text provider, other than `HANDSET_STT` and configured like it (its key and URL settings), that hears the caller while the first is down. A call switches to it as soon as the first fails (the caller's words since the last transcript are replayed to it) and stays on it while it works; the next call starts on `HANDSET_STT` again.",
+			field:       func(c *Config) any { return &c.STT.Fallback }},
 		{Env: "DEEPGRAM_API_KEY", YAML: "stt.deepgram.key", Kind: KindSecret,
 			Help:  "Deepgram API key; required for `HANDSET_STT=deepgram` against Deepgram's own API.",
 			field: func(c *Config) any { return &c.STT.Deepgram.Key }},
@@ -321,6 +326,13 @@ func settingTable() []Setting {
 			DefaultText: "empty: the command decides (`handset demo` uses `flite`)",
 			Help:        "Text-to-speech provider.",
 			field:       func(c *Config) any { return &c.TTS.Provider }},
+		{Env: "HANDSET_TTS_FALLBACK", YAML: "tts.fallback", Kind: KindEnum, Allowed: []string{TTSElevenLabs, TTSOpenAI, TTSFlite, TTSEspeak},
+			DefaultText: "empty: none",
+			Help:        "A second text-to-speech provider, other than `HANDSET_TTS` and configured like it, that speaks a sentence the first could not (after one retry, or at once when the first stayed silent past `HANDSET_TTS_TIMEOUT`). After the first fails it speaks first for 30 s.",
+			field:       func(c *Config) any { return &c.TTS.Fallback }},
+		{Env: "HANDSET_TTS_TIMEOUT", YAML: "tts.timeout", Kind: KindDuration, Default: "3s", positive: true,
+			Help:  "The longest a text-to-speech provider may stay silent, before a sentence's first audio or between two pieces of it, before that sentence goes to `HANDSET_TTS_FALLBACK` (without one, the voice is asked once more, then the sentence is given up and the caller hears `HANDSET_ERROR_MESSAGE`). What a caller can be kept waiting in silence for a sentence.",
+			field: func(c *Config) any { return &c.TTS.Timeout }},
 		{Env: "ELEVENLABS_API_KEY", YAML: "tts.elevenlabs.key", Kind: KindSecret,
 			Help:  "ElevenLabs API key; required for `HANDSET_TTS=elevenlabs` against ElevenLabs' own API.",
 			field: func(c *Config) any { return &c.TTS.ElevenLabs.Key }},
@@ -402,11 +414,14 @@ func settingTable() []Setting {
 			Help:  "How long after a turn is sent to the agent, with nothing yet said to the caller, the filler is spoken.",
 			field: func(c *Config) any { return &c.Messages.LongTurnAfter }},
 		{Env: "HANDSET_ERROR_MESSAGE", YAML: "messages.error", Kind: KindString, Default: defaultErrorMessage,
-			Help:  "Spoken when the agent runtime fails or times out; the call goes on.",
+			Help:  "Spoken when the agent runtime fails or times out, or when part of a reply could not be spoken; the call goes on.",
 			field: func(c *Config) any { return &c.Messages.Error }},
 		{Env: "HANDSET_DRAIN_MESSAGE", YAML: "messages.drain", Kind: KindString, Default: DefaultDrainMessage,
 			Help:  "Spoken to each call still going when a stopping server's HANDSET_DRAIN_TIMEOUT runs out; the call ends once it has played (or 10 s later at most). Empty (in `handset.yaml`): the call is cut without a word.",
 			field: func(c *Config) any { return &c.Messages.Drain }},
+		{Env: "HANDSET_STT_ERROR_MESSAGE", YAML: "messages.stt_error", Kind: KindString, Default: defaultSTTErrorMessage,
+			Help:  "Spoken once a call when the caller finishes speaking and no speech-to-text provider can hear them (the first has been down for a second, and the fallback too or there is none). Handset keeps trying, and the recognizer that comes back first is given what the caller said. Empty: never.",
+			field: func(c *Config) any { return &c.Messages.STTError }},
 		{Env: "HANDSET_SILENCE_MESSAGE", YAML: "messages.silence", Kind: KindString, Default: "Are you still there?",
 			Help:  "Spoken once when the caller has been silent for HANDSET_SILENCE_REPROMPT; empty: never re-prompt.",
 			field: func(c *Config) any { return &c.Messages.Silence }},

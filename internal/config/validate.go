@@ -204,6 +204,12 @@ func (c *Config) crossCheck(table []Setting, opts ValidateOptions) []FieldError 
 		s, _ := lookupSetting(table, "HANDSET_TTS")
 		add("HANDSET_TTS", "is required: set it to the text-to-speech provider, one of "+strings.Join(s.Allowed, ", "))
 	}
+	if f := c.STT.Fallback; f != "" && f == c.STT.Provider {
+		add("HANDSET_STT_FALLBACK", "must name a provider other than HANDSET_STT (both are "+f+"): a second provider, or leave it empty")
+	}
+	if f := c.TTS.Fallback; f != "" && f == c.TTS.Provider {
+		add("HANDSET_TTS_FALLBACK", "must name a provider other than HANDSET_TTS (both are "+f+"): a second provider, or leave it empty")
+	}
 	if c.Agent.Runtime == AgentWebhook && c.Agent.URL == "" {
 		add("HANDSET_AGENT_URL", "is required with HANDSET_AGENT=webhook: set it to the URL your webhook listens on")
 	}
@@ -241,21 +247,18 @@ func (c *Config) crossCheck(table []Setting, opts ValidateOptions) []FieldError 
 		}
 	}
 
+	// A fallback needs its keys as much as the provider it stands in for.
 	var openAIUsers []string
-	if c.STT.Provider == STTOpenAI {
-		openAIUsers = append(openAIUsers, "HANDSET_STT=openai")
-	}
-	if c.TTS.Provider == TTSOpenAI {
-		openAIUsers = append(openAIUsers, "HANDSET_TTS=openai")
-	}
+	stt, tts := speechUsers("HANDSET_STT", c.STT.Provider, c.STT.Fallback), speechUsers("HANDSET_TTS", c.TTS.Provider, c.TTS.Fallback)
+	openAIUsers = append(append(openAIUsers, stt[STTOpenAI]...), tts[TTSOpenAI]...)
 	if len(openAIUsers) > 0 && !c.OpenAI.Key.IsSet() && hostIs(c.OpenAI.URL, openAIHost) {
 		add("OPENAI_API_KEY", "is required with "+strings.Join(openAIUsers, " and ")+": create a key at platform.openai.com")
 	}
-	if c.STT.Provider == STTDeepgram && !c.STT.Deepgram.Key.IsSet() && hostIs(c.STT.Deepgram.URL, deepgramHost) {
-		add("DEEPGRAM_API_KEY", "is required with HANDSET_STT=deepgram: create a key in the Deepgram console, or choose another HANDSET_STT")
+	if users := stt[STTDeepgram]; len(users) > 0 && !c.STT.Deepgram.Key.IsSet() && hostIs(c.STT.Deepgram.URL, deepgramHost) {
+		add("DEEPGRAM_API_KEY", "is required with "+users[0]+": create a key in the Deepgram console, or choose another "+strings.SplitN(users[0], "=", 2)[0])
 	}
-	if c.TTS.Provider == TTSElevenLabs && !c.TTS.ElevenLabs.Key.IsSet() && hostIs(c.TTS.ElevenLabs.URL, elevenLabsHost) {
-		add("ELEVENLABS_API_KEY", "is required with HANDSET_TTS=elevenlabs: create a key in the ElevenLabs settings, or choose another HANDSET_TTS")
+	if users := tts[TTSElevenLabs]; len(users) > 0 && !c.TTS.ElevenLabs.Key.IsSet() && hostIs(c.TTS.ElevenLabs.URL, elevenLabsHost) {
+		add("ELEVENLABS_API_KEY", "is required with "+users[0]+": create a key in the ElevenLabs settings, or choose another "+strings.SplitN(users[0], "=", 2)[0])
 	}
 
 	switch sid, token := c.Twilio.AccountSID != "", c.Twilio.AuthToken.IsSet(); {
@@ -265,4 +268,17 @@ func (c *Config) crossCheck(table []Setting, opts ValidateOptions) []FieldError 
 		add("TWILIO_ACCOUNT_SID", "is required with TWILIO_AUTH_TOKEN: copy it (AC…) from the Twilio console")
 	}
 	return errs
+}
+
+// speechUsers maps each speech provider in use to the settings that choose it, such as
+// "HANDSET_STT=deepgram" or "HANDSET_STT_FALLBACK=deepgram".
+func speechUsers(env, provider, fallback string) map[string][]string {
+	users := map[string][]string{}
+	if provider != "" {
+		users[provider] = append(users[provider], env+"="+provider)
+	}
+	if fallback != "" {
+		users[fallback] = append(users[fallback], env+"_FALLBACK="+fallback)
+	}
+	return users
 }

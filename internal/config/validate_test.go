@@ -430,3 +430,40 @@ func TestParseTrustedProxies(t *testing.T) {
 		t.Errorf("default %v, %v: want loopback", def, err)
 	}
 }
+
+// A fallback must be a second provider, and needs its keys as much as the first does.
+func TestSpeechFallbacks(t *testing.T) {
+	load := func(env ...string) error {
+		c := mustLoad(t, LoadOptions{WorkDir: t.TempDir(), Environ: env})
+		return c.Validate(ValidateOptions{RequireKeys: true})
+	}
+	err := load("HANDSET_STT=deepgram", "DEEPGRAM_API_KEY=k", "HANDSET_STT_FALLBACK=deepgram",
+		"HANDSET_TTS=flite", "HANDSET_TTS_FALLBACK=flite")
+	if want := "HANDSET_STT_FALLBACK (stt.fallback): must name a provider other than HANDSET_STT (both are deepgram): a second provider, or leave it empty (from environment)"; errorFor(t, err, "HANDSET_STT_FALLBACK").Error() != want {
+		t.Errorf("got  %v\nwant %s", errorFor(t, err, "HANDSET_STT_FALLBACK"), want)
+	}
+	if fe := errorFor(t, err, "HANDSET_TTS_FALLBACK"); !strings.Contains(fe.Reason, "other than HANDSET_TTS (both are flite)") {
+		t.Errorf("got %v", fe)
+	}
+
+	err = load("HANDSET_STT=sphinx", "HANDSET_STT_FALLBACK=deepgram", "HANDSET_TTS=flite", "HANDSET_TTS_FALLBACK=elevenlabs")
+	if fe := errorFor(t, err, "DEEPGRAM_API_KEY"); !strings.HasPrefix(fe.Reason, "is required with HANDSET_STT_FALLBACK=deepgram:") ||
+		!strings.HasSuffix(fe.Reason, "or choose another HANDSET_STT_FALLBACK") {
+		t.Errorf("got %v", fe)
+	}
+	if fe := errorFor(t, err, "ELEVENLABS_API_KEY"); !strings.HasPrefix(fe.Reason, "is required with HANDSET_TTS_FALLBACK=elevenlabs:") {
+		t.Errorf("got %v", fe)
+	}
+	err = load("HANDSET_STT=deepgram", "DEEPGRAM_API_KEY=k", "HANDSET_STT_FALLBACK=openai", "HANDSET_TTS=flite", "HANDSET_TTS_FALLBACK=openai")
+	if fe := errorFor(t, err, "OPENAI_API_KEY"); !strings.HasPrefix(fe.Reason, "is required with HANDSET_STT_FALLBACK=openai and HANDSET_TTS_FALLBACK=openai:") {
+		t.Errorf("got %v", fe)
+	}
+	// A self-hosted fallback needs no key; a good pair passes.
+	if err := load("HANDSET_STT=deepgram", "DEEPGRAM_API_KEY=k", "HANDSET_STT_FALLBACK=openai", "HANDSET_OPENAI_URL=http://127.0.0.1:8000/v1",
+		"HANDSET_TTS=elevenlabs", "ELEVENLABS_API_KEY=k", "HANDSET_TTS_FALLBACK=flite", "HANDSET_TTS_TIMEOUT=2s"); err != nil {
+		t.Errorf("a good pair of fallbacks refused: %v", err)
+	}
+	if fe := errorFor(t, load("HANDSET_TTS_TIMEOUT=0s"), "HANDSET_TTS_TIMEOUT"); fe.Reason != "must be more than 0" {
+		t.Errorf("got %v", fe)
+	}
+}

@@ -346,6 +346,37 @@ func TestDiagnoseTTS(t *testing.T) {
 			ev(3720, TTSError, onTurn(1), failed("unknown", "espeak: exec: espeak-ng: not found")))
 		checkVerdict(t, Diagnose(events), want{stage: "tts", problem: []string{"espeak-ng failed"}})
 	})
+	named := func(name string) func(*Event) { return func(e *Event) { e.Name = name } }
+	t.Run("failures a retry or the fallback voice mended only warn", func(t *testing.T) {
+		events := edit(healthyCall(), nil,
+			ev(3720, TTSError, onTurn(1), named("elevenlabs"), failed("timeout", "elevenlabs: synthesize: no audio in time (3s) (timeout)")),
+			ev(3721, TTSFallback, onTurn(1), named("openai")))
+		v := Diagnose(events)
+		checkVerdict(t, v, want{stage: ""})
+		if !hasWarning(v, "tts", "ElevenLabs did not answer in time (1 failure), but every sentence was spoken") {
+			t.Errorf("warnings %+v", v.Warnings)
+		}
+	})
+	t.Run("a sentence no voice could speak", func(t *testing.T) {
+		events := edit(healthyCall(), nil,
+			ev(3720, TTSError, onTurn(1), named("elevenlabs"), failed("transient", "elevenlabs: synthesize: HTTP 500 (transient)")),
+			ev(3721, TTSError, onTurn(1), named("openai"), failed("quota", "openai: speech: HTTP 429 (quota)")),
+			ev(3722, TTSLost, onTurn(1), withText("We open at nine.")))
+		checkVerdict(t, Diagnose(events), want{stage: "tts",
+			problem:  []string{"ElevenLabs failed with a server or network error", "1 sentence of 3 sentences could not be spoken by any voice"},
+			fix:      []string{"HANDSET_TTS_FALLBACK"},
+			evidence: []string{"tts.error turn 1 transient", "tts.lost"}})
+	})
+	t.Run("no voice at all: the call ended", func(t *testing.T) {
+		events := []Event{startedWith("openai", "deepgram", "elevenlabs"), ev(5, TTSRequest, withText("Hello.")),
+			ev(8, TTSError, named("elevenlabs"), failed("auth", "elevenlabs: synthesize: HTTP 401: invalid_api_key (auth)")),
+			ev(9, TTSLost, withText("Hello.")), ev(9, TTSRequest, withText("Sorry.")),
+			ev(12, TTSError, named("elevenlabs"), failed("auth", "elevenlabs: synthesize: HTTP 401: invalid_api_key (auth)")),
+			ev(13, TTSLost, withText("Sorry.")), ev(14, CallEnd, withReason("tts_failed"))}
+		checkVerdict(t, Diagnose(events), want{stage: "tts",
+			problem: []string{"ELEVENLABS_API_KEY was rejected (HTTP 401): no voice could speak, not even the error message, so the call ended (tts_failed)"},
+			fix:     []string{"ELEVENLABS_API_KEY", "HANDSET_TTS_FALLBACK"}})
+	})
 	t.Run("no audio and no error", func(t *testing.T) {
 		events := edit(healthyCall(), []string{TTSFirstByte, PlayoutFirstAudio, PlayoutMark, PlayoutDone})
 		checkVerdict(t, Diagnose(events), want{stage: "tts", problem: []string{"ElevenLabs returned no audio for the greeting"},

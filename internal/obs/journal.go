@@ -26,7 +26,7 @@ const (
 	VADSpeechEnd      = "vad.speech_end"
 	STTPartial        = "stt.partial"
 	STTFinal          = "stt.final"
-	STTError          = "stt.error"
+	STTError          = "stt.error" // a recognizer failed: name, kind, message
 	TurnCommit        = "turn.commit"
 	AgentRequest      = "agent.request"
 	AgentFirstToken   = "agent.first_token"
@@ -35,7 +35,7 @@ const (
 	AgentError        = "agent.error"
 	TTSRequest        = "tts.request"
 	TTSFirstByte      = "tts.first_byte"
-	TTSError          = "tts.error"
+	TTSError          = "tts.error" // a voice failed a sentence: turn, name, kind, message
 	PlayoutFirstAudio = "playout.first_audio"
 	PlayoutMark       = "playout.mark"
 	PlayoutQueued     = "playout.queued" // the turn's audio is fully queued
@@ -65,7 +65,18 @@ const (
 	// CallGoodbye: a stopping server's drain timeout ran out; text is the goodbye the call
 	// says before it ends (empty: it ends at once).
 	CallGoodbye = "call.goodbye"
-	CallEnd     = "call.end"
+	// STTLost: no recognizer has heard the caller for a second; the turn machine is told,
+	// and the engine keeps trying to open one.
+	STTLost = "stt.lost"
+	// STTRecovered: a recognizer hears the caller again after a failure: name (which one),
+	// count (the opens it took), audio_ms (held caller audio replayed to it).
+	STTRecovered = "stt.recovered"
+	// TTSFallback: a sentence was spoken by the fallback voice: turn, name.
+	TTSFallback = "tts.fallback"
+	// TTSLost: no voice could speak a sentence; the caller never heard it, and neither the
+	// agent's history nor the transcript holds it: turn, text.
+	TTSLost = "tts.lost"
+	CallEnd = "call.end"
 )
 
 // Event is one journal line. Fields beyond ts, ms and type are set only where they apply.

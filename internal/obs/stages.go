@@ -30,6 +30,9 @@ func (d *digest) carrier() check {
 	}
 	c.report.Detail = strings.Join(parts, ", ")
 	switch {
+	case f.FirstMediaMS < 0 && d.end != nil && d.end.Reason == "tts_failed":
+		// Handset ended the call at once (no voice could speak) before audio came: not the
+		// carrier's doing.
 	case f.FirstMediaMS < 0:
 		c.fail(fmt.Sprintf("%s connected but sent no audio in %s", who, seconds(d.durationMS())),
 			carrierFix(d.name(StageCarrier)), true,
@@ -164,6 +167,9 @@ func (d *digest) stt() check {
 	}
 	c.report.Detail = strings.Join(parts, ", ")
 	p := sttProvider(d.name(StageSTT))
+	if len(errs) > 0 && errs[0].Name != "" {
+		p = sttProvider(errs[0].Name) // the recognizer that failed: the first, or the fallback
+	}
 	spoke := d.first(VADSpeechStart)
 	switch {
 	case len(errs) > 0 && f.Finals == 0 && f.Commits == 0:
@@ -312,7 +318,28 @@ func (d *digest) tts() check {
 	}
 	p := ttsProvider(d.name(StageTTS))
 	if len(errs) > 0 {
+		if errs[0].Name != "" {
+			p = ttsProvider(errs[0].Name) // the voice that failed: the first, or the fallback
+		}
 		cause, fix := explain(p, StageTTS, &errs[0])
+		// A journal that names the failing voice also records every sentence no voice
+		// could speak (tts.lost); the other failures were mended by a retry or the
+		// fallback voice. An older journal lost every sentence that failed.
+		lost := d.byType[TTSLost]
+		if errs[0].Name != "" && len(lost) == 0 {
+			c.warn(fmt.Sprintf("%s (%s), but every sentence was spoken: tried again, or by the fallback voice", cause, plural(len(errs), "failure")), fix)
+			return c
+		}
+		if len(lost) > 0 {
+			what := plural(len(lost), "sentence") + " of " + plural(f.Requests, "sentence") +
+				" could not be spoken by any voice (the caller heard HANDSET_ERROR_MESSAGE instead)"
+			if d.end != nil && d.end.Reason == "tts_failed" {
+				what = "no voice could speak, not even the error message, so the call ended (tts_failed)"
+			}
+			c.fail(cause+": "+what, fix+" HANDSET_TTS_FALLBACK names a second voice for when the first fails.",
+				true, append(evidenceOf(errs, 2), evidenceOf(lost, 2)...)...)
+			return c
+		}
 		c.fail(cause+": "+d.ttsLoss(len(errs)), fix, true, evidenceOf(errs, 3)...)
 		return c
 	}

@@ -12,7 +12,7 @@ func inputFrom(b0, b1 byte, s State) Input {
 	texts := []string{"hello", "what are your hours", "we open at nine on weekdays", "no", "nothing else", "[music]", "stop", ""}
 	turn := s.Turn - int(b1%3) + 1 // current-1 .. current+1
 	text := texts[int(b1>>3)%len(texts)]
-	switch b0 % 15 {
+	switch b0 % 16 {
 	case 0:
 		return Input{Kind: SpeechStart}
 	case 1:
@@ -43,6 +43,11 @@ func inputFrom(b0, b1 byte, s State) Input {
 		return Input{Kind: TimerFired, Timer: TimerID(1 + int(b1)%int(numTimers-1)), Gen: uint32(b1 % 4)}
 	case 14: // the server stops: a goodbye, or none
 		return Input{Kind: Goodbye, Text: []string{"Goodbye.", ""}[int(b1)%2]}
+	case 15:
+		if b1&1 == 1 {
+			return Input{Kind: STTRestored}
+		}
+		return Input{Kind: STTLost}
 	}
 	return Input{Kind: SpeechStart}
 }
@@ -92,6 +97,7 @@ func FuzzTurnMachine(f *testing.F) {
 	f.Add([]byte{2, 8, 2, 9, 2, 24, 10, 1, 6, 1}, uint8(2))
 	f.Add([]byte{11, 0, 12, 3, 0, 0, 4, 0, 5, 1, 3, 8}, uint8(3))
 	f.Add([]byte{11, 0, 6, 0, 0, 5, 7, 0, 0, 2, 8, 8, 0, 8}, uint8(8))
+	f.Add([]byte{11, 0, 1, 14, 0, 20, 0, 0, 20, 1, 0, 20, 0, 0, 5, 1, 0, 5, 14, 1, 50}, uint8(0))
 	f.Fuzz(func(t *testing.T, script []byte, mode uint8) {
 		cfg := base
 		cfg.ForwardSTTWhileSpeaking = mode&1 == 1
@@ -102,8 +108,10 @@ func FuzzTurnMachine(f *testing.F) {
 			cfg.TailGrace = 0
 		}
 		cfg.Voicemail = mode&8 != 0
+		cfg.STTErrorMessage = "I can't hear you."
 		m := newMachine(cfg)
 		clock := 0
+		notices := 0
 		for i := 0; i+2 < len(script); i += 3 {
 			clock += int(script[i+2]) * 37 // up to ~9 s between inputs: timers fire in between
 			m.advance(at(clock))
@@ -111,6 +119,13 @@ func FuzzTurnMachine(f *testing.F) {
 			in := inputFrom(script[i], script[i+1], m.s)
 			acts := m.apply(in, at(clock))
 			checkStep(t, before, acts, m.s)
+			for _, a := range acts {
+				if a.Kind == Say && a.Reason == "stt_error" {
+					if notices++; notices > 1 || !before.Deaf && in.Kind != STTLost {
+						t.Fatalf("notice %d said on %v (deaf before: %v): %v", notices, in.Kind, before.Deaf, acts)
+					}
+				}
+			}
 			if cfg.Voicemail && callerInput(in.Kind) && len(acts) > 0 {
 				t.Fatalf("voicemail: the line's %v caused %v", in.Kind, acts)
 			}

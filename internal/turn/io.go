@@ -27,6 +27,8 @@ const (
 	TimerFired               // Timer fired (Gen says which arming)
 	Hangup                   // the caller hung up
 	Goodbye                  // the server is stopping: say Text, then end the call
+	STTLost                  // no recognizer has heard the caller for a while: nothing hears them
+	STTRestored              // a recognizer hears the caller again
 )
 
 var inputNames = [...]string{
@@ -34,7 +36,7 @@ var inputNames = [...]string{
 	Transcript: "transcript", DTMF: "dtmf", SentenceQueued: "sentence_queued",
 	AudioOnWire: "audio_on_wire", SpeechQueued: "speech_queued", PlayoutDone: "playout_done",
 	AgentDone: "agent_done", AgentError: "agent_error", AgentProgress: "agent_progress",
-	TimerFired: "timer_fired", Hangup: "hangup", Goodbye: "goodbye",
+	TimerFired: "timer_fired", Hangup: "hangup", Goodbye: "goodbye", STTLost: "stt_lost", STTRestored: "stt_restored",
 }
 
 func (k InputKind) String() string {
@@ -66,12 +68,13 @@ const (
 	TimerTailGrace                    // the echo tail after a reply is over
 	TimerFiller                       // the agent is slow: speak the long-turn filler
 	TimerSilence                      // the caller has been silent: re-prompt, or hang up
+	TimerDeaf                         // nothing has heard the caller for SilenceHangup: hang up
 	numTimers
 )
 
 var timerNames = [...]string{
 	TimerMaxCall: "max_call", TimerGate: "gate", TimerConfirm: "confirm",
-	TimerTailGrace: "tail_grace", TimerFiller: "filler", TimerSilence: "silence",
+	TimerTailGrace: "tail_grace", TimerFiller: "filler", TimerSilence: "silence", TimerDeaf: "deaf",
 }
 
 func (t TimerID) String() string {
@@ -91,7 +94,7 @@ const (
 	ClearPlayout                            // flush local playout and tell the carrier to clear
 	RecordInterrupted                       // rewrite Turn's history to what the caller heard
 	ReplayInbound                           // send STT the recent caller audio it did not hear
-	Say                                     // speak Text as part of Turn; Reason: greeting, error, filler, reprompt
+	Say                                     // speak Text as part of Turn; Reason: greeting, error, filler, reprompt, stt_error
 	FinalizeSTT                             // ask STT to finish the utterance now
 	ResetVAD                                // forget the VAD's state (a stuck detector makes barge-in one-shot)
 	ArmTimer                                // fire Timer (with Gen) after After
@@ -135,6 +138,7 @@ const (
 	NoteDropped        = "stt.dropped"         // a transcript the filters dropped: Text says why
 	NoteFiller         = "filler"
 	NoteReprompt       = "silence.reprompt"
+	NoteSTTNotice      = "stt.notice" // nothing hears the caller: they are told so, once a call
 )
 
 // TimerByName finds a timer by the name its String gives (as journals record it).

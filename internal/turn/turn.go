@@ -55,6 +55,9 @@ type Config struct {
 	SilenceMessage  string        // re-prompt after SilenceReprompt of caller silence
 	SilenceReprompt time.Duration
 	SilenceHangup   time.Duration // hang up after this much silence in total
+	// STTErrorMessage is spoken once a call when the caller's words go unheard because no
+	// recognizer is up; empty: never.
+	STTErrorMessage string
 	BargeInGate     time.Duration // caller speech cannot interrupt this soon after first audio
 	BargeInConfirm  time.Duration // a pending barge-in gives up after this
 	BargeInMinWords int           // >0: barge-in waits for a transcript of this many words
@@ -101,6 +104,13 @@ type State struct {
 	// Closing: the goodbye of a stopping server is being said. Nothing the caller does
 	// interrupts it, and the call ends once the carrier has played it.
 	Closing bool
+	// Unheard: the caller has spoken since the agent's floor last changed hands (their words
+	// are not yet a turn).
+	Unheard bool
+	// Deaf: no recognizer hears the caller (STTLost, until STTRestored).
+	Deaf bool
+	// DeafNoticed: the caller was told nothing hears them (once a call).
+	DeafNoticed bool
 
 	LastCommit   string // normalised text of the last committed caller turn
 	LastCommitAt time.Time
@@ -145,9 +155,11 @@ func Step(s State, in Input, now time.Time) (State, []Action) {
 	if s.Phase == Ended {
 		return s, nil
 	}
-	if (s.Config.Voicemail || s.Closing) && callerInput(in.Kind) {
-		// A recording is listening, not a caller; or the goodbye is being said: nothing
-		// the line carries matters now.
+	if s.Config.Voicemail && (callerInput(in.Kind) || in.Kind == STTLost || in.Kind == STTRestored) {
+		return s, nil // a recording is listening, not a caller: nothing it hears matters
+	}
+	if s.Closing && (callerInput(in.Kind) || in.Kind == STTLost || in.Kind == STTRestored) {
+		// The goodbye is being said: nothing the line carries matters now.
 		return s, nil
 	}
 	var acts []Action
@@ -180,6 +192,11 @@ func Step(s State, in Input, now time.Time) (State, []Action) {
 		s, acts = end(s, voice.EndCallerHangup)
 	case Goodbye:
 		s, acts = onGoodbye(s, in)
+	case STTLost:
+		s, acts = onSTTLost(s)
+	case STTRestored:
+		s.Deaf = false
+		acts = s.disarm(nil, TimerDeaf)
 	}
 	return s, acts
 }
@@ -260,6 +277,7 @@ func beginTurn(s State, n int, acts []Action) (State, []Action) {
 	s.FillerSaid = false
 	s.AgentText = ""
 	s.Suppressed = false
+	s.Unheard = false
 	// A fresh detector per agent turn: echo can leave a VAD stuck in speech, and then
 	// barge-in would work only once.
 	return s, append(acts, Action{Kind: ResetVAD})
@@ -298,6 +316,7 @@ func armSilence(s *State, acts []Action) []Action {
 func onSpeechStart(s State, now time.Time) (State, []Action) {
 	s.CallerSpeaking = true
 	s.Reprompted = false
+	s.Unheard = true
 	acts := s.disarm(nil, TimerSilence)
 	switch s.Phase {
 	case TailGrace:
@@ -352,7 +371,41 @@ func onSpeechEnd(s State) (State, []Action) {
 		// than waiting for the provider's own (slower, noisier) endpointing.
 		acts = append(acts, Action{Kind: FinalizeSTT})
 	}
-	return s, armSilence(&s, acts)
+	acts = armSilence(&s, acts)
+	if s.Deaf {
+		return deafNotice(s, acts) // they finished speaking and nothing heard them
+	}
+	return s, acts
+}
+
+// onSTTLost: nothing hears the caller any more. The engine keeps trying to reopen a
+// recognizer; if none is back within SilenceHangup the call ends, named for the cause.
+// A caller who has already said something is told now; otherwise when they next finish
+// speaking.
+func onSTTLost(s State) (State, []Action) {
+	if s.Deaf {
+		return s, nil
+	}
+	s.Deaf = true
+	var acts []Action
+	if s.Config.SilenceHangup > 0 {
+		acts = append(acts, s.arm(TimerDeaf, s.Config.SilenceHangup))
+	}
+	if s.Unheard && !s.CallerSpeaking {
+		return deafNotice(s, acts)
+	}
+	return s, acts
+}
+
+// deafNotice tells the caller, once a call and only while the floor is theirs, that
+// nothing can hear them: a turn of its own, like the re-prompt.
+func deafNotice(s State, acts []Action) (State, []Action) {
+	if s.DeafNoticed || s.Phase != Idle || s.Config.STTErrorMessage == "" {
+		return s, acts
+	}
+	s.DeafNoticed = true
+	s, acts = beginTurn(s, s.Turn+1, append(acts, Action{Kind: Note, Reason: NoteSTTNotice}))
+	return s, append(acts, Action{Kind: Say, Turn: s.Turn, Text: s.Config.STTErrorMessage, Reason: "stt_error"})
 }
 
 func onTranscript(s State, in Input, now time.Time) (State, []Action) {
@@ -587,6 +640,10 @@ func onTimer(s State, in Input) (State, []Action) {
 		return sayFiller(s, nil)
 	case TimerSilence:
 		return onSilence(s)
+	case TimerDeaf:
+		if s.Deaf {
+			return end(s, voice.EndSTTFailed)
+		}
 	}
 	return s, nil
 }
@@ -618,8 +675,14 @@ func onSilence(s State) (State, []Action) {
 	}
 	if !s.Reprompted && s.Config.SilenceMessage != "" && s.Config.SilenceReprompt > 0 {
 		s.Reprompted = true
+		if s.Deaf {
+			return s, armSilence(&s, nil) // asking is pointless: nothing would hear the answer
+		}
 		s, acts := beginTurn(s, s.Turn+1, []Action{{Kind: Note, Reason: NoteReprompt}})
 		return s, append(acts, Action{Kind: Say, Turn: s.Turn, Text: s.Config.SilenceMessage, Reason: "reprompt"})
+	}
+	if s.Deaf {
+		return end(s, voice.EndSTTFailed) // the caller may have talked all along: nothing heard them
 	}
 	return end(s, voice.EndSilence)
 }

@@ -39,6 +39,8 @@ const (
 	EndMediaError              // the media leg failed
 	EndInternalError           // a bug: a panic inside the call
 	EndTransferred             // the carrier moved the call to another party
+	EndSTTFailed               // no recognizer could hear the caller, for HANDSET_SILENCE_HANGUP
+	EndTTSFailed               // no voice could speak, not even the error message
 )
 
 var endReasonNames = [...]string{
@@ -51,6 +53,8 @@ var endReasonNames = [...]string{
 	EndMediaError:    "media_error",
 	EndInternalError: "internal_error",
 	EndTransferred:   "transferred",
+	EndSTTFailed:     "stt_failed",
+	EndTTSFailed:     "tts_failed",
 }
 
 func (r EndReason) String() string {

@@ -55,8 +55,8 @@ type conn struct {
 const maxKeptReadBuf = 64 << 10
 
 // serveConn runs one connection: this goroutine reads, a second one writes.
-func (s *Server) serveConn(ws *websocket.Conn, rec *ConnStats, p params) {
-	ctx, cancel := context.WithCancel(s.ctx)
+func (s *Server) serveConn(parent context.Context, ws *websocket.Conn, rec *ConnStats, p params) {
+	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	// out feeds the writer. When it is full the reader waits (selecting on ctx), so a client
 	// that stops reading its socket also stops the fake reading audio, as TCP would.

@@ -90,8 +90,9 @@ type Totals struct {
 	Interims      int   // interim results sent
 	Finals        int   // final results with a transcript sent
 	UtteranceEnds int   // UtteranceEnd messages sent
-	Dropped       int   // connections ended by the DropAfterBytes fault
+	Dropped       int   // connections ended by the DropAfterBytes fault or DropAll
 	IdleClosed    int   // connections ended by the idle timeout
+	Stalled       int   // handshakes held back by Stall
 }
 
 // ConnStats is what the fake recorded about one connection.
@@ -107,7 +108,7 @@ type ConnStats struct {
 	Interims     []string // interim transcripts sent, in order
 	Transcripts  []string // non-empty final transcripts sent, in order
 	UtteranceEnd int      // UtteranceEnd messages sent
-	Dropped      bool     // ended by the DropAfterBytes fault
+	Dropped      bool     // ended by the DropAfterBytes fault or DropAll
 	IdleClosed   bool     // ended by the idle timeout
 	Closed       bool     // the connection has ended
 	// Utterances are the utterances the fake detected, in order, brought up to date after
@@ -181,7 +182,10 @@ type Server struct {
 	totals    Totals
 	script    map[string]int // tag -> index of the next line
 	dropAfter int64          // armed fault threshold; 0 = disarmed
-	changed   chan struct{}  // closed and replaced on an update while watched, for WaitFor
+	refuse    int            // HTTP status every handshake is refused with; 0: none (Refuse)
+	unstall   chan struct{}  // non-nil while handshakes are held; closed to release them (Stall)
+	live      map[*ConnStats]context.CancelFunc
+	changed   chan struct{} // closed and replaced on an update while watched, for WaitFor
 	// watched is set when a WaitFor holds changed: only then is an update announced, so
 	// an audio message nobody waits on costs no channel.
 	watched bool
@@ -395,6 +399,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.reject(w, http.StatusMethodNotAllowed, "Method Not Allowed", "live streaming takes GET with a WebSocket upgrade", requestID)
 		return
 	}
+	if s.fault(w, r, requestID) {
+		return
+	}
 	auth := r.Header.Get("Authorization")
 	if s.opts.Key != "" && auth != "Token "+s.opts.Key {
 		s.reject(w, http.StatusUnauthorized, "INVALID_AUTH", "Invalid credentials.", requestID)
@@ -412,6 +419,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Record the connection before the handshake completes, so it is in Stats by the time
 	// the client's dial returns.
 	rec := &ConnStats{RequestID: requestID, Query: cloneValues(r.URL.Query()), AuthHeader: auth != ""}
+	ctx, cancel := context.WithCancel(s.ctx) // the connection's life; DropAll cancels it
+	defer cancel()
 	closed := false
 	s.update(func() {
 		if closed = s.closed; closed {
@@ -424,7 +433,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if !s.opts.Lean {
 			s.conns = append(s.conns, rec)
 		}
+		s.trackLocked(rec, cancel)
 	})
+	defer s.update(func() { delete(s.live, rec) })
 	if closed {
 		s.reject(w, http.StatusServiceUnavailable, "SERVICE_UNAVAILABLE", "the fake server is closed", requestID)
 		return
@@ -439,7 +450,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ws.SetReadLimit(1 << 20)
 	defer s.wg.Done()
 	s.log.Debug("fakedeepgram: connection opened", "conn", rec.ID, "encoding", p.encoding, "sample_rate", p.rate)
-	s.serveConn(ws, rec, p)
+	s.serveConn(ctx, ws, rec, p)
 	var st ConnStats
 	s.update(func() { rec.Closed = true; s.totals.Open--; st = rec.clone() })
 	s.log.Debug("fakedeepgram: connection closed", "conn", st.ID, "audio_bytes", st.AudioBytes,

@@ -6,8 +6,11 @@
 // encoded in the requested output_format, so a test can tell speech from silence and
 // measure how long it lasts.
 //
-// Magic text drives faults: "TTSFAIL" anywhere in the text fails every request with a 500;
-// "TTSFAILONCE" fails only the first request carrying that exact text.
+// Magic text drives faults, in the shapes the real service fails in: "TTSFAIL" anywhere in
+// the text fails every request with a 500; "TTSFAILONCE" fails only the first request
+// carrying that exact text; "TTSBUSYONCE" answers the first such request 429
+// too_many_concurrent_requests; "TTSSTALL" never answers (no headers, no audio) until the
+// client gives up; "TTSCUT" streams half the audio and then breaks the connection.
 package fakeelevenlabs
 
 import (
@@ -41,6 +44,9 @@ const (
 const (
 	FailText     = "TTSFAIL"     // anywhere in the text: every request answers 500
 	FailOnceText = "TTSFAILONCE" // the first request with this exact text answers 500
+	BusyOnceText = "TTSBUSYONCE" // the first request with this exact text answers 429
+	StallText    = "TTSSTALL"    // no answer at all until the client gives up
+	CutText      = "TTSCUT"      // half the audio, then the connection breaks
 )
 
 // Options configure a Server. The zero value is a permissive server: no key, any voice.
@@ -190,7 +196,15 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, stream bool) {
 
 	f, status, code, msg := s.check(r, req, bodyErr)
 	req.Status = status
+	stall := status == http.StatusOK && strings.Contains(req.Text, StallText)
+	if stall {
+		req.Status = 0 // never answered
+	}
 	s.record(req)
+	if stall {
+		<-r.Context().Done()
+		return
+	}
 	s.log.Debug("fake elevenlabs request", "voice", req.Voice, "format", req.Format,
 		"chars", utf8.RuneCountInString(req.Text), "stream", stream, "status", status)
 	if status != http.StatusOK {
@@ -229,6 +243,10 @@ func (s *Server) check(r *http.Request, req Request, bodyErr error) (f audio.For
 	if strings.TrimSpace(req.Text) == "" {
 		return f, http.StatusBadRequest, "invalid_text", "The text must not be empty."
 	}
+	if s.once(req.Text, BusyOnceText) {
+		return f, http.StatusTooManyRequests, "too_many_concurrent_requests",
+			"Too many concurrent requests for your subscription (simulated by " + BusyOnceText + ")."
+	}
 	if s.fails(req.Text) {
 		return f, http.StatusInternalServerError, "internal_error",
 			"We are sorry, something went wrong (simulated by " + FailText + ")."
@@ -239,15 +257,24 @@ func (s *Server) check(r *http.Request, req Request, bodyErr error) (f audio.For
 // fails applies the magic failure texts.
 func (s *Server) fails(text string) bool {
 	if strings.Contains(text, FailOnceText) {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if s.failed[text] {
-			return false
-		}
-		s.failed[text] = true
-		return true
+		return s.once(text, FailOnceText)
 	}
 	return strings.Contains(text, FailText)
+}
+
+// once reports whether text carries magic and is seen with it for the first time.
+func (s *Server) once(text, magic string) bool {
+	if !strings.Contains(text, magic) {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	key := magic + "\x00" + text
+	if s.failed[key] {
+		return false
+	}
+	s.failed[key] = true
+	return true
 }
 
 func (s *Server) record(req Request) {
@@ -298,7 +325,14 @@ func (s *Server) speak(w http.ResponseWriter, r *http.Request, f audio.Format, t
 	buf := make([]byte, max(bps, chunk/bps*bps))
 	flusher, _ := w.(http.Flusher)
 	w.WriteHeader(http.StatusOK)
+	cutAt := -1
+	if strings.Contains(text, CutText) {
+		cutAt = sp.remaining() / 2
+	}
 	for first := true; sp.remaining() > 0; first = false {
+		if cutAt >= 0 && sp.remaining() <= cutAt {
+			panic(http.ErrAbortHandler) // the connection breaks mid-stream
+		}
 		if !first && !wait(ctx, s.opts.ChunkEvery) {
 			return
 		}
