@@ -19,7 +19,7 @@ import (
 	"github.com/handset-voice/handset/internal/store/sqlite"
 )
 
-const nodeLostToken = "node-lost-api-token"
+const nodeLostToken = "node-lost-api-token-0123456789abcdef"
 
 // speechFakes starts fake Deepgram and ElevenLabs and returns the settings every node of
 // a test shares: the echo agent, the fakes, Twilio's token, an API token.

@@ -96,7 +96,7 @@ func countText(events []obs.Event, typ, text string) int {
 // said, and the agent answers. When it goes down again for good, the call ends as
 // stt_failed, not silence, and the store says so.
 func TestSTTOutageWithoutFallback(t *testing.T) {
-	const token = "outage-token"
+	const token = "outage-token-0123456789abcdef-0123456789"
 	// Reopens come at 0, 0.25, 0.75, 1.75, 3.75, 7.75 s…: the one after Deepgram is back must
 	// come before the outage's HANDSET_SILENCE_HANGUP runs out, however loaded the machine.
 	r := startServe(t, []string{"what are your hours"}, "HANDSET_SILENCE_HANGUP=15s", "HANDSET_API_TOKEN="+token)

@@ -140,7 +140,7 @@ func TestTTSStallFallsBackInTime(t *testing.T) {
 // caller, so neither the agent's history nor the stored transcript holds it; the caller
 // hears the error message after what could be spoken.
 func TestTTSLostSentenceIsNotHistory(t *testing.T) {
-	const token = "tts-token"
+	const token = "tts-token-0123456789abcdef-0123456789abcdef"
 	r := startServe(t, []string{"hours TTSFAIL", "thanks"}, "HANDSET_API_TOKEN="+token)
 	_, finish := ttsTurn(t, r)
 	lost := "I heard you say: hours TTSFAIL."
@@ -179,7 +179,7 @@ func TestTTSLostSentenceIsNotHistory(t *testing.T) {
 // spoken; the call ends at once, named for the cause, instead of leaving the caller in
 // silence.
 func TestNoVoiceEndsTheCallAsTTSFailed(t *testing.T) {
-	const token = "tts-token"
+	const token = "tts-token-0123456789abcdef-0123456789abcdef"
 	r := startServe(t, nil, "HANDSET_FIRST_MESSAGE=Hello "+fakeelevenlabs.FailText,
 		"HANDSET_ERROR_MESSAGE=Sorry "+fakeelevenlabs.FailText, "HANDSET_API_TOKEN="+token)
 	c := r.dial(context.Background())
