@@ -6,6 +6,7 @@
 #
 #   ./scripts/fuzz.sh                     # 10 minutes a target
 #   FUZZTIME=1m ./scripts/fuzz.sh ./internal/carrier/...
+#   FUZZ_PARALLEL=1 ./scripts/fuzz.sh     # one worker, leaving the other cores free
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,6 +14,8 @@ cd "$(dirname "$0")/.."
 require_go fuzz.sh
 
 FUZZTIME=${FUZZTIME:-10m}
+parallel=()
+[ -z "${FUZZ_PARALLEL:-}" ] || parallel=(-parallel "$FUZZ_PARALLEL")
 pkgs=("$@")
 [ ${#pkgs[@]} -gt 0 ] || pkgs=(./...)
 
@@ -23,7 +26,7 @@ for pkg in $(go list "${pkgs[@]}"); do
 	for target in $(grep -ho '^func Fuzz[A-Za-z0-9_]*' "$dir"/*_test.go 2>/dev/null | sed 's/^func //'); do
 		total=$((total + 1))
 		echo "== $pkg $target ($FUZZTIME)"
-		if ! go test -run '^$' -fuzz "^${target}\$" -fuzztime "$FUZZTIME" "$pkg" 2>&1 | tail -20; then
+		if ! go test -run '^$' -fuzz "^${target}\$" -fuzztime "$FUZZTIME" "${parallel[@]}" "$pkg" 2>&1 | tail -20; then
 			failed+=("$pkg $target")
 		fi
 	done
