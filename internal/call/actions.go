@@ -17,6 +17,7 @@ func (c *Call) do(a turn.Action) {
 	switch a.Kind {
 	case turn.Dispatch:
 		j.Record(now, obs.Event{Type: obs.TurnCommit, Turn: a.Turn, Text: a.Text})
+		c.history.forget(a.Turn - 1)
 		c.history.user(a.Text)
 		c.transcript(a.Turn, voice.RoleUser, a.Text, now, false)
 		req := voice.TurnRequest{CallID: c.info.CallID, Turn: a.Turn, History: c.history.snapshot(), CallerHash: c.cfg.CallerHash}
@@ -144,8 +145,8 @@ func (c *Call) handle(ev any) {
 		}
 	case ttsFirstByte:
 		c.history.firstByte(e.turn, e.mark, now)
-		if c.current(e.turn) && !c.ttsByteSeen[e.turn] {
-			c.ttsByteSeen[e.turn] = true
+		if c.current(e.turn) && c.ttsByteTurn != e.turn {
+			c.ttsByteTurn = e.turn
 			if c.timing.turn == e.turn {
 				c.timing.ttsAt = now
 			}

@@ -47,6 +47,9 @@ type Config struct {
 	// measures silence). Past it the run is aborted and the turn fails as a timeout, so the
 	// caller hears the error message. Zero: no bound.
 	AgentTurnTimeout time.Duration
+	// HistoryLimit is how many of the call's latest messages the history keeps and sends
+	// (zero: all of them).
+	HistoryLimit int
 	// STTRetryMin and STTRetryMax bound the wait before the recognizers are tried again
 	// once every one has failed: it doubles from the first to the second, for as long as
 	// the call lasts (see stt.go).
@@ -155,7 +158,7 @@ type Call struct {
 	reply       *reply
 	history     history
 	timers      map[turn.TimerID]clock.Timer
-	ttsByteSeen map[int]bool // turns whose first TTS byte is journaled
+	ttsByteTurn int // the latest turn whose first TTS byte is journaled
 	endReason   voice.EndReason
 	// transferring: a transfer away from Handset is under way, so the media leg ending is
 	// the carrier moving the call, not the caller hanging up.
@@ -204,7 +207,8 @@ func New(ctx context.Context, cfg Config, deps Deps) *Call {
 		clean:   make([]int16, 4*info.Format.Rate/50),
 		frame:   make([]byte, 4*frameBytes),
 
-		ttsByteSeen: map[int]bool{},
+		history:     history{limit: cfg.HistoryLimit},
+		ttsByteTurn: -1,
 	}
 	c.initSTT(frameBytes)
 	c.playout = newPlayout(deps.Leg, deps.Clock, cfg.PlayoutLead, cfg.ClearDrain, func(t int) { c.post(audioOnWire{turn: t}) })

@@ -13,13 +13,22 @@ import (
 // back were heard whole; of the sentence playing at an interruption, the words that fit in
 // the time it had been playing. An interrupted reply is recorded as
 // "<heard part> [interrupted by caller]".
+//
+// It keeps the latest limit messages (zero: all of them): a long call's requests, and what
+// the call holds, stop growing there. Message indexes are counted from the call's first
+// message; base of them have been let go.
 type history struct {
 	msgs  []voice.Message
+	limit int
+	base  int
 	turns map[int]*turnRecord
+	// floor: the records of turns before it are forgotten (forget), and what still comes
+	// for those turns (a late mark, a cancelled run's last words) changes nothing.
+	floor int
 }
 
 type turnRecord struct {
-	assistant   int      // index of the assistant message in msgs, -1 if none yet
+	assistant   int      // index of the assistant message (see history.msg), -1 if none yet
 	lost        []string // sentences no voice could speak: never heard, never in msgs
 	segments    []segment
 	interrupted bool
@@ -38,7 +47,11 @@ type segment struct {
 	heard      bool
 }
 
+// record is turn's record, made on first use; nil for a forgotten turn.
 func (h *history) record(turn int) *turnRecord {
+	if turn < h.floor {
+		return nil
+	}
 	if h.turns == nil {
 		h.turns = map[int]*turnRecord{}
 	}
@@ -50,9 +63,45 @@ func (h *history) record(turn int) *turnRecord {
 	return r
 }
 
+// forget drops the records of the turns before keep, so a long call holds the records of
+// two turns, not of every turn it had: a turn older than the one before the current has
+// played out, been interrupted or been cut off, and only its message is still needed.
+func (h *history) forget(keep int) {
+	if keep <= h.floor {
+		return
+	}
+	h.floor = keep
+	for t := range h.turns {
+		if t < keep {
+			delete(h.turns, t)
+		}
+	}
+}
+
 // user appends the caller's committed words.
 func (h *history) user(text string) {
-	h.msgs = append(h.msgs, voice.Message{Role: voice.RoleUser, Content: text})
+	h.add(voice.Message{Role: voice.RoleUser, Content: text})
+}
+
+// add appends m, letting the oldest message go when the window is full, and returns m's
+// index.
+func (h *history) add(m voice.Message) int {
+	h.msgs = append(h.msgs, m)
+	if over := len(h.msgs) - h.limit; h.limit > 0 && over > 0 {
+		n := copy(h.msgs, h.msgs[over:])
+		clear(h.msgs[n:]) // the let-go texts are garbage now, not held by the backing array
+		h.msgs = h.msgs[:n]
+		h.base += over
+	}
+	return h.base + len(h.msgs) - 1
+}
+
+// msg is the message at index i, nil once it has left the window.
+func (h *history) msg(i int) *voice.Message {
+	if i < h.base || i-h.base >= len(h.msgs) {
+		return nil
+	}
+	return &h.msgs[i-h.base]
 }
 
 // snapshot returns a copy the agent may keep, without replies of which nothing was heard.
@@ -70,23 +119,25 @@ func (h *history) snapshot() []voice.Message {
 // any sentence no voice could speak.
 func (h *history) assistant(turn int, text string) {
 	r := h.record(turn)
-	if r.interrupted || text == "" || r.assistant >= 0 {
+	if r == nil || r.interrupted || text == "" || r.assistant >= 0 {
 		return
 	}
 	for _, s := range r.lost {
 		text = without(text, s)
 	}
-	r.assistant = len(h.msgs)
-	h.msgs = append(h.msgs, voice.Message{Role: voice.RoleAssistant, Content: text})
+	r.assistant = h.add(voice.Message{Role: voice.RoleAssistant, Content: text})
 }
 
 // lose takes a sentence no voice could speak out of turn's reply: the caller never heard
 // it. (An interrupted reply already holds only what was heard.)
 func (h *history) lose(turn int, sentence string) {
 	r := h.record(turn)
+	if r == nil {
+		return
+	}
 	r.lost = append(r.lost, sentence)
-	if r.assistant >= 0 && !r.interrupted {
-		h.msgs[r.assistant].Content = without(h.msgs[r.assistant].Content, sentence)
+	if m := h.msg(r.assistant); m != nil && !r.interrupted {
+		m.Content = without(m.Content, sentence)
 	}
 }
 
@@ -103,24 +154,30 @@ func without(text, sentence string) string {
 	return before + " " + after
 }
 
-func (h *history) audioStarted(turn int, at time.Time) { h.record(turn).audioAt = at }
+func (h *history) audioStarted(turn int, at time.Time) {
+	if r := h.record(turn); r != nil {
+		r.audioAt = at
+	}
+}
 
 // firstByte notes when the sentence behind mark started arriving from TTS.
 func (h *history) firstByte(turn int, mark string, at time.Time) {
-	h.firstBytes(turn)[mark] = at
-}
-
-func (h *history) firstBytes(turn int) map[string]time.Time {
 	r := h.record(turn)
+	if r == nil {
+		return
+	}
 	if r.pendingBytes == nil {
 		r.pendingBytes = map[string]time.Time{}
 	}
-	return r.pendingBytes
+	r.pendingBytes[mark] = at
 }
 
 // segment notes a sentence queued for playout behind mark, with its audio length.
 func (h *history) segment(turn int, mark, text string, dur time.Duration, silent bool) {
 	r := h.record(turn)
+	if r == nil {
+		return
+	}
 	r.segments = append(r.segments, segment{mark: mark, text: text, dur: dur, silent: silent, firstByte: r.pendingBytes[mark]})
 	delete(r.pendingBytes, mark)
 }
@@ -129,7 +186,7 @@ func (h *history) segment(turn int, mark, text string, dur time.Duration, silent
 // back after the turn was interrupted (the carrier returns cleared marks at once).
 func (h *history) heard(turn int, mark string, at time.Time) bool {
 	r := h.record(turn)
-	if r.interrupted {
+	if r == nil || r.interrupted {
 		return false
 	}
 	r.lastEcho = at
@@ -175,11 +232,15 @@ func (r *turnRecord) heardText(now time.Time) string {
 // interrupted when that is not all of it). ok is false when there is nothing to log.
 func (h *history) settled(turn int, now time.Time, ended bool) (text string, interrupted, ok bool) {
 	r := h.turns[turn]
-	if r == nil || r.logged || r.assistant < 0 {
+	if r == nil || r.logged {
+		return "", false, false
+	}
+	m := h.msg(r.assistant)
+	if m == nil {
 		return "", false, false
 	}
 	r.logged = true
-	text = h.msgs[r.assistant].Content
+	text = m.Content
 	if ended && !r.interrupted {
 		if heard := r.heardText(now); heard != text {
 			return heard, true, true
@@ -191,15 +252,17 @@ func (h *history) settled(turn int, now time.Time, ended bool) (text string, int
 // interrupt rewrites turn's reply to what the caller heard by now and returns that text.
 func (h *history) interrupt(turn int, now time.Time) string {
 	r := h.record(turn)
+	if r == nil {
+		return ""
+	}
 	text := r.heardText(now)
 	r.interrupted = true
 	r.logged = true // the caller interrupted: the transcript line is what they heard
 	content := strings.TrimSpace(text + " " + voice.InterruptedMarker)
-	if r.assistant >= 0 {
-		h.msgs[r.assistant].Content = content
-	} else {
-		r.assistant = len(h.msgs)
-		h.msgs = append(h.msgs, voice.Message{Role: voice.RoleAssistant, Content: content})
+	if m := h.msg(r.assistant); m != nil {
+		m.Content = content
+	} else if r.assistant < 0 {
+		r.assistant = h.add(voice.Message{Role: voice.RoleAssistant, Content: content})
 	}
 	return text
 }

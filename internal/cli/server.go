@@ -152,6 +152,7 @@ func callConfig(cfg *config.Config) call.Config {
 	c.EchoOff = cfg.Turn.Echo == config.EchoOff
 	c.EchoMaxDelay = cfg.Turn.EchoMaxDelay
 	c.AgentTurnTimeout = cfg.Agent.TurnTimeout
+	c.HistoryLimit = cfg.Agent.HistoryLimit
 	c.TTSTimeout = cfg.TTS.Timeout
 	return c
 }

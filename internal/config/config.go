@@ -138,6 +138,7 @@ type AgentConfig struct {
 	Model        string        // HANDSET_AGENT_MODEL; empty means the runtime's default, see Config.AgentModel
 	Timeout      time.Duration // HANDSET_AGENT_TIMEOUT: the longest silence within a turn
 	TurnTimeout  time.Duration // HANDSET_AGENT_TURN_TIMEOUT: the longest a whole turn may take
+	HistoryLimit int           // HANDSET_AGENT_HISTORY_LIMIT: messages of the call kept and sent; 0 all
 	SystemPrompt string        // HANDSET_SYSTEM_PROMPT
 	// SystemPromptAsUser: HANDSET_SYSTEM_PROMPT_AS_USER.
 	SystemPromptAsUser bool

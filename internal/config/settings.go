@@ -262,6 +262,15 @@ func settingTable() []Setting {
 		{Env: "HANDSET_AGENT_TURN_TIMEOUT", YAML: "agent.turn_timeout", Kind: KindDuration, Default: "90s", positive: true,
 			Help:  "The longest one turn may take from the request to the reply's end, however busy the runtime keeps it (tool events and keepalives included): past it the run is aborted and the error message is spoken.",
 			field: func(c *Config) any { return &c.Agent.TurnTimeout }},
+		{Env: "HANDSET_AGENT_HISTORY_LIMIT", YAML: "agent.history_limit", Kind: KindInt, Default: "200",
+			Help: "The latest messages of the call (caller and agent together) that Handset keeps and sends with each turn to a runtime that takes the history from it; older ones are let go, so a long call's requests and memory stop growing. 0 keeps the whole call; otherwise at least 4.",
+			check: func(v string) string {
+				if n, err := strconv.Atoi(v); err == nil && n > 0 && n < 4 {
+					return "must be 0 (the whole call) or at least 4"
+				}
+				return ""
+			},
+			field: func(c *Config) any { return &c.Agent.HistoryLimit }},
 		{Env: "HANDSET_SYSTEM_PROMPT", YAML: "agent.system_prompt", Kind: KindString, Default: defaultSystemPrompt,
 			Help:  "Voice instructions sent with each turn.",
 			field: func(c *Config) any { return &c.Agent.SystemPrompt }},

@@ -104,7 +104,10 @@ func (s Setting) validate(c *Config) string {
 	case *time.Duration:
 		return checkAmount(*p < 0, *p == 0, s.positive)
 	case *int:
-		return checkAmount(*p < 0, *p == 0, s.positive)
+		if reason := checkAmount(*p < 0, *p == 0, s.positive); reason != "" || s.check == nil {
+			return reason
+		}
+		return s.check(strconv.Itoa(*p))
 	}
 	return ""
 }

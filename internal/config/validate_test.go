@@ -467,3 +467,21 @@ func TestSpeechFallbacks(t *testing.T) {
 		t.Errorf("got %v", fe)
 	}
 }
+
+// The history window is the whole call (0) or big enough to hold the reply being played
+// and the turn before it.
+func TestHistoryLimitRange(t *testing.T) {
+	for value, ok := range map[string]bool{"0": true, "4": true, "200": true, "1": false, "3": false, "-1": false, "many": false} {
+		c := mustLoad(t, LoadOptions{WorkDir: t.TempDir(), Overrides: map[string]string{"HANDSET_AGENT_HISTORY_LIMIT": value}})
+		err := c.Validate(ValidateOptions{})
+		if ok != (err == nil) {
+			t.Errorf("HANDSET_AGENT_HISTORY_LIMIT=%s: accepted %v, want %v (%v)", value, err == nil, ok, err)
+		}
+		if !ok && err != nil {
+			errorFor(t, err, "HANDSET_AGENT_HISTORY_LIMIT")
+		}
+	}
+	if c := mustLoad(t, LoadOptions{WorkDir: t.TempDir()}); c.Agent.HistoryLimit != 200 {
+		t.Errorf("default history limit %d, want 200", c.Agent.HistoryLimit)
+	}
+}
