@@ -116,6 +116,10 @@ type Setup struct {
 	AgentFirstToken float64 `json:"agent_first_token_ms"`
 	TTSFirstByte    float64 `json:"tts_first_byte_ms"`
 	Ramp            float64 `json:"ramp_calls_per_second"`
+	// HistoryLimit is the messages each call's history holds (HANDSET_AGENT_HISTORY_LIMIT; 0
+	// all): the one part of a call that grows with its turns, up to this window. Nil against
+	// a --target, whose settings the bench does not know.
+	HistoryLimit *int `json:"history_limit,omitempty"`
 }
 
 // Machine is where the bench ran.
@@ -246,8 +250,15 @@ func (r Report) Print(w io.Writer) {
 	for _, e := range r.Errors.Examples {
 		row("", e)
 	}
-	row("setup", fmt.Sprintf("%s, VAD %s, %s; fake agent first token %.0f ms, TTS first byte %.0f ms; ramp %.0f calls/s",
-		r.Setup.Mode, r.Setup.VAD, r.Setup.Audio, r.Setup.AgentFirstToken, r.Setup.TTSFirstByte, r.Setup.Ramp))
+	history := ""
+	switch h := r.Setup.HistoryLimit; {
+	case h != nil && *h > 0:
+		history = fmt.Sprintf("; history kept %d messages", *h)
+	case h != nil:
+		history = "; history kept whole"
+	}
+	row("setup", fmt.Sprintf("%s, VAD %s, %s; fake agent first token %.0f ms, TTS first byte %.0f ms; ramp %.0f calls/s%s",
+		r.Setup.Mode, r.Setup.VAD, r.Setup.Audio, r.Setup.AgentFirstToken, r.Setup.TTSFirstByte, r.Setup.Ramp, history))
 	row("machine", fmt.Sprintf("%d cores, %s, %s", r.Machine.Cores, r.Machine.OS, r.Machine.GoVersion))
 	_ = tw.Flush()
 }

@@ -107,6 +107,8 @@ func (c *Call) handle(ev any) {
 	now := c.deps.Clock.Now()
 	j := c.deps.Journal
 	switch e := ev.(type) {
+	case inLoop:
+		e()
 	case legEnded:
 		c.legEnded(e.err)
 	case markEchoed:

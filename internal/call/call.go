@@ -258,6 +258,9 @@ func (c *Call) Goodbye(text string) { c.post(goodbyeRequested{text: text}) }
 // post hands an event to the owner loop, giving up when the call is over.
 func (c *Call) post(ev any) { c.deliver(ev) }
 
+// inLoop is an event that runs on the owner loop, where the call's state may be read.
+type inLoop func()
+
 // deliver is post, reporting whether the event was handed over.
 func (c *Call) deliver(ev any) bool {
 	select {

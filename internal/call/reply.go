@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/handset-voice/handset/internal/voice"
 )
@@ -14,13 +15,31 @@ import (
 // reply is one turn of agent speech: an optional agent stream cut into sentences, and a
 // speaker that synthesises each sentence and queues its audio, with a mark after each
 // sentence so the carrier tells us exactly what the caller heard. Both goroutines stop
-// when the reply's context is cancelled (barge-in, hang-up).
+// when the reply's context is cancelled (barge-in, hang-up); the last of them to stop
+// cancels it too, so a reply that ran its course lets go of its context rather than
+// leaving it among the call's for the rest of the call.
 type reply struct {
-	turn   int
-	ctx    context.Context
-	cancel context.CancelFunc
-	queue  sentenceQueue
-	wg     sync.WaitGroup
+	turn    int
+	ctx     context.Context
+	cancel  context.CancelFunc
+	queue   sentenceQueue
+	running atomic.Int32
+}
+
+// runReply starts f as one of the reply's goroutines.
+func (c *Call) runReply(r *reply, name string, f func()) {
+	r.running.Add(1)
+	c.goSafe(name, func() {
+		defer r.release()
+		f()
+	})
+}
+
+// release ends one holder of the reply's context; the last cancels it.
+func (r *reply) release() {
+	if r.running.Add(-1) == 0 {
+		r.cancel()
+	}
 }
 
 // sentenceKind says where a sentence comes from, which decides how it is spoken.
@@ -113,14 +132,16 @@ func (c *Call) startReply(turn int, req *voice.TurnRequest, fixed ...string) *re
 	r := &reply{turn: turn, ctx: ctx, cancel: cancel}
 	r.queue.signal = make(chan struct{}, 1)
 	r.queue.push(sentenceMessage, fixed...)
+	// Both are counted before either starts, so the first to finish cannot cancel the
+	// context under the other.
+	r.running.Add(1)
 	if req != nil {
-		r.wg.Add(1)
-		c.goSafe("agent", func() { defer r.wg.Done(); c.readAgent(r, *req) })
+		c.runReply(r, "agent", func() { c.readAgent(r, *req) })
 	} else {
 		r.queue.close()
 	}
-	r.wg.Add(1)
-	c.goSafe("speaker", func() { defer r.wg.Done(); c.speak(r) })
+	c.runReply(r, "speaker", func() { c.speak(r) })
+	r.release()
 	return r
 }
 

@@ -1,6 +1,7 @@
 package call
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -222,5 +223,39 @@ func TestStalledOnlyVoiceIsAskedAgain(t *testing.T) {
 	r.until("the greeting plays", true, playedTurn(r, 0))
 	if r.has(obs.TTSLost, nil) {
 		t.Errorf("the greeting was lost:\n%s", r.journal())
+	}
+}
+
+// A reply that ran its course lets go of its context: left uncancelled, every turn's
+// context stayed among the call's children until the call ended, a call's memory growing
+// with its turns.
+func TestFinishedReplyReleasesItsContext(t *testing.T) {
+	r, _, _, agent := ttsRig(t, testConfig(), func(string, int) ttsMode { return speakOK }, nil)
+	r.until("turn 1 plays out", true, playedTurn(r, 1))
+	first := r.currentReply()
+	r.nextTurn(agent)
+	r.until("turn 2 plays out", true, playedTurn(r, 2))
+	second := r.currentReply()
+	if first == nil || second == nil || first == second {
+		t.Fatalf("replies of turns 1 and 2: %p, %p", first, second)
+	}
+	for i, rep := range []*reply{first, second} {
+		r.until(fmt.Sprintf("reply %d's context is released", i+1), false, func() bool { return rep.ctx.Err() != nil })
+	}
+	if err := r.c.ctx.Err(); err != nil {
+		t.Fatalf("the call itself ended: %v", err)
+	}
+}
+
+// currentReply reads the call's reply on its owner loop.
+func (r *rig) currentReply() *reply {
+	got := make(chan *reply, 1)
+	r.c.post(inLoop(func() { got <- r.c.reply }))
+	select {
+	case rep := <-got:
+		return rep
+	case <-time.After(30 * time.Second):
+		r.t.Fatal("the owner loop never ran the probe")
+		return nil
 	}
 }

@@ -111,11 +111,11 @@ func runBench(ctx context.Context, env Env, args []string) error {
 	if !f.asJSON {
 		o.Progress = env.Stderr
 	}
-	setup := bench.Setup{VAD: f.vad, Audio: audioNote, AgentFirstToken: ms(f.agentLatency), TTSFirstByte: ms(f.ttsWait), Ramp: f.ramp}
+	setup := bench.Setup{VAD: f.vad, Audio: audioNote, AgentFirstToken: ms(f.agentLatency), TTSFirstByte: ms(f.ttsWait), Ramp: f.ramp, HistoryLimit: &cfg.Agent.HistoryLimit}
 	stop := func() {}
 	switch {
 	case f.target != "":
-		setup.Mode, setup.VAD = "target "+f.target, "as configured there"
+		setup.Mode, setup.VAD, setup.HistoryLimit = "target "+f.target, "as configured there", nil
 	default:
 		fakes, stopFakes, err := startBenchFakes(f)
 		if err != nil {
@@ -266,6 +266,8 @@ func benchChild(ctx context.Context, env Env, cfg *config.Config, f benchFlags, 
 	if cfg.EnginesDir != "" {
 		settings["HANDSET_ENGINES_DIR"] = cfg.EnginesDir
 	}
+	// The one setting of yours the load keeps: how much of each call's history is held.
+	settings["HANDSET_AGENT_HISTORY_LIMIT"] = strconv.Itoa(cfg.Agent.HistoryLimit)
 	cmd := exec.Command(exe, "serve")
 	cmd.Dir = env.WorkDir
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}
