@@ -6,6 +6,11 @@
 #
 #   ./scripts/soak.sh                      # the issue's soak: 300 calls for 30 minutes
 #   CALLS=100 DURATION=5m ./scripts/soak.sh
+#
+# A call's history is the one thing that grows with its turns, up to
+# HANDSET_AGENT_HISTORY_LIMIT messages (200 by default; the bench's calls take a turn every
+# seven seconds or so, and fill it in about twelve minutes). The Handset under load takes the
+# value from your environment, like every bench run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
