@@ -365,9 +365,18 @@ func lineDiff(a, b string) string {
 			out.WriteString("   …\n")
 		}
 		gap = false
-		out.WriteString(" " + string(l.op) + " " + strings.TrimRight(l.text, "\r\n") + "\n")
+		out.WriteString(" " + string(l.op) + " " + hideSecretValues(strings.TrimRight(l.text, "\r\n")) + "\n")
 	}
 	return out.String()
+}
+
+// secretValue is a key that names a secret (token, botToken, apiKey, password,
+// clientSecret...) and the quoted string it is given.
+var secretValue = regexp.MustCompile(`(?i)((?:token|key|secret|password|passwd)["']?\s*:\s*)("(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')`)
+
+// hideSecretValues hides the values of secret-looking keys in a line that setup shows.
+func hideSecretValues(line string) string {
+	return secretValue.ReplaceAllString(line, `$1"…"`)
 }
 
 // diffLine is one line of lineDiff: ' ' kept, '-' gone, '+' new.

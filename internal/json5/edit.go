@@ -416,7 +416,7 @@ func (s style) render(v any, indent string, multi bool) string {
 			parts[i] = s.render(x, indent+s.unit, false)
 		}
 		inline := "[" + strings.Join(parts, ", ") + "]"
-		if !multi || len(v) == 0 || (flat(v) && len(indent)+len(inline) <= 72) {
+		if !multi || len(v) == 0 || (flat(v) && len(indent)+len(inline) <= 96) {
 			return inline
 		}
 		for i, x := range v {
