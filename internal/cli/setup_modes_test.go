@@ -114,12 +114,14 @@ func TestSetupDialerRuns(t *testing.T) {
 	if !strings.HasPrefix(execStart, "/usr/local/bin/handset call --list") {
 		t.Fatalf("ExecStart=%s", execStart)
 	}
-	proj, _ := setupEnv(t)
+	// As the units do, name the data folder (commands open it from the process's folder).
+	data := "HANDSET_DATA_DIR=" + filepath.Join(dir, "handset-data")
+	proj, _ := setupEnv(t, data)
 	proj.WorkDir = dir
 	if code := Main(t.Context(), args, proj); code != 0 || !strings.Contains(output(proj), `queued 1 calls in batch "dialer"`) {
 		t.Fatalf("%v: exit %d\n%s", args, code, output(proj))
 	}
-	again, _ := setupEnv(t)
+	again, _ := setupEnv(t, data)
 	again.WorkDir = dir
 	if code := Main(t.Context(), args, again); code != 0 || !strings.Contains(output(again), "already queued") {
 		t.Errorf("the second run: exit %d\n%s", code, output(again))
