@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -73,6 +74,7 @@ func TestSetupEnableOpenClawRealGateway(t *testing.T) {
 			t.Errorf("the line %q is gone from the edited file", l)
 		}
 	}
+	validateWithOpenClaw(t, path)
 	var ids []string
 	if err := awaitModels(ctx, gw, func(status int, got []string) bool {
 		ids = got
@@ -95,6 +97,61 @@ func TestSetupEnableOpenClawRealGateway(t *testing.T) {
 	}
 	if !support["exec"] || !support["read"] {
 		t.Errorf("an agent without the deny list is not offered exec and read, so this test shows nothing (offered: %v)", keys(support))
+	}
+}
+
+// TestSetupOpenClawEditsPassOpenClawsCheck: every form of setup's edit (a new agent, an
+// agent that has no tools block, one with tools but no deny list, one with part of the
+// list) gives a file that OpenClaw's own `openclaw config validate` accepts.
+func TestSetupOpenClawEditsPassOpenClawsCheck(t *testing.T) {
+	head := "{\n  gateway: { mode: 'local', auth: { mode: 'token', token: 'hs-0123456789abcdef0123456789abcdef' } },\n" +
+		"  agents: {\n    ownership: 'explicit',\n    entries: {\n      main: {},\n"
+	for name, entry := range map[string]string{
+		"new agent":   "",
+		"no tools":    "      voice: { name: 'voice' },\n",
+		"no deny":     "      voice: { tools: { profile: 'messaging' } },\n",
+		"part denied": "      voice: { tools: { deny: ['browser', 'group:fs'] } },\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := writeOpenClawConfig(t, head+entry+"    },\n  },\n}\n")
+			env, _ := setupEnv(t, "OPENCLAW_CONFIG_PATH="+path)
+			if code := Main(t.Context(), []string{"setup", "--runtime", "openclaw", "--dir", "proj", "--no-check", "--enable-openclaw", "--yes"}, env); code != 0 {
+				t.Fatalf("exit %d\n%s", code, output(env))
+			}
+			validateWithOpenClaw(t, path)
+		})
+	}
+}
+
+// validateWithOpenClaw runs `openclaw config validate` on a configuration file, in a home
+// and state folder of its own, and wants it valid.
+func validateWithOpenClaw(t *testing.T, path string) {
+	t.Helper()
+	root, err := realopenclaw.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, entry, err := realopenclaw.Install(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scratch := t.TempDir()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, entry, "config", "validate", "--json")
+	cmd.Env = []string{"PATH=" + filepath.Dir(node) + ":/usr/bin:/bin", "HOME=" + scratch, "TMPDIR=" + scratch,
+		"OPENCLAW_STATE_DIR=" + filepath.Join(scratch, "state"), "OPENCLAW_CONFIG_PATH=" + path,
+		"OPENCLAW_NO_AUTO_UPDATE=1", "OPENCLAW_DISABLE_BONJOUR=1",
+		// Nothing leaves this machine: the proxy is a closed loopback port.
+		"NODE_USE_ENV_PROXY=1", "HTTP_PROXY=http://127.0.0.1:9", "HTTPS_PROXY=http://127.0.0.1:9"}
+	out, err := cmd.Output()
+	var report struct {
+		Valid bool `json:"valid"`
+	}
+	start := max(bytes.IndexByte(out, '{'), 0) // the report, after any notice
+	if jerr := json.Unmarshal(out[start:], &report); err != nil || jerr != nil || !report.Valid {
+		data, _ := os.ReadFile(path)
+		t.Errorf("openclaw config validate: %v %v\n%s\nof\n%s", err, jerr, out, data)
 	}
 }
 
