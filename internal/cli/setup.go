@@ -60,7 +60,7 @@ func runSetup(ctx context.Context, env Env, args []string) error {
 	fs.StringVar(&o.openclawAgent, "openclaw-agent", "voice", "the OpenClaw agent `id` that answers calls")
 	fs.BoolVar(&o.genKey, "generate-key", false, "generate a strong API key and write it to both Hermes and the project")
 	fs.BoolVar(&o.startGateway, "start-gateway", false, "run `hermes gateway start` and wait until its API answers")
-	fs.StringVar(&o.number, "number", "", "Twilio `number` to point at this Handset")
+	fs.StringVar(&o.number, "number", "", "the Twilio `number`: calls come from it, and inbound projects point it at this Handset")
 	fs.StringVar(&o.url, "url", "", "public base `URL` of this Handset (HANDSET_PUBLIC_URL)")
 	fs.BoolVar(&o.offline, "offline", false, "speech on this machine (sphinx STT, flite TTS): no cloud keys; an openai runtime points at Ollama on localhost")
 	fs.BoolVar(&o.noCheck, "no-check", false, "skip the doctor checks at the end")
@@ -119,23 +119,9 @@ func runSetup(ctx context.Context, env Env, args []string) error {
 	// What changes outside the folder is worked out first: without --yes it is only shown.
 	var claw *openclawPlan
 	if o.enableOpenClaw {
-		path := o.openclawConfig
-		if path == "" {
-			path = openclawConfigPath(env)
-		} else if !filepath.IsAbs(path) {
-			path = filepath.Join(env.WorkDir, path)
-		}
 		var err error
-		if claw, err = planOpenClaw(path, o.openclawAgent); err != nil {
-			var r *openclawRefusal
-			if errors.As(err, &r) {
-				fmt.Fprintf(env.Stdout, "%s\n", r.manual)
-			}
+		if claw, err = setupOpenClawPlan(env, o); err != nil {
 			return err
-		}
-		if len(claw.changes) == 0 {
-			fmt.Fprintf(env.Stdout, "%s already has the endpoint on and agent %q without shell or file tools: nothing to change there.\n", path, o.openclawAgent)
-			claw = nil
 		}
 	}
 	key := ""

@@ -33,11 +33,12 @@ func TestSetupEnableOpenClawRealGateway(t *testing.T) {
 	llm := fakeopenai.New(fakeopenai.Options{Key: "llm-key"})
 	llmSrv := httptest.NewServer(tools.record(realopenclaw.HumanLast(llm)))
 	defer func() { llm.Close(); llmSrv.Close() }()
-	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
 	gw, err := realopenclaw.Start(ctx, realopenclaw.Options{
 		LLMURL: llmSrv.URL + "/v1", LLMKey: "llm-key", Agents: []string{"main", "support"}, Dir: dir,
+		ReadyTimeout: 5 * time.Minute, // a loaded machine (the race detector, other tests) starts Node slowly
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -216,7 +217,7 @@ func keys(m map[string]bool) []string {
 func chatThrough(ctx context.Context, t *testing.T, gw *realopenclaw.Gateway, model string) {
 	t.Helper()
 	body := fmt.Sprintf(`{"model": %q, "messages": [{"role": "user", "content": "hello there"}]}`, model)
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, gw.HTTPURL()+"/chat/completions", strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+gw.Token())
@@ -233,9 +234,9 @@ func chatThrough(ctx context.Context, t *testing.T, gw *realopenclaw.Gateway, mo
 }
 
 // awaitModels polls GET /v1/models until done says so (the gateway applies a changed
-// file by itself, a second or so after it lands).
+// file by itself, a second or so after it lands; far longer on a loaded machine).
 func awaitModels(ctx context.Context, gw *realopenclaw.Gateway, done func(status int, ids []string) bool) error {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
 	for {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, gw.HTTPURL()+"/models", nil)

@@ -59,6 +59,31 @@ func openclawConfigPath(env Env) string {
 	return filepath.Join(home, ".openclaw", "openclaw.json")
 }
 
+// setupOpenClawPlan works out setup's edit of the gateway's configuration (--openclaw-config,
+// else where the gateway looks): nil when there is nothing to change; a refusal is printed
+// with what to do instead.
+func setupOpenClawPlan(env Env, o setupOptions) (*openclawPlan, error) {
+	path := o.openclawConfig
+	if path == "" {
+		path = openclawConfigPath(env)
+	} else if !filepath.IsAbs(path) {
+		path = filepath.Join(env.WorkDir, path)
+	}
+	plan, err := planOpenClaw(path, o.openclawAgent)
+	if err != nil {
+		var r *openclawRefusal
+		if errors.As(err, &r) {
+			fmt.Fprintf(env.Stdout, "%s\n", r.manual)
+		}
+		return nil, err
+	}
+	if len(plan.changes) == 0 {
+		fmt.Fprintf(env.Stdout, "%s already has the endpoint on and agent %q without shell or file tools: nothing to change there.\n", path, o.openclawAgent)
+		return nil, nil
+	}
+	return plan, nil
+}
+
 // openclawPlan is setup's edit of the gateway's openclaw.json, worked out before anything
 // is written.
 type openclawPlan struct {
