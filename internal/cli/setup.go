@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/handset-voice/handset/internal/carrier/twilio"
 	"github.com/handset-voice/handset/internal/config"
 )
 
@@ -26,7 +27,22 @@ type setupOptions struct {
 	noCheck, network       bool
 	offline                bool
 	hermesHome, binaryPath string // binaryPath: how the README runs this binary
+	absDir                 string // the project folder, absolute
+	mode                   string // inbound, outbound or both
+	enableOpenClaw         bool
+	openclawConfig         string // the gateway's openclaw.json
+	openclawAgent          string // the OpenClaw agent that answers calls
 }
+
+// The modes of a project: who dials whom.
+const (
+	modeInbound  = "inbound"
+	modeOutbound = "outbound"
+	modeBoth     = "both"
+)
+
+func (o setupOptions) inbound() bool  { return o.mode != modeOutbound }
+func (o setupOptions) outbound() bool { return o.mode != modeInbound }
 
 // runSetup scaffolds a ready-to-run project folder for an agent runtime, optionally
 // prepares Hermes and attaches a Twilio number, then runs doctor on the result.
@@ -37,10 +53,14 @@ func runSetup(ctx context.Context, env Env, args []string) error {
 	fs.StringVar(&o.runtime, "runtime", "", "agent runtime: hermes, openclaw or openai (required)")
 	fs.BoolVar(&o.yes, "yes", false, "do what the flags ask without asking (changes outside the folder need it)")
 	fs.BoolVar(&o.force, "force", false, "overwrite files that already exist in the folder")
-	fs.BoolVar(&o.enableHermes, "enable-hermes", false, "write API_SERVER_ENABLED=true into ~/.hermes/.env (backed up first)")
+	fs.StringVar(&o.mode, "mode", modeInbound, "inbound (callers ring the agent: the number is attached), outbound (the agent calls: a dialer list, its timer, the call allow-list) or both")
+	fs.BoolVar(&o.enableHermes, "enable-hermes", false, "write API_SERVER_ENABLED=true into ~/.hermes/.env (backed up first), and an API_SERVER_KEY when it has none")
+	fs.BoolVar(&o.enableOpenClaw, "enable-openclaw", false, "turn on the OpenClaw gateway's OpenAI-compatible endpoint and add the agent for calls, without shell or file tools, to its openclaw.json (backed up first)")
+	fs.StringVar(&o.openclawConfig, "openclaw-config", "", "the gateway's configuration `file` (default OPENCLAW_CONFIG_PATH, else ~/.openclaw/openclaw.json)")
+	fs.StringVar(&o.openclawAgent, "openclaw-agent", "voice", "the OpenClaw agent `id` that answers calls")
 	fs.BoolVar(&o.genKey, "generate-key", false, "generate a strong API key and write it to both Hermes and the project")
 	fs.BoolVar(&o.startGateway, "start-gateway", false, "run `hermes gateway start` and wait until its API answers")
-	fs.StringVar(&o.number, "number", "", "Twilio `number` to point at this Handset")
+	fs.StringVar(&o.number, "number", "", "the Twilio `number`: calls come from it, and inbound projects point it at this Handset")
 	fs.StringVar(&o.url, "url", "", "public base `URL` of this Handset (HANDSET_PUBLIC_URL)")
 	fs.BoolVar(&o.offline, "offline", false, "speech on this machine (sphinx STT, flite TTS): no cloud keys; an openai runtime points at Ollama on localhost")
 	fs.BoolVar(&o.noCheck, "no-check", false, "skip the doctor checks at the end")
@@ -62,16 +82,30 @@ func runSetup(ctx context.Context, env Env, args []string) error {
 		return &usageError{msg: "--generate-key writes Hermes' key; OpenClaw's token is the gateway's own",
 			hint: "put the gateway's token in the project's .env as OPENCLAW_GATEWAY_TOKEN"}
 	}
+	switch o.mode {
+	case modeInbound, modeOutbound, modeBoth:
+	default:
+		return &usageError{msg: fmt.Sprintf("--mode %q is not one of inbound, outbound, both", o.mode)}
+	}
+	if o.runtime != config.AgentOpenClaw && (o.enableOpenClaw || o.openclawConfig != "" || o.openclawAgent != "voice") {
+		return &usageError{msg: "--enable-openclaw, --openclaw-config and --openclaw-agent are for --runtime openclaw"}
+	}
+	if !agentIDPattern.MatchString(o.openclawAgent) {
+		return &usageError{msg: fmt.Sprintf("--openclaw-agent %q is not an agent id OpenClaw keeps as it is", o.openclawAgent),
+			hint: "1 to 64 of a-z, 0-9, _ and -, starting with a letter or digit"}
+	}
+	if o.number != "" {
+		n, err := twilio.NormalizeNumber(o.number)
+		if err != nil {
+			return &usageError{msg: fmt.Sprintf("--number %q: %v", o.number, err)}
+		}
+		o.number = n
+	}
 	if o.number != "" && o.url == "" {
 		return &usageError{msg: "--number needs --url, the public URL Twilio will call"}
 	}
 	if o.url != "" && !strings.HasPrefix(o.url, "https://") {
 		return &usageError{msg: fmt.Sprintf("--url %q must be https:// (Twilio calls it over the internet)", o.url)}
-	}
-	outside := o.enableHermes || o.startGateway || o.number != "" || (o.genKey && o.runtime == config.AgentHermes)
-	if outside && !o.yes {
-		return &usageError{msg: "this changes things outside the project folder (~/.hermes/.env, the Hermes gateway, the Twilio number)",
-			hint: "add --yes to confirm"}
 	}
 	home := environValue(env.Environ, "HOME")
 	o.hermesHome = filepath.Join(home, ".hermes")
@@ -80,17 +114,46 @@ func runSetup(ctx context.Context, env Env, args []string) error {
 	if !filepath.IsAbs(dir) {
 		dir = filepath.Join(env.WorkDir, dir)
 	}
+	o.absDir = dir
 
+	// What changes outside the folder is worked out first: without --yes it is only shown.
+	var claw *openclawPlan
+	if o.enableOpenClaw {
+		var err error
+		if claw, err = setupOpenClawPlan(env, o); err != nil {
+			return err
+		}
+	}
 	key := ""
+	newHermesKey := false // --enable-hermes found no API_SERVER_KEY: one is made
 	if o.genKey {
 		key = newAPIKey()
+	} else if o.enableHermes && !hermesHasKey(o.hermesHome) {
+		key, newHermesKey = newAPIKey(), true
 	}
+	attach := o.number != "" && o.inbound()
+	if outside := outsideChanges(o, claw, attach, key != ""); len(outside) > 0 && !o.yes {
+		fmt.Fprintf(env.Stdout, "This changes things outside the project folder:\n  - %s\n", strings.Join(outside, "\n  - "))
+		if claw != nil {
+			claw.preview(env)
+		}
+		return &usageError{msg: "nothing was changed: changes outside the project folder need --yes", hint: "add --yes to make them"}
+	}
+
 	files := scaffold(o, key)
 	if err := writeProject(env, dir, files, o.force); err != nil {
 		return err
 	}
 	if o.enableHermes || o.genKey && o.runtime == config.AgentHermes {
+		if newHermesKey {
+			fmt.Fprintf(env.Stdout, "%s has no API_SERVER_KEY: setup made one, and the project's .env has the same key\n", filepath.Join(o.hermesHome, ".env"))
+		}
 		if err := updateHermesEnv(env, o.hermesHome, o.enableHermes, key); err != nil {
+			return err
+		}
+	}
+	if claw != nil {
+		if err := claw.apply(env); err != nil {
 			return err
 		}
 	}
@@ -99,7 +162,7 @@ func runSetup(ctx context.Context, env Env, args []string) error {
 			return err
 		}
 	}
-	if o.number != "" {
+	if attach {
 		if err := setupAttach(ctx, env, dir, o.number, strings.TrimRight(o.url, "/")); err != nil {
 			return err
 		}
@@ -131,6 +194,43 @@ func runSetup(ctx context.Context, env Env, args []string) error {
 		fmt.Fprintf(env.Stdout, "\nThe network checks (agent runtime, speech keys, Twilio, public URL) did not run: once .env is filled in, run `cd %s && %s doctor`.\n", shellQuote(o.dir), hs)
 	}
 	return nil // blockers are expected until .env is filled in; doctor has listed them
+}
+
+// outsideChanges lists, one line each, what setup would change outside the project folder.
+func outsideChanges(o setupOptions, claw *openclawPlan, attach, hermesKey bool) []string {
+	var out []string
+	hermesEnv := filepath.Join(o.hermesHome, ".env")
+	if o.enableHermes {
+		out = append(out, hermesEnv+": API_SERVER_ENABLED=true (backed up first)")
+	}
+	if hermesKey && o.runtime == config.AgentHermes {
+		out = append(out, hermesEnv+": a new API_SERVER_KEY, the same as the project's HANDSET_AGENT_KEY")
+	}
+	if o.startGateway {
+		out = append(out, "start the Hermes gateway (`hermes gateway start`)")
+	}
+	if claw != nil {
+		out = append(out, claw.path+": "+strings.Join(claw.changes, "; ")+" (backed up first)")
+	}
+	if attach {
+		out = append(out, fmt.Sprintf("point the Twilio number %s at %s/twilio/voice", o.number, strings.TrimRight(o.url, "/")))
+	}
+	return out
+}
+
+// hermesHasKey reports whether Hermes' dotenv file sets a non-empty API_SERVER_KEY.
+func hermesHasKey(hermesHome string) bool {
+	data, err := os.ReadFile(filepath.Join(hermesHome, ".env"))
+	if err != nil {
+		return false
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		k, v, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(l), "export "), "=")
+		if ok && strings.TrimSpace(k) == "API_SERVER_KEY" && strings.Trim(strings.TrimSpace(v), `"'`) != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // setupExecutable is the running binary; tests replace it.
