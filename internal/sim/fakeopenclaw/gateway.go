@@ -57,6 +57,17 @@ func (s *Server) handshake(ctx context.Context, c *conn) bool {
 	if json.Unmarshal(data, &req) != nil || req.Type != "req" || req.Method != "connect" {
 		return refuse(req.ID, gwError("INVALID_REQUEST", "invalid handshake: first request must be connect", ""))
 	}
+	if s.opts.Starting != nil && s.opts.Starting() {
+		s.record(func() { s.refusals++ })
+		if !s.opts.StartingCloseOnly {
+			b, _ := json.Marshal(map[string]any{"type": "res", "id": req.ID, "ok": false, "error": map[string]any{
+				"code": "UNAVAILABLE", "message": "gateway starting; retry shortly", "retryable": true,
+				"retryAfterMs": s.opts.StartingRetryAfter.Milliseconds(), "details": map[string]any{"reason": "startup-sidecars"}}})
+			c.ws.Write(ctx, websocket.MessageText, b)
+		}
+		c.ws.Close(websocket.StatusTryAgainLater, "gateway starting")
+		return false
+	}
 	p := req.Params
 	switch {
 	case p.MinProtocol > 4 || p.MaxProtocol < 4:
