@@ -311,6 +311,10 @@ func SelectAgent(configured string, agents []AgentInfo) (string, error) {
 		strings.Join(ids, ", ")), ErrNoAgentChosen}
 }
 
+// AgentID is the agent a configured name means ("openclaw/support" is "support"), or ""
+// for none, without asking the gateway whether it has it (SelectAgent does).
+func AgentID(configured string) string { return trimAgent(configured) }
+
 // trimAgent reduces "openclaw/support", "openclaw:support" or "support" to "support";
 // "openclaw", "openclaw/default" and "default" name no agent.
 func trimAgent(s string) string {

@@ -1,9 +1,13 @@
 package openclaw
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/handset-voice/handset/internal/voice"
@@ -112,4 +116,55 @@ func (a *Agent) gaveUp(ctx context.Context, last *StartingError, n int, err erro
 		return a.fail("connect", kind, fmt.Errorf("%w (%v)", ctx.Err(), err))
 	}
 	return a.fail("connect", kind, fmt.Errorf("%w: gave up after %d attempts: %w", last, n+1, ctx.Err()))
+}
+
+// WaitingTransport is for the gateway's OpenAI-compatible HTTP endpoint (the http
+// transport): while the gateway's plugin runtime is still starting it answers 503
+// ("Plugin runtime is starting", Retry-After: 1), and the request is sent again after its
+// hint, for as long as the request's context allows. The last 503 is returned when the
+// context ends first. Requests without a way to re-read their body are sent once.
+func WaitingTransport(next http.RoundTripper) http.RoundTripper {
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	return waitingTransport{next}
+}
+
+type waitingTransport struct{ next http.RoundTripper }
+
+func (t waitingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	ctx := req.Context()
+	for n := 0; ; n++ {
+		try := req
+		if n > 0 {
+			try = req.Clone(ctx)
+			if req.GetBody != nil {
+				body, err := req.GetBody()
+				if err != nil {
+					return nil, err
+				}
+				try.Body = body
+			}
+		}
+		resp, err := t.next.RoundTrip(try)
+		once := req.Body != nil && req.Body != http.NoBody && req.GetBody == nil
+		if err != nil || resp.StatusCode != http.StatusServiceUnavailable || once {
+			return resp, err
+		}
+		// Keep what the gateway said, for the error when Handset stops asking.
+		said, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+		resp.Body.Close()
+		resp.Body = io.NopCloser(bytes.NewReader(said))
+		hint := time.Duration(0)
+		if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
+			hint = time.Duration(s) * time.Second
+		}
+		timer := time.NewTimer(startPause(n, hint))
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+			return resp, nil
+		}
+	}
 }

@@ -227,3 +227,51 @@ func TestOtherRefusalsAreNotRetried(t *testing.T) {
 		t.Errorf("a wrong token was retried: %v after %d upgrades", err, g.upgrades.Load())
 	}
 }
+
+// TestHTTPEndpointWaitsWhileGatewayStarts: the HTTP transport's requests answered 503
+// while the gateway's plugins load are sent again, body and all, after Retry-After; when
+// the context ends first, the last 503 comes back as it was.
+func TestHTTPEndpointWaitsWhileGatewayStarts(t *testing.T) {
+	var refusals atomic.Int64
+	refuse := atomic.Int64{}
+	refuse.Store(2)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if refuse.Add(-1) >= 0 {
+			refusals.Add(1)
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "Plugin runtime is starting", http.StatusServiceUnavailable)
+			return
+		}
+		w.Write(append([]byte("got "), body...))
+	}))
+	defer srv.Close()
+	client := &http.Client{Transport: openclaw.WaitingTransport(nil)}
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/v1/chat/completions", strings.NewReader(`{"model":"openclaw/support"}`))
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || string(got) != `got {"model":"openclaw/support"}` || refusals.Load() != 2 {
+		t.Errorf("status %d, body %q after %d refusals", resp.StatusCode, got, refusals.Load())
+	}
+
+	// Still starting when the request's time runs out: the 503, readable.
+	refuse.Store(1 << 30)
+	sctx, stop := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer stop()
+	req, _ = http.NewRequestWithContext(sctx, http.MethodGet, srv.URL+"/v1/models", nil)
+	resp, err = client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(got), "Plugin runtime is starting") {
+		t.Errorf("status %d, body %q", resp.StatusCode, got)
+	}
+}

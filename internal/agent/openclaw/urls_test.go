@@ -40,3 +40,12 @@ func TestSelectAgentSaysWhichRefusal(t *testing.T) {
 		t.Errorf("unknown agent: %v", err)
 	}
 }
+
+func TestAgentID(t *testing.T) {
+	for in, want := range map[string]string{"openclaw/support": "support", "openclaw:support": "support", "support": "support",
+		"openclaw": "", "openclaw/default": "", "": ""} {
+		if got := openclaw.AgentID(in); got != want {
+			t.Errorf("AgentID(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -78,6 +78,10 @@ func (s *Server) handshake(ctx context.Context, c *conn) bool {
 		return false
 	case !clientIDs[p.Client.ID]:
 		return refuse(req.ID, gwError("INVALID_REQUEST", "invalid connect params: at /client/id: must be equal to one of the allowed values", ""))
+	case p.Auth.Token == "" && s.opts.Token != "":
+		// No shared token: the real gateway falls back to device pairing, which a backend
+		// client without a device identity cannot do.
+		return refuse(req.ID, gwError("NOT_PAIRED", "device identity required", "DEVICE_IDENTITY_REQUIRED"))
 	case p.Auth.Token != s.opts.Token:
 		return refuse(req.ID, gwError("INVALID_REQUEST", "unauthorized: gateway token mismatch (provide gateway auth token)", "AUTH_TOKEN_MISMATCH"))
 	}
