@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strings"
 	"time"
 
@@ -71,35 +72,28 @@ func buildOpenClaw(cfg *config.Config, log *slog.Logger) (voice.Agent, error) {
 	if cfg.Source("HANDSET_AGENT_MODEL") != "default" {
 		named = strings.TrimPrefix(cfg.AgentModel(), "openclaw/")
 	}
-	wsURL := strings.Replace(strings.Replace(cfg.AgentURL(), "https://", "wss://", 1), "http://", "ws://", 1)
+	wsURL, httpURL, err := openclaw.GatewayURLs(cfg.AgentURL())
+	if err != nil {
+		return nil, err
+	}
 	opts := openclaw.Options{
 		URL: wsURL, Token: cfg.Agent.Key.Reveal(), SessionKey: keys,
 		VoicePrompt: cfg.Agent.SystemPrompt, Timeout: cfg.Agent.Timeout, Logger: log,
 	}
-	probe, err := openclaw.New(opts)
+	chosen, err := chooseOpenClawAgent(cfg, opts, named, log)
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), startupProbe)
-	agents, err := probe.ListAgents(ctx)
-	cancel()
-	if err != nil {
-		_ = probe.Close()
-		return nil, fmt.Errorf("OpenClaw gateway at %s: %w (is it running? is OPENCLAW_GATEWAY_TOKEN its token?)", wsURL, err)
-	}
-	chosen, err := openclaw.SelectAgent(named, agents)
-	if err != nil {
-		_ = probe.Close()
-		return nil, err
-	}
-	log.Info("openclaw agent", "agent", chosen, "transport", cmp.Or(cfg.Agent.Transport, "ws"))
 	if cfg.Agent.Transport == "http" {
-		_ = probe.Close()
+		model := "openclaw"
+		if chosen != "" {
+			model += "/" + chosen
+		}
 		return agentopenai.New(agentopenai.Options{
 			Name:         "openclaw",
-			BaseURL:      strings.TrimSuffix(cfg.AgentURL(), "/") + "/v1",
+			BaseURL:      httpURL + "/v1",
 			Key:          cfg.Agent.Key.Reveal(),
-			Model:        "openclaw/" + chosen,
+			Model:        model,
 			SystemPrompt: cfg.Agent.SystemPrompt,
 			SystemAsUser: cfg.Agent.SystemPromptAsUser,
 			// The gateway keeps the conversation in the session: send only the new turn.
@@ -108,11 +102,50 @@ func buildOpenClaw(cfg *config.Config, log *slog.Logger) (voice.Agent, error) {
 				sc, _ := session.From(ctx)
 				return map[string]string{"x-openclaw-session-key": openclaw.SessionKey(chosen, keys, sc)}
 			},
-			Timeout: cfg.Agent.Timeout,
-			Logger:  log,
+			// While the gateway's plugins load, the endpoint answers 503: asked again, within the turn.
+			HTTPClient: &http.Client{Transport: openclaw.WaitingTransport(nil)},
+			Timeout:    cfg.Agent.Timeout,
+			Logger:     log,
 		})
 	}
-	_ = probe.Close()
 	opts.Agent = chosen
 	return openclaw.New(opts)
+}
+
+// chooseOpenClawAgent asks the gateway for its agents and applies the selection rule
+// (SelectAgent), waiting up to startupProbe while the gateway says it is starting. A
+// gateway that is still starting, or does not answer yet, does not stop start-up: Handset
+// goes on with the agent the configuration names ("" when it names none, which leaves the
+// choice to the gateway: its only agent, or a refusal when it has several), each turn waits
+// for a starting gateway within its own limit, and the gateway refuses an agent it does not
+// have. A gateway that answers and refuses (the token, the agent) stops start-up.
+func chooseOpenClawAgent(cfg *config.Config, opts openclaw.Options, named string, log *slog.Logger) (string, error) {
+	probe, err := openclaw.New(opts)
+	if err != nil {
+		return "", err
+	}
+	defer probe.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), startupProbe)
+	defer cancel()
+	agents, err := probe.ListAgents(ctx)
+	if err != nil {
+		sym := openClawSymptom(cfg, err)
+		detail, fix, ok := sym.advice(cfg, err)
+		switch {
+		case sym == ocStarting || sym == ocUnreachable:
+			chosen := openclaw.AgentID(named)
+			log.Warn("the OpenClaw gateway is not ready: Handset starts without it; turns wait while it is starting, and fail while nothing answers",
+				"detail", detail, "agent", cmp.Or(chosen, "the gateway's only agent"), "check", "handset doctor")
+			return chosen, nil
+		case ok:
+			return "", fmt.Errorf("%s (%s)", detail, fix)
+		}
+		return "", fmt.Errorf("OpenClaw gateway at %s: %w (run handset doctor)", opts.URL, err)
+	}
+	chosen, err := openclaw.SelectAgent(named, agents)
+	if err != nil {
+		return "", err
+	}
+	log.Info("openclaw agent", "agent", chosen, "transport", cmp.Or(cfg.Agent.Transport, "ws"))
+	return chosen, nil
 }

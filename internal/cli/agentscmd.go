@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/handset-voice/handset/internal/agent/openclaw"
 	"github.com/handset-voice/handset/internal/config"
@@ -57,7 +56,10 @@ func runAgents(ctx context.Context, env Env, args []string) error {
 
 // openClawRoster asks the gateway for its agents and applies Handset's selection rule.
 func openClawRoster(ctx context.Context, cfg *config.Config) (agentsReport, error) {
-	wsURL := strings.Replace(strings.Replace(cfg.AgentURL(), "https://", "wss://", 1), "http://", "ws://", 1)
+	wsURL, _, err := openclaw.GatewayURLs(cfg.AgentURL())
+	if err != nil {
+		return agentsReport{Gateway: cfg.AgentURL()}, err
+	}
 	rep := agentsReport{Gateway: wsURL}
 	if o, _ := cfg.Origin("HANDSET_AGENT_MODEL"); o.Kind != config.FromDefault {
 		rep.Named = cfg.AgentModel()
@@ -71,6 +73,9 @@ func openClawRoster(ctx context.Context, cfg *config.Config) (agentsReport, erro
 	defer cancel()
 	rep.Agents, err = client.ListAgents(ctx)
 	if err != nil {
+		if detail, fix, ok := openClawSymptom(cfg, err).advice(cfg, err); ok {
+			return rep, fmt.Errorf("%s (%s)", detail, fix)
+		}
 		return rep, fmt.Errorf("OpenClaw gateway at %s: %w (is it running? is %s its token?)", wsURL, err, config.OpenClawKeyVar)
 	}
 	rep.Chosen, err = openclaw.SelectAgent(rep.Named, rep.Agents)

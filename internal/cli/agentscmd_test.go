@@ -51,7 +51,7 @@ func TestAgentsCommand(t *testing.T) {
 		{"only main", []string{"HANDSET_AGENT_URL=" + onlyMain, "OPENCLAW_GATEWAY_TOKEN=gw-token"},
 			0, []string{"Handset uses main (the gateway's only agent)", "note: \"main\""}, "main", false},
 		{"wrong token", []string{"HANDSET_AGENT_URL=" + several, "OPENCLAW_GATEWAY_TOKEN=nope"},
-			1, []string{"is OPENCLAW_GATEWAY_TOKEN its token?"}, "", false},
+			1, []string{"refuses the token", "set OPENCLAW_GATEWAY_TOKEN (or HANDSET_AGENT_KEY) to the gateway's token"}, "", false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -423,7 +423,10 @@ func (d *doctorRun) openClawNamed() string {
 
 func (d *doctorRun) openClawChecks() []doctor.Check {
 	cfg := d.cfg
-	wsURL := strings.Replace(strings.Replace(cfg.AgentURL(), "https://", "wss://", 1), "http://", "ws://", 1)
+	wsURL, httpURL, err := openclaw.GatewayURLs(cfg.AgentURL())
+	if err != nil {
+		return []doctor.Check{fixedCheck(secAgent, "gateway", resFail(err.Error(), "correct HANDSET_AGENT_URL (see config)"))}
+	}
 	named := d.openClawNamed()
 	var roster onceValue[[]openclaw.AgentInfo]
 	list := func(ctx context.Context) ([]openclaw.AgentInfo, error) {
@@ -433,28 +436,44 @@ func (d *doctorRun) openClawChecks() []doctor.Check {
 				return nil, err
 			}
 			defer c.Close()
+			// A gateway that is starting is asked again until just before the check's
+			// own limit, so the check can still say so.
+			if dl, ok := ctx.Deadline(); ok && time.Until(dl) > 2*time.Second {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithDeadline(ctx, dl.Add(-time.Second))
+				defer cancel()
+			}
 			return c.ListAgents(ctx)
 		})
 	}
-	tokenFix := "set " + config.OpenClawKeyVar + " (or HANDSET_AGENT_KEY) to the gateway's token (gateway.auth.token in ~/.openclaw/openclaw.json)"
+	// failure says what the shared diagnosis knows about err, or general.
+	failure := func(err error, general doctor.Result) doctor.Result {
+		sym := openClawSymptom(cfg, err)
+		detail, fix, ok := sym.advice(cfg, err)
+		switch {
+		case !ok:
+			return general
+		case sym == ocStarting:
+			return resWarn(detail, fix)
+		}
+		return resFail(detail, fix)
+	}
 	cs := []doctor.Check{
 		netCheck(secAgent, "gateway", func(ctx context.Context) doctor.Result {
 			agents, err := list(ctx)
-			var pe *voice.ProviderError
-			switch {
-			case err == nil:
-				ids := make([]string, len(agents))
-				for i, a := range agents {
-					ids[i] = a.ID
-				}
-				return resOK(fmt.Sprintf("%s accepts the token; %d agent(s): %s", wsURL, len(agents), firstFew(ids, 8)))
-			case voice.KindOf(err) == voice.KindAuth:
-				return resFail("the gateway at "+wsURL+" refuses the token: "+err.Error(), tokenFix)
-			case errors.As(err, &pe) && pe.Op == "connect":
-				return resFail("no OpenClaw gateway at "+wsURL+": "+unreachable(err),
-					"start it (openclaw gateway) and check HANDSET_AGENT_URL (now "+cfg.AgentURL()+", from "+d.origin("HANDSET_AGENT_URL")+")")
+			if err != nil {
+				return failure(err, resFail("the gateway at "+wsURL+" did not list its agents: "+err.Error(),
+					"check the gateway's logs; `handset agents` shows the same exchange"))
 			}
-			return resFail("the gateway at "+wsURL+" did not list its agents: "+err.Error(), "check the gateway's logs; `handset agents` shows the same exchange")
+			ids := make([]string, len(agents))
+			for i, a := range agents {
+				ids[i] = a.ID
+			}
+			if !cfg.Agent.Key.IsSet() {
+				return resWarn(fmt.Sprintf("%s let Handset in without a token (gateway.auth.mode none): anything that reaches it can use its %d agent(s): %s", wsURL, len(agents), firstFew(ids, 8)),
+					"unless that is deliberate, give the gateway a token (gateway.auth.token in ~/.openclaw/openclaw.json) and set "+config.OpenClawKeyVar+" (or HANDSET_AGENT_KEY) to it")
+			}
+			return resOK(fmt.Sprintf("%s accepts the token; %d agent(s): %s", wsURL, len(agents), firstFew(ids, 8)))
 		}),
 		netCheck(secAgent, "agent", func(ctx context.Context) doctor.Result {
 			agents, err := list(ctx)
@@ -463,11 +482,7 @@ func (d *doctorRun) openClawChecks() []doctor.Check {
 			}
 			chosen, err := openclaw.SelectAgent(named, agents)
 			if err != nil {
-				fix := err.Error()
-				if !strings.Contains(fix, "HANDSET_AGENT_MODEL") {
-					fix += ": set HANDSET_AGENT_MODEL=openclaw/<agent> to one of them"
-				}
-				return resFail("calls cannot reach an agent", fix)
+				return failure(err, resFail("calls cannot reach an agent: "+err.Error(), "set HANDSET_AGENT_MODEL=openclaw/<agent> to one of them"))
 			}
 			if named == "" && sharedAgents[chosen] {
 				return resWarn(fmt.Sprintf("calls reach %q, the gateway's only agent, which usually has every tool and your own memory", chosen),
@@ -481,17 +496,15 @@ func (d *doctorRun) openClawChecks() []doctor.Check {
 		}),
 	}
 	if cfg.Agent.Transport == "http" {
-		base := strings.TrimRight(cfg.AgentURL(), "/") + "/v1"
+		base := httpURL + "/v1"
 		cs = append(cs, netCheck(secAgent, "http endpoint", func(ctx context.Context) doctor.Result {
 			a, err := d.get(ctx, base+"/models", bearerHeader(cfg.Agent.Key.Reveal()))
 			switch {
 			case err != nil:
 				return resFail("no answer from "+base+": "+unreachable(err), "start the gateway (openclaw gateway) and check HANDSET_AGENT_URL")
-			case a.status == http.StatusNotFound:
-				return resFail("the gateway's OpenAI-compatible endpoint is off (GET /v1/models: 404)",
-					"set gateway.http.endpoints.chatCompletions.enabled: true in ~/.openclaw/openclaw.json, or use HANDSET_AGENT_TRANSPORT=ws")
-			case a.status == http.StatusUnauthorized || a.status == http.StatusForbidden:
-				return resFail(fmt.Sprintf("the endpoint refuses the token (HTTP %d)", a.status), tokenFix)
+			case a.status == http.StatusNotFound, a.status == http.StatusUnauthorized, a.status == http.StatusForbidden,
+				a.status == http.StatusServiceUnavailable:
+				return failure(&voice.ProviderError{Provider: "openclaw", Op: "GET /v1/models", Status: a.status}, resFail("", ""))
 			case a.status != http.StatusOK:
 				return resFail(fmt.Sprintf("GET %s/models answered HTTP %d: %s", base, a.status, bodySnippet(a.body)), "check the gateway's logs")
 			}

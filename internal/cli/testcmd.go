@@ -121,7 +121,7 @@ func probeAgent(ctx context.Context, cfg *config.Config, log *slog.Logger, sc se
 	r := probeResult{Stage: "agent", Provider: cfg.Agent.Runtime}
 	agent, err := buildAgent(cfg, log)
 	if err != nil {
-		return failed(r, err, agentFix(cfg))
+		return failed(r, err, agentFix(cfg, err))
 	}
 	if c, ok := agent.(interface{ Close() error }); ok {
 		defer c.Close()
@@ -134,7 +134,7 @@ func probeAgent(ctx context.Context, cfg *config.Config, log *slog.Logger, sc se
 		History: []voice.Message{{Role: voice.RoleUser, Content: prompt}},
 	})
 	if err != nil {
-		return failed(r, err, agentFix(cfg))
+		return failed(r, err, agentFix(cfg, err))
 	}
 	defer stream.Close()
 	var reply strings.Builder
@@ -144,7 +144,7 @@ func probeAgent(ctx context.Context, cfg *config.Config, log *slog.Logger, sc se
 			break
 		}
 		if err != nil {
-			return failed(r, err, agentFix(cfg))
+			return failed(r, err, agentFix(cfg, err))
 		}
 		if chunk.Text != "" && r.FirstMS == 0 {
 			r.FirstMS = msSince(start)
@@ -154,7 +154,8 @@ func probeAgent(ctx context.Context, cfg *config.Config, log *slog.Logger, sc se
 	r.TotalMS = msSince(start)
 	text := strings.TrimSpace(reply.String())
 	if text == "" {
-		return failed(r, errors.New("the runtime answered with no text"), agentFix(cfg))
+		err := errors.New("the runtime answered with no text")
+		return failed(r, err, agentFix(cfg, err))
 	}
 	r.OK, r.Result = true, fmt.Sprintf("%q", snippet(text, 100))
 	return r
@@ -347,13 +348,14 @@ func snippet(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// agentFix is the first thing to check when the runtime fails.
-func agentFix(cfg *config.Config) string {
+// agentFix is the first thing to check when the runtime fails with err: for OpenClaw, the
+// fix doctor gives for the same failure.
+func agentFix(cfg *config.Config, err error) string {
 	switch cfg.Agent.Runtime {
 	case config.AgentHermes:
 		return "run `handset doctor`; is `hermes gateway` running with API_SERVER_ENABLED=true, and is HANDSET_AGENT_KEY (or API_SERVER_KEY) its key?"
 	case config.AgentOpenClaw:
-		return "run `handset doctor` and `handset agents`; is the gateway running, and is OPENCLAW_GATEWAY_TOKEN its token?"
+		return openClawFix(cfg, err, "run `handset doctor` and `handset agents`; is the gateway running, and is OPENCLAW_GATEWAY_TOKEN its token?")
 	case config.AgentWebhook:
 		return "check that HANDSET_AGENT_URL answers a POST with text, JSON or an SSE stream (docs/runtimes.md)"
 	}

@@ -61,6 +61,7 @@ type Setting struct {
 	Help        string   // one or two sentences for docs and doctor
 
 	positive bool                      // durations and ints: 0 is an error too
+	wsOK     bool                      // URLs: ws:// and wss:// are accepted too (crossCheck says for which runtime)
 	check    func(value string) string // extra check of a non-empty value; returns the reason it is bad
 	field    func(*Config) any         // pointer to the Config field: *string, *Secret, *time.Duration, *bool or *int
 }
@@ -244,17 +245,17 @@ func settingTable() []Setting {
 			DefaultText: "empty: `handset serve` requires it, `handset demo` uses `echo`",
 			Help:        "The agent runtime that answers the caller.",
 			field:       func(c *Config) any { return &c.Agent.Runtime }},
-		{Env: "HANDSET_AGENT_URL", YAML: "agent.url", Kind: KindURL,
+		{Env: "HANDSET_AGENT_URL", YAML: "agent.url", Kind: KindURL, wsOK: true,
 			DefaultText: "per runtime: hermes `" + DefaultHermesURL + "`, openclaw `" + DefaultOpenClawURL + "`, openai the value of `HANDSET_OPENAI_URL`; webhook has none and requires it",
-			Help:        "Base URL of the agent runtime.",
+			Help:        "Base URL of the agent runtime. For OpenClaw, the gateway's address as `http://`/`https://` or `ws://`/`wss://`: both name the same port, and each transport uses its own scheme.",
 			field:       func(c *Config) any { return &c.Agent.URL }},
 		{Env: "HANDSET_AGENT_KEY", YAML: "agent.key", Kind: KindSecret,
 			DefaultText: "falls back to `" + HermesKeyVar + "` (hermes), `" + OpenClawKeyVar + "` (openclaw) or `OPENAI_API_KEY` (openai, only while the agent URL is the `HANDSET_OPENAI_URL` root)",
 			Help:        "Bearer key sent to the agent runtime.",
 			field:       func(c *Config) any { return &c.Agent.Key }},
 		{Env: "HANDSET_AGENT_MODEL", YAML: "agent.model", Kind: KindString,
-			DefaultText: "per runtime: hermes `" + DefaultHermesModel + "`, openclaw `" + DefaultOpenClawModel + "`, openai `" + DefaultOpenAIModel + "`",
-			Help:        "Model or agent id sent with each turn. For OpenClaw it names the agent: `openclaw/<agent id>`.",
+			DefaultText: "per runtime: hermes `" + DefaultHermesModel + "`, openclaw the gateway's only agent (a gateway with several refuses to guess: name one), openai `" + DefaultOpenAIModel + "`",
+			Help:        "Model or agent id sent with each turn. For OpenClaw it names the agent: `openclaw/<agent id>`, required when the gateway has more than one agent.",
 			field:       func(c *Config) any { return &c.Agent.Model }},
 		{Env: "HANDSET_AGENT_TIMEOUT", YAML: "agent.timeout", Kind: KindDuration, Default: "60s", positive: true,
 			Help:  "The longest the agent runtime may stay silent, before its first token or between two tokens, before the turn fails and the error message is spoken.",

@@ -80,7 +80,7 @@ func (s Setting) validate(c *Config) string {
 				return reason
 			}
 		case KindURL:
-			if reason := checkHTTPURL(v); reason != "" {
+			if reason := checkURL(v, s.wsOK); reason != "" {
 				return reason
 			}
 		case KindListen:
@@ -122,9 +122,14 @@ func checkAmount(negative, zero, positive bool) string {
 	return ""
 }
 
-func checkHTTPURL(v string) string {
+// checkURL checks an absolute http(s) URL, or also ws(s) when ws is set.
+func checkURL(v string, ws bool) string {
 	u, err := url.Parse(v)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "" {
+	schemeOK := u != nil && (u.Scheme == "http" || u.Scheme == "https" || ws && isWSScheme(u.Scheme))
+	if err != nil || !schemeOK || u.Host == "" || u.Opaque != "" {
+		if ws {
+			return "is not an absolute http://, https://, ws:// or wss:// URL, like http://127.0.0.1:18789"
+		}
 		return "is not an absolute http:// or https:// URL, like https://example.com"
 	}
 	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
@@ -132,6 +137,8 @@ func checkHTTPURL(v string) string {
 	}
 	return ""
 }
+
+func isWSScheme(scheme string) bool { return scheme == "ws" || scheme == "wss" }
 
 func checkListen(v string) string {
 	_, port, err := net.SplitHostPort(v)
@@ -212,6 +219,9 @@ func (c *Config) crossCheck(table []Setting, opts ValidateOptions) []FieldError 
 	}
 	if f := c.TTS.Fallback; f != "" && f == c.TTS.Provider {
 		add("HANDSET_TTS_FALLBACK", "must name a provider other than HANDSET_TTS (both are "+f+"): a second provider, or leave it empty")
+	}
+	if u, err := url.Parse(c.Agent.URL); err == nil && isWSScheme(u.Scheme) && c.Agent.Runtime != "" && c.Agent.Runtime != AgentOpenClaw {
+		add("HANDSET_AGENT_URL", "is a ws:// or wss:// URL, which only HANDSET_AGENT=openclaw takes (its gateway's WebSocket): HANDSET_AGENT="+c.Agent.Runtime+" needs an http:// or https:// URL")
 	}
 	if c.Agent.Runtime == AgentWebhook && c.Agent.URL == "" {
 		add("HANDSET_AGENT_URL", "is required with HANDSET_AGENT=webhook: set it to the URL your webhook listens on")

@@ -97,7 +97,7 @@ func TestValueForms(t *testing.T) {
 		{"HANDSET_PUBLIC_URL", "ftp://voice.example.com", "is not an absolute http:// or https:// URL, like https://example.com"},
 		{"HANDSET_PUBLIC_URL", "/relative", "is not an absolute http:// or https:// URL, like https://example.com"},
 		{"HANDSET_PUBLIC_URL", "https://voice.example.com/?x=1", "must not have a query or a fragment: Handset appends its own paths"},
-		{"HANDSET_AGENT_URL", "http://[::1", "is not an absolute http:// or https:// URL, like https://example.com"},
+		{"HANDSET_AGENT_URL", "http://[::1", "is not an absolute http://, https://, ws:// or wss:// URL, like http://127.0.0.1:18789"},
 		{"HANDSET_LISTEN", ":0", ""},
 		{"HANDSET_LISTEN", "[::1]:8080", ""},
 		{"HANDSET_LISTEN", "localhost:80", ""},

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -57,8 +58,11 @@ type gwConn struct {
 func (a *Agent) dial(ctx context.Context) (*gwConn, error) {
 	ctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
 	defer cancel()
-	ws, _, err := websocket.Dial(ctx, a.url, nil)
+	ws, resp, err := websocket.Dial(ctx, a.url, nil)
 	if err != nil {
+		if resp != nil && resp.StatusCode == http.StatusServiceUnavailable {
+			err = &StartingError{Said: "HTTP 503 on the WebSocket upgrade"}
+		}
 		return nil, a.fail("connect", voice.KindTransient, err)
 	}
 	ws.SetReadLimit(maxPayload)
@@ -77,7 +81,7 @@ func (c *gwConn) handshake(ctx context.Context) error {
 	for {
 		f, err := c.readFrame(ctx)
 		if err != nil {
-			return a.fail("connect", voice.KindTransient, err)
+			return a.fail("connect", voice.KindTransient, closedStarting(err))
 		}
 		if f.Type == "event" && f.Event == "connect.challenge" {
 			break
@@ -103,12 +107,15 @@ func (c *gwConn) handshake(ctx context.Context) error {
 	for {
 		f, err := c.readFrame(ctx)
 		if err != nil {
-			return a.fail("connect", voice.KindTransient, err)
+			return a.fail("connect", voice.KindTransient, closedStarting(err))
 		}
 		if f.Type != "res" || f.ID != "connect" {
 			continue
 		}
 		if !f.OK {
+			if se := startingFrom(f.Error); se != nil {
+				return a.fail("connect", voice.KindTransient, se)
+			}
 			return &voice.ProviderError{Provider: providerName, Op: "connect", Kind: f.Error.kind(), Err: f.Error}
 		}
 		var hello struct {
@@ -135,6 +142,17 @@ func (c *gwConn) handshake(ctx context.Context) error {
 		}
 		return nil
 	}
+}
+
+// closedStarting turns a close with 1013 (try again later) during the handshake into a
+// StartingError; other errors pass through.
+func closedStarting(err error) error {
+	if websocket.CloseStatus(err) == websocket.StatusTryAgainLater {
+		var ce websocket.CloseError
+		errors.As(err, &ce)
+		return &StartingError{Said: "closed with 1013 " + strconv.Quote(clip(ce.Reason))}
+	}
+	return err
 }
 
 func (c *gwConn) readFrame(ctx context.Context) (frame, error) {

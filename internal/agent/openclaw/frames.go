@@ -41,6 +41,8 @@ type gatewayError struct {
 	Message   string          `json:"message"`
 	Details   json.RawMessage `json:"details,omitempty"`
 	Retryable bool            `json:"retryable,omitempty"`
+	// RetryAfterMs is the gateway's hint for a retryable error (see StartingError).
+	RetryAfterMs int64 `json:"retryAfterMs,omitempty"`
 }
 
 func (e *gatewayError) detailCode() string {

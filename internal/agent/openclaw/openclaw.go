@@ -6,7 +6,9 @@
 // (connect.challenge → connect with the gateway token → hello-ok) and reopened when it
 // drops; one reader goroutine matches responses to requests by id and routes "chat" events
 // to the turn whose runId matches (the gateway broadcasts every run's events to every
-// client, so everything else is dropped), and one writer goroutine sends frames.
+// client, so everything else is dropped), and one writer goroutine sends frames. A gateway
+// that answers it is still starting (or restarting) is asked again within the caller's
+// context, so a turn waits for it within its own limit (see starting.go).
 //
 // History: OpenClaw keeps the conversation itself, per session key, in its own durable
 // transcript. Each turn therefore sends only the caller's latest message (the last user
@@ -26,6 +28,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -48,7 +51,7 @@ var errClosed = errors.New("agent closed")
 
 // Options configures an Agent.
 type Options struct {
-	URL   string // gateway WebSocket URL; default DefaultURL
+	URL   string // gateway WebSocket URL (GatewayURLs reads any form of it); default DefaultURL
 	Token string // the gateway's shared token (auth.token); never logged
 	// Agent is the OpenClaw agent id ("support" from HANDSET_AGENT_MODEL=openclaw/support;
 	// the "openclaw/" prefix is accepted). Empty: the gateway's only agent; see SelectAgent.
@@ -65,6 +68,29 @@ type Options struct {
 	Timeout time.Duration
 	// Logger receives records about the connection and turns. Nil discards them.
 	Logger *slog.Logger
+}
+
+// GatewayURLs reads the gateway's address, written either way it is known: the WebSocket
+// URL (ws://, wss://) or the HTTP one (http://, https://), which name the same port. It
+// returns both: the WebSocket URL and the HTTP base (no trailing slash, without /v1).
+func GatewayURLs(raw string) (wsURL, httpURL string, err error) {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil || u.Host == "" || u.Opaque != "" {
+		return "", "", fmt.Errorf("openclaw: gateway URL %q is not an absolute ws://, wss://, http:// or https:// URL", raw)
+	}
+	secure := false
+	switch strings.ToLower(u.Scheme) {
+	case "ws", "http":
+	case "wss", "https":
+		secure = true
+	default:
+		return "", "", fmt.Errorf("openclaw: gateway URL %q must start with ws://, wss://, http:// or https://", raw)
+	}
+	rest := u.Host + strings.TrimRight(u.EscapedPath(), "/")
+	if secure {
+		return "wss://" + rest, "https://" + rest, nil
+	}
+	return "ws://" + rest, "http://" + rest, nil
 }
 
 // AgentInfo is one agent the gateway reports in agents.list.
@@ -99,7 +125,7 @@ func New(opts Options) (*Agent, error) {
 		opts.URL = DefaultURL
 	}
 	if !strings.HasPrefix(opts.URL, "ws://") && !strings.HasPrefix(opts.URL, "wss://") {
-		return nil, fmt.Errorf("openclaw: URL %q must start with ws:// or wss://", opts.URL)
+		return nil, fmt.Errorf("openclaw: URL %q must start with ws:// or wss:// (GatewayURLs gives it from an http:// one)", opts.URL)
 	}
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
@@ -164,7 +190,7 @@ func (a *Agent) conn(ctx context.Context) (*gwConn, error) {
 	if c != nil && !c.dead() {
 		return c, nil
 	}
-	c, err := a.dial(ctx)
+	c, err := a.dialPatiently(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -244,6 +270,22 @@ func (a *Agent) ListAgents(ctx context.Context) ([]AgentInfo, error) {
 	return out, nil
 }
 
+// What SelectAgent refuses with (errors.Is): several agents and none named, or a named
+// agent the gateway does not have. The gateway itself refuses a turn for the same reasons.
+var (
+	ErrNoAgentChosen = errors.New("the gateway has several agents and none is chosen")
+	ErrUnknownAgent  = errors.New("the agent is not on the gateway")
+)
+
+// selectError is a SelectAgent refusal: its own words, and which one it is.
+type selectError struct {
+	msg  string
+	kind error
+}
+
+func (e *selectError) Error() string { return e.msg }
+func (e *selectError) Unwrap() error { return e.kind }
+
 // SelectAgent picks the agent to talk to from the configured one ("support",
 // "openclaw/support" or empty) and the gateway's list. A named agent must exist. With
 // none named, a gateway with exactly one agent gives that one, and a gateway with several
@@ -261,13 +303,17 @@ func SelectAgent(configured string, agents []AgentInfo) (string, error) {
 		if contains(ids, id) {
 			return id, nil
 		}
-		return "", fmt.Errorf("openclaw: agent %q is not on the gateway (it has %s)", id, strings.Join(ids, ", "))
+		return "", &selectError{fmt.Sprintf("openclaw: agent %q is not on the gateway (it has %s)", id, strings.Join(ids, ", ")), ErrUnknownAgent}
 	case len(agents) == 1:
 		return agents[0].ID, nil
 	}
-	return "", fmt.Errorf("openclaw: the gateway has several agents (%s) and none is chosen: set HANDSET_AGENT_MODEL=openclaw/<agent>",
-		strings.Join(ids, ", "))
+	return "", &selectError{fmt.Sprintf("openclaw: the gateway has several agents (%s) and none is chosen: set HANDSET_AGENT_MODEL=openclaw/<agent>",
+		strings.Join(ids, ", ")), ErrNoAgentChosen}
 }
+
+// AgentID is the agent a configured name means ("openclaw/support" is "support"), or ""
+// for none, without asking the gateway whether it has it (SelectAgent does).
+func AgentID(configured string) string { return trimAgent(configured) }
 
 // trimAgent reduces "openclaw/support", "openclaw:support" or "support" to "support";
 // "openclaw", "openclaw/default" and "default" name no agent.

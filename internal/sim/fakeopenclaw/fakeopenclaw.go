@@ -18,6 +18,8 @@
 //	             run lost (once per idempotency key: a re-send runs normally)
 //	DROPSEND     the socket is closed on receipt of the turn, unanswered (once per key)
 //	DROPLATE     the socket is closed after the first delta (once per key)
+//
+// Options.Starting makes it answer connects as a gateway that is still starting.
 package fakeopenclaw
 
 import (
@@ -50,6 +52,12 @@ type Options struct {
 	ToolCallFor time.Duration // default DefaultToolCallFor
 	TickEvery   time.Duration // tick events; default DefaultTickEvery
 	ToolEvery   time.Duration // between the tools of a TOOLLOOP run; default DefaultToolEvery
+	// Starting, when set and true, refuses each connect as the real gateway does while its
+	// sidecars load: UNAVAILABLE, retryable, retryAfterMs StartingRetryAfter, reason
+	// "startup-sidecars", then a close with 1013. StartingCloseOnly leaves out the answer.
+	Starting           func() bool
+	StartingRetryAfter time.Duration // default 500ms, the real gateway's hint
+	StartingCloseOnly  bool
 }
 
 // Send is one recorded chat.send or agent request.
@@ -76,6 +84,7 @@ type Server struct {
 	aborts      []Abort
 	frames      []string // every inbound frame, raw
 	connections int      // successful connects
+	refusals    int      // connects refused because the gateway was starting
 	changed     chan struct{}
 }
 
@@ -95,6 +104,9 @@ func New(opts Options) *Server {
 	}
 	if opts.ToolEvery <= 0 {
 		opts.ToolEvery = DefaultToolEvery
+	}
+	if opts.StartingRetryAfter <= 0 {
+		opts.StartingRetryAfter = 500 * time.Millisecond
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Server{opts: opts, ctx: ctx, cancel: cancel, conns: map[*conn]bool{},
@@ -121,6 +133,9 @@ func (s *Server) Frames() []string { s.mu.Lock(); defer s.mu.Unlock(); return sl
 
 // Connections counts successful connects.
 func (s *Server) Connections() int { s.mu.Lock(); defer s.mu.Unlock(); return s.connections }
+
+// StartingRefusals counts connects refused because Options.Starting said the gateway was starting.
+func (s *Server) StartingRefusals() int { s.mu.Lock(); defer s.mu.Unlock(); return s.refusals }
 
 // WaitFor blocks until cond, checked after every record, holds or ctx ends.
 func (s *Server) WaitFor(ctx context.Context, cond func(*Server) bool) error {

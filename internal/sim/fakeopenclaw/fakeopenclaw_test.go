@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -265,5 +266,37 @@ func TestToolLoopNeverRepliesUntilAborted(t *testing.T) {
 	c.send(map[string]any{"type": "req", "id": "a1", "method": "chat.abort", "params": map[string]any{"sessionKey": "k", "runId": "run1"}})
 	if evs, _ := c.chat("run1"); evs[len(evs)-1]["state"] != "aborted" {
 		t.Fatalf("events %v, want the run aborted", evs)
+	}
+}
+
+// TestMissingTokenAndStarting: the two refusals added for the rough edges, in the real
+// gateway's shapes: no token at all (device pairing required), and a gateway still starting.
+func TestMissingTokenAndStarting(t *testing.T) {
+	_, url := start(t, fakeopenclaw.Options{})
+	c := dial(t, url)
+	c.must()
+	c.send(connectReq(""))
+	if f := c.must(); f.OK || f.Error["code"] != "NOT_PAIRED" || f.Error["details"].(map[string]any)["code"] != "DEVICE_IDENTITY_REQUIRED" {
+		t.Fatalf("answer to no token %+v", f)
+	}
+
+	var starting atomic.Bool
+	starting.Store(true)
+	s, url := start(t, fakeopenclaw.Options{Starting: starting.Load})
+	c = dial(t, url)
+	c.must()
+	c.send(connectReq(token))
+	f := c.must()
+	if f.OK || f.Error["code"] != "UNAVAILABLE" || f.Error["retryable"] != true || f.Error["retryAfterMs"] != float64(500) ||
+		f.Error["details"].(map[string]any)["reason"] != "startup-sidecars" {
+		t.Fatalf("answer while starting %+v", f)
+	}
+	if _, err := c.read(); websocket.CloseStatus(err) != websocket.StatusTryAgainLater {
+		t.Fatalf("close %v, want 1013", err)
+	}
+	starting.Store(false)
+	connected(t, url)
+	if s.StartingRefusals() != 1 || s.Connections() != 1 {
+		t.Errorf("refusals %d, connections %d", s.StartingRefusals(), s.Connections())
 	}
 }

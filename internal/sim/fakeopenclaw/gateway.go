@@ -57,6 +57,17 @@ func (s *Server) handshake(ctx context.Context, c *conn) bool {
 	if json.Unmarshal(data, &req) != nil || req.Type != "req" || req.Method != "connect" {
 		return refuse(req.ID, gwError("INVALID_REQUEST", "invalid handshake: first request must be connect", ""))
 	}
+	if s.opts.Starting != nil && s.opts.Starting() {
+		s.record(func() { s.refusals++ })
+		if !s.opts.StartingCloseOnly {
+			b, _ := json.Marshal(map[string]any{"type": "res", "id": req.ID, "ok": false, "error": map[string]any{
+				"code": "UNAVAILABLE", "message": "gateway starting; retry shortly", "retryable": true,
+				"retryAfterMs": s.opts.StartingRetryAfter.Milliseconds(), "details": map[string]any{"reason": "startup-sidecars"}}})
+			c.ws.Write(ctx, websocket.MessageText, b)
+		}
+		c.ws.Close(websocket.StatusTryAgainLater, "gateway starting")
+		return false
+	}
 	p := req.Params
 	switch {
 	case p.MinProtocol > 4 || p.MaxProtocol < 4:
@@ -67,6 +78,10 @@ func (s *Server) handshake(ctx context.Context, c *conn) bool {
 		return false
 	case !clientIDs[p.Client.ID]:
 		return refuse(req.ID, gwError("INVALID_REQUEST", "invalid connect params: at /client/id: must be equal to one of the allowed values", ""))
+	case p.Auth.Token == "" && s.opts.Token != "":
+		// No shared token: the real gateway falls back to device pairing, which a backend
+		// client without a device identity cannot do.
+		return refuse(req.ID, gwError("NOT_PAIRED", "device identity required", "DEVICE_IDENTITY_REQUIRED"))
 	case p.Auth.Token != s.opts.Token:
 		return refuse(req.ID, gwError("INVALID_REQUEST", "unauthorized: gateway token mismatch (provide gateway auth token)", "AUTH_TOKEN_MISMATCH"))
 	}

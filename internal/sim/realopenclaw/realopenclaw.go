@@ -72,6 +72,8 @@ type Options struct {
 	// Root is the repository root holding .cache/openclaw. Default: walk up from the
 	// working directory to the directory with go.mod.
 	Root string
+	// HTTPDisabled leaves the OpenAI-compatible HTTP endpoint off, as a fresh install has it.
+	HTTPDisabled bool
 }
 
 // Gateway is a running gateway. Stop it when done.
@@ -84,6 +86,7 @@ type Gateway struct {
 
 	out      *tailBuffer
 	logFile  string
+	httpOff  bool          // the OpenAI-compatible endpoint is disabled: /v1/models answers 404
 	done     chan struct{} // closed when the process has exited
 	waitErr  error
 	stopOnce sync.Once
@@ -213,6 +216,24 @@ func Install(root string) (node, entry string, err error) {
 // Start writes the configuration, starts the gateway and waits until a WS connect with the
 // token gets hello-ok. On error nothing is left running.
 func Start(ctx context.Context, opts Options) (*Gateway, error) {
+	begin := time.Now()
+	g, err := Launch(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := g.Ready(ctx, opts.ReadyTimeout); err != nil {
+		g.Stop()
+		return nil, fmt.Errorf("realopenclaw: gateway not ready after %s: %w\n--- last lines of its log ---\n%s",
+			time.Since(begin).Round(time.Millisecond), err, lastLines(g.Log(), 40))
+	}
+	g.log.Info("openclaw gateway ready", "after", time.Since(begin).Round(time.Millisecond), "ws", g.WSURL())
+	return g, nil
+}
+
+// Launch writes the configuration and starts the gateway without waiting for it: its port
+// is chosen, but it may not listen yet, and then answers "gateway starting" for a while.
+// Tests of clients that start alongside the gateway use it; Ready waits as Start does.
+func Launch(ctx context.Context, opts Options) (*Gateway, error) {
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -251,8 +272,9 @@ func Start(ctx context.Context, opts Options) (*Gateway, error) {
 	if llmKey == "" {
 		llmKey = "sk-handset-placeholder"
 	}
-	g := &Gateway{dir: dir, port: port, token: token, log: log, out: &tailBuffer{}, logFile: d("logs", "openclaw.log"), done: make(chan struct{})}
-	cfg := config(port, token, opts.LLMURL, llmKey, opts.Agents, g.logFile, d("workspace"))
+	g := &Gateway{dir: dir, port: port, token: token, log: log, out: &tailBuffer{}, logFile: d("logs", "openclaw.log"),
+		done: make(chan struct{}), httpOff: opts.HTTPDisabled}
+	cfg := config(port, token, opts.LLMURL, llmKey, opts.Agents, g.logFile, d("workspace"), !opts.HTTPDisabled)
 	cfgData, err := json.MarshalIndent(cfg, "", "  ")
 	if err != nil {
 		return nil, err
@@ -293,7 +315,6 @@ func Start(ctx context.Context, opts Options) (*Gateway, error) {
 	cmd.Stdout = g.out
 	cmd.Stderr = g.out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	begin := time.Now()
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("realopenclaw: start %s: %w", node, err)
 	}
@@ -303,20 +324,18 @@ func Start(ctx context.Context, opts Options) (*Gateway, error) {
 		close(g.done)
 	}()
 	log.Info("openclaw gateway starting", "pid", cmd.Process.Pid, "port", port, "dir", dir)
+	return g, nil
+}
 
-	timeout := opts.ReadyTimeout
+// Ready waits until the gateway's HTTP side answers and a WS connect with the token gets
+// hello-ok, for at most timeout (DefaultReadyTimeout when 0). It does not stop the gateway.
+func (g *Gateway) Ready(ctx context.Context, timeout time.Duration) error {
 	if timeout <= 0 {
 		timeout = DefaultReadyTimeout
 	}
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if err := g.awaitReady(rctx); err != nil {
-		g.Stop()
-		return nil, fmt.Errorf("realopenclaw: gateway not ready after %s: %w\n--- last lines of its log ---\n%s",
-			time.Since(begin).Round(time.Millisecond), err, lastLines(g.Log(), 40))
-	}
-	log.Info("openclaw gateway ready", "after", time.Since(begin).Round(time.Millisecond), "ws", g.WSURL())
-	return g, nil
+	return g.awaitReady(rctx)
 }
 
 // awaitReady polls GET /v1/models, then WS connect until hello-ok.
@@ -364,7 +383,7 @@ func (g *Gateway) httpReady(ctx context.Context) error {
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, resp.Body)
-	if resp.StatusCode != http.StatusOK {
+	if resp.StatusCode != http.StatusOK && !(g.httpOff && resp.StatusCode == http.StatusNotFound) {
 		return fmt.Errorf("GET /v1/models: %s", resp.Status)
 	}
 	return nil
@@ -387,7 +406,7 @@ func (g *Gateway) wsReady(ctx context.Context) error {
 var loopbackClient = &http.Client{Transport: &http.Transport{Proxy: nil}}
 
 // config builds the gateway configuration.
-func config(port int, token, llmURL, llmKey string, agents []string, logFile, workspace string) map[string]any {
+func config(port int, token, llmURL, llmKey string, agents []string, logFile, workspace string, httpOn bool) map[string]any {
 	agentsCfg := map[string]any{
 		"defaults": map[string]any{
 			"model":     map[string]any{"primary": ProviderID + "/" + ModelID},
@@ -412,7 +431,7 @@ func config(port int, token, llmURL, llmKey string, agents []string, logFile, wo
 			"bind": "loopback",
 			"auth": map[string]any{"mode": "token", "token": token},
 			"http": map[string]any{"endpoints": map[string]any{
-				"chatCompletions": map[string]any{"enabled": true},
+				"chatCompletions": map[string]any{"enabled": httpOn},
 			}},
 		},
 		"update":  map[string]any{"checkOnStart": false},

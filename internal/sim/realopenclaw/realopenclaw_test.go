@@ -109,13 +109,17 @@ func TestHumanLast(t *testing.T) {
 }
 
 func TestConfig(t *testing.T) {
-	cfg := config(1234, "tok", "http://127.0.0.1:9/v1/", "k", []string{"a", "b"}, "/x/log", "/x/ws")
+	cfg := config(1234, "tok", "http://127.0.0.1:9/v1/", "k", []string{"a", "b"}, "/x/log", "/x/ws", true)
 	data, _ := json.Marshal(cfg)
 	for _, want := range []string{`"bind":"loopback"`, `"token":"tok"`, `"baseUrl":"http://127.0.0.1:9/v1"`,
 		`"ownership":"explicit"`, `"chatCompletions":{"enabled":true}`, `"primary":"handset/handset-fake"`} {
 		if !bytes.Contains(data, []byte(want)) {
 			t.Errorf("config lacks %s: %s", want, data)
 		}
+	}
+	off, _ := json.Marshal(config(1234, "tok", "http://127.0.0.1:9/v1/", "k", nil, "/x/log", "/x/ws", false))
+	if !bytes.Contains(off, []byte(`"chatCompletions":{"enabled":false}`)) {
+		t.Errorf("HTTPDisabled: the endpoint is not off: %s", off)
 	}
 }
 
