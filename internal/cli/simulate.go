@@ -110,7 +110,10 @@ func (r simulateReport) print(w io.Writer) {
 		default:
 			fmt.Fprintf(w, "  agent:  %s\n", t.Reply)
 		}
-		fmt.Fprintf(w, "  latency: %s to first audio (agent first token %s, TTS first byte %s, Handset %s)\n",
+		if t.FillerMS >= 0 {
+			fmt.Fprintf(w, "  filler: %s to the long-turn filler's first audio\n", msOrDash(t.FillerMS))
+		}
+		fmt.Fprintf(w, "  latency: %s to the reply's first audio (agent first token %s, TTS first byte %s, Handset %s)\n",
 			msOrDash(t.ResponseMS), msOrDash(t.AgentTTFTMS), msOrDash(t.TTSTTFBMS), msOrDash(t.OverheadMS))
 	}
 }

@@ -307,8 +307,8 @@ func printTurns(w io.Writer, t obs.CallTrace) {
 		fmt.Fprintln(w, "no caller turns")
 		return
 	}
-	const row = "%-5s %-30s %9s %11s %9s %9s %9s\n"
-	fmt.Fprintf(w, row, "turn", "caller", "endpoint", "agent ttft", "tts ttfb", "response", "overhead")
+	const row = "%-5s %-30s %9s %11s %9s %9s %9s %9s\n"
+	fmt.Fprintf(w, row, "turn", "caller", "endpoint", "agent ttft", "tts ttfb", "filler", "response", "overhead")
 	for _, tr := range t.Turns {
 		caller := tr.Caller
 		switch {
@@ -319,12 +319,12 @@ func printTurns(w io.Writer, t obs.CallTrace) {
 		}
 		fmt.Fprintf(w, row, fmt.Sprint(tr.Turn), clipCaller(caller, 30),
 			latencyCell(tr.EndpointMS), latencyCell(tr.AgentTTFTMS), latencyCell(tr.TTSTTFBMS),
-			latencyCell(tr.ResponseMS), latencyCell(tr.OverheadMS))
+			latencyCell(tr.FillerMS), latencyCell(tr.ResponseMS), latencyCell(tr.OverheadMS))
 	}
 	l := t.Latency
-	stats := []obs.Stat{l.EndpointMS, l.AgentTTFTMS, l.TTSTTFBMS, l.ResponseMS, l.OverheadMS}
+	stats := []obs.Stat{l.EndpointMS, l.AgentTTFTMS, l.TTSTTFBMS, l.FillerMS, l.ResponseMS, l.OverheadMS}
 	for _, name := range []string{"avg", "p50", "max"} {
-		cells := make([]any, 0, 7)
+		cells := make([]any, 0, 8)
 		cells = append(cells, name, "")
 		for _, s := range stats {
 			v := map[string]float64{"avg": s.Avg, "p50": s.P50, "max": s.Max}[name]
@@ -339,13 +339,17 @@ func printTurns(w io.Writer, t obs.CallTrace) {
 
 // turnsLegend explains the marks the turn table uses.
 func turnsLegend(turns []obs.TurnSummary) string {
-	var failed, interrupted, missing bool
+	var failed, interrupted, missing, filler bool
 	for _, t := range turns {
 		failed = failed || t.Error != ""
 		interrupted = interrupted || t.Interrupted
 		missing = missing || min(t.EndpointMS, t.AgentTTFTMS, t.TTSTTFBMS, t.ResponseMS, t.OverheadMS) < 0
+		filler = filler || t.FillerMS >= 0
 	}
 	var parts []string
+	if filler {
+		parts = append(parts, "filler: when the long-turn filler started; response: when the reply itself did")
+	}
 	if failed {
 		parts = append(parts, "✗ the agent failed")
 	}
