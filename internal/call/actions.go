@@ -295,7 +295,8 @@ func (c *Call) onAgentDone(e agentDone) {
 	if !c.current(e.turn) {
 		return
 	}
-	c.deps.Journal.Record(c.deps.Clock.Now(), obs.Event{Type: obs.AgentDone, Turn: e.turn, Text: e.text})
+	c.deps.Journal.Record(c.deps.Clock.Now(), obs.Event{Type: obs.AgentDone, Turn: e.turn, Text: e.text,
+		InputTokens: e.usage.InputTokens, OutputTokens: e.usage.OutputTokens})
 	c.history.assistant(e.turn, e.text)
 	c.step(turn.Input{Kind: turn.AgentDone, Turn: e.turn, Text: e.text})
 	if c.reply != nil {

@@ -23,8 +23,9 @@ type (
 		label string
 	}
 	agentDone struct {
-		turn int
-		text string
+		turn  int
+		text  string
+		usage voice.Usage // what the runtime reported, if anything
 	}
 	agentFailed struct {
 		turn    int

@@ -102,6 +102,10 @@ type Event struct {
 	// ms it shows how far processing lagged the line.
 	AudioMS int64 `json:"audio_ms,omitempty"`
 
+	// agent.done: the turn's tokens, as the runtime reported them (absent: not reported)
+	InputTokens  int `json:"input_tokens,omitempty"`
+	OutputTokens int `json:"output_tokens,omitempty"`
+
 	// echo.path and echo.suppressed
 	DelayMS      float64 `json:"delay_ms,omitempty"`
 	ReturnLossDB float64 `json:"return_loss_db,omitempty"`

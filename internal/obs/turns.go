@@ -14,6 +14,10 @@ type TurnSummary struct {
 	Reply       string `json:"reply"`       // the agent's reply text
 	Interrupted bool   `json:"interrupted"` // the caller barged in
 	Error       string `json:"error,omitempty"`
+	// InputTokens and OutputTokens are the turn's tokens as the runtime reported them
+	// (agent.done); absent when it reported none.
+	InputTokens  int `json:"input_tokens,omitempty"`
+	OutputTokens int `json:"output_tokens,omitempty"`
 
 	EndpointMS  float64 `json:"endpoint_ms"`   // speech end to STT final
 	AgentTTFTMS float64 `json:"agent_ttft_ms"` // agent request to first token
@@ -70,6 +74,7 @@ func (s *TurnSummary) fill(rest []Event, final *Event) {
 			firstToken = e.TS
 		case AgentDone:
 			s.Reply = e.Text
+			s.InputTokens, s.OutputTokens = e.InputTokens, e.OutputTokens
 		case AgentError:
 			s.Error = e.Kind + ": " + e.Message
 		case TTSRequest:

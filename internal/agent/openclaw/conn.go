@@ -185,7 +185,7 @@ func (c *gwConn) reader() {
 			}
 			c.a.route(ev)
 		case f.Type == "event" && f.Event == "agent":
-			if ev, ok := parseAgentProgress(f.Payload); ok {
+			if ev, ok := parseAgentEvent(f.Payload); ok {
 				c.a.route(ev)
 			}
 		case f.Type == "event" && f.Event == "shutdown":

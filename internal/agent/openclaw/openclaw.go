@@ -8,6 +8,9 @@
 // to the turn whose runId matches (the gateway broadcasts every run's events to every
 // client, so everything else is dropped), and one writer goroutine sends frames.
 //
+// Usage: the gateway reports a run's output tokens so far in an "agent" event with stream
+// "usage" (data.outputTokens), and no input count; each becomes ReplyChunk.Usage.
+//
 // History: OpenClaw keeps the conversation itself, per session key, in its own durable
 // transcript. Each turn therefore sends only the caller's latest message (the last user
 // entry of TurnRequest.History); earlier entries are never re-sent, which would duplicate

@@ -135,6 +135,33 @@ func TestNormalTurnStreamsOnceInOrder(t *testing.T) {
 	}
 }
 
+// TestUsageReported: the gateway reports a run's output tokens in an agent "usage" event
+// (and no input count): they come out as the stream's Usage.
+func TestUsageReported(t *testing.T) {
+	e := setup(t, fakeopenclaw.Options{}, openclaw.Options{})
+	s, err := e.agent.Reply(turnCtx(context.Background(), "c1", "+15551234567"), req("c1", "what time is it"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var got voice.Usage
+	for {
+		c, err := s.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Usage.Reported() {
+			got = c.Usage
+		}
+	}
+	if want := (voice.Usage{OutputTokens: len(strings.Fields(fakeopenclaw.ReplyText("what time is it")))}); got != want {
+		t.Errorf("usage %+v, want %+v", got, want)
+	}
+}
+
 func TestConcurrentCallsShareOneConnectionAndGetOwnRuns(t *testing.T) {
 	e := setup(t, fakeopenclaw.Options{SlowEvery: time.Millisecond}, openclaw.Options{})
 	msgs := []string{"SLOW first caller talking", "SLOW second caller asking"}
