@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strings"
 	"time"
 
@@ -28,7 +29,7 @@ func sessionKeys(cfg *config.Config) (session.KeyFactory, error) {
 }
 
 // buildHermes connects Hermes Agent: the runs API unless HANDSET_AGENT_TRANSPORT=chat.
-func buildHermes(cfg *config.Config, log *slog.Logger) (voice.Agent, error) {
+func buildHermes(cfg *config.Config, client *http.Client, log *slog.Logger) (voice.Agent, error) {
 	keys, err := sessionKeys(cfg)
 	if err != nil {
 		return nil, err
@@ -41,6 +42,7 @@ func buildHermes(cfg *config.Config, log *slog.Logger) (voice.Agent, error) {
 		Transport:    cfg.Agent.Transport,
 		SessionKey:   keys,
 		Timeout:      max(cfg.Agent.Timeout, hermesMinTimeout),
+		HTTPClient:   client,
 		Logger:       log,
 	})
 	if err != nil {
@@ -62,7 +64,7 @@ const hermesMinTimeout = 45 * time.Second
 
 // buildOpenClaw connects the OpenClaw gateway. It asks the gateway which agents exist and
 // refuses to guess when several do and none is named.
-func buildOpenClaw(cfg *config.Config, log *slog.Logger) (voice.Agent, error) {
+func buildOpenClaw(cfg *config.Config, client *http.Client, log *slog.Logger) (voice.Agent, error) {
 	keys, err := sessionKeys(cfg)
 	if err != nil {
 		return nil, err
@@ -74,7 +76,7 @@ func buildOpenClaw(cfg *config.Config, log *slog.Logger) (voice.Agent, error) {
 	wsURL := strings.Replace(strings.Replace(cfg.AgentURL(), "https://", "wss://", 1), "http://", "ws://", 1)
 	opts := openclaw.Options{
 		URL: wsURL, Token: cfg.Agent.Key.Reveal(), SessionKey: keys,
-		VoicePrompt: cfg.Agent.SystemPrompt, Timeout: cfg.Agent.Timeout, Logger: log,
+		VoicePrompt: cfg.Agent.SystemPrompt, Timeout: cfg.Agent.Timeout, HTTPClient: client, Logger: log,
 	}
 	probe, err := openclaw.New(opts)
 	if err != nil {
@@ -108,8 +110,9 @@ func buildOpenClaw(cfg *config.Config, log *slog.Logger) (voice.Agent, error) {
 				sc, _ := session.From(ctx)
 				return map[string]string{"x-openclaw-session-key": openclaw.SessionKey(chosen, keys, sc)}
 			},
-			Timeout: cfg.Agent.Timeout,
-			Logger:  log,
+			Timeout:    cfg.Agent.Timeout,
+			HTTPClient: client,
+			Logger:     log,
 		})
 	}
 	_ = probe.Close()

@@ -57,7 +57,7 @@ type gwConn struct {
 func (a *Agent) dial(ctx context.Context) (*gwConn, error) {
 	ctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
 	defer cancel()
-	ws, _, err := websocket.Dial(ctx, a.url, nil)
+	ws, _, err := websocket.Dial(ctx, a.url, &websocket.DialOptions{HTTPClient: a.client})
 	if err != nil {
 		return nil, a.fail("connect", voice.KindTransient, err)
 	}

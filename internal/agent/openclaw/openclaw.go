@@ -29,6 +29,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -66,6 +67,10 @@ type Options struct {
 	VoicePrompt string
 	// Timeout is how long a turn may stay silent (no event for its run). Default DefaultTimeout.
 	Timeout time.Duration
+	// HTTPClient opens the WebSocket (its transport's TLS configuration decides which
+	// certificates a wss:// gateway may present). It must have no Timeout. Default:
+	// http.DefaultClient.
+	HTTPClient *http.Client
 	// Logger receives records about the connection and turns. Nil discards them.
 	Logger *slog.Logger
 }
@@ -81,6 +86,7 @@ type Agent struct {
 	url, token, agentID, voicePrompt string
 	keys                             session.KeyFactory
 	timeout                          time.Duration
+	client                           *http.Client // nil: the WebSocket library's default
 	log                              *slog.Logger
 
 	ctx    context.Context // ends when the Agent is closed
@@ -113,7 +119,7 @@ func New(opts Options) (*Agent, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Agent{
 		url: opts.URL, token: opts.Token, agentID: trimAgent(opts.Agent), voicePrompt: opts.VoicePrompt,
-		keys: opts.SessionKey, timeout: opts.Timeout, log: opts.Logger,
+		keys: opts.SessionKey, timeout: opts.Timeout, client: opts.HTTPClient, log: opts.Logger,
 		ctx: ctx, cancel: cancel, dialMu: make(chan struct{}, 1), runs: map[string]*run{},
 	}, nil
 }
