@@ -22,7 +22,7 @@ func (c *Call) do(a turn.Action) {
 		c.transcript(a.Turn, voice.RoleUser, a.Text, now, false)
 		req := voice.TurnRequest{CallID: c.info.CallID, Turn: a.Turn, History: c.history.snapshot(), CallerHash: c.cfg.CallerHash}
 		j.Record(now, obs.Event{Type: obs.AgentRequest, Turn: a.Turn})
-		c.timing = turnTiming{turn: a.Turn, finalAt: c.lastFinalAt, requestAt: now}
+		c.timing = turnTiming{turn: a.Turn, finalAt: c.lastFinalAt, requestAt: now, overhead: -1}
 		c.lastFinalAt = time.Time{}
 		c.reply = c.startReply(a.Turn, &req)
 	case turn.CancelTurn:
@@ -119,10 +119,7 @@ func (c *Call) handle(ev any) {
 	case frameMalformed:
 		j.Record(now, obs.Event{Type: obs.MediaMalformed, Message: e.err.Error(), Count: int(c.malformed.Load())})
 	case audioOnWire:
-		c.history.audioStarted(e.turn, now)
-		j.Record(now, obs.Event{Type: obs.PlayoutFirstAudio, Turn: e.turn})
-		c.turnAnswered(e.turn, now)
-		c.step(turn.Input{Kind: turn.AudioOnWire, Turn: e.turn})
+		c.onAudioOnWire(e, now)
 	case agentFirstToken:
 		if c.current(e.turn) {
 			j.Record(now, obs.Event{Type: obs.AgentFirstToken, Turn: e.turn})
@@ -211,23 +208,55 @@ func (c *Call) onTTSLost(e ttsLost, now time.Time) {
 	}
 }
 
-// turnAnswered gives the metrics a caller turn's latency once its first audio is on the
-// wire, by the same definition as obs.Turns: response is STT final to first audio, and
-// Handset's share is final to agent request plus TTS first byte to first audio.
+// onAudioOnWire: a turn's first audio reached the carrier (the reply's, or the long-turn
+// filler's), or, in a turn the filler began, the reply's own first audio did. The turn
+// machine hears of the first; the caller's wait for the answer ends with the reply.
+func (c *Call) onAudioOnWire(e audioOnWire, now time.Time) {
+	j := c.deps.Journal
+	if e.start == audioAfterFiller {
+		j.Record(now, obs.Event{Type: obs.PlayoutReplyAudio, Turn: e.turn})
+		c.turnAnswered(e.turn, now)
+		return
+	}
+	kind := ""
+	if e.start == audioFiller {
+		kind = "filler"
+	}
+	c.history.audioStarted(e.turn, now)
+	j.Record(now, obs.Event{Type: obs.PlayoutFirstAudio, Turn: e.turn, Kind: kind})
+	c.firstAudio(e.turn, now)
+	if e.start == audioReply {
+		c.turnAnswered(e.turn, now)
+	}
+	c.step(turn.Input{Kind: turn.AudioOnWire, Turn: e.turn})
+}
+
+// firstAudio notes Handset's share of a caller turn's wait, by the same definition as
+// obs.Turns: final to agent request, plus TTS first byte to the first audio on the wire
+// (the filler's, when it went first).
+func (c *Call) firstAudio(turnN int, now time.Time) {
+	t := &c.timing
+	if t.turn != turnN || t.requestAt.IsZero() || t.finalAt.IsZero() || t.ttsAt.IsZero() {
+		return
+	}
+	t.overhead = t.requestAt.Sub(t.finalAt) + now.Sub(t.ttsAt)
+}
+
+// turnAnswered gives the metrics a caller turn's latency once its reply's first audio is
+// on the wire, by the same definition as obs.Turns: response is STT final to the reply's
+// first audio (after the filler, when one went first), and Handset's share as firstAudio
+// noted it.
 func (c *Call) turnAnswered(turnN int, now time.Time) {
 	t := c.timing
 	if t.turn != turnN || t.requestAt.IsZero() {
 		return // the greeting or a re-prompt: no caller turn behind it
 	}
-	response, overhead := time.Duration(-1), time.Duration(-1)
+	response := time.Duration(-1)
 	if !t.finalAt.IsZero() {
 		response = now.Sub(t.finalAt)
-		if !t.ttsAt.IsZero() {
-			overhead = t.requestAt.Sub(t.finalAt) + now.Sub(t.ttsAt)
-		}
 	}
-	c.deps.Metrics.TurnAnswered(response, overhead)
-	c.timing = turnTiming{}
+	c.deps.Metrics.TurnAnswered(response, t.overhead)
+	c.timing = turnTiming{overhead: -1}
 }
 
 // current reports whether events of turn still matter (the turn was not cancelled).
@@ -266,7 +295,8 @@ func (c *Call) onAgentDone(e agentDone) {
 	if !c.current(e.turn) {
 		return
 	}
-	c.deps.Journal.Record(c.deps.Clock.Now(), obs.Event{Type: obs.AgentDone, Turn: e.turn, Text: e.text})
+	c.deps.Journal.Record(c.deps.Clock.Now(), obs.Event{Type: obs.AgentDone, Turn: e.turn, Text: e.text,
+		InputTokens: e.usage.InputTokens, OutputTokens: e.usage.OutputTokens})
 	c.history.assistant(e.turn, e.text)
 	c.step(turn.Input{Kind: turn.AgentDone, Turn: e.turn, Text: e.text})
 	if c.reply != nil {

@@ -176,6 +176,7 @@ type Call struct {
 type turnTiming struct {
 	turn                      int
 	finalAt, requestAt, ttsAt time.Time
+	overhead                  time.Duration // Handset's share, once the first audio is out; -1 before
 }
 
 // New prepares a call on leg. ctx is the server's context, never a request's.
@@ -211,7 +212,9 @@ func New(ctx context.Context, cfg Config, deps Deps) *Call {
 		ttsByteTurn: -1,
 	}
 	c.initSTT(frameBytes)
-	c.playout = newPlayout(deps.Leg, deps.Clock, cfg.PlayoutLead, cfg.ClearDrain, func(t int) { c.post(audioOnWire{turn: t}) })
+	c.playout = newPlayout(deps.Leg, deps.Clock, cfg.PlayoutLead, cfg.ClearDrain, func(t int, start audioStart) {
+		c.post(audioOnWire{turn: t, start: start})
+	})
 	if !cfg.EchoOff && !info.EchoCancelled {
 		line, err := echo.NewLine(info.Format.Rate, cfg.EchoMaxDelay)
 		if err != nil {

@@ -9,19 +9,23 @@ import (
 
 // Events other goroutines post to a call's owner loop. Each is a plain value.
 type (
-	legEnded        struct{ err error }
-	markEchoed      struct{ name string }
-	dtmfPressed     struct{ digit string }
-	frameMalformed  struct{ err error }
-	audioOnWire     struct{ turn int }
+	legEnded       struct{ err error }
+	markEchoed     struct{ name string }
+	dtmfPressed    struct{ digit string }
+	frameMalformed struct{ err error }
+	audioOnWire    struct {
+		turn  int
+		start audioStart
+	}
 	agentFirstToken struct{ turn int }
 	agentProgress   struct {
 		turn  int
 		label string
 	}
 	agentDone struct {
-		turn int
-		text string
+		turn  int
+		text  string
+		usage voice.Usage // what the runtime reported, if anything
 	}
 	agentFailed struct {
 		turn    int

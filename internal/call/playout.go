@@ -22,11 +22,11 @@ type playout struct {
 	leg     voice.Leg
 	clock   clock.Clock
 	format  audio.Format
-	lead    time.Duration  // how far ahead of real time audio may go to the carrier
-	drain   time.Duration  // quiet time after a clear before new audio goes out
-	onAudio func(turn int) // called from the playout goroutine after a turn's first frame is sent
-	echo    *echo.Line     // told every frame sent; nil: not tracked
-	pcm     []int16        // decode buffer for those frames
+	lead    time.Duration                    // how far ahead of real time audio may go to the carrier
+	drain   time.Duration                    // quiet time after a clear before new audio goes out
+	onAudio func(turn int, start audioStart) // called from the playout goroutine as a turn's audio starts (see audioStart)
+	echo    *echo.Line                       // told every frame sent; nil: not tracked
+	pcm     []int16                          // decode buffer for those frames
 	// position is where on the inbound timeline audio sent now starts to play.
 	position func() int64
 	metrics  *obs.Metrics // frame timing; nil: not measured
@@ -44,17 +44,27 @@ type playout struct {
 }
 
 type playItem struct {
-	turn  int
-	frame *frameBuf // one 20 ms frame, or nil for a mark
-	mark  string
-	at    time.Time // when it was queued: a frame cannot be late for a time before it existed
+	turn   int
+	frame  *frameBuf // one 20 ms frame, or nil for a mark
+	mark   string
+	at     time.Time // when it was queued: a frame cannot be late for a time before it existed
+	filler bool      // a frame of the long-turn filler, not of the reply
 }
+
+// audioStart says which start of a turn's audio reached the carrier.
+type audioStart uint8
+
+const (
+	audioReply       audioStart = iota // the turn's first audio, and it is the reply (or a message)
+	audioFiller                        // the turn's first audio is the long-turn filler
+	audioAfterFiller                   // the reply's first audio, after the filler went first
+)
 
 // maxLag is how far behind schedule the sender may fall before it re-anchors the schedule
 // instead of bursting to catch up.
 const maxLag = 200 * time.Millisecond
 
-func newPlayout(leg voice.Leg, clk clock.Clock, lead, drain time.Duration, onAudio func(int)) *playout {
+func newPlayout(leg voice.Leg, clk clock.Clock, lead, drain time.Duration, onAudio func(int, audioStart)) *playout {
 	f := leg.Info().Format
 	return &playout{
 		leg: leg, clock: clk, format: f, lead: lead, drain: drain,
@@ -76,6 +86,12 @@ func (p *playout) release(f *frameBuf) {
 // now on. It reports false if the turn was cancelled (releasing the frames), so the
 // producer can stop.
 func (p *playout) enqueue(turn int, frames []*frameBuf, mark string) bool {
+	return p.enqueueAudio(turn, frames, mark, false)
+}
+
+// enqueueAudio is enqueue for audio that may be the long-turn filler's, which the caller
+// hears before the reply: its start is told apart from the reply's.
+func (p *playout) enqueueAudio(turn int, frames []*frameBuf, mark string, filler bool) bool {
 	now := p.clock.Now()
 	p.mu.Lock()
 	if turn <= p.dropped {
@@ -86,7 +102,7 @@ func (p *playout) enqueue(turn int, frames []*frameBuf, mark string) bool {
 		return false
 	}
 	for _, f := range frames {
-		p.items = append(p.items, playItem{turn: turn, frame: f, at: now})
+		p.items = append(p.items, playItem{turn: turn, frame: f, at: now, filler: filler})
 	}
 	if mark != "" {
 		p.items = append(p.items, playItem{turn: turn, mark: mark})
@@ -169,13 +185,15 @@ func (p *playout) next(now time.Time, pc *pace.Pacer, holdUntil time.Time) (it p
 	return head, false, time.Time{}, true
 }
 
-// follower takes the frame queued right after a frame of turn, if there is one, so two
-// frames go out in one message: half the socket writes, and the second frame is at most
-// one frame ahead of its schedule, inside the lead.
-func (p *playout) follower(turn int) (*frameBuf, bool) {
+// follower takes the frame queued right after frame it, if there is one of the same turn
+// and kind, so two frames go out in one message: half the socket writes, and the second
+// frame is at most one frame ahead of its schedule, inside the lead. The reply's first
+// frame never rides with the filler's last, so its start is seen when it is sent.
+func (p *playout) follower(it playItem) (*frameBuf, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.clearing || len(p.items) == 0 || p.items[0].frame == nil || p.items[0].turn != turn {
+	if p.clearing || len(p.items) == 0 || p.items[0].frame == nil || p.items[0].turn != it.turn ||
+		p.items[0].filler != it.filler {
 		return nil, false
 	}
 	f := p.items[0].frame
@@ -189,6 +207,7 @@ func (p *playout) run(ctx context.Context) error {
 	pc := pace.New(p.clock.Now(), audio.FrameDuration, p.lead)
 	var holdUntil time.Time
 	lastAudioTurn := -1
+	fillerTurn := -1 // the turn whose audio started with the filler, until its reply starts
 	idle := true
 	timer := p.clock.NewTimer(time.Hour)
 	timer.Stop() // armed only while waiting for the schedule
@@ -225,7 +244,7 @@ func (p *playout) run(ctx context.Context) error {
 			}
 			late := now.Sub(due)
 			msg, frames := it.frame.b, 1
-			next, paired := p.follower(it.turn)
+			next, paired := p.follower(it)
 			if paired {
 				p.pair = append(append(p.pair[:0], it.frame.b...), next.b...)
 				msg, frames = p.pair, 2
@@ -246,9 +265,16 @@ func (p *playout) run(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			if it.turn > lastAudioTurn {
+			switch {
+			case it.turn > lastAudioTurn && it.filler:
+				lastAudioTurn, fillerTurn = it.turn, it.turn
+				p.onAudio(it.turn, audioFiller)
+			case it.turn > lastAudioTurn:
 				lastAudioTurn = it.turn
-				p.onAudio(it.turn)
+				p.onAudio(it.turn, audioReply)
+			case it.turn == fillerTurn && !it.filler:
+				fillerTurn = -1
+				p.onAudio(it.turn, audioAfterFiller)
 			}
 			continue
 		}

@@ -122,7 +122,7 @@ func startPlayout(t *testing.T) (*playout, *recLeg, *clock.Fake, []int) {
 	leg := &recLeg{clk: clk}
 	var firstAudio []int
 	var mu sync.Mutex
-	p := newPlayout(leg, clk, 80*time.Millisecond, 150*time.Millisecond, func(turn int) {
+	p := newPlayout(leg, clk, 80*time.Millisecond, 150*time.Millisecond, func(turn int, _ audioStart) {
 		mu.Lock()
 		firstAudio = append(firstAudio, turn)
 		mu.Unlock()

@@ -175,6 +175,7 @@ func (c *Call) readAgent(r *reply, req voice.TurnRequest) {
 	defer stream.Close()
 	var chunker sentenceChunker
 	var full strings.Builder
+	var usage voice.Usage // the runtime's latest count, if it gives one
 	first := true
 	for {
 		chunk, err := stream.Next()
@@ -182,12 +183,15 @@ func (c *Call) readAgent(r *reply, req voice.TurnRequest) {
 			if rest := chunker.Flush(); rest != "" {
 				r.queue.push(sentenceReply, rest)
 			}
-			c.post(agentDone{turn: r.turn, text: strings.TrimSpace(full.String())})
+			c.post(agentDone{turn: r.turn, text: strings.TrimSpace(full.String()), usage: usage})
 			return
 		}
 		if err != nil {
 			failed(err, full.String())
 			return
+		}
+		if chunk.Usage.Reported() {
+			usage = chunk.Usage
 		}
 		if chunk.Progress != "" {
 			c.post(agentProgress{turn: r.turn, label: chunk.Progress})

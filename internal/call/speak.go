@@ -199,7 +199,7 @@ func (sp *speaker) attempt(v voice.Synthesizer, s sentence) error {
 				frames = append(frames, f)
 			}
 			carry = append(carry, data...)
-			if len(frames) > 0 && !c.playout.enqueue(r.turn, frames, "") {
+			if len(frames) > 0 && !c.playout.enqueueAudio(r.turn, frames, "", s.kind == sentenceFiller) {
 				return r.ctx.Err()
 			}
 		}
@@ -227,7 +227,7 @@ func (sp *speaker) finish(s sentence, mark string, carry []byte, total int, cut 
 		frames = append(frames, f)
 	}
 	c.post(segmentQueued{turn: r.turn, mark: mark, text: s.text, kind: s.kind, cut: cut, dur: sp.format.Duration(total)})
-	c.playout.enqueue(r.turn, frames, mark)
+	c.playout.enqueueAudio(r.turn, frames, mark, s.kind == sentenceFiller)
 }
 
 // pad fills frame with part followed by silence.

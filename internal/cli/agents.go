@@ -29,7 +29,7 @@ func sessionKeys(cfg *config.Config) (session.KeyFactory, error) {
 }
 
 // buildHermes connects Hermes Agent: the runs API unless HANDSET_AGENT_TRANSPORT=chat.
-func buildHermes(cfg *config.Config, log *slog.Logger) (voice.Agent, error) {
+func buildHermes(cfg *config.Config, client *http.Client, log *slog.Logger) (voice.Agent, error) {
 	keys, err := sessionKeys(cfg)
 	if err != nil {
 		return nil, err
@@ -42,6 +42,7 @@ func buildHermes(cfg *config.Config, log *slog.Logger) (voice.Agent, error) {
 		Transport:    cfg.Agent.Transport,
 		SessionKey:   keys,
 		Timeout:      max(cfg.Agent.Timeout, hermesMinTimeout),
+		HTTPClient:   client,
 		Logger:       log,
 	})
 	if err != nil {
@@ -63,7 +64,7 @@ const hermesMinTimeout = 45 * time.Second
 
 // buildOpenClaw connects the OpenClaw gateway. It asks the gateway which agents exist and
 // refuses to guess when several do and none is named.
-func buildOpenClaw(cfg *config.Config, log *slog.Logger) (voice.Agent, error) {
+func buildOpenClaw(cfg *config.Config, client *http.Client, log *slog.Logger) (voice.Agent, error) {
 	keys, err := sessionKeys(cfg)
 	if err != nil {
 		return nil, err
@@ -78,7 +79,7 @@ func buildOpenClaw(cfg *config.Config, log *slog.Logger) (voice.Agent, error) {
 	}
 	opts := openclaw.Options{
 		URL: wsURL, Token: cfg.Agent.Key.Reveal(), SessionKey: keys,
-		VoicePrompt: cfg.Agent.SystemPrompt, Timeout: cfg.Agent.Timeout, Logger: log,
+		VoicePrompt: cfg.Agent.SystemPrompt, Timeout: cfg.Agent.Timeout, HTTPClient: client, Logger: log,
 	}
 	chosen, err := chooseOpenClawAgent(cfg, opts, named, log)
 	if err != nil {
@@ -103,7 +104,7 @@ func buildOpenClaw(cfg *config.Config, log *slog.Logger) (voice.Agent, error) {
 				return map[string]string{"x-openclaw-session-key": openclaw.SessionKey(chosen, keys, sc)}
 			},
 			// While the gateway's plugins load, the endpoint answers 503: asked again, within the turn.
-			HTTPClient: &http.Client{Transport: openclaw.WaitingTransport(nil)},
+			HTTPClient: waitingClient(client),
 			Timeout:    cfg.Agent.Timeout,
 			Logger:     log,
 		})
@@ -148,4 +149,15 @@ func chooseOpenClawAgent(cfg *config.Config, opts openclaw.Options, named string
 	}
 	log.Info("openclaw agent", "agent", chosen, "transport", cmp.Or(cfg.Agent.Transport, "ws"))
 	return chosen, nil
+}
+
+// waitingClient is client (nil: Go's default) with OpenClaw's "still starting" answers
+// asked again, keeping client's TLS set-up and timeouts.
+func waitingClient(client *http.Client) *http.Client {
+	if client == nil {
+		return &http.Client{Transport: openclaw.WaitingTransport(nil)}
+	}
+	c := *client
+	c.Transport = openclaw.WaitingTransport(client.Transport)
+	return &c
 }

@@ -64,7 +64,11 @@ func openClawRoster(ctx context.Context, cfg *config.Config) (agentsReport, erro
 	if o, _ := cfg.Origin("HANDSET_AGENT_MODEL"); o.Kind != config.FromDefault {
 		rep.Named = cfg.AgentModel()
 	}
-	client, err := openclaw.New(openclaw.Options{URL: wsURL, Token: cfg.Agent.Key.Reveal()})
+	hc, err := agentClient(cfg)
+	if err != nil {
+		return rep, err
+	}
+	client, err := openclaw.New(openclaw.Options{URL: wsURL, Token: cfg.Agent.Key.Reveal(), HTTPClient: hc})
 	if err != nil {
 		return rep, err
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -135,6 +136,18 @@ func TestTraceAndDiagnoseHealthyCall(t *testing.T) {
 			}
 		}
 	}
+	// The runtime's token counts, as it reported them with each reply (the fake counts words).
+	reqs := r.agent.Requests()
+	for i, turn := range tr.Turns {
+		in := 0
+		for _, m := range reqs[min(i, len(reqs)-1)].Messages {
+			in += len(strings.Fields(m.Content))
+		}
+		if len(reqs) != 2 || turn.InputTokens != in || turn.OutputTokens != len(strings.Fields(turn.Reply)) {
+			t.Errorf("turn %d: tokens %d in, %d out; want %d in (the request's words) and %d out (the reply's); %d requests",
+				turn.Turn, turn.InputTokens, turn.OutputTokens, in, len(strings.Fields(turn.Reply)), len(reqs))
+		}
+	}
 	for _, s := range []obs.Stat{tr.Latency.EndpointMS, tr.Latency.AgentTTFTMS, tr.Latency.TTSTTFBMS, tr.Latency.ResponseMS, tr.Latency.OverheadMS} {
 		if s.N != 2 || s.P50 < 0 || s.Max < s.P50 {
 			t.Errorf("latency summary %+v", s)
@@ -155,7 +168,9 @@ func TestTraceAndDiagnoseHealthyCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"✓ carrier", "✓ playout", "agent ttft", "and on sundays", "p50", "journal " + filepath.Join(r.dataDir, "calls")} {
+	tokens := fmt.Sprintf("tokens: %d in, %d out over 2 turn(s)", tr.Turns[0].InputTokens+tr.Turns[1].InputTokens, tr.Turns[0].OutputTokens+tr.Turns[1].OutputTokens)
+	for _, want := range []string{"✓ carrier", "✓ playout", "agent ttft", "and on sundays", "p50", "journal " + filepath.Join(r.dataDir, "calls"),
+		"tokens in/out", fmt.Sprintf("%d/%d", tr.Turns[0].InputTokens, tr.Turns[0].OutputTokens), tokens} {
 		if !strings.Contains(out, want) {
 			t.Errorf("trace output lacks %q:\n%s", want, out)
 		}

@@ -73,6 +73,7 @@ func runDoctor(ctx context.Context, env Env, args []string) error {
 		cfg: cfg, env: env, home: home, hermesEnv: hermesEnv,
 		explicitEnvFiles: len(g.envFiles) > 0,
 		client:           client,
+		agentHTTP:        doctorAgentClient(cfg, client),
 	}
 	results = doctor.Run(ctx, d.checks(), doctor.Options{Timeout: *timeout, NoNetwork: *noNetwork})
 	rep := doctorReport{ConfigFile: cfg.ConfigFile(), EnvFiles: cfg.EnvFiles()}
@@ -98,7 +99,7 @@ func runDoctorDemo(ctx context.Context, env Env, g *globals, home string, asJSON
 	}
 	client, done := doctorClient()
 	defer done()
-	d := &doctorRun{cfg: cfg, env: env, home: home, demo: true, client: client}
+	d := &doctorRun{cfg: cfg, env: env, home: home, demo: true, client: client, agentHTTP: doctorAgentClient(cfg, client)}
 	cs := append(d.configChecks(), fixedCheck(secAgent, "demo agent", agent))
 	if cfg.Agent.Runtime != config.AgentEcho {
 		cs = append(cs, d.agentChecks()...) // the runtime the demo found, checked as serve's would be
@@ -332,6 +333,7 @@ type doctorRun struct {
 	explicitEnvFiles bool   // --env-file was given
 	demo             bool   // --demo: the checks are of what `handset demo` needs
 	client           *http.Client
+	agentHTTP        *http.Client // the agent runtime's probes: its TLS settings (see clientFor)
 
 	hermesOnce onceValue[hermesHome]
 }

@@ -67,7 +67,7 @@ func (d *doctorRun) get(ctx context.Context, rawURL string, header map[string]st
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}
-	resp, err := d.client.Do(req)
+	resp, err := d.clientFor(rawURL).Do(req)
 	if err != nil {
 		return httpAnswer{}, err
 	}
@@ -306,7 +306,7 @@ func (d *doctorRun) hermesChecks() []doctor.Check {
 			if key == "" {
 				return resSkip("no key (see config)")
 			}
-			a, err := hermes.New(hermes.Options{BaseURL: base, Key: key, Model: cfg.AgentModel(), Transport: cfg.Agent.Transport, HTTPClient: d.client})
+			a, err := hermes.New(hermes.Options{BaseURL: base, Key: key, Model: cfg.AgentModel(), Transport: cfg.Agent.Transport, HTTPClient: d.clientFor(base)})
 			if err != nil {
 				return resFail(err.Error(), "see config: HANDSET_AGENT_URL and HANDSET_AGENT_TRANSPORT")
 			}
@@ -431,7 +431,7 @@ func (d *doctorRun) openClawChecks() []doctor.Check {
 	var roster onceValue[[]openclaw.AgentInfo]
 	list := func(ctx context.Context) ([]openclaw.AgentInfo, error) {
 		return roster.get(ctx, func(ctx context.Context) ([]openclaw.AgentInfo, error) {
-			c, err := openclaw.New(openclaw.Options{URL: wsURL, Token: cfg.Agent.Key.Reveal()})
+			c, err := openclaw.New(openclaw.Options{URL: wsURL, Token: cfg.Agent.Key.Reveal(), HTTPClient: d.clientFor(cfg.AgentURL())})
 			if err != nil {
 				return nil, err
 			}

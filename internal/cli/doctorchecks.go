@@ -52,7 +52,7 @@ func fixedCheck(sec, name string, r doctor.Result) doctor.Check {
 func (d *doctorRun) checks() []doctor.Check {
 	var cs []doctor.Check
 	for _, part := range []func() []doctor.Check{
-		d.configChecks, d.agentChecks, d.sttChecks, d.ttsChecks, d.vadChecks,
+		d.configChecks, d.agentChecks, d.agentTLSChecks, d.sttChecks, d.ttsChecks, d.vadChecks,
 		d.engineChecks, d.storeChecks, d.callerChecks, d.publicURLChecks,
 	} {
 		cs = append(cs, part()...)

@@ -84,6 +84,14 @@ func TestRealOpenClawGateway(t *testing.T) {
 			if n := len(eventsOf(events, obs.AgentDone)); n != 2 {
 				t.Errorf("agent.done %d, want 2 (turns 1 and 3):\n%s", n, dumpEvents(events))
 			}
+			// The gateway's usage, as it reports it: output tokens only over the WebSocket,
+			// both counts from its OpenAI-compatible endpoint.
+			for _, e := range eventsOf(events, obs.AgentDone) {
+				if e.OutputTokens <= 0 || (transport == "http") != (e.InputTokens > 0) {
+					t.Errorf("turn %d: agent.done with %d input and %d output tokens; want output tokens, and input tokens only over http",
+						e.Turn, e.InputTokens, e.OutputTokens)
+				}
+			}
 			if n := len(eventsOf(events, obs.Clear)); n != 1 {
 				t.Errorf("clears %d, want 1", n)
 			}

@@ -110,9 +110,22 @@ func (r simulateReport) print(w io.Writer) {
 		default:
 			fmt.Fprintf(w, "  agent:  %s\n", t.Reply)
 		}
-		fmt.Fprintf(w, "  latency: %s to first audio (agent first token %s, TTS first byte %s, Handset %s)\n",
+		if t.InputTokens > 0 || t.OutputTokens > 0 {
+			fmt.Fprintf(w, "  tokens: %s in, %s out (as the runtime reported them)\n", countOrDash(t.InputTokens), countOrDash(t.OutputTokens))
+		}
+		if t.FillerMS >= 0 {
+			fmt.Fprintf(w, "  filler: %s to the long-turn filler's first audio\n", msOrDash(t.FillerMS))
+		}
+		fmt.Fprintf(w, "  latency: %s to the reply's first audio (agent first token %s, TTS first byte %s, Handset %s)\n",
 			msOrDash(t.ResponseMS), msOrDash(t.AgentTTFTMS), msOrDash(t.TTSTTFBMS), msOrDash(t.OverheadMS))
 	}
+}
+
+func countOrDash(n int) string {
+	if n <= 0 {
+		return "-"
+	}
+	return fmt.Sprint(n)
 }
 
 func msOrDash(ms float64) string {

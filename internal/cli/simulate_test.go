@@ -67,3 +67,28 @@ func TestSimulateAudioWithoutSTT(t *testing.T) {
 		t.Errorf("a call was simulated:\n%s", out)
 	}
 }
+
+// TestSimulateReportsTheFillerAndTheReply: a slow turn hears the long-turn filler first;
+// simulate reports when the filler started and, as the turn's latency, when the reply did.
+func TestSimulateReportsTheFillerAndTheReply(t *testing.T) {
+	_, env := withFakes(t, nil, "HANDSET_LONG_TURN_MESSAGE=One moment.", "HANDSET_LONG_TURN_AFTER=200ms")
+	code, out := runCmd(t, env, "simulate", "--say", "SLOW tell me about the menu", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	var rep simulateReport
+	if err := json.Unmarshal([]byte(out[strings.Index(out, "{"):]), &rep); err != nil {
+		t.Fatalf("%v:\n%s", err, out)
+	}
+	if len(rep.Turns) != 1 {
+		t.Fatalf("report %+v, want one turn", rep)
+	}
+	if tr := rep.Turns[0]; tr.FillerMS < 0 || tr.ResponseMS <= tr.FillerMS {
+		t.Errorf("filler_ms %v, response_ms %v: want the reply's first audio after the filler's", tr.FillerMS, tr.ResponseMS)
+	}
+	var text strings.Builder
+	rep.print(&text)
+	if !strings.Contains(text.String(), "to the long-turn filler's first audio") || !strings.Contains(text.String(), "to the reply's first audio") {
+		t.Errorf("simulate's report does not say both:\n%s", text.String())
+	}
+}

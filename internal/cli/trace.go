@@ -307,8 +307,8 @@ func printTurns(w io.Writer, t obs.CallTrace) {
 		fmt.Fprintln(w, "no caller turns")
 		return
 	}
-	const row = "%-5s %-30s %9s %11s %9s %9s %9s\n"
-	fmt.Fprintf(w, row, "turn", "caller", "endpoint", "agent ttft", "tts ttfb", "response", "overhead")
+	const row = "%-5s %-30s %9s %11s %9s %9s %9s %9s %13s\n"
+	fmt.Fprintf(w, row, "turn", "caller", "endpoint", "agent ttft", "tts ttfb", "filler", "response", "overhead", "tokens in/out")
 	for _, tr := range t.Turns {
 		caller := tr.Caller
 		switch {
@@ -319,18 +319,21 @@ func printTurns(w io.Writer, t obs.CallTrace) {
 		}
 		fmt.Fprintf(w, row, fmt.Sprint(tr.Turn), clipCaller(caller, 30),
 			latencyCell(tr.EndpointMS), latencyCell(tr.AgentTTFTMS), latencyCell(tr.TTSTTFBMS),
-			latencyCell(tr.ResponseMS), latencyCell(tr.OverheadMS))
+			latencyCell(tr.FillerMS), latencyCell(tr.ResponseMS), latencyCell(tr.OverheadMS), tokensCell(tr))
 	}
 	l := t.Latency
-	stats := []obs.Stat{l.EndpointMS, l.AgentTTFTMS, l.TTSTTFBMS, l.ResponseMS, l.OverheadMS}
+	stats := []obs.Stat{l.EndpointMS, l.AgentTTFTMS, l.TTSTTFBMS, l.FillerMS, l.ResponseMS, l.OverheadMS}
 	for _, name := range []string{"avg", "p50", "max"} {
-		cells := make([]any, 0, 7)
+		cells := make([]any, 0, 9)
 		cells = append(cells, name, "")
 		for _, s := range stats {
 			v := map[string]float64{"avg": s.Avg, "p50": s.P50, "max": s.Max}[name]
 			cells = append(cells, latencyCell(v))
 		}
-		fmt.Fprintf(w, row, cells...)
+		fmt.Fprintf(w, row, append(cells, "")...)
+	}
+	if in, out, n := tokenTotals(t.Turns); n > 0 {
+		fmt.Fprintf(w, "tokens: %d in, %d out over %d turn(s), as the runtime reported them\n", in, out, n)
 	}
 	if legend := turnsLegend(t.Turns); legend != "" {
 		fmt.Fprintf(w, "(%s)\n", legend)
@@ -339,13 +342,17 @@ func printTurns(w io.Writer, t obs.CallTrace) {
 
 // turnsLegend explains the marks the turn table uses.
 func turnsLegend(turns []obs.TurnSummary) string {
-	var failed, interrupted, missing bool
+	var failed, interrupted, missing, filler bool
 	for _, t := range turns {
 		failed = failed || t.Error != ""
 		interrupted = interrupted || t.Interrupted
 		missing = missing || min(t.EndpointMS, t.AgentTTFTMS, t.TTSTTFBMS, t.ResponseMS, t.OverheadMS) < 0
+		filler = filler || t.FillerMS >= 0
 	}
 	var parts []string
+	if filler {
+		parts = append(parts, "filler: when the long-turn filler started; response: when the reply itself did")
+	}
 	if failed {
 		parts = append(parts, "✗ the agent failed")
 	}
@@ -356,6 +363,25 @@ func turnsLegend(turns []obs.TurnSummary) string {
 		parts = append(parts, "- not measured")
 	}
 	return strings.Join(parts, ", ")
+}
+
+// tokensCell shows a turn's tokens as the runtime reported them: "812/35", "-/35" when it
+// counts only its output, "-" when it reported none.
+func tokensCell(t obs.TurnSummary) string {
+	if t.InputTokens == 0 && t.OutputTokens == 0 {
+		return "-"
+	}
+	return countOrDash(t.InputTokens) + "/" + countOrDash(t.OutputTokens)
+}
+
+// tokenTotals sums the tokens of the turns that reported any, and counts those turns.
+func tokenTotals(turns []obs.TurnSummary) (in, out, n int) {
+	for _, t := range turns {
+		if t.InputTokens > 0 || t.OutputTokens > 0 {
+			in, out, n = in+t.InputTokens, out+t.OutputTokens, n+1
+		}
+	}
+	return in, out, n
 }
 
 // latencyCell shows milliseconds, with a tenth below 10 ms.

@@ -81,6 +81,21 @@ func TestFillerOnlyForSlowTurns(t *testing.T) {
 	if len(turn2) < 2 || turn2[0] != "One moment please." || strings.Contains(strings.Join(turn2[1:], "|"), "One moment") {
 		t.Errorf("turn 2 spoke %q: want the filler first and once", turn2)
 	}
+	// trace tells the filler's start from the reply's: the caller's wait ran on past the filler.
+	tr := traceJSON(t, r.dataDir)
+	if len(tr.Turns) != 2 {
+		t.Fatalf("trace turns %+v", tr.Turns)
+	}
+	if one := tr.Turns[0]; one.FillerMS != -1 || one.ResponseMS < 0 {
+		t.Errorf("turn 1 (fast): filler_ms %v, response_ms %v; want -1 and a measured response", one.FillerMS, one.ResponseMS)
+	}
+	if two := tr.Turns[1]; two.FillerMS < 0 || two.ResponseMS <= two.FillerMS {
+		t.Errorf("turn 2 (slow): filler_ms %v, response_ms %v; want the reply's first audio after the filler's", two.FillerMS, two.ResponseMS)
+	}
+	out, err := runJournalCommand(t, runTrace, r.dataDir)
+	if err != nil || !strings.Contains(out, "filler") || !strings.Contains(out, "response: when the reply itself did") {
+		t.Errorf("trace (err %v) does not show the filler column and its legend:\n%s", err, out)
+	}
 }
 
 func mustHave(t *testing.T, events []obs.Event, types ...string) {

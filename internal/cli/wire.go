@@ -48,9 +48,15 @@ func notYet(env, value string) error {
 }
 
 func buildAgent(cfg *config.Config, log *slog.Logger) (voice.Agent, error) {
-	switch cfg.Agent.Runtime {
-	case config.AgentEcho:
+	if cfg.Agent.Runtime == config.AgentEcho {
 		return echo.New(), nil
+	}
+	client, err := agentClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	warnInsecureAgent(log, cfg)
+	switch cfg.Agent.Runtime {
 	case config.AgentOpenAI:
 		return agentopenai.New(agentopenai.Options{
 			Name:         cfg.Agent.Runtime,
@@ -60,18 +66,20 @@ func buildAgent(cfg *config.Config, log *slog.Logger) (voice.Agent, error) {
 			SystemPrompt: cfg.Agent.SystemPrompt,
 			SystemAsUser: cfg.Agent.SystemPromptAsUser,
 			Timeout:      cfg.Agent.Timeout,
+			HTTPClient:   client,
 			Logger:       log,
 		})
 	case config.AgentHermes:
-		return buildHermes(cfg, log)
+		return buildHermes(cfg, client, log)
 	case config.AgentOpenClaw:
-		return buildOpenClaw(cfg, log)
+		return buildOpenClaw(cfg, client, log)
 	case config.AgentWebhook:
 		return webhook.New(webhook.Options{
-			URL:     cfg.AgentURL(),
-			Key:     cfg.Agent.Key.Reveal(),
-			Timeout: cfg.Agent.Timeout,
-			Logger:  log,
+			URL:        cfg.AgentURL(),
+			Key:        cfg.Agent.Key.Reveal(),
+			Timeout:    cfg.Agent.Timeout,
+			HTTPClient: client,
+			Logger:     log,
 		})
 	case "":
 		return nil, &usageError{msg: "HANDSET_AGENT (agent.runtime) is not set", hint: "set HANDSET_AGENT to one of hermes, openclaw, openai, webhook, echo"}

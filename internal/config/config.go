@@ -143,6 +143,8 @@ type AgentConfig struct {
 	// SystemPromptAsUser: HANDSET_SYSTEM_PROMPT_AS_USER.
 	SystemPromptAsUser bool
 	Transport          string // HANDSET_AGENT_TRANSPORT
+	CAFile             string // HANDSET_AGENT_CA_FILE: PEM certificates trusted besides the system's
+	TLSInsecure        bool   // HANDSET_AGENT_TLS_INSECURE: no certificate check (development only)
 }
 
 // SessionConfig says how calls map to the agent runtime's memory.

@@ -282,6 +282,14 @@ func settingTable() []Setting {
 			DefaultText: "empty: hermes uses runs, openclaw uses ws",
 			Help:        "How Handset talks to the runtime: Hermes runs (default) or chat completions; OpenClaw's gateway WebSocket (ws, default) or its OpenAI-compatible HTTP endpoint (http).",
 			field:       func(c *Config) any { return &c.Agent.Transport }},
+		{Env: "HANDSET_AGENT_CA_FILE", YAML: "agent.ca_file", Kind: KindString,
+			DefaultText: "empty: the system's certificate authorities only",
+			Help:        "A PEM file of certificate authorities trusted, besides the system's, for the agent runtime's certificate over `https://` and `wss://` (every runtime, the OpenClaw WebSocket included): for a runtime behind a private CA. It must hold one or more certificates and nothing else.",
+			check:       checkCAFile,
+			field:       func(c *Config) any { return &c.Agent.CAFile }},
+		{Env: "HANDSET_AGENT_TLS_INSECURE", YAML: "agent.tls_insecure", Kind: KindBool, Default: "false",
+			Help:  "Development only: `true` skips the check of the agent runtime's certificate, so anyone on the path can read and answer every turn. Handset logs a warning at start and `handset doctor` shows it. For a private CA use `HANDSET_AGENT_CA_FILE` instead.",
+			field: func(c *Config) any { return &c.Agent.TLSInsecure }},
 
 		// Sessions.
 		{Env: "HANDSET_SESSION_KEY", YAML: "session.key", Kind: KindString,

@@ -35,8 +35,11 @@ const (
 	AgentError        = "agent.error"
 	TTSRequest        = "tts.request"
 	TTSFirstByte      = "tts.first_byte"
-	TTSError          = "tts.error" // a voice failed a sentence: turn, name, kind, message
-	PlayoutFirstAudio = "playout.first_audio"
+	TTSError          = "tts.error"           // a voice failed a sentence: turn, name, kind, message
+	PlayoutFirstAudio = "playout.first_audio" // kind "filler" when the turn's first audio is the long-turn filler
+	// PlayoutReplyAudio: in a turn the filler began, the reply's own first audio reached
+	// the carrier (the agent's words, or the error message when the turn failed).
+	PlayoutReplyAudio = "playout.reply_audio"
 	PlayoutMark       = "playout.mark"
 	PlayoutQueued     = "playout.queued" // the turn's audio is fully queued
 	PlayoutDone       = "playout.done"   // the carrier played the turn to its end
@@ -98,6 +101,10 @@ type Event struct {
 	// decided: milliseconds of inbound audio processed, the end of the deciding frame. Against
 	// ms it shows how far processing lagged the line.
 	AudioMS int64 `json:"audio_ms,omitempty"`
+
+	// agent.done: the turn's tokens, as the runtime reported them (absent: not reported)
+	InputTokens  int `json:"input_tokens,omitempty"`
+	OutputTokens int `json:"output_tokens,omitempty"`
 
 	// echo.path and echo.suppressed
 	DelayMS      float64 `json:"delay_ms,omitempty"`

@@ -81,13 +81,61 @@ func TestTurnsLatencyBreakdown(t *testing.T) {
 	}
 	one := turns[0]
 	want := TurnSummary{Turn: 1, Caller: "hello", Reply: "Hi there. Bye.", EndpointMS: 150, AgentTTFTMS: 248,
-		TTSTTFBMS: 80, ResponseMS: 533.5, OverheadMS: 5.5, FirstAudioMS: 2683}
+		TTSTTFBMS: 80, ResponseMS: 533.5, FillerMS: -1, OverheadMS: 5.5, FirstAudioMS: 2683}
 	if one != want {
 		t.Errorf("turn 1 = %+v\nwant     %+v", one, want)
 	}
 	two := turns[1]
 	if two.Error != "timeout: silent" || two.ResponseMS != -1 || two.EndpointMS != -1 || two.AgentTTFTMS != -1 {
 		t.Errorf("turn 2 = %+v", two)
+	}
+}
+
+// TestTurnsOfAFillerTurn: the filler's audio does not end the caller's wait for the
+// answer: response_ms runs to the reply's own first audio (playout.reply_audio), filler_ms
+// to the filler's; a turn that never got past its filler has no response_ms.
+func TestTurnsOfAFillerTurn(t *testing.T) {
+	var buf bytes.Buffer
+	j := NewWriter(&buf, t0)
+	rec := func(ms float64, e Event) { j.Record(at(ms), e) }
+	rec(0, Event{Type: CallStart})
+	rec(1000, Event{Type: STTFinal, Text: "check my orders"})
+	rec(1001, Event{Type: TurnCommit, Turn: 1, Text: "check my orders"})
+	rec(1002, Event{Type: AgentRequest, Turn: 1})
+	rec(5002, Event{Type: Filler, Turn: 1})
+	rec(5003, Event{Type: TTSRequest, Turn: 1, Text: "One moment.", Kind: "filler"})
+	rec(5050, Event{Type: TTSFirstByte, Turn: 1})
+	rec(5052, Event{Type: PlayoutFirstAudio, Turn: 1, Kind: "filler"})
+	rec(8000, Event{Type: AgentFirstToken, Turn: 1})
+	rec(8001, Event{Type: TTSRequest, Turn: 1, Text: "You have two orders."})
+	rec(8100, Event{Type: PlayoutReplyAudio, Turn: 1})
+	rec(8200, Event{Type: AgentDone, Turn: 1, Text: "You have two orders."})
+	rec(12000, Event{Type: STTFinal, Text: "and the third"})
+	rec(12001, Event{Type: TurnCommit, Turn: 2, Text: "and the third"})
+	rec(12002, Event{Type: AgentRequest, Turn: 2})
+	rec(16002, Event{Type: TTSRequest, Turn: 2, Text: "One moment.", Kind: "filler"})
+	rec(16050, Event{Type: TTSFirstByte, Turn: 2})
+	rec(16052, Event{Type: PlayoutFirstAudio, Turn: 2, Kind: "filler"})
+	rec(17000, Event{Type: CallEnd, Reason: "caller_hangup"})
+	events, err := ReadEvents(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	turns := Turns(events)
+	if len(turns) != 2 {
+		t.Fatalf("turns = %+v", turns)
+	}
+	if one := turns[0]; one.FillerMS != 4052 || one.ResponseMS != 7100 || one.FirstAudioMS != 8100 || one.OverheadMS != 4 {
+		t.Errorf("turn 1: filler_ms %v, response_ms %v, first_audio_ms %v, overhead_ms %v; want 4052, 7100, 8100, 4",
+			one.FillerMS, one.ResponseMS, one.FirstAudioMS, one.OverheadMS)
+	}
+	if two := turns[1]; two.FillerMS != 4052 || two.ResponseMS != -1 || two.FirstAudioMS != -1 {
+		t.Errorf("turn 2 (the caller left during the filler): filler_ms %v, response_ms %v, first_audio_ms %v; want 4052, -1, -1",
+			two.FillerMS, two.ResponseMS, two.FirstAudioMS)
+	}
+	l := Trace(events).Latency
+	if l.FillerMS.N != 2 || l.ResponseMS.N != 1 || l.ResponseMS.Max != 7100 {
+		t.Errorf("latency: filler_ms %+v, response_ms %+v", l.FillerMS, l.ResponseMS)
 	}
 }
 

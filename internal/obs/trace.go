@@ -141,6 +141,7 @@ type Latency struct {
 	AgentTTFTMS Stat `json:"agent_ttft_ms"`
 	TTSTTFBMS   Stat `json:"tts_ttfb_ms"`
 	ResponseMS  Stat `json:"response_ms"`
+	FillerMS    Stat `json:"filler_ms"` // over the turns the filler began
 	OverheadMS  Stat `json:"overhead_ms"`
 }
 
@@ -192,6 +193,7 @@ func latencyOf(turns []TurnSummary) Latency {
 		AgentTTFTMS: pick(func(t TurnSummary) float64 { return t.AgentTTFTMS }),
 		TTSTTFBMS:   pick(func(t TurnSummary) float64 { return t.TTSTTFBMS }),
 		ResponseMS:  pick(func(t TurnSummary) float64 { return t.ResponseMS }),
+		FillerMS:    pick(func(t TurnSummary) float64 { return t.FillerMS }),
 		OverheadMS:  pick(func(t TurnSummary) float64 { return t.OverheadMS }),
 	}
 }

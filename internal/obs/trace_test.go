@@ -189,7 +189,7 @@ func TestTraceJSONNames(t *testing.T) {
 	if err := json.Unmarshal(raw, &doc); err != nil {
 		t.Fatal(err)
 	}
-	names := []string{"endpoint_ms", "agent_ttft_ms", "tts_ttfb_ms", "response_ms", "overhead_ms"}
+	names := []string{"endpoint_ms", "agent_ttft_ms", "tts_ttfb_ms", "response_ms", "filler_ms", "overhead_ms"}
 	for _, n := range names {
 		if _, ok := doc.Latency[n]; !ok {
 			t.Errorf("latency has no %s: %s", n, raw)

@@ -14,13 +14,22 @@ type TurnSummary struct {
 	Reply       string `json:"reply"`       // the agent's reply text
 	Interrupted bool   `json:"interrupted"` // the caller barged in
 	Error       string `json:"error,omitempty"`
+	// InputTokens and OutputTokens are the turn's tokens as the runtime reported them
+	// (agent.done); absent when it reported none.
+	InputTokens  int `json:"input_tokens,omitempty"`
+	OutputTokens int `json:"output_tokens,omitempty"`
 
-	EndpointMS   float64 `json:"endpoint_ms"`    // speech end to STT final
-	AgentTTFTMS  float64 `json:"agent_ttft_ms"`  // agent request to first token
-	TTSTTFBMS    float64 `json:"tts_ttfb_ms"`    // first TTS request to its first byte
-	ResponseMS   float64 `json:"response_ms"`    // STT final to first audio on the wire
-	OverheadMS   float64 `json:"overhead_ms"`    // response_ms minus agent and TTS waits
-	FirstAudioMS int64   `json:"first_audio_ms"` // when the reply started, in call time
+	EndpointMS  float64 `json:"endpoint_ms"`   // speech end to STT final
+	AgentTTFTMS float64 `json:"agent_ttft_ms"` // agent request to first token
+	TTSTTFBMS   float64 `json:"tts_ttfb_ms"`   // first TTS request to its first byte
+	// ResponseMS is STT final to the reply's first audio on the wire: what the caller
+	// waited for the answer. In a turn the long-turn filler began, the filler does not end
+	// the wait; FillerMS says when it started.
+	ResponseMS float64 `json:"response_ms"`
+	FillerMS   float64 `json:"filler_ms"`   // STT final to the filler's first audio; -1 without one
+	OverheadMS float64 `json:"overhead_ms"` // Handset's own share: final to request, TTS first byte to first audio
+	// FirstAudioMS is when the reply's first audio went out, in call time.
+	FirstAudioMS int64 `json:"first_audio_ms"`
 }
 
 // Turns groups a journal's events into caller turns. The VAD and STT events before a
@@ -37,7 +46,7 @@ func Turns(events []Event) []TurnSummary {
 		case STTFinal:
 			lastFinal = e
 		case TurnCommit:
-			s := TurnSummary{Turn: e.Turn, Caller: e.Text, EndpointMS: -1, AgentTTFTMS: -1, TTSTTFBMS: -1, ResponseMS: -1, OverheadMS: -1, FirstAudioMS: -1}
+			s := TurnSummary{Turn: e.Turn, Caller: e.Text, EndpointMS: -1, AgentTTFTMS: -1, TTSTTFBMS: -1, ResponseMS: -1, FillerMS: -1, OverheadMS: -1, FirstAudioMS: -1}
 			if lastFinal != nil && lastSpeechEnd != nil && !lastSpeechEnd.TS.After(lastFinal.TS) {
 				s.EndpointMS = ms(lastSpeechEnd.TS, lastFinal.TS)
 			}
@@ -53,7 +62,7 @@ func Turns(events []Event) []TurnSummary {
 
 // fill reads the rest of the journal for this turn's milestones.
 func (s *TurnSummary) fill(rest []Event, final *Event) {
-	var request, firstToken, ttsReq, ttsByte, firstAudio time.Time
+	var request, firstToken, ttsReq, ttsByte, firstAudio, fillerAudio, replyAudio time.Time
 	for _, e := range rest {
 		if e.Turn != s.Turn {
 			continue
@@ -65,6 +74,7 @@ func (s *TurnSummary) fill(rest []Event, final *Event) {
 			firstToken = e.TS
 		case AgentDone:
 			s.Reply = e.Text
+			s.InputTokens, s.OutputTokens = e.InputTokens, e.OutputTokens
 		case AgentError:
 			s.Error = e.Kind + ": " + e.Message
 		case TTSRequest:
@@ -77,7 +87,13 @@ func (s *TurnSummary) fill(rest []Event, final *Event) {
 			}
 		case PlayoutFirstAudio:
 			firstAudio = e.TS
-			s.FirstAudioMS = e.MS
+			if e.Kind == "filler" {
+				fillerAudio = e.TS
+			} else {
+				replyAudio, s.FirstAudioMS = e.TS, e.MS
+			}
+		case PlayoutReplyAudio:
+			replyAudio, s.FirstAudioMS = e.TS, e.MS
 		case TurnInterrupted:
 			s.Interrupted = true
 		}
@@ -85,7 +101,8 @@ func (s *TurnSummary) fill(rest []Event, final *Event) {
 	s.AgentTTFTMS = span(request, firstToken)
 	s.TTSTTFBMS = span(ttsReq, ttsByte)
 	if final != nil {
-		s.ResponseMS = span(final.TS, firstAudio)
+		s.ResponseMS = span(final.TS, replyAudio)
+		s.FillerMS = span(final.TS, fillerAudio)
 		// What Handset itself added: final -> agent request, and TTS first byte -> wire.
 		if a, b := span(final.TS, request), span(ttsByte, firstAudio); a >= 0 && b >= 0 {
 			s.OverheadMS = a + b

@@ -36,7 +36,19 @@ type TurnRequest struct {
 type ReplyChunk struct {
 	Text     string // text to speak; may be empty
 	Progress string // the runtime is busy (a tool running): a short label, never spoken
+	// Usage is the runtime's count of the turn's tokens so far, when this chunk brings one;
+	// a later count replaces an earlier one.
+	Usage Usage
 }
+
+// Usage is what a runtime reported a turn cost in tokens; zero where it reported nothing.
+type Usage struct {
+	InputTokens  int // the prompt: instructions, history and the caller's message
+	OutputTokens int // the reply (and any tool calls the runtime made on the way)
+}
+
+// Reported reports whether the runtime gave any count.
+func (u Usage) Reported() bool { return u.InputTokens > 0 || u.OutputTokens > 0 }
 
 // Agent is an agent runtime. Safe for concurrent use.
 type Agent interface {

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/handset-voice/handset/internal/voice"
 )
 
 // stepKind is what one stream event means for the reply.
@@ -26,6 +28,7 @@ type step struct {
 	Output string // runs: the whole reply (used when no delta came)
 	Tail   string // chat: text carried by the finishing chunk
 	Usage  int    // total tokens reported (input + output when no total); 0 = none or zero
+	Tokens voice.Usage
 }
 
 // usageJSON covers both the runs (input/output) and chat (prompt/completion) names.
@@ -35,6 +38,14 @@ type usageJSON struct {
 	Total      int `json:"total_tokens"`
 	Prompt     int `json:"prompt_tokens"`
 	Completion int `json:"completion_tokens"`
+}
+
+// tokens is the count as a turn's usage: input and output, whichever names Hermes used.
+func (u *usageJSON) tokens() voice.Usage {
+	if u == nil {
+		return voice.Usage{}
+	}
+	return voice.Usage{InputTokens: max(u.Input+u.Prompt, 0), OutputTokens: max(u.Output+u.Completion, 0)}
 }
 
 func (u *usageJSON) sum() int {
@@ -82,7 +93,7 @@ func parseRunEvent(name string, data []byte) (step, error) {
 		}
 		return step{Kind: stepProgress, Text: toolLabel(ev.Label, ev.Preview, ev.Tool)}, nil
 	case "run.completed":
-		s := step{Kind: stepDone, Usage: ev.Usage.sum()}
+		s := step{Kind: stepDone, Usage: ev.Usage.sum(), Tokens: ev.Usage.tokens()}
 		if ev.Output != nil {
 			s.Output = *ev.Output
 		}
@@ -159,7 +170,7 @@ func parseChatEvent(name string, data []byte) (step, error) {
 	}
 	if len(c.Choices) == 0 {
 		if c.Usage != nil {
-			return step{Kind: stepDone, Usage: c.Usage.sum()}, nil
+			return step{Kind: stepDone, Usage: c.Usage.sum(), Tokens: c.Usage.tokens()}, nil
 		}
 		return step{}, nil
 	}
@@ -175,7 +186,7 @@ func parseChatEvent(name string, data []byte) (step, error) {
 		case "error", "length":
 			return step{Kind: stepFailed, Text: "reply ended with finish_reason " + *ch.FinishReason}, nil
 		}
-		return step{Kind: stepDone, Tail: text, Usage: c.Usage.sum()}, nil
+		return step{Kind: stepDone, Tail: text, Usage: c.Usage.sum(), Tokens: c.Usage.tokens()}, nil
 	}
 	if text == "" {
 		return step{}, nil

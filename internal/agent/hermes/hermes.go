@@ -24,6 +24,11 @@
 // warning; a warning or an empty zero-usage completion is a transient *voice.ProviderError
 // and none of its text is yielded.
 //
+// The usage Hermes reports with a completed turn (run.completed's input and output tokens,
+// or the prompt and completion tokens of a chat completion's finishing chunk) is passed on
+// as ReplyChunk.Usage, as Hermes counts it: its agent's own counters, which add up every
+// model call behind the turn and may run on across the agent's session.
+//
 // Only silence is timed (Options.Timeout, default 120 s, longer than Hermes' 30 s keepalive);
 // a turn that runs tools for minutes while sending keepalives is never cut off.
 //

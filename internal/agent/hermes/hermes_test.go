@@ -170,6 +170,40 @@ func TestRunsTurnStreamsInOrder(t *testing.T) {
 	}
 }
 
+// TestUsageReported: the tokens Hermes reports for a turn (run.completed's usage, or the
+// usage of a chat completion's finishing chunk) come out as the stream's Usage.
+func TestUsageReported(t *testing.T) {
+	for _, transport := range []string{hermes.TransportRuns, hermes.TransportChat} {
+		t.Run(transport, func(t *testing.T) {
+			_, base := newServer(t, fakehermes.Options{})
+			a := newAgent(t, base, func(o *hermes.Options) { o.Transport = transport })
+			s, err := a.Reply(callCtx(t.Context(), "call-1", "+15551234567"), turn("call-1", "What is the weather"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			var got voice.Usage
+			for {
+				c, err := s.Next()
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatalf("Next: %v", err)
+				}
+				if c.Usage.Reported() {
+					got = c.Usage
+				}
+			}
+			reply := fakehermes.ReplyText([]fakehermes.Message{{Role: "user", Content: "What is the weather"}})
+			// The fake counts a token a word: the prompt's 2, the history's 7, the caller's 4.
+			if want := (voice.Usage{InputTokens: 13, OutputTokens: len(strings.Fields(reply))}); got != want {
+				t.Errorf("usage %+v, want %+v", got, want)
+			}
+		})
+	}
+}
+
 func TestSessionHeaders(t *testing.T) {
 	for _, transport := range []string{hermes.TransportRuns, hermes.TransportChat} {
 		t.Run(transport, func(t *testing.T) {

@@ -231,6 +231,9 @@ func (s *stream) advance() {
 			s.fail(voice.KindTransient, errEmpty)
 			return
 		}
+		if st.Tokens.Reported() {
+			s.pending = append(s.pending, voice.ReplyChunk{Usage: st.Tokens})
+		}
 		s.err = io.EOF
 		s.release()
 	case stepFailed:

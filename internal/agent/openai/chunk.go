@@ -19,6 +19,13 @@ type chatRequest struct {
 	Model    string        `json:"model"`
 	Stream   bool          `json:"stream"`
 	Messages []wireMessage `json:"messages"`
+	// StreamOptions asks for the usage chunk at the end of the stream; nil for a runtime
+	// that refused the field.
+	StreamOptions *streamOptions `json:"stream_options,omitempty"`
+}
+
+type streamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
 }
 
 type wireMessage struct {
@@ -27,8 +34,9 @@ type wireMessage struct {
 }
 
 // wireChunk is the part of a chat.completion.chunk (streaming) or a chat.completion
-// (non-streaming) that we read. Unknown fields (usage, logprobs, tool calls, reasoning)
-// are ignored: reasoning is never spoken.
+// (non-streaming) that we read. Unknown fields (logprobs, tool calls, reasoning) are
+// ignored: reasoning is never spoken. With stream_options.include_usage the last chunk has
+// no choices and a usage object (every other chunk "usage": null).
 type wireChunk struct {
 	Choices []struct {
 		Index int `json:"index"`
@@ -40,7 +48,22 @@ type wireChunk struct {
 		} `json:"message"`
 		FinishReason *string `json:"finish_reason"`
 	} `json:"choices"`
+	Usage json.RawMessage `json:"usage"`
 	Error json.RawMessage `json:"error"`
+}
+
+// usageOf reads a usage object ({"prompt_tokens","completion_tokens",…}); zero when it is
+// absent, null or unreadable, and a negative count is none: a runtime's odd bookkeeping
+// never costs the caller the reply.
+func usageOf(raw json.RawMessage) voice.Usage {
+	var u struct {
+		PromptTokens     int `json:"prompt_tokens"`
+		CompletionTokens int `json:"completion_tokens"`
+	}
+	if len(raw) == 0 || json.Unmarshal(raw, &u) != nil {
+		return voice.Usage{}
+	}
+	return voice.Usage{InputTokens: max(u.PromptTokens, 0), OutputTokens: max(u.CompletionTokens, 0)}
 }
 
 // chunk is what one data payload tells the stream.
@@ -48,6 +71,7 @@ type chunk struct {
 	Text   string
 	Finish string       // finish_reason when the runtime gave one
 	Err    *vendorError // an error object inside the stream
+	Usage  voice.Usage  // the usage object, when the chunk has one
 }
 
 // vendorError is an OpenAI-style error object: {"message","type","param","code"}.
@@ -101,7 +125,7 @@ func parseChunk(data []byte) (chunk, error) {
 	if err := json.Unmarshal(data, &w); err != nil {
 		return chunk{}, fmt.Errorf("decode chunk %q: %w", voice.Clip(string(data), 80), err)
 	}
-	var c chunk
+	c := chunk{Usage: usageOf(w.Usage)}
 	if ve := decodeVendorError(w.Error); ve != nil {
 		c.Err = ve
 	}
@@ -121,24 +145,25 @@ func parseChunk(data []byte) (chunk, error) {
 	return c, nil
 }
 
-// parseCompletion reads a whole (non-streaming) chat.completion.
-func parseCompletion(data []byte) (string, *vendorError, error) {
+// parseCompletion reads a whole (non-streaming) chat.completion: its text and usage.
+func parseCompletion(data []byte) (chunk, *vendorError, error) {
 	var w wireChunk
 	if err := json.Unmarshal(data, &w); err != nil {
-		return "", nil, fmt.Errorf("decode completion: %w", err)
+		return chunk{}, nil, fmt.Errorf("decode completion: %w", err)
 	}
 	if ve := decodeVendorError(w.Error); ve != nil {
-		return "", ve, nil
+		return chunk{}, ve, nil
 	}
 	for i := range w.Choices {
 		if w.Choices[i].Index == 0 {
-			if c := w.Choices[i].Message.Content; c != nil {
-				return *c, nil, nil
+			c := chunk{Usage: usageOf(w.Usage)}
+			if text := w.Choices[i].Message.Content; text != nil {
+				c.Text = *text
 			}
-			return "", nil, nil
+			return c, nil, nil
 		}
 	}
-	return "", nil, fmt.Errorf("decode completion: %w", errNoChoices)
+	return chunk{}, nil, fmt.Errorf("decode completion: %w", errNoChoices)
 }
 
 // decodeVendorError reads an "error" member: an object, a bare string, or absent/null.

@@ -16,6 +16,11 @@
 // other named events are ignored. A runtime that ignores "stream": true and answers one
 // application/json chat.completion is read as a single chunk.
 //
+// Usage: each streamed request asks for "stream_options": {"include_usage": true}, and the
+// usage object a runtime sends (in the last chunk, or a running count on every chunk, or in
+// a whole chat.completion) becomes ReplyChunk.Usage. A runtime that refuses the field with a
+// 400 or 422 naming it gets the turn again without it, and so does every later turn.
+//
 // Conversation rules: only text messages of role system, user or assistant are forwarded
 // (empty ones and any other role, such as tool results or images, are omitted and logged once
 // per turn), and Options.SystemAsUser folds the system prompt into the latest user message for
@@ -39,6 +44,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/handset-voice/handset/internal/session"
@@ -103,6 +109,8 @@ type Agent struct {
 	client     *http.Client
 	log        *slog.Logger
 	name       string
+	// noUsage is set once the runtime refused stream_options: later turns leave it out.
+	noUsage atomic.Bool
 }
 
 var _ voice.Agent = (*Agent)(nil)
@@ -171,9 +179,23 @@ var (
 // *voice.ProviderError. Cancelling ctx, or closing the stream, aborts the HTTP request,
 // which is how an OpenAI-compatible runtime learns to stop the run.
 func (a *Agent) Reply(ctx context.Context, req voice.TurnRequest) (voice.ReplyStream, error) {
-	httpReq, err := a.newRequest(ctx, req)
+	s, retry, err := a.send(ctx, req)
+	if retry {
+		// The runtime refused stream_options (a server stricter than OpenAI's about fields
+		// it does not know): this turn and every later one go without, so without usage.
+		a.log.Info("agent runtime refused stream_options: token usage will not be reported", "provider", a.name, "err", err)
+		s, _, err = a.send(ctx, req)
+	}
+	return s, err
+}
+
+// send makes one attempt at a turn. retry is true when the runtime refused the
+// stream_options field, which the next attempt leaves out.
+func (a *Agent) send(ctx context.Context, req voice.TurnRequest) (_ voice.ReplyStream, retry bool, _ error) {
+	withUsage := !a.noUsage.Load()
+	httpReq, err := a.newRequest(ctx, req, withUsage)
 	if err != nil {
-		return nil, a.fail(voice.KindBadInput, 0, err)
+		return nil, false, a.fail(voice.KindBadInput, 0, err)
 	}
 	rctx, cancel := context.WithCancelCause(ctx)
 	watchdog := time.AfterFunc(a.timeout, func() { cancel(errSilent) })
@@ -185,14 +207,19 @@ func (a *Agent) Reply(ctx context.Context, req voice.TurnRequest) (voice.ReplySt
 		watchdog.Stop()
 		perr := a.aborted(ctx, rctx, false, err, "waiting for response headers")
 		cancel(errClosed)
-		return nil, perr
+		return nil, false, perr
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		watchdog.Stop()
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		_ = resp.Body.Close()
 		cancel(errClosed)
-		return nil, a.fail(voice.KindFromStatus(resp.StatusCode), resp.StatusCode, errorFromBody(body))
+		perr := a.fail(voice.KindFromStatus(resp.StatusCode), resp.StatusCode, errorFromBody(body))
+		if withUsage && refusedStreamOptions(resp.StatusCode, body) {
+			a.noUsage.Store(true)
+			return nil, true, perr
+		}
+		return nil, false, perr
 	}
 	watchdog.Reset(a.timeout)
 	s := &stream{
@@ -208,15 +235,25 @@ func (a *Agent) Reply(ctx context.Context, req voice.TurnRequest) (voice.ReplySt
 	} else {
 		s.sse = newSSEReader(resp.Body, s.touch)
 	}
-	return s, nil
+	return s, false, nil
 }
 
-// newRequest builds the POST for one turn (its context is set by the caller).
-func (a *Agent) newRequest(ctx context.Context, req voice.TurnRequest) (*http.Request, error) {
+// refusedStreamOptions reports whether a 400 or 422 answer blames the stream_options field.
+func refusedStreamOptions(status int, body []byte) bool {
+	return (status == http.StatusBadRequest || status == http.StatusUnprocessableEntity) &&
+		bytes.Contains(body, []byte("stream_options"))
+}
+
+// newRequest builds the POST for one turn (its context is set by the caller); withUsage
+// asks for the usage chunk at the stream's end.
+func (a *Agent) newRequest(ctx context.Context, req voice.TurnRequest, withUsage bool) (*http.Request, error) {
 	if len(req.History) == 0 {
 		return nil, errors.New("empty history: nothing to reply to")
 	}
 	body := chatRequest{Model: a.model, Stream: true, Messages: a.messages(session.Instructions(ctx, a.system), req)}
+	if withUsage {
+		body.StreamOptions = &streamOptions{IncludeUsage: true}
+	}
 	if len(body.Messages) == 0 {
 		return nil, errors.New("empty history: every message was omitted")
 	}

@@ -437,6 +437,80 @@ func TestKeepaliveComments(t *testing.T) {
 }
 
 // TestJSONFallback: a runtime that ignores "stream": true and answers one chat.completion.
+// TestUsageReported: every streamed turn asks for the usage chunk
+// (stream_options.include_usage), and the runtime's count comes out as the stream's Usage.
+func TestUsageReported(t *testing.T) {
+	fake, a := setup(t, fakeopenai.Options{}, Options{SystemPrompt: "Be brief."})
+	s, err := a.Reply(t.Context(), user("how late are you open"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	chunks, err := collect(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got voice.Usage
+	for _, c := range chunks {
+		if c.Usage.Reported() {
+			got = c.Usage
+		}
+	}
+	reply := fake.ReplyText([]fakeopenai.Message{{Role: "user", Content: "how late are you open"}})
+	// The fake counts words: "Be brief." and the caller's five.
+	if want := (voice.Usage{InputTokens: 7, OutputTokens: len(strings.Fields(reply))}); got != want {
+		t.Errorf("usage %+v, want %+v", got, want)
+	}
+	if r := fake.Requests(); len(r) != 1 || !r[0].IncludeUsage {
+		t.Errorf("the request did not ask for usage (stream_options.include_usage): %+v", r)
+	}
+}
+
+// TestUsageRefusedByTheRuntime: a runtime that rejects stream_options (a strict server)
+// still answers: the turn is sent again without it, and so is every later turn.
+func TestUsageRefusedByTheRuntime(t *testing.T) {
+	fake := fakeopenai.New(fakeopenai.Options{})
+	var refused atomic.Int32
+	strict := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if strings.Contains(string(body), "stream_options") {
+			refused.Add(1)
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = io.WriteString(w, `{"error":{"message":"Unrecognized request argument supplied: stream_options","type":"invalid_request_error"}}`)
+			return
+		}
+		r.Body = io.NopCloser(strings.NewReader(string(body)))
+		fake.ServeHTTP(w, r)
+	})
+	a := agentFor(t, strict, Options{})
+	for turn := range 2 {
+		s, err := a.Reply(t.Context(), user("hello"))
+		if err != nil {
+			t.Fatalf("turn %d: %v", turn+1, err)
+		}
+		text, _, err := drain(t, s)
+		s.Close()
+		if err != nil || text == "" {
+			t.Fatalf("turn %d: %q, %v", turn+1, text, err)
+		}
+	}
+	if n, got := refused.Load(), len(fake.Requests()); n != 1 || got != 2 {
+		t.Errorf("%d requests refused and %d answered, want 1 and 2: only the first turn tries stream_options", n, got)
+	}
+}
+
+// TestOtherBadRequestsAreNotRetried: a 400 that is not about stream_options fails the turn
+// at once, as before.
+func TestOtherBadRequestsAreNotRetried(t *testing.T) {
+	fake, a := setup(t, fakeopenai.Options{}, Options{})
+	_, err := a.Reply(t.Context(), user("FAIL400 please"))
+	providerError(t, err, voice.KindBadInput)
+	if n := len(fake.Requests()); n != 1 {
+		t.Errorf("%d requests, want 1", n)
+	}
+}
+
 func TestJSONFallback(t *testing.T) {
 	fake := fakeopenai.New(fakeopenai.Options{})
 	nonStreaming := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -135,8 +135,8 @@ func (s *stream) next() (voice.ReplyChunk, error) {
 		case c.Finish == "error":
 			s.pending = s.agent.fail(voice.KindTransient, 0, errors.New(`in stream: finish_reason "error"`))
 		}
-		if c.Text != "" {
-			return voice.ReplyChunk{Text: c.Text}, nil
+		if c.Text != "" || c.Usage.Reported() {
+			return voice.ReplyChunk{Text: c.Text, Usage: c.Usage}, nil
 		}
 		if s.pending != nil {
 			return voice.ReplyChunk{}, s.pending
@@ -177,16 +177,16 @@ func (s *stream) readWhole() (voice.ReplyChunk, error) {
 	if len(data) > maxWholeReply {
 		return voice.ReplyChunk{}, s.agent.fail(voice.KindProtocol, 0, errors.New("completion larger than 8 MiB"))
 	}
-	text, ve, err := parseCompletion(data)
+	c, ve, err := parseCompletion(data)
 	switch {
 	case err != nil:
 		return voice.ReplyChunk{}, s.agent.fail(voice.KindProtocol, 0, err)
 	case ve != nil:
 		return voice.ReplyChunk{}, s.agent.fail(ve.kind(), 0, fmt.Errorf("in completion: %w", ve))
-	case text == "":
+	case c.Text == "" && !c.Usage.Reported():
 		return voice.ReplyChunk{}, io.EOF
 	}
-	return voice.ReplyChunk{Text: text}, nil
+	return voice.ReplyChunk{Text: c.Text, Usage: c.Usage}, nil
 }
 
 // progressLabel reads a Hermes tool-progress event: the label (or the tool name) while a

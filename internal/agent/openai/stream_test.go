@@ -124,6 +124,19 @@ func TestStreamEvents(t *testing.T) {
 			end: voice.KindBadInput, errText: "nope"},
 		{name: "whole completion, garbage", whole: true, body: `<html>`, end: voice.KindProtocol},
 		{name: "whole completion, no choices", whole: true, body: `{"choices":[]}`, end: voice.KindProtocol},
+		{name: "usage chunk at the end (stream_options.include_usage)",
+			body: strings.ReplaceAll(roleData+chunkData("Hi.")+finishData, `]}`, `],"usage":null}`) +
+				`data: {"id":"chatcmpl-1","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":812,"completion_tokens":35,"total_tokens":847}}` + "\n\n" + doneData,
+			want: []voice.ReplyChunk{{Text: "Hi."}, {Usage: voice.Usage{InputTokens: 812, OutputTokens: 35}}}, end: eof},
+		{name: "usage on every chunk (a running count): each one passed on",
+			body: `data: {"choices":[{"index":0,"delta":{"content":"a"}}],"usage":{"prompt_tokens":9,"completion_tokens":1}}` + "\n\n" +
+				`data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":9,"completion_tokens":2}}` + "\n\n" + doneData,
+			want: []voice.ReplyChunk{{Text: "a", Usage: voice.Usage{InputTokens: 9, OutputTokens: 1}}, {Usage: voice.Usage{InputTokens: 9, OutputTokens: 2}}}, end: eof},
+		{name: "a nonsense usage is no usage", body: chunkData("a") + `data: {"choices":[],"usage":{"prompt_tokens":-4,"completion_tokens":"many"}}` + "\n\n" + doneData,
+			want: text("a"), end: eof},
+		{name: "whole completion with usage", whole: true,
+			body: `{"choices":[{"index":0,"message":{"role":"assistant","content":"All at once."},"finish_reason":"stop"}],"usage":{"prompt_tokens":20,"completion_tokens":3,"total_tokens":23}}`,
+			want: []voice.ReplyChunk{{Text: "All at once.", Usage: voice.Usage{InputTokens: 20, OutputTokens: 3}}}, end: eof},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -58,7 +58,7 @@ type gwConn struct {
 func (a *Agent) dial(ctx context.Context) (*gwConn, error) {
 	ctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
 	defer cancel()
-	ws, resp, err := websocket.Dial(ctx, a.url, nil)
+	ws, resp, err := websocket.Dial(ctx, a.url, &websocket.DialOptions{HTTPClient: a.client})
 	if err != nil {
 		if resp != nil && resp.StatusCode == http.StatusServiceUnavailable {
 			err = &StartingError{Said: "HTTP 503 on the WebSocket upgrade"}
@@ -203,7 +203,7 @@ func (c *gwConn) reader() {
 			}
 			c.a.route(ev)
 		case f.Type == "event" && f.Event == "agent":
-			if ev, ok := parseAgentProgress(f.Payload); ok {
+			if ev, ok := parseAgentEvent(f.Payload); ok {
 				c.a.route(ev)
 			}
 		case f.Type == "event" && f.Event == "shutdown":

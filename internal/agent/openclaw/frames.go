@@ -98,10 +98,12 @@ type chatEvent struct {
 
 	// Progress is set on the synthetic "progress" state made from an agent event.
 	Progress string `json:"-"`
+	// Usage is set on the synthetic "usage" state made from an agent event.
+	Usage voice.Usage `json:"-"`
 }
 
-// agentEvent is the payload of an "agent" event; only tool starts and retries are
-// read, to tell the engine the runtime is busy.
+// agentEvent is the payload of an "agent" event; only tool starts and retries are read,
+// to tell the engine the runtime is busy, and the run's usage.
 type agentEvent struct {
 	RunID  string `json:"runId"`
 	Stream string `json:"stream"`
@@ -110,15 +112,24 @@ type agentEvent struct {
 		Phase string `json:"phase"`
 		Title string `json:"title"`
 		Name  string `json:"name"`
+		// OutputTokens (stream "usage") is the run's output so far: the gateway sends it
+		// after each model call, and no input count.
+		OutputTokens int `json:"outputTokens"`
 	} `json:"data"`
 }
 
-// progress turns a tool start or a retry into a "progress" chat event; ok is false for
-// every other agent event.
-func parseAgentProgress(payload []byte) (chatEvent, bool) {
+// parseAgentEvent turns a tool start or a retry into a "progress" chat event, and a
+// usage report into a "usage" one; ok is false for every other agent event.
+func parseAgentEvent(payload []byte) (chatEvent, bool) {
 	var ev agentEvent
 	if json.Unmarshal(payload, &ev) != nil || ev.RunID == "" {
 		return chatEvent{}, false
+	}
+	if ev.Stream == "usage" {
+		if ev.Data.OutputTokens <= 0 {
+			return chatEvent{}, false
+		}
+		return chatEvent{RunID: ev.RunID, State: "usage", Usage: voice.Usage{OutputTokens: ev.Data.OutputTokens}}, true
 	}
 	label := ""
 	switch {

@@ -104,6 +104,7 @@ var frameSeeds = []string{
 	`{"type":"event"}`,
 	`[1,2]`,
 	`{"type":"res","id":"x","ok":false}`,
+	`{"type":"event","event":"agent","payload":{"runId":"r","stream":"usage","data":{"outputTokens":5},"sessionKey":"agent:main:call-42","seq":40},"seq":40}`,
 }
 
 func TestParseFrame(t *testing.T) {
@@ -141,8 +142,16 @@ func FuzzParseFrame(f *testing.F) {
 			_ = fr.Error.Error()
 		}
 		if fr.Type == "event" && fr.Event == "agent" {
-			if ev, ok := parseAgentProgress(fr.Payload); ok && (ev.RunID == "" || ev.Progress == "") {
-				t.Fatalf("progress %+v without run or label", ev)
+			ev, ok := parseAgentEvent(fr.Payload)
+			switch {
+			case ok && ev.RunID == "":
+				t.Fatalf("agent event %+v without a run", ev)
+			case ok && ev.State == "progress" && ev.Progress == "":
+				t.Fatalf("progress %+v without a label", ev)
+			case ok && ev.State == "usage" && ev.Usage.OutputTokens <= 0:
+				t.Fatalf("usage %+v without a count", ev)
+			case ok && ev.State != "progress" && ev.State != "usage":
+				t.Fatalf("agent event made state %q", ev.State)
 			}
 		}
 		if fr.Type == "event" && fr.Event == "chat" {

@@ -10,6 +10,9 @@
 // that answers it is still starting (or restarting) is asked again within the caller's
 // context, so a turn waits for it within its own limit (see starting.go).
 //
+// Usage: the gateway reports a run's output tokens so far in an "agent" event with stream
+// "usage" (data.outputTokens), and no input count; each becomes ReplyChunk.Usage.
+//
 // History: OpenClaw keeps the conversation itself, per session key, in its own durable
 // transcript. Each turn therefore sends only the caller's latest message (the last user
 // entry of TurnRequest.History); earlier entries are never re-sent, which would duplicate
@@ -28,6 +31,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"net/url"
 	"strings"
 	"sync"
@@ -66,6 +70,10 @@ type Options struct {
 	VoicePrompt string
 	// Timeout is how long a turn may stay silent (no event for its run). Default DefaultTimeout.
 	Timeout time.Duration
+	// HTTPClient opens the WebSocket (its transport's TLS configuration decides which
+	// certificates a wss:// gateway may present). It must have no Timeout. Default:
+	// http.DefaultClient.
+	HTTPClient *http.Client
 	// Logger receives records about the connection and turns. Nil discards them.
 	Logger *slog.Logger
 }
@@ -104,6 +112,7 @@ type Agent struct {
 	url, token, agentID, voicePrompt string
 	keys                             session.KeyFactory
 	timeout                          time.Duration
+	client                           *http.Client // nil: the WebSocket library's default
 	log                              *slog.Logger
 
 	ctx    context.Context // ends when the Agent is closed
@@ -136,7 +145,7 @@ func New(opts Options) (*Agent, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Agent{
 		url: opts.URL, token: opts.Token, agentID: trimAgent(opts.Agent), voicePrompt: opts.VoicePrompt,
-		keys: opts.SessionKey, timeout: opts.Timeout, log: opts.Logger,
+		keys: opts.SessionKey, timeout: opts.Timeout, client: opts.HTTPClient, log: opts.Logger,
 		ctx: ctx, cancel: cancel, dialMu: make(chan struct{}, 1), runs: map[string]*run{},
 	}, nil
 }

@@ -135,6 +135,67 @@ func TestNormalTurnStreamsOnceInOrder(t *testing.T) {
 	}
 }
 
+// TestGatewayOverTLS: a wss:// gateway is reached with the HTTP client given, whose TLS
+// configuration decides which certificates are trusted: the test server's own CA works, the
+// system's alone does not.
+func TestGatewayOverTLS(t *testing.T) {
+	fake := fakeopenclaw.New(fakeopenclaw.Options{Token: token})
+	srv := httptest.NewTLSServer(fake)
+	t.Cleanup(func() { fake.Close(); srv.Close() })
+	url := "wss" + strings.TrimPrefix(srv.URL, "https")
+	trusting, err := openclaw.New(openclaw.Options{URL: url, Token: token, HTTPClient: srv.Client()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer trusting.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	s, err := trusting.Reply(turnCtx(ctx, "c1", "+15551234567"), req("c1", "hello over tls"))
+	if err != nil {
+		t.Fatalf("a turn over wss:// with the server's CA trusted: %v", err)
+	}
+	chunks, err := collect(t, s)
+	s.Close()
+	if err != nil || strings.Join(chunks, "") != fakeopenclaw.ReplyText("hello over tls") {
+		t.Errorf("reply %q, %v", chunks, err)
+	}
+	plain, err := openclaw.New(openclaw.Options{URL: url, Token: token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	if _, err := plain.ListAgents(ctx); err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Errorf("with only the system's CAs the test server's certificate was accepted: %v", err)
+	}
+}
+
+// TestUsageReported: the gateway reports a run's output tokens in an agent "usage" event
+// (and no input count): they come out as the stream's Usage.
+func TestUsageReported(t *testing.T) {
+	e := setup(t, fakeopenclaw.Options{}, openclaw.Options{})
+	s, err := e.agent.Reply(turnCtx(context.Background(), "c1", "+15551234567"), req("c1", "what time is it"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var got voice.Usage
+	for {
+		c, err := s.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Usage.Reported() {
+			got = c.Usage
+		}
+	}
+	if want := (voice.Usage{OutputTokens: len(strings.Fields(fakeopenclaw.ReplyText("what time is it")))}); got != want {
+		t.Errorf("usage %+v, want %+v", got, want)
+	}
+}
+
 func TestConcurrentCallsShareOneConnectionAndGetOwnRuns(t *testing.T) {
 	e := setup(t, fakeopenclaw.Options{SlowEvery: time.Millisecond}, openclaw.Options{})
 	msgs := []string{"SLOW first caller talking", "SLOW second caller asking"}

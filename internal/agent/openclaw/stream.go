@@ -158,8 +158,11 @@ func (r *run) Next() (voice.ReplyChunk, error) {
 	for {
 		if ev, ok := r.pop(); ok {
 			r.timer.Reset(r.a.timeout)
-			if ev.State == "progress" {
+			switch ev.State {
+			case "progress":
 				return voice.ReplyChunk{Progress: ev.Progress}, nil
+			case "usage":
+				return voice.ReplyChunk{Usage: ev.Usage}, nil
 			}
 			if text := r.handle(ev); text != "" {
 				return voice.ReplyChunk{Text: text}, nil

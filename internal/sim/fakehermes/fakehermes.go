@@ -21,6 +21,11 @@
 //	HANG       send nothing at all, not even keepalives, until the client goes away or
 //	           the run is stopped
 //
+// Usage is reported where Hermes reports it: "usage" {prompt_tokens, completion_tokens,
+// total_tokens} on a chat completion's finishing chunk (or the whole completion), and
+// {input_tokens, output_tokens, total_tokens} on run.completed. The fake counts a token a
+// word: the words of the messages in, of the reply out.
+//
 // Every request is recorded (headers, body, messages), and so is every stop and every
 // event stream the client abandoned before its run ended.
 package fakehermes

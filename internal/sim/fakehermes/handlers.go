@@ -273,9 +273,9 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	ka.write("data: [DONE]\n\n")
 }
 
-// outcome is the reply text and usage for a turn, after WARNING/ZEROUSAGE/FAILRUN.
+// outcome is the reply text and usage for a turn, after WARNING/ZEROUSAGE/FAILRUN. The
+// fake counts a token a word: the words of the messages in, of the reply out.
 func (s *Server) outcome(msgs []Message, words map[string]bool) (string, map[string]int) {
-	usage := map[string]int{"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}
 	zero := map[string]int{"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
 	switch {
 	case words[MagicWarning]:
@@ -283,7 +283,12 @@ func (s *Server) outcome(msgs []Message, words map[string]bool) (string, map[str
 	case words[MagicZeroUsage], words[MagicFailRun]:
 		return "", zero
 	}
-	return ReplyText(msgs), usage
+	text := ReplyText(msgs)
+	in, out := 0, len(strings.Fields(text))
+	for _, m := range msgs {
+		in += len(strings.Fields(m.Content))
+	}
+	return text, map[string]int{"prompt_tokens": in, "completion_tokens": out, "total_tokens": in + out}
 }
 
 func sysPrompt(msgs []Message) string {

@@ -21,6 +21,11 @@
 //	CUTOFF     stream the first sentence, then end without finish_reason or [DONE]
 //	KEEPALIVE  put a ": keepalive" comment line before every chunk
 //
+// Token usage is reported as OpenAI does: in every chat.completion, and, when a streamed
+// request asks with "stream_options": {"include_usage": true}, in a last chunk with no
+// choices before "[DONE]" (every chunk before it carries "usage": null). Prompt tokens are
+// the words of the request's messages, completion tokens the words of the reply.
+//
 // Every chat request is recorded, including whether the client went away before the reply
 // was complete (a barge-in that aborted the turn), unless Options.Lean asks for running
 // counts alone, as a long load test does.
@@ -95,9 +100,11 @@ type Request struct {
 	Model    string
 	Messages []Message
 	Stream   bool
-	Status   int  // HTTP status answered; 0 while nothing was sent
-	Done     bool // the handler has returned
-	Aborted  bool // the client went away before the reply was complete
+	// IncludeUsage: the request asked for the usage chunk (stream_options.include_usage).
+	IncludeUsage bool
+	Status       int  // HTTP status answered; 0 while nothing was sent
+	Done         bool // the handler has returned
+	Aborted      bool // the client went away before the reply was complete
 }
 
 // Server is the fake. It is an http.Handler; serve it with httptest.NewServer or any

@@ -165,6 +165,54 @@ func TestStreamShape(t *testing.T) {
 	}
 }
 
+// TestStreamUsage: asked with stream_options.include_usage, the stream ends as OpenAI's
+// does: a chunk with no choices and the usage object before [DONE], "usage": null on every
+// chunk before it; not asked, no chunk has a usage member.
+func TestStreamUsage(t *testing.T) {
+	fake, srv := serve(t, Options{})
+	body := `{"model":"m","stream":true,"stream_options":{"include_usage":true},` +
+		`"messages":[{"role":"system","content":"be brief"},{"role":"user","content":"hello there"}]}`
+	data, _ := events(t, post(t, t.Context(), srv, "", body).Body)
+	if len(data) < 3 || data[len(data)-1] != "[DONE]" {
+		t.Fatalf("stream %q: want chunks, the usage chunk and [DONE]", data)
+	}
+	var last struct {
+		Object  string            `json:"object"`
+		Choices []json.RawMessage `json:"choices"`
+		Usage   struct {
+			Prompt     int `json:"prompt_tokens"`
+			Completion int `json:"completion_tokens"`
+			Total      int `json:"total_tokens"`
+		} `json:"usage"`
+	}
+	if err := json.Unmarshal([]byte(data[len(data)-2]), &last); err != nil {
+		t.Fatal(err)
+	}
+	reply := "I heard you say: hello there. What else can I do for you?"
+	if last.Object != "chat.completion.chunk" || last.Choices == nil || len(last.Choices) != 0 ||
+		last.Usage.Prompt != 4 || last.Usage.Completion != len(strings.Fields(reply)) || last.Usage.Total != 4+len(strings.Fields(reply)) {
+		t.Errorf("usage chunk %s: want no choices, 4 prompt tokens and %d completion tokens", data[len(data)-2], len(strings.Fields(reply)))
+	}
+	for _, d := range data[:len(data)-2] {
+		if !strings.Contains(d, `"usage":null`) {
+			t.Errorf("chunk before the usage chunk without \"usage\": null: %s", d)
+		}
+	}
+	if err := fake.AwaitDone(t.Context(), 1); err != nil {
+		t.Fatal(err)
+	}
+	if r := fake.Requests(); len(r) != 1 || !r[0].IncludeUsage {
+		t.Errorf("the request's include_usage was not recorded: %+v", r)
+	}
+
+	plain, _ := events(t, post(t, t.Context(), srv, "", chatBody(true, "hello there")).Body)
+	for _, d := range plain {
+		if strings.Contains(d, "usage") {
+			t.Errorf("usage in a stream that did not ask for it: %s", d)
+		}
+	}
+}
+
 func TestNonStreaming(t *testing.T) {
 	_, srv := serve(t, Options{})
 	resp := post(t, t.Context(), srv, "", `{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"hi there"}]}]}`)

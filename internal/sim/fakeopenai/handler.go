@@ -22,7 +22,10 @@ type wireRequest struct {
 		Role    string          `json:"role"`
 		Content json.RawMessage `json:"content"`
 	} `json:"messages"`
-	Stream *bool `json:"stream"`
+	Stream        *bool `json:"stream"`
+	StreamOptions *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
 }
 
 type chunkJSON struct {
@@ -31,6 +34,8 @@ type chunkJSON struct {
 	Created int64         `json:"created"`
 	Model   string        `json:"model"`
 	Choices []chunkChoice `json:"choices"`
+	// Usage is present only when the request asked for it: null on every chunk but the last.
+	Usage json.RawMessage `json:"usage,omitempty"`
 }
 
 type chunkChoice struct {
@@ -132,14 +137,17 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		}
 		c := completionJSON{ID: id, Object: "chat.completion", Created: time.Now().Unix(), Model: req.Model}
 		c.Choices = []completionChoice{{Message: messageJSON{Role: "assistant", Content: text}, FinishReason: "stop"}}
-		c.Usage.PromptTokens = countWords(msgs)
-		c.Usage.CompletionTokens = len(strings.Fields(text))
-		c.Usage.TotalTokens = c.Usage.PromptTokens + c.Usage.CompletionTokens
+		c.Usage = usageOf(msgs, text)
 		reply(http.StatusOK, c)
 		return
 	}
 	s.update(func() { rec.Status = http.StatusOK })
-	if !s.stream(w, r, req.Model, id, text, magic) {
+	var usage *usageJSON
+	if req.StreamOptions != nil && req.StreamOptions.IncludeUsage {
+		u := usageOf(msgs, text)
+		usage = &u
+	}
+	if !s.stream(w, r, req.Model, id, text, magic, usage) {
 		s.abandoned(rec)
 	}
 }
@@ -167,7 +175,10 @@ func (s *Server) admit(r *http.Request, rec *Request) (wireRequest, []Message, i
 		return req, nil, http.StatusBadRequest, newError("We could not parse the JSON body of your request: "+err.Error(), "invalid_request_error", "")
 	}
 	msgs, err := messages(req)
-	s.update(func() { rec.Model, rec.Messages, rec.Stream = req.Model, msgs, req.Stream != nil && *req.Stream })
+	s.update(func() {
+		rec.Model, rec.Messages, rec.Stream = req.Model, msgs, req.Stream != nil && *req.Stream
+		rec.IncludeUsage = req.StreamOptions != nil && req.StreamOptions.IncludeUsage
+	})
 	switch {
 	case err != nil:
 		return req, nil, http.StatusBadRequest, newError(err.Error(), "invalid_request_error", "")
@@ -181,8 +192,9 @@ func (s *Server) admit(r *http.Request, rec *Request) (wireRequest, []Message, i
 	return req, msgs, 0, errorJSON{}
 }
 
-// stream writes a streamed reply. It returns false if the client went away first.
-func (s *Server) stream(w http.ResponseWriter, r *http.Request, model, id, text string, magic map[string]bool) bool {
+// stream writes a streamed reply, with the usage chunk at its end when usage is set. It
+// returns false if the client went away first.
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, model, id, text string, magic map[string]bool, usage *usageJSON) bool {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream; charset=utf-8")
 	h.Set("Cache-Control", "no-cache")
@@ -198,6 +210,9 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, model, id, text 
 		}
 		c := chunkJSON{ID: id, Object: "chat.completion.chunk", Created: created, Model: model,
 			Choices: []chunkChoice{{Delta: delta, FinishReason: finish}}}
+		if usage != nil {
+			c.Usage = json.RawMessage("null")
+		}
 		return writeEvent(w, rc, mustJSON(c))
 	}
 	if !send(deltaJSON{Role: "assistant"}, nil) {
@@ -244,7 +259,21 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, model, id, text 
 	if !s.pause(r, next()) || !send(deltaJSON{}, &stop) {
 		return r.Context().Err() == nil && s.quitting()
 	}
+	if usage != nil {
+		c := chunkJSON{ID: id, Object: "chat.completion.chunk", Created: created, Model: model,
+			Choices: []chunkChoice{}, Usage: mustJSON(usage)}
+		if !writeEvent(w, rc, mustJSON(c)) {
+			return false
+		}
+	}
 	return writeEvent(w, rc, []byte("[DONE]"))
+}
+
+// usageOf counts a turn's tokens the fake's way: words in, words out.
+func usageOf(msgs []Message, reply string) usageJSON {
+	u := usageJSON{PromptTokens: countWords(msgs), CompletionTokens: len(strings.Fields(reply))}
+	u.TotalTokens = u.PromptTokens + u.CompletionTokens
+	return u
 }
 
 // pause waits d (nothing when d is 0). It returns false if the client went away or the

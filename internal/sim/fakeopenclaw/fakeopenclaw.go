@@ -4,6 +4,10 @@
 // connect with a token check, hello-ok, agents.list, chat.send and agent (streaming "chat"
 // events broadcast to every connected client), chat.abort.
 //
+// A completed run reports its usage as the real gateway does over the WebSocket: an "agent"
+// event {"stream":"usage","data":{"outputTokens":N}} before the final (output tokens only;
+// the fake counts a token a word of the reply).
+//
 // Magic words in a turn's message (whole words, shared with the fake LLM) script it:
 //
 //	SLOW         Options.SlowEvery between deltas

@@ -312,6 +312,10 @@ func (s *Server) run(ctx context.Context, origin *conn, runID, key, msg string, 
 			return
 		}
 	}
+	// As the real gateway reports a run's usage: an agent event with the output tokens so
+	// far (a token a word here), before the final; input tokens are never sent.
+	s.broadcast("agent", map[string]any{"runId": runID, "sessionKey": key, "stream": "usage",
+		"data": map[string]any{"outputTokens": len(strings.Fields(sent))}})
 	seq-- // the final repeats the last delta's seq
 	ev("final", map[string]any{"stopReason": "stop", "message": msgOf(sent)})
 }

@@ -1,0 +1,159 @@
+package call
+
+import (
+	"context"
+	"io"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/handset-voice/handset/internal/audio/vad"
+	"github.com/handset-voice/handset/internal/clock"
+	"github.com/handset-voice/handset/internal/obs"
+	"github.com/handset-voice/handset/internal/voice"
+)
+
+// TestPlayoutTellsTheFillerFromTheReply: in a turn the filler begins, the playout reports
+// the filler's first frame as the turn's first audio and, separately, the reply's first
+// frame when it is sent, never pairing the two in one message.
+func TestPlayoutTellsTheFillerFromTheReply(t *testing.T) {
+	clk := clock.NewFake(time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC))
+	leg := &recLeg{clk: clk}
+	type start struct {
+		turn  int
+		start audioStart
+		sent  int // audio frames sent by then
+	}
+	var mu sync.Mutex
+	var starts []start
+	p := newPlayout(leg, clk, 80*time.Millisecond, 150*time.Millisecond, func(turn int, s audioStart) {
+		mu.Lock()
+		starts = append(starts, start{turn, s, leg.count("audio")})
+		mu.Unlock()
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = p.run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	p.enqueueAudio(1, frames(3), "t1-s1", true) // an odd count: its last frame would pair with the reply's first
+	p.enqueueAudio(1, frames(4), "t1-s2", false)
+	p.enqueue(2, frames(2), "t2-s1")
+	for range 40 {
+		waitIdle(t, clk, p)
+		if leg.count("audio") == 9 {
+			break
+		}
+		clk.Advance(20 * time.Millisecond)
+	}
+	mu.Lock()
+	got := slices.Clone(starts)
+	mu.Unlock()
+	// Two frames a message: the filler's first two, its third alone, then the reply's.
+	want := []start{{1, audioFiller, 2}, {1, audioAfterFiller, 5}, {2, audioReply, 9}}
+	if !slices.Equal(got, want) {
+		t.Errorf("audio starts %+v, want %+v (turn, start, frames sent by then)", got, want)
+	}
+}
+
+// gatedAgent answers each turn once the test releases it.
+type gatedAgent struct {
+	release chan struct{}
+	reply   string
+}
+
+func (a *gatedAgent) Name() string { return "gated" }
+func (a *gatedAgent) Reply(ctx context.Context, _ voice.TurnRequest) (voice.ReplyStream, error) {
+	return &gatedStream{ctx: ctx, a: a}, nil
+}
+
+type gatedStream struct {
+	ctx  context.Context
+	a    *gatedAgent
+	done bool
+}
+
+func (s *gatedStream) Next() (voice.ReplyChunk, error) {
+	if s.done {
+		return voice.ReplyChunk{}, io.EOF
+	}
+	select {
+	case <-s.a.release:
+	case <-s.ctx.Done():
+		return voice.ReplyChunk{}, &voice.ProviderError{Provider: "gated", Op: "reply", Kind: voice.KindCanceled, Err: s.ctx.Err()}
+	}
+	s.done = true
+	return voice.ReplyChunk{Text: s.a.reply}, nil
+}
+func (s *gatedStream) Close() error { return nil }
+
+// TestFillerTurnLatencyIsTheReplys: a slow turn hears the filler after
+// HANDSET_LONG_TURN_AFTER; the caller's wait for the answer (response_ms) runs on to the
+// reply's own first audio, and filler_ms says when the filler started.
+func TestFillerTurnLatencyIsTheReplys(t *testing.T) {
+	clk := clock.NewFake(t0)
+	watch, journal := newJournalWatch(t0)
+	results := make(chan voice.Transcript, 4)
+	agent := &gatedAgent{release: make(chan struct{}), reply: "Your balance is forty dollars."}
+	leg := &recLeg{clk: clk}
+	cfg := DefaultConfig()
+	cfg.Turn.LongTurnMessage = "One moment."
+	cfg.Turn.LongTurnAfter = 4 * time.Second
+	c := New(context.Background(), cfg, Deps{
+		Leg: leg, STT: &scriptedSTT{results: results}, TTS: quickTTS{}, Agent: agent, Clock: clk, Journal: journal,
+		NewVAD: func(rate int) (vad.Detector, error) { return vad.NewEnergy(vad.EnergyConfig{Rate: rate}) },
+	})
+	ended := make(chan struct{})
+	go func() { c.Run(); close(ended) }()
+	t.Cleanup(func() { c.Hangup(); <-ended })
+
+	results <- voice.Transcript{Text: "what is my balance", Final: true}
+	// The engine takes transcripts in order: once the partial after the final is journaled,
+	// the final's turn was dispatched and its filler timer armed.
+	results <- voice.Transcript{Text: "um"}
+	watch.wait(t, "stt.partial", func(e obs.Event) bool { return e.Type == obs.STTPartial })
+	clk.Advance(4 * time.Second) // the filler's timer
+	watch.wait(t, "the filler on the wire", func(e obs.Event) bool { return e.Type == obs.PlayoutFirstAudio && e.Turn == 1 })
+	clk.Advance(2 * time.Second) // the agent is still thinking
+	close(agent.release)
+	watch.wait(t, "agent.done", func(e obs.Event) bool { return e.Type == obs.AgentDone })
+	// The reply's audio follows what is left of the filler's, 20 ms a frame.
+	deadline := time.Now().Add(30 * time.Second) // a safety net: the loop ends on the mark
+	for !leg.sentMark("t1-end") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the turn never finished playing: %+v", watch.all())
+		}
+		waitIdle(t, clk, c.playout)
+		clk.Advance(20 * time.Millisecond)
+	}
+	turns := obs.Turns(watch.all())
+	if len(turns) != 1 {
+		t.Fatalf("turns %+v", turns)
+	}
+	got := turns[0]
+	if got.FillerMS != 4000 {
+		t.Errorf("filler_ms %v, want 4000 (HANDSET_LONG_TURN_AFTER after the final)", got.FillerMS)
+	}
+	if got.ResponseMS < 6000 {
+		t.Errorf("response_ms %v, want at least 6000: the reply's first audio came after the agent's 6 s, not with the filler", got.ResponseMS)
+	}
+}
+
+// waitIdle waits until the playout goroutine is parked with nothing it could do before the
+// clock moves: no wake-up waiting, and either a timer armed or nothing queued.
+func waitIdle(t *testing.T, clk *clock.Fake, p *playout) {
+	t.Helper()
+	waitUntil(t, func() bool {
+		p.mu.Lock()
+		empty := len(p.items) == 0
+		p.mu.Unlock()
+		return p.parked.Load() && len(p.wake) == 0 && (empty || clk.Pending() > 0)
+	})
+}
+
+func (l *recLeg) sentMark(name string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.ContainsFunc(l.sent, func(s sent) bool { return s.kind == "mark" && s.name == name })
+}
