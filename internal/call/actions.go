@@ -20,7 +20,8 @@ func (c *Call) do(a turn.Action) {
 		c.history.forget(a.Turn - 1)
 		c.history.user(a.Text)
 		c.transcript(a.Turn, voice.RoleUser, a.Text, now, false)
-		req := voice.TurnRequest{CallID: c.info.CallID, Turn: a.Turn, History: c.history.snapshot(), CallerHash: c.cfg.CallerHash}
+		req := voice.TurnRequest{CallID: c.info.CallID, Turn: a.Turn, History: c.history.snapshot(),
+			Unseen: c.history.unseen(), CallerHash: c.cfg.CallerHash}
 		j.Record(now, obs.Event{Type: obs.AgentRequest, Turn: a.Turn})
 		c.timing = turnTiming{turn: a.Turn, finalAt: c.lastFinalAt, requestAt: now, overhead: -1}
 		c.lastFinalAt = time.Time{}
@@ -297,7 +298,7 @@ func (c *Call) onAgentDone(e agentDone) {
 	}
 	c.deps.Journal.Record(c.deps.Clock.Now(), obs.Event{Type: obs.AgentDone, Turn: e.turn, Text: e.text,
 		InputTokens: e.usage.InputTokens, OutputTokens: e.usage.OutputTokens})
-	c.history.assistant(e.turn, e.text)
+	c.history.finished(e.turn, e.text)
 	c.step(turn.Input{Kind: turn.AgentDone, Turn: e.turn, Text: e.text})
 	if c.reply != nil {
 		c.reply.queue.close()

@@ -25,6 +25,9 @@ type history struct {
 	// floor: the records of turns before it are forgotten (forget), and what still comes
 	// for those turns (a late mark, a cancelled run's last words) changes nothing.
 	floor int
+	// told: the messages before it are in a runtime's own memory as they stand here
+	// (see unseen.go).
+	told int
 }
 
 type turnRecord struct {
@@ -78,9 +81,10 @@ func (h *history) forget(keep int) {
 	}
 }
 
-// user appends the caller's committed words.
+// user appends the caller's committed words, escaped so that no runtime takes them for
+// a command.
 func (h *history) user(text string) {
-	h.add(voice.Message{Role: voice.RoleUser, Content: text})
+	h.add(voice.Message{Role: voice.RoleUser, Content: voice.EscapeCommand(text)})
 }
 
 // add appends m, letting the oldest message go when the window is full, and returns m's
@@ -138,6 +142,7 @@ func (h *history) lose(turn int, sentence string) {
 	r.lost = append(r.lost, sentence)
 	if m := h.msg(r.assistant); m != nil && !r.interrupted {
 		m.Content = without(m.Content, sentence)
+		h.retell(r.assistant)
 	}
 }
 
@@ -261,6 +266,7 @@ func (h *history) interrupt(turn int, now time.Time) string {
 	content := strings.TrimSpace(text + " " + voice.InterruptedMarker)
 	if m := h.msg(r.assistant); m != nil {
 		m.Content = content
+		h.retell(r.assistant)
 	} else if r.assistant < 0 {
 		r.assistant = h.add(voice.Message{Role: voice.RoleAssistant, Content: content})
 	}

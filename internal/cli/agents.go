@@ -97,8 +97,9 @@ func buildOpenClaw(cfg *config.Config, client *http.Client, log *slog.Logger) (v
 			Model:        model,
 			SystemPrompt: cfg.Agent.SystemPrompt,
 			SystemAsUser: cfg.Agent.SystemPromptAsUser,
-			// The gateway keeps the conversation in the session: send only the new turn.
-			LatestTurnOnly: true,
+			// The gateway keeps the conversation in the session: send only the new turn,
+			// with a note of what it missed on the line.
+			KeepsConversation: true,
 			HeadersFor: func(ctx context.Context, _ voice.TurnRequest) map[string]string {
 				sc, _ := session.From(ctx)
 				return map[string]string{"x-openclaw-session-key": openclaw.SessionKey(chosen, keys, sc)}

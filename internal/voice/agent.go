@@ -30,6 +30,14 @@ type TurnRequest struct {
 	History []Message
 	// CallerHash identifies the caller without the number (empty when unknown).
 	CallerHash string
+	// Unseen is what happened on the line since the runtime last finished a turn, which a
+	// runtime keeping the conversation itself has not been told: the agent's messages
+	// Handset spoke for it (greeting, callback message, re-prompt), caller sentences whose
+	// run never finished, and a reply the caller cut off, as the part they heard followed
+	// by InterruptedMarker (or the marker alone when they heard none of it). Oldest first;
+	// History's last message, the caller's new one, is not in it. Runtimes that are sent
+	// History need nothing else; the others send Catchup.
+	Unseen []Message
 }
 
 // ReplyChunk is one piece of a streaming reply.

@@ -11,7 +11,11 @@
 //     (ctx done or Close before completion) sends POST {base}/runs/{id}/stop with its own
 //     short timeout — also before the first token.
 //   - "chat": streaming POST {base}/chat/completions, the OpenAI-compatible route. Hermes
-//     only notices a cancel at its next write (up to its 30 s keepalive).
+//     only notices a cancel at its next write (up to its 30 s keepalive). With a session
+//     id Hermes keeps the conversation itself and reads only a request's latest message,
+//     so a turn sends the system prompt and one user message, TurnRequest.Catchup: the
+//     caller's words after a note of what the session missed (the greeting, sentences of
+//     cancelled turns, what the caller heard of a reply they cut off).
 //
 // Every request carries "Authorization: Bearer <Key>", "X-Hermes-Session-Id:
 // handset-<call id>" (one Hermes session per call, so two callers never share a transcript)

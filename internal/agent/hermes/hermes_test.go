@@ -147,7 +147,8 @@ func TestRunsTurnStreamsInOrder(t *testing.T) {
 			if len(chunks) < 3 {
 				t.Errorf("reply came in %d chunks, want it streamed", len(chunks))
 			}
-			// We sent the conversation ourselves: system prompt first, then the history.
+			// A run is sent the conversation: system prompt first, then the history. A chat
+			// session keeps the conversation itself: it is sent the new turn only.
 			var sent []fakehermes.Message
 			for _, r := range srv.Requests() {
 				if r.Messages != nil {
@@ -157,6 +158,9 @@ func TestRunsTurnStreamsInOrder(t *testing.T) {
 			wantMsgs := []fakehermes.Message{
 				{Role: "system", Content: "Speak briefly."}, {Role: "user", Content: "Hi there."},
 				{Role: "assistant", Content: "Hello! How can I help?"}, {Role: "user", Content: "What is the weather SLOW"},
+			}
+			if transport == hermes.TransportChat {
+				wantMsgs = []fakehermes.Message{wantMsgs[0], wantMsgs[3]}
 			}
 			if len(sent) != len(wantMsgs) {
 				t.Fatalf("sent %v, want %v", sent, wantMsgs)
@@ -196,8 +200,13 @@ func TestUsageReported(t *testing.T) {
 				}
 			}
 			reply := fakehermes.ReplyText([]fakehermes.Message{{Role: "user", Content: "What is the weather"}})
-			// The fake counts a token a word: the prompt's 2, the history's 7, the caller's 4.
-			if want := (voice.Usage{InputTokens: 13, OutputTokens: len(strings.Fields(reply))}); got != want {
+			// The fake counts a token a word: the prompt's 2, the history's 7 (a run is sent
+			// it; a chat session holds it), the caller's 4.
+			input := 13
+			if transport == hermes.TransportChat {
+				input = 6
+			}
+			if want := (voice.Usage{InputTokens: input, OutputTokens: len(strings.Fields(reply))}); got != want {
 				t.Errorf("usage %+v, want %+v", got, want)
 			}
 		})

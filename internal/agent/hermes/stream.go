@@ -91,7 +91,10 @@ func (a *Agent) chat(ctx context.Context, req voice.TurnRequest, h http.Header) 
 	if system := session.Instructions(ctx, a.system); system != "" {
 		msgs = append(msgs, wireMessage{Role: string(voice.RoleSystem), Content: system})
 	}
-	msgs = append(msgs, wire(req.History)...)
+	// Hermes keeps a chat session's conversation itself (X-Hermes-Session-Id) and reads only
+	// the request's latest message: the turn goes as one message with a note of what the
+	// session missed on the line.
+	msgs = append(msgs, wireMessage{Role: string(voice.RoleUser), Content: req.Catchup()})
 	h = h.Clone()
 	h.Set("Accept", "text/event-stream")
 	w := a.watch(ctx)

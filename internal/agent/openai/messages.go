@@ -13,6 +13,8 @@ import (
 //   - Only text messages of role system, user or assistant are forwarded; a message with
 //     empty content or any other role (tool results, images, function calls) is omitted,
 //     and what was omitted is logged once per turn (counts and roles, never content).
+//   - A runtime that keeps the conversation itself (KeepsConversation) gets one user
+//     message, TurnRequest.Catchup, instead of the history.
 //   - The system prompt (SystemPrompt, then Handset's note about an unverified or withheld
 //     caller) goes first as a system message, or, with SystemAsUser, is prepended to the
 //     latest user message ("<prompt>\n\n<text>"); with no user message at all it is sent
@@ -24,7 +26,11 @@ func (a *Agent) messages(system string, req voice.TurnRequest) []wireMessage {
 	}
 	var empty int
 	var roles map[string]int
-	for _, m := range req.History {
+	history := req.History
+	if a.keepsConversation {
+		history = []voice.Message{{Role: voice.RoleUser, Content: req.Catchup()}}
+	}
+	for _, m := range history {
 		switch {
 		case m.Role != voice.RoleSystem && m.Role != voice.RoleUser && m.Role != voice.RoleAssistant:
 			if roles == nil {
@@ -37,9 +43,6 @@ func (a *Agent) messages(system string, req voice.TurnRequest) []wireMessage {
 			continue
 		}
 		out = append(out, wireMessage{Role: string(m.Role), Content: m.Content})
-	}
-	if a.latestOnly {
-		out = latestUserOnly(out)
 	}
 	if system != "" && a.sysAsUser {
 		out = prependToLastUser(out, system)
@@ -77,22 +80,4 @@ func omittedRoles(roles map[string]int) string {
 		parts[i] = fmt.Sprintf("%s×%d", voice.Clip(r, 32), roles[r])
 	}
 	return strings.Join(parts, ", ")
-}
-
-// latestUserOnly keeps the system messages and the caller's latest message: a runtime that
-// keeps the conversation itself (a persistent session) would otherwise see it twice.
-func latestUserOnly(msgs []wireMessage) []wireMessage {
-	var out []wireMessage
-	last := -1
-	for i, m := range msgs {
-		if m.Role == string(voice.RoleUser) {
-			last = i
-		}
-	}
-	for i, m := range msgs {
-		if m.Role == string(voice.RoleSystem) || i == last {
-			out = append(out, m)
-		}
-	}
-	return out
 }

@@ -148,13 +148,21 @@ func TestHistoryAllOmitted(t *testing.T) {
 	}
 }
 
-func TestLatestTurnOnly(t *testing.T) {
-	a := &Agent{system: "be brief", latestOnly: true, log: slog.New(slog.DiscardHandler)}
-	got := a.messages(a.system, voice.TurnRequest{History: []voice.Message{
+// TestKeepsConversation: a runtime with its own session gets the system prompt and one
+// user message, the caller's words after a note of what it missed, never the history.
+func TestKeepsConversation(t *testing.T) {
+	a := &Agent{system: "be brief", keepsConversation: true, log: slog.New(slog.DiscardHandler)}
+	req := voice.TurnRequest{History: []voice.Message{
 		{Role: voice.RoleUser, Content: "one"}, {Role: voice.RoleAssistant, Content: "reply"},
 		{Role: voice.RoleUser, Content: "two"},
-	}})
+	}}
+	got := a.messages(a.system, req)
 	if len(got) != 2 || got[0].Role != "system" || got[1].Content != "two" {
 		t.Errorf("messages = %+v, want the system prompt and the latest user message", got)
+	}
+	req.Unseen = []voice.Message{{Role: voice.RoleUser, Content: "one and a half"}}
+	got = a.messages(a.system, req)
+	if len(got) != 2 || got[1].Role != "user" || got[1].Content != req.Catchup() {
+		t.Errorf("messages = %+v, want the system prompt and the catch-up message", got)
 	}
 }

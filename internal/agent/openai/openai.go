@@ -72,10 +72,11 @@ type Options struct {
 	// prepended to the latest user message instead (the prompt, a blank line, then the
 	// caller's text), or sent as a first user message when the history has none.
 	SystemAsUser bool
-	// LatestTurnOnly sends the system prompt and the caller's latest message only, for
-	// runtimes that keep the conversation in a session of their own (OpenClaw's HTTP
-	// endpoint with a session key).
-	LatestTurnOnly bool
+	// KeepsConversation is for runtimes that keep the conversation in a session of their
+	// own (OpenClaw's HTTP endpoint with a session key): each turn sends the system prompt
+	// and one user message, TurnRequest.Catchup (the caller's latest words, after a note of
+	// what the runtime missed on the line), never the history it already holds.
+	KeepsConversation bool
 	// Timeout is the longest the runtime may stay silent: waiting for response headers,
 	// and between bytes of the stream. There is no limit on a whole turn. Default
 	// DefaultTimeout.
@@ -97,18 +98,18 @@ type Options struct {
 // Agent is a voice.Agent backed by an OpenAI-compatible chat-completions endpoint.
 // It is safe for concurrent use; each Reply is an independent HTTP request.
 type Agent struct {
-	url        string
-	key        string
-	model      string
-	system     string
-	sysAsUser  bool
-	latestOnly bool
-	timeout    time.Duration
-	headers    http.Header
-	headersFor func(context.Context, voice.TurnRequest) map[string]string
-	client     *http.Client
-	log        *slog.Logger
-	name       string
+	url               string
+	key               string
+	model             string
+	system            string
+	sysAsUser         bool
+	keepsConversation bool
+	timeout           time.Duration
+	headers           http.Header
+	headersFor        func(context.Context, voice.TurnRequest) map[string]string
+	client            *http.Client
+	log               *slog.Logger
+	name              string
 	// noUsage is set once the runtime refused stream_options: later turns leave it out.
 	noUsage atomic.Bool
 }
@@ -129,18 +130,18 @@ func New(opts Options) (*Agent, error) {
 		return nil, fmt.Errorf("openai agent: base URL %q: want http(s)://host[/path]", base)
 	}
 	a := &Agent{
-		url:        strings.TrimRight(base, "/") + "/chat/completions",
-		key:        opts.Key,
-		model:      opts.Model,
-		system:     opts.SystemPrompt,
-		sysAsUser:  opts.SystemAsUser,
-		latestOnly: opts.LatestTurnOnly,
-		timeout:    opts.Timeout,
-		headers:    http.Header{},
-		headersFor: opts.HeadersFor,
-		client:     opts.HTTPClient,
-		log:        opts.Logger,
-		name:       opts.Name,
+		url:               strings.TrimRight(base, "/") + "/chat/completions",
+		key:               opts.Key,
+		model:             opts.Model,
+		system:            opts.SystemPrompt,
+		sysAsUser:         opts.SystemAsUser,
+		keepsConversation: opts.KeepsConversation,
+		timeout:           opts.Timeout,
+		headers:           http.Header{},
+		headersFor:        opts.HeadersFor,
+		client:            opts.HTTPClient,
+		log:               opts.Logger,
+		name:              opts.Name,
 	}
 	if a.timeout <= 0 {
 		a.timeout = DefaultTimeout

@@ -14,10 +14,13 @@
 // "usage" (data.outputTokens), and no input count; each becomes ReplyChunk.Usage.
 //
 // History: OpenClaw keeps the conversation itself, per session key, in its own durable
-// transcript. Each turn therefore sends only the caller's latest message (the last user
-// entry of TurnRequest.History); earlier entries are never re-sent, which would duplicate
-// them in the gateway's transcript. What the caller heard of an interrupted reply is not
-// told to the gateway: its transcript holds the whole reply.
+// transcript, and stores a run's message and reply when the run finishes. Each turn is
+// therefore one "agent" run whose message is TurnRequest.Catchup: the caller's latest
+// words, after a note of what the session missed on the line (the greeting or a callback's
+// message, sentences of runs cancelled before they finished, which the gateway drops, and
+// what the caller heard of a reply they cut off, which the gateway keeps whole or not at
+// all). The history the session already holds is never re-sent. A turn that replaces a
+// run still being aborted waits for the gateway's answer to chat.abort first (abort.go).
 //
 // Session keys live in Handset's own namespace: "handset:<key>" from the KeyFactory, or
 // "handset:call:<call id>" per call when the factory gives none, qualified as
@@ -63,10 +66,9 @@ type Options struct {
 	// SessionKey derives the key the gateway files a call's memory under. Nil, or an empty
 	// result: one session per call.
 	SessionKey session.KeyFactory
-	// VoicePrompt is an extra system prompt asking for voice-style replies. When set, or
-	// when Handset has a note about the caller (session.Context.Note), turns use the
-	// gateway's "agent" method, whose extraSystemPrompt carries them; chat.send has no
-	// such field.
+	// VoicePrompt is an extra system prompt asking for voice-style replies, sent with
+	// Handset's note about the caller (session.Context.Note) as the "agent" run's
+	// extraSystemPrompt (chat.send has no such field).
 	VoicePrompt string
 	// Timeout is how long a turn may stay silent (no event for its run). Default DefaultTimeout.
 	Timeout time.Duration
@@ -124,6 +126,9 @@ type Agent struct {
 	closed bool
 	cur    *gwConn
 	runs   map[string]*run // runId (= our idempotency key) → its turn
+	// aborts holds, per session key, the aborts the gateway has not answered yet; each
+	// channel is closed when its answer comes (see abortSettled).
+	aborts map[string][]chan struct{}
 
 	badFrames atomic.Int64
 }
@@ -147,6 +152,7 @@ func New(opts Options) (*Agent, error) {
 		url: opts.URL, token: opts.Token, agentID: trimAgent(opts.Agent), voicePrompt: opts.VoicePrompt,
 		keys: opts.SessionKey, timeout: opts.Timeout, client: opts.HTTPClient, log: opts.Logger,
 		ctx: ctx, cancel: cancel, dialMu: make(chan struct{}, 1), runs: map[string]*run{},
+		aborts: map[string][]chan struct{}{},
 	}, nil
 }
 

@@ -129,9 +129,9 @@ func TestNormalTurnStreamsOnceInOrder(t *testing.T) {
 		t.Fatalf("chunks %q, want the deltas %q once each (the final's repeat not yielded)", chunks, wantChunks)
 	}
 	sends := e.fake.Sends()
-	if len(sends) != 1 || sends[0].Message != "hello there" || sends[0].Method != "chat.send" ||
+	if len(sends) != 1 || sends[0].Message != "hello there" || sends[0].Method != "agent" ||
 		sends[0].SessionKey != "handset:call:c1" || !strings.HasPrefix(sends[0].IdempotencyKey, "handset-") {
-		t.Fatalf("sends %+v: want one chat.send of the latest message only on handset:call:c1", sends)
+		t.Fatalf("sends %+v: want one agent run of the latest message only on handset:call:c1", sends)
 	}
 }
 

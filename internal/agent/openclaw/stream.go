@@ -14,23 +14,20 @@ import (
 	"github.com/handset-voice/handset/internal/voice"
 )
 
-// Reply starts one turn: chat.send (or "agent" with the voice prompt) for the caller's
-// latest message on the call's session, with a fresh idempotency key that is also the run
-// id the reply's events carry.
+// Reply starts one turn: an "agent" run on the call's session with the turn's catch-up
+// message (the caller's latest words after a note of what the session missed on the
+// line), and a fresh idempotency key that is also the run id the reply's events carry.
+// When the run this turn replaces is still being aborted, the turn first waits for the
+// gateway's answer to the abort: sent to a busy session, the new message would be steered
+// into the dying run and lost with it.
 func (a *Agent) Reply(ctx context.Context, req voice.TurnRequest) (voice.ReplyStream, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, a.classify("chat", err)
 	}
-	msg := ""
-	for i := len(req.History) - 1; i >= 0; i-- {
-		if req.History[i].Role == voice.RoleUser {
-			msg = req.History[i].Content
-			break
-		}
-	}
-	if strings.TrimSpace(msg) == "" {
+	if n := len(req.History); n == 0 || req.History[n-1].Role != voice.RoleUser || strings.TrimSpace(req.History[n-1].Content) == "" {
 		return nil, a.fail("chat", voice.KindBadInput, errors.New("no caller message in the turn"))
 	}
+	msg := req.Catchup()
 	sc, ok := session.From(ctx)
 	if !ok {
 		sc = session.Context{CallID: req.CallID, CallerHash: req.CallerHash}
@@ -41,7 +38,10 @@ func (a *Agent) Reply(ctx context.Context, req voice.TurnRequest) (voice.ReplySt
 	}
 	r := &run{a: a, ctx: ctx, id: key, sessionKey: a.sessionKey(sc), notify: make(chan struct{}, 1),
 		timer: time.NewTimer(a.timeout)}
-	r.method, r.params = a.turnParams(r.sessionKey, msg, key, session.Instructions(ctx, a.voicePrompt))
+	r.params = a.turnParams(r.sessionKey, msg, key, session.Instructions(ctx, a.voicePrompt))
+	if err := a.abortSettled(ctx, r.sessionKey); err != nil {
+		return nil, a.classify("chat", err)
+	}
 
 	a.mu.Lock()
 	if a.closed {
@@ -64,20 +64,19 @@ func (a *Agent) Reply(ctx context.Context, req voice.TurnRequest) (voice.ReplySt
 	return r, nil
 }
 
-// turnParams builds the request for one turn. extra is the voice prompt and Handset's note
-// about the caller: only the "agent" method can carry it.
-func (a *Agent) turnParams(sessionKey, msg, key, extra string) (string, map[string]any) {
+// turnParams builds the "agent" request for one turn. extra is the voice prompt and
+// Handset's note about the caller, which only this method can carry (chat.send has no
+// extraSystemPrompt). Commands are not a concern: the caller's words reach here escaped
+// (voice.EscapeCommand), and the catch-up note never starts with a slash.
+func (a *Agent) turnParams(sessionKey, msg, key, extra string) map[string]any {
 	p := map[string]any{"sessionKey": sessionKey, "message": msg, "idempotencyKey": key}
 	if a.agentID != "" {
 		p["agentId"] = a.agentID
 	}
 	if extra != "" {
 		p["extraSystemPrompt"] = extra
-		return "agent", p
 	}
-	// A caller saying "slash reset" must not run a gateway command.
-	p["suppressCommandInterpretation"] = true
-	return "chat.send", p
+	return p
 }
 
 // run is one turn: its events, routed here by the reader, and the stream state, which
@@ -86,7 +85,6 @@ type run struct {
 	a                  *Agent
 	ctx                context.Context
 	id, sessionKey     string
-	method             string
 	params             map[string]any
 	stopWatch          func() bool
 	terminal, aborting atomic.Bool
@@ -116,7 +114,7 @@ func (r *run) start() error {
 		r.mu.Lock()
 		r.conn = c
 		r.mu.Unlock()
-		_, err = c.call(r.ctx, r.method, r.params)
+		_, err = c.call(r.ctx, "agent", r.params)
 		if errors.Is(err, errConnLost) && !r.resent {
 			r.resent = true
 			r.a.log.Info("openclaw: connection lost while starting a turn; re-sending", "run", r.id)
@@ -294,8 +292,9 @@ func (r *run) unregister() {
 	r.a.mu.Unlock()
 }
 
-// abort asks the gateway to stop the run (chat.abort). It does not wait for the
-// acknowledgement: the aborted event, if anyone still reads, ends the stream.
+// abort asks the gateway to stop the run (chat.abort) and notes the abort as pending on
+// the session until the gateway answers it (abortSettled). It does not wait itself: the
+// aborted event, if anyone still reads, ends the stream.
 func (r *run) abort() {
 	if r.terminal.Load() || !r.aborting.CompareAndSwap(false, true) {
 		return
@@ -306,15 +305,29 @@ func (r *run) abort() {
 	if c == nil || c.dead() {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
-	defer cancel()
+	ctx, cancel := context.WithTimeout(context.Background(), abortTimeout)
 	p := map[string]any{"sessionKey": r.sessionKey, "runId": r.id}
 	if r.a.agentID != "" {
 		p["agentId"] = r.a.agentID
 	}
-	if _, _, err := c.send(ctx, "chat.abort", p, false); err != nil {
+	id, answer, err := c.send(ctx, "chat.abort", p, true)
+	if err != nil {
+		cancel()
 		r.a.log.Debug("openclaw: chat.abort not sent", "run", r.id, "err", err)
+		return
 	}
+	settled := r.a.abortPending(r.sessionKey)
+	go func() {
+		defer cancel()
+		defer settled()
+		select {
+		case <-answer:
+		case <-c.done:
+		case <-ctx.Done():
+			c.forget(id)
+			r.a.log.Info("openclaw: the gateway did not answer chat.abort", "run", r.id, "waited", abortTimeout)
+		}
+	}()
 }
 
 // Close releases the stream; a run still going is aborted. Idempotent.
