@@ -1,10 +1,16 @@
 package call
 
 import (
+	"context"
 	"reflect"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/handset-voice/handset/internal/clock"
+	"github.com/handset-voice/handset/internal/obs"
 	"github.com/handset-voice/handset/internal/voice"
 )
 
@@ -95,5 +101,64 @@ func TestCallerCommandsAreEscaped(t *testing.T) {
 	want := []string{"user: (spoken) /reset", "user: (spoken) /new please", "user: what is 1/2"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("history = %q, want %q", got, want)
+	}
+}
+
+// heldAgent records each turn; a turn whose words hold "HOLD" runs until cancelled (a run
+// that has not answered yet), any other answers at once.
+type heldAgent struct {
+	mu   sync.Mutex
+	reqs []voice.TurnRequest
+}
+
+func (a *heldAgent) Name() string { return "held" }
+
+func (a *heldAgent) Reply(ctx context.Context, req voice.TurnRequest) (voice.ReplyStream, error) {
+	a.mu.Lock()
+	a.reqs = append(a.reqs, req)
+	a.mu.Unlock()
+	if strings.Contains(req.History[len(req.History)-1].Content, "HOLD") {
+		return &busyStream{ctx: ctx}, nil
+	}
+	return &textStream{text: "Order 553 ships today."}, nil
+}
+
+func (a *heldAgent) requests() []voice.TurnRequest {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.reqs)
+}
+
+// TestTurnsCarryWhatTheRuntimeMissed: through the engine, the first turn carries the
+// greeting, a turn that replaces a cancelled one carries its sentence, and a turn after a
+// finished run carries nothing.
+func TestTurnsCarryWhatTheRuntimeMissed(t *testing.T) {
+	clk := clock.NewFake(t0)
+	cfg := testConfig()
+	cfg.Turn.FirstMessage = "Hello, this is Sam."
+	results := make(chan voice.Transcript, 4)
+	agent := &heldAgent{}
+	r := startRig(t, clk, cfg, Deps{STT: &scriptedSTT{results: results}, TTS: quickTTS{}, Agent: agent})
+	r.until("the greeting played", true, func() bool { return r.has(obs.PlayoutDone, nil) })
+
+	results <- voice.Transcript{Text: "hi HOLD I am calling about my order", Final: true}
+	r.until("the first turn reached the agent", false, func() bool { return len(agent.requests()) == 1 })
+	results <- voice.Transcript{Text: "the order number is 553", Final: true}
+	r.until("the second turn finished", true, func() bool {
+		return r.has(obs.PlayoutDone, func(e obs.Event) bool { return e.Turn == 2 })
+	})
+	results <- voice.Transcript{Text: "thanks", Final: true}
+	r.until("the third turn reached the agent", false, func() bool { return len(agent.requests()) == 3 })
+
+	reqs := agent.requests()
+	want := [][]string{
+		{"assistant: Hello, this is Sam."},
+		{"assistant: Hello, this is Sam.", "user: hi HOLD I am calling about my order"},
+		nil,
+	}
+	for i, req := range reqs {
+		if got := contents(req.Unseen); !(len(got) == 0 && len(want[i]) == 0) && !reflect.DeepEqual(got, want[i]) {
+			t.Errorf("turn %d carries unseen %q, want %q", req.Turn, got, want[i])
+		}
 	}
 }

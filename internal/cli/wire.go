@@ -30,12 +30,13 @@ type providers struct {
 	closeVAD    func() // releases the VAD engine at shutdown
 }
 
-// release frees what the providers hold (VAD engine, speech decoders) at shutdown.
+// release frees what the providers hold (VAD engine, speech decoders, the agent runtime's
+// connection and any run still going) at shutdown.
 func (p providers) release() {
 	if p.closeVAD != nil {
 		p.closeVAD()
 	}
-	for _, x := range []any{p.stt, p.sttFallback, p.tts, p.ttsFallback} {
+	for _, x := range []any{p.agent, p.stt, p.sttFallback, p.tts, p.ttsFallback} {
 		if c, ok := x.(interface{ Close() error }); ok {
 			_ = c.Close()
 		}
