@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"testing"
+	"time"
 )
 
 // GET /metrics counts calls and turns and times every outbound frame against its schedule.
@@ -14,12 +15,21 @@ func TestMetricsCountCallsTurnsAndFrames(t *testing.T) {
 	r := startServe(t, []string{"what are your hours"})
 	callerTurns(context.Background(), t, r, alice, 1, 0)
 	r.journal() // the call has ended
-	resp, err := http.Get(r.baseURL() + "/metrics")
-	if err != nil {
-		t.Fatal(err)
+	// The journal's last line is written before the server counts the end (its goroutine
+	// waits on the call's Done): scrape until the count has caught up.
+	ended := regexp.MustCompile(`(?m)^handset_calls_ended_total\{[^}]*\} 1$`)
+	var body []byte
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		resp, err := http.Get(r.baseURL() + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if ended.Match(body) || time.Now().After(deadline) {
+			break
+		}
 	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
 	value := func(series string) float64 {
 		m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(series) + ` ([0-9.e+-]+)$`).FindSubmatch(body)
 		if m == nil {
