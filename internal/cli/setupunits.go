@@ -55,8 +55,16 @@ KillSignal=SIGTERM
 TimeoutStopSec=40
 Restart=on-failure
 RestartSec=2
-# A user made for the service; handset-dialer.service runs as the same one, so both reach
-# the same data folder.
+%[2]s
+[Install]
+WantedBy=multi-user.target
+`, dir, serviceSandbox)
+}
+
+// serviceSandbox is the user and confinement handset.service and handset-dialer.service
+// share: the same made-up user, so both reach the same data folder.
+const serviceSandbox = `# A user made for the service; handset.service and handset-dialer.service run as the same
+# one, so both reach the same data folder.
 DynamicUser=yes
 User=handset
 StateDirectory=handset
@@ -64,11 +72,7 @@ Environment=HANDSET_DATA_DIR=/var/lib/handset
 NoNewPrivileges=yes
 ProtectSystem=strict
 ProtectHome=read-only
-
-[Install]
-WantedBy=multi-user.target
-`, dir)
-}
+`
 
 // dialerUnit queues the dialer list's numbers into the store handset.service runs its
 // jobs from; a number already queued in the batch is never queued again.
@@ -86,14 +90,7 @@ After=handset.service
 Type=oneshot
 WorkingDirectory=/opt/%[1]s
 ExecStart=/usr/local/bin/handset call --list %[2]s
-DynamicUser=yes
-User=handset
-StateDirectory=handset
-Environment=HANDSET_DATA_DIR=/var/lib/handset
-NoNewPrivileges=yes
-ProtectSystem=strict
-ProtectHome=read-only
-`, dir, dialerList, dialerEvery)
+%[4]s`, dir, dialerList, dialerEvery, serviceSandbox)
 }
 
 var dialerTimer = fmt.Sprintf(`[Unit]
