@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -531,5 +532,25 @@ func TestCallerNote(t *testing.T) {
 				t.Errorf("turns seen: %v", seen)
 			}
 		})
+	}
+}
+
+// A base URL may carry a token in its query or user info: neither a refused connection
+// (on either transport) nor a rejected URL repeats it.
+func TestErrorsDropTheURLsSecrets(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	base := srv.URL + "/v1?token=secret"
+	srv.Close()
+	for _, transport := range []string{hermes.TransportRuns, hermes.TransportChat} {
+		a := newAgent(t, base, func(o *hermes.Options) { o.Transport = transport })
+		_, _, err := reply(t, a, callCtx(t.Context(), "call-u", "+15550005555"), turn("call-u", "hello"))
+		wantKind(t, err, voice.KindTransient)
+		if strings.Contains(err.Error(), "secret") {
+			t.Errorf("%s: error leaks the URL's query: %v", transport, err)
+		}
+	}
+	_, err := hermes.New(hermes.Options{Key: "k", BaseURL: "ftp://user:pw@h/v1?token=secret"})
+	if err == nil || strings.Contains(err.Error(), "secret") || strings.Contains(err.Error(), "pw") {
+		t.Errorf("bad URL error %v", err)
 	}
 }

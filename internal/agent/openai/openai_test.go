@@ -638,3 +638,39 @@ func TestCallerNote(t *testing.T) {
 		}
 	}
 }
+
+// A base URL may carry a token in its query or user info: neither a refused connection
+// nor a rejected URL repeats it.
+func TestErrorsDropTheURLsSecrets(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	base := srv.URL + "/v1?token=secret"
+	srv.Close()
+	a, err := New(Options{BaseURL: base, Model: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = a.Reply(t.Context(), user("hi"))
+	providerError(t, err, voice.KindTransient)
+	if strings.Contains(err.Error(), "secret") {
+		t.Errorf("error leaks the URL's query: %v", err)
+	}
+	_, err = New(Options{BaseURL: "ftp://user:pw@h/v1?token=secret", Model: "m"})
+	if err == nil || strings.Contains(err.Error(), "secret") || strings.Contains(err.Error(), "pw") {
+		t.Errorf("bad URL error %v", err)
+	}
+}
+
+// A refusal that says when to come back keeps that in its error.
+func TestRetryAfterKept(t *testing.T) {
+	a := agentFor(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "12")
+		w.WriteHeader(http.StatusTooManyRequests)
+		_, _ = io.WriteString(w, `{"error":{"message":"slow down","type":"rate_limit_exceeded"}}`)
+	}), Options{})
+	_, err := a.Reply(t.Context(), user("hi"))
+	pe := providerError(t, err, voice.KindQuota)
+	if pe.Status != http.StatusTooManyRequests || !strings.Contains(err.Error(), "slow down") ||
+		!strings.Contains(err.Error(), "retry after 12 s") {
+		t.Errorf("error %v", err)
+	}
+}

@@ -1,7 +1,6 @@
 package openai
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,8 +8,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
+	"github.com/handset-voice/handset/internal/agent/httpagent"
 	"github.com/handset-voice/handset/internal/voice"
 )
 
@@ -23,12 +22,9 @@ const hermesProgress = "hermes.tool.progress"
 
 // stream reads one reply. Next is called by one goroutine; Close may be called from any.
 type stream struct {
-	agent    *Agent
-	parent   context.Context // the turn's context as the caller gave it
-	rctx     context.Context // the request's context: parent plus our own cancel causes
-	cancel   context.CancelCauseFunc
-	watchdog *time.Timer // fires cancel(errSilent) after Timeout without bytes
-	body     io.ReadCloser
+	agent *Agent
+	w     *httpagent.Watch // the request's context and silence watchdog
+	body  io.ReadCloser
 
 	sse   *sseReader // nil when the runtime answered application/json
 	whole bool       // read the body as one chat.completion
@@ -43,13 +39,6 @@ type stream struct {
 	release sync.Once
 }
 
-// touch re-arms the silence watchdog; the SSE reader calls it whenever bytes arrive.
-func (s *stream) touch() {
-	if !s.closed.Load() {
-		s.watchdog.Reset(s.agent.timeout)
-	}
-}
-
 // Next returns the next piece of text (or tool progress), io.EOF at the end of the reply,
 // or a *voice.ProviderError. After Close, or once the turn's context is cancelled, it
 // returns an error of kind voice.KindCanceled.
@@ -58,7 +47,7 @@ func (s *stream) Next() (voice.ReplyChunk, error) {
 		return voice.ReplyChunk{}, s.err
 	}
 	if s.closed.Load() {
-		s.err = s.agent.aborted(s.parent, s.rctx, true, errClosed, "read stream")
+		s.err = httpagent.Aborted(s.agent.origin(), s.w, true, httpagent.ErrClosed, "read stream")
 		return voice.ReplyChunk{}, s.err
 	}
 	var (
@@ -90,8 +79,7 @@ func (s *stream) Close() error {
 // stop cancels the request, stops the watchdog and closes the body, once.
 func (s *stream) stop() {
 	s.release.Do(func() {
-		s.watchdog.Stop()
-		s.cancel(errClosed)
+		s.w.Stop(httpagent.ErrClosed)
 		_ = s.body.Close()
 	})
 }
@@ -146,13 +134,13 @@ func (s *stream) next() (voice.ReplyChunk, error) {
 
 // readErr classifies a failed read of the event stream.
 func (s *stream) readErr(err error) error {
-	aborted := s.rctx.Err() != nil || s.closed.Load()
+	aborted := s.w.Context().Err() != nil || s.closed.Load()
 	switch {
-	case aborted && s.finished && errors.Is(context.Cause(s.rctx), errSilent):
+	case aborted && s.finished && s.w.Silent():
 		// The reply was complete; the runtime just never closed the stream.
 		return io.EOF
 	case aborted:
-		return s.agent.aborted(s.parent, s.rctx, s.closed.Load(), err, "read stream")
+		return httpagent.Aborted(s.agent.origin(), s.w, s.closed.Load(), err, "read stream")
 	case errors.Is(err, errLineTooLong), errors.Is(err, errEventTooLarge):
 		return s.agent.fail(voice.KindProtocol, 0, err)
 	case err == io.EOF && s.finished:

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/handset-voice/handset/internal/agent/httpagent"
 	"github.com/handset-voice/handset/internal/voice"
 )
 
@@ -22,18 +23,14 @@ func bodyStream(t testing.TB, body string, whole bool) *stream {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rctx, cancel := context.WithCancelCause(context.Background())
 	s := &stream{
-		agent:    a,
-		parent:   context.Background(),
-		rctx:     rctx,
-		cancel:   cancel,
-		watchdog: time.AfterFunc(a.timeout, func() { cancel(errSilent) }),
-		body:     io.NopCloser(strings.NewReader(body)),
-		whole:    whole,
+		agent: a,
+		w:     httpagent.NewWatch(context.Background(), a.timeout),
+		body:  io.NopCloser(strings.NewReader(body)),
+		whole: whole,
 	}
 	if !whole {
-		s.sse = newSSEReader(s.body, s.touch)
+		s.sse = newSSEReader(s.body, s.w.Touch)
 	}
 	return s
 }

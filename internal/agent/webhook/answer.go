@@ -10,6 +10,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/handset-voice/handset/internal/agent/httpagent"
 	"github.com/handset-voice/handset/internal/voice"
 )
 
@@ -36,7 +37,7 @@ func (e eventError) Error() string { return "error event" }
 
 // newDecoder picks the decoder for an answer's Content-Type.
 func newDecoder(contentType string, r io.Reader) (decoder, error) {
-	switch mt := mediaType(contentType); mt {
+	switch mt := httpagent.MediaType(contentType); mt {
 	case "", "text/plain":
 		return &plainDecoder{r: r}, nil
 	case "application/json":
