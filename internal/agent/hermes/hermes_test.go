@@ -554,3 +554,16 @@ func TestErrorsDropTheURLsSecrets(t *testing.T) {
 		t.Errorf("bad URL error %v", err)
 	}
 }
+
+// An event over the stream's limits is a protocol error, as on the other runtimes: trying
+// again would only bring the same oversized event.
+func TestOversizedEventIsAProtocolError(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, "data: "+strings.Repeat("x", 2<<20)+"\n\n")
+	}))
+	defer srv.Close()
+	a := newAgent(t, srv.URL+"/v1", func(o *hermes.Options) { o.Transport = hermes.TransportChat })
+	_, _, err := reply(t, a, callCtx(t.Context(), "call-o", "+15550005555"), turn("call-o", "hello"))
+	wantKind(t, err, voice.KindProtocol)
+}

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/handset-voice/handset/internal/agent/httpagent"
+	"github.com/handset-voice/handset/internal/agent/httpagent/sse"
 	"github.com/handset-voice/handset/internal/session"
 	"github.com/handset-voice/handset/internal/voice"
 )
@@ -80,7 +81,7 @@ func (a *Agent) runs(ctx context.Context, req voice.TurnRequest, h http.Header) 
 		return nil, err
 	}
 	s.body = resp.Body
-	s.sse = newSSEReader(w.Reader(resp.Body))
+	s.sse = sse.NewReader(w.Reader(resp.Body))
 	w.Touch()
 	return s, nil
 }
@@ -109,7 +110,7 @@ func (a *Agent) chat(ctx context.Context, req voice.TurnRequest, h http.Header) 
 	if httpagent.MediaType(resp.Header.Get("Content-Type")) == "application/json" {
 		s.whole = true
 	}
-	s.sse = newSSEReader(w.Reader(resp.Body))
+	s.sse = sse.NewReader(w.Reader(resp.Body))
 	s.finished.Store(true) // nothing to stop: closing the request is how chat cancels
 	return s, nil
 }
@@ -132,7 +133,7 @@ type stream struct {
 	h      http.Header
 	parse  func(name string, data []byte) (step, error)
 	body   io.ReadCloser
-	sse    *sseReader
+	sse    *sse.Reader
 	whole  bool // chat answered one application/json completion
 
 	// Used by Next only.
@@ -177,7 +178,7 @@ func (s *stream) advance() {
 		err error
 	)
 	if s.whole {
-		b, rerr := io.ReadAll(io.LimitReader(s.w.Reader(s.body), maxEvent))
+		b, rerr := io.ReadAll(io.LimitReader(s.w.Reader(s.body), sse.MaxEvent))
 		s.whole = false
 		if rerr != nil {
 			s.abort(rerr)
@@ -194,11 +195,15 @@ func (s *stream) advance() {
 			s.fail(voice.KindTransient, errors.New("the event stream ended before the reply was complete"))
 			return
 		}
+		if errors.Is(rerr, sse.ErrTooLarge) {
+			s.fail(voice.KindProtocol, rerr)
+			return
+		}
 		if rerr != nil {
 			s.abort(rerr)
 			return
 		}
-		st, err = s.parse(ev.Name, ev.Data)
+		st, err = s.parse(ev.Type, []byte(ev.Data))
 	}
 	if err != nil {
 		s.a.log.Debug("hermes: dropped a malformed event", "op", s.op, "err", err)

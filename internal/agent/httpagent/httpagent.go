@@ -2,7 +2,8 @@
 // webhook, hermes): the silence watchdog of a turn's request and the cancel causes that
 // tell a silent runtime from a closed stream or a cancelled caller, sending a request and
 // classifying what comes back into *voice.ProviderError kinds (status, Retry-After), header
-// and key checks, and keeping URLs that may carry a token out of errors.
+// and key checks, and keeping URLs that may carry a token out of errors. Its sse package
+// reads server-sent event streams.
 //
 // What a runtime sends and how it reads the answer stays in the runtime.
 package httpagent

@@ -6,13 +6,13 @@
 //
 // Wire format: https://platform.openai.com/docs/api-reference/chat/streaming (chunks) and
 // https://platform.openai.com/docs/api-reference/chat/create (request, errors). The event
-// stream is parsed by hand as
+// stream is read by httpagent/sse, as
 // https://html.spec.whatwg.org/multipage/server-sent-events.html describes.
 //
 // Errors are *voice.ProviderError: an HTTP error status is classified by voice.KindFromStatus
-// and carries the vendor's error.message; an error object inside the stream is classified by
-// its type or code; a stream that stops without "[DONE]" or a finish_reason is transient.
-// Hermes Agent's named "hermes.tool.progress" events become ReplyChunk.Progress labels;
+// and carries the vendor's error.message and any Retry-After; an error object inside the
+// stream is classified by its type or code; a stream that stops without "[DONE]" or a
+// finish_reason is transient. Hermes Agent's named "hermes.tool.progress" events become ReplyChunk.Progress labels;
 // other named events are ignored. A runtime that ignores "stream": true and answers one
 // application/json chat.completion is read as a single chunk.
 //
@@ -45,6 +45,7 @@ import (
 	"time"
 
 	"github.com/handset-voice/handset/internal/agent/httpagent"
+	"github.com/handset-voice/handset/internal/agent/httpagent/sse"
 	"github.com/handset-voice/handset/internal/session"
 	"github.com/handset-voice/handset/internal/voice"
 )
@@ -206,7 +207,7 @@ func (a *Agent) send(ctx context.Context, req voice.TurnRequest) (_ voice.ReplyS
 	if httpagent.MediaType(resp.Header.Get("Content-Type")) == "application/json" {
 		s.whole = true
 	} else {
-		s.sse = newSSEReader(resp.Body, w.Touch)
+		s.sse = sse.NewReader(w.Reader(resp.Body))
 	}
 	return s, false, nil
 }

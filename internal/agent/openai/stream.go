@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/handset-voice/handset/internal/agent/httpagent"
+	"github.com/handset-voice/handset/internal/agent/httpagent/sse"
 	"github.com/handset-voice/handset/internal/voice"
 )
 
@@ -26,8 +27,8 @@ type stream struct {
 	w     *httpagent.Watch // the request's context and silence watchdog
 	body  io.ReadCloser
 
-	sse   *sseReader // nil when the runtime answered application/json
-	whole bool       // read the body as one chat.completion
+	sse   *sse.Reader // nil when the runtime answered application/json
+	whole bool        // read the body as one chat.completion
 
 	// Owned by the Next goroutine.
 	err      error                // the terminal result, returned again by later calls
@@ -141,7 +142,7 @@ func (s *stream) readErr(err error) error {
 		return io.EOF
 	case aborted:
 		return httpagent.Aborted(s.agent.origin(), s.w, s.closed.Load(), err, "read stream")
-	case errors.Is(err, errLineTooLong), errors.Is(err, errEventTooLarge):
+	case errors.Is(err, sse.ErrTooLarge):
 		return s.agent.fail(voice.KindProtocol, 0, err)
 	case err == io.EOF && s.finished:
 		return io.EOF

@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/handset-voice/handset/internal/agent/httpagent"
+	"github.com/handset-voice/handset/internal/agent/httpagent/sse"
 	"github.com/handset-voice/handset/internal/voice"
 )
 
@@ -30,7 +31,7 @@ func bodyStream(t testing.TB, body string, whole bool) *stream {
 		whole: whole,
 	}
 	if !whole {
-		s.sse = newSSEReader(s.body, s.w.Touch)
+		s.sse = sse.NewReader(s.w.Reader(s.body))
 	}
 	return s
 }
@@ -112,7 +113,7 @@ func TestStreamEvents(t *testing.T) {
 			want: text("partial"), end: voice.KindTransient, errText: "agent crashed"},
 		{name: "finish_reason error alone", body: chunkData("a") + `data: {"choices":[{"index":0,"delta":{},"finish_reason":"error"}]}` + "\n\n" + doneData,
 			want: text("a"), end: voice.KindTransient, errText: `finish_reason "error"`},
-		{name: "line too long", body: "data: " + strings.Repeat("x", maxLine) + "\n\n", end: voice.KindProtocol},
+		{name: "line too long", body: "data: " + strings.Repeat("x", sse.MaxLine) + "\n\n", end: voice.KindProtocol},
 		{name: "whole completion", whole: true,
 			body: `{"id":"chatcmpl-1","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"All at once."},"finish_reason":"stop"}]}`,
 			want: text("All at once."), end: eof},

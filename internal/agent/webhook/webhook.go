@@ -44,7 +44,7 @@
 //     of the stream ends the reply; an event named "error" fails the turn.
 //
 // A status other than 2xx fails the turn with a *voice.ProviderError carrying the status
-// and the first bytes of the body (for logs; it is never spoken). Other content types, bad
+// and the first bytes of the body (for logs; it is never spoken), and any Retry-After. Other content types, bad
 // JSON and pieces over 1 MiB are protocol errors. Only silence is timed: Options.Timeout
 // bounds the wait for the response headers and every gap between bytes, never the whole
 // turn. Cancelling the turn's context, or closing the stream, aborts the HTTP request.
