@@ -567,3 +567,24 @@ func TestOversizedEventIsAProtocolError(t *testing.T) {
 	_, _, err := reply(t, a, callCtx(t.Context(), "call-o", "+15550005555"), turn("call-o", "hello"))
 	wantKind(t, err, voice.KindProtocol)
 }
+
+// The event stream is read as the HTML standard says, whatever line ends a server uses: a
+// leading byte order mark is dropped and a bare CR ends a line, as CRLF and LF do.
+func TestEventStreamLineEnds(t *testing.T) {
+	chunk := func(text string) string {
+		return `data: {"choices":[{"index":0,"delta":{"content":"` + text + `"}}]}`
+	}
+	body := "\xEF\xBB\xBF" + chunk("Hello ") + "\r\r" + chunk("there") + "\r\n\r\n" + chunk(".") + "\n\n" +
+		`data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":2}}` + "\r\r" +
+		"data: [DONE]\r\r"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, body)
+	}))
+	defer srv.Close()
+	a := newAgent(t, srv.URL+"/v1", func(o *hermes.Options) { o.Transport = hermes.TransportChat })
+	text, _, err := reply(t, a, callCtx(t.Context(), "call-l", "+15550005555"), turn("call-l", "hello"))
+	if err != nil || text != "Hello there." {
+		t.Errorf("reply %q, %v; want \"Hello there.\"", text, err)
+	}
+}

@@ -12,9 +12,9 @@
 // Errors are *voice.ProviderError: an HTTP error status is classified by voice.KindFromStatus
 // and carries the vendor's error.message and any Retry-After; an error object inside the
 // stream is classified by its type or code; a stream that stops without "[DONE]" or a
-// finish_reason is transient. Hermes Agent's named "hermes.tool.progress" events become ReplyChunk.Progress labels;
-// other named events are ignored. A runtime that ignores "stream": true and answers one
-// application/json chat.completion is read as a single chunk.
+// finish_reason is transient. Hermes Agent's named "hermes.tool.progress" events become
+// ReplyChunk.Progress labels; other named events are ignored. A runtime that ignores
+// "stream": true and answers one application/json chat.completion is read as a single chunk.
 //
 // Usage: each streamed request asks for "stream_options": {"include_usage": true}, and the
 // usage object a runtime sends (in the last chunk, or a running count on every chunk, or in
