@@ -203,11 +203,11 @@ func (a *Agent) send(ctx context.Context, req voice.TurnRequest) (_ voice.ReplyS
 		}
 		return nil, retry, err
 	}
-	s := &stream{agent: a, w: w, body: resp.Body}
+	s := &stream{Reply: httpagent.NewReply(w, resp.Body), agent: a}
 	if httpagent.MediaType(resp.Header.Get("Content-Type")) == "application/json" {
 		s.whole = true
 	} else {
-		s.sse = sse.NewReader(w.Reader(resp.Body))
+		s.sse = sse.NewReader(s.Body())
 	}
 	return s, false, nil
 }

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync"
-	"sync/atomic"
 
 	"github.com/handset-voice/handset/internal/agent/httpagent"
 	"github.com/handset-voice/handset/internal/agent/httpagent/sse"
@@ -23,9 +21,8 @@ const hermesProgress = "hermes.tool.progress"
 
 // stream reads one reply. Next is called by one goroutine; Close may be called from any.
 type stream struct {
-	agent *Agent
-	w     *httpagent.Watch // the request's context and silence watchdog
-	body  io.ReadCloser
+	*httpagent.Reply // the response body; its Close aborts the request
+	agent            *Agent
 
 	sse   *sse.Reader // nil when the runtime answered application/json
 	whole bool        // read the body as one chat.completion
@@ -35,9 +32,6 @@ type stream struct {
 	pending  *voice.ProviderError // an error to return after the text that came with it
 	finished bool                 // a finish_reason was seen: a clean end of body is complete
 	chunks   int
-
-	closed  atomic.Bool
-	release sync.Once
 }
 
 // Next returns the next piece of text (or tool progress), io.EOF at the end of the reply,
@@ -47,8 +41,8 @@ func (s *stream) Next() (voice.ReplyChunk, error) {
 	if s.err != nil {
 		return voice.ReplyChunk{}, s.err
 	}
-	if s.closed.Load() {
-		s.err = httpagent.Aborted(s.agent.origin(), s.w, true, httpagent.ErrClosed, "read stream")
+	if s.Closed() {
+		s.err = s.Aborted(s.agent.origin(), httpagent.ErrClosed, "read stream")
 		return voice.ReplyChunk{}, s.err
 	}
 	var (
@@ -62,27 +56,12 @@ func (s *stream) Next() (voice.ReplyChunk, error) {
 	}
 	if err != nil {
 		s.err = err
-		s.stop()
+		s.End()
 		s.agent.log.Debug("agent reply ended", "provider", s.agent.name, "chunks", s.chunks, "err", err)
 		return voice.ReplyChunk{}, err
 	}
 	s.chunks++
 	return c, nil
-}
-
-// Close aborts the request if it is still running and releases the connection. Idempotent.
-func (s *stream) Close() error {
-	s.closed.Store(true)
-	s.stop()
-	return nil
-}
-
-// stop cancels the request, stops the watchdog and closes the body, once.
-func (s *stream) stop() {
-	s.release.Do(func() {
-		s.w.Stop(httpagent.ErrClosed)
-		_ = s.body.Close()
-	})
 }
 
 // next reads events until one carries text or progress, or the stream ends.
@@ -135,13 +114,13 @@ func (s *stream) next() (voice.ReplyChunk, error) {
 
 // readErr classifies a failed read of the event stream.
 func (s *stream) readErr(err error) error {
-	aborted := s.w.Context().Err() != nil || s.closed.Load()
+	aborted := s.Interrupted()
 	switch {
-	case aborted && s.finished && s.w.Silent():
+	case aborted && s.finished && s.Silent():
 		// The reply was complete; the runtime just never closed the stream.
 		return io.EOF
 	case aborted:
-		return httpagent.Aborted(s.agent.origin(), s.w, s.closed.Load(), err, "read stream")
+		return s.Aborted(s.agent.origin(), err, "read stream")
 	case errors.Is(err, sse.ErrTooLarge):
 		return s.agent.fail(voice.KindProtocol, 0, err)
 	case err == io.EOF && s.finished:
@@ -158,7 +137,7 @@ func (s *stream) readWhole() (voice.ReplyChunk, error) {
 	if s.chunks > 0 {
 		return voice.ReplyChunk{}, io.EOF
 	}
-	data, err := io.ReadAll(io.LimitReader(s.body, maxWholeReply+1))
+	data, err := io.ReadAll(io.LimitReader(s.Body(), maxWholeReply+1))
 	if err != nil {
 		return voice.ReplyChunk{}, s.readErr(err)
 	}

@@ -24,14 +24,10 @@ func bodyStream(t testing.TB, body string, whole bool) *stream {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &stream{
-		agent: a,
-		w:     httpagent.NewWatch(context.Background(), a.timeout),
-		body:  io.NopCloser(strings.NewReader(body)),
-		whole: whole,
-	}
+	w := httpagent.NewWatch(context.Background(), a.timeout)
+	s := &stream{Reply: httpagent.NewReply(w, io.NopCloser(strings.NewReader(body))), agent: a, whole: whole}
 	if !whole {
-		s.sse = sse.NewReader(s.w.Reader(s.body))
+		s.sse = sse.NewReader(s.Body())
 	}
 	return s
 }

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sync"
-	"sync/atomic"
 
 	"github.com/handset-voice/handset/internal/agent/httpagent"
 	"github.com/handset-voice/handset/internal/voice"
@@ -16,18 +14,14 @@ const maxReply = 1 << 20
 
 // stream reads one reply. Next is called by one goroutine; Close may be called from any.
 type stream struct {
-	agent *Agent
-	w     *httpagent.Watch // the request's context and silence watchdog
-	body  io.ReadCloser
-	dec   decoder
+	*httpagent.Reply // the response body; its Close aborts the request
+	agent            *Agent
+	dec              decoder
 
 	// Owned by the Next goroutine.
 	err    error // the terminal result, returned again by later calls
 	total  int   // bytes of text returned
 	chunks int
-
-	closed  atomic.Bool
-	release sync.Once
 }
 
 // Next returns the next piece of text, io.EOF at the end of the reply, or a
@@ -37,8 +31,8 @@ func (s *stream) Next() (voice.ReplyChunk, error) {
 	if s.err != nil {
 		return voice.ReplyChunk{}, s.err
 	}
-	if s.closed.Load() {
-		s.err = httpagent.Aborted(origin, s.w, true, httpagent.ErrClosed, "read answer")
+	if s.Closed() {
+		s.err = s.Aborted(origin, httpagent.ErrClosed, "read answer")
 		return voice.ReplyChunk{}, s.err
 	}
 	for {
@@ -51,7 +45,7 @@ func (s *stream) Next() (voice.ReplyChunk, error) {
 		}
 		if err != nil {
 			s.err = s.readErr(err)
-			s.stop()
+			s.End()
 			s.agent.log.Debug("agent reply ended", "provider", Name, "chunks", s.chunks, "err", s.err)
 			return voice.ReplyChunk{}, s.err
 		}
@@ -63,21 +57,6 @@ func (s *stream) Next() (voice.ReplyChunk, error) {
 	}
 }
 
-// Close aborts the request if it is still running and releases the connection. Idempotent.
-func (s *stream) Close() error {
-	s.closed.Store(true)
-	s.stop()
-	return nil
-}
-
-// stop cancels the request, stops the watchdog and closes the body, once.
-func (s *stream) stop() {
-	s.release.Do(func() {
-		s.w.Stop(httpagent.ErrClosed)
-		_ = s.body.Close()
-	})
-}
-
 // readErr classifies what ended the answer.
 func (s *stream) readErr(err error) error {
 	var pe protocolError
@@ -85,8 +64,8 @@ func (s *stream) readErr(err error) error {
 	switch {
 	case err == io.EOF:
 		return io.EOF
-	case s.w.Context().Err() != nil || s.closed.Load():
-		return httpagent.Aborted(origin, s.w, s.closed.Load(), err, "read answer")
+	case s.Interrupted():
+		return s.Aborted(origin, err, "read answer")
 	case errors.As(err, &pe):
 		return origin.Fail(voice.KindProtocol, 0, pe.err)
 	case errors.As(err, &ee):

@@ -183,10 +183,10 @@ func (a *Agent) Reply(ctx context.Context, req voice.TurnRequest) (voice.ReplySt
 		w.Stop(httpagent.ErrClosed)
 		return nil, err
 	}
-	s := &stream{agent: a, w: w, body: resp.Body}
-	dec, err := newDecoder(resp.Header.Get("Content-Type"), w.Reader(resp.Body))
+	s := &stream{Reply: httpagent.NewReply(w, resp.Body), agent: a}
+	dec, err := newDecoder(resp.Header.Get("Content-Type"), s.Body())
 	if err != nil {
-		s.stop()
+		s.End()
 		return nil, origin.Fail(voice.KindProtocol, 0, err)
 	}
 	s.dec = dec
