@@ -1,10 +1,9 @@
 // Package httpagent owns the HTTP plumbing every streaming agent runtime shares (openai,
 // webhook, hermes): the silence watchdog of a turn's request and the cancel causes that
 // tell a silent runtime from a closed stream or a cancelled caller, the reply body whose
-// Close aborts the request, sending a request and
-// classifying what comes back into *voice.ProviderError kinds (status, Retry-After), header
-// and key checks, and keeping URLs that may carry a token out of errors. Its sse package
-// reads server-sent event streams.
+// Close aborts the request, sending a request and classifying what comes back into
+// *voice.ProviderError kinds (status, Retry-After), header and key checks, and keeping
+// URLs that may carry a token out of errors. Its sse package reads server-sent events.
 //
 // What a runtime sends and how it reads the answer stays in the runtime.
 package httpagent
