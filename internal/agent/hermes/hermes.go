@@ -50,11 +50,11 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/handset-voice/handset/internal/agent/httpagent"
 	"github.com/handset-voice/handset/internal/session"
 	"github.com/handset-voice/handset/internal/voice"
 )
@@ -129,15 +129,14 @@ func New(opts Options) (*Agent, error) {
 	if base == "" {
 		base = DefaultBaseURL
 	}
-	u, err := url.Parse(base)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("hermes agent: base URL %q: want http(s)://host[:port]/v1", base)
+	if !httpagent.ValidURL(base) {
+		return nil, fmt.Errorf("hermes agent: base URL %q: want http(s)://host[:port]/v1", httpagent.RedactURL(base))
 	}
 	if opts.Key == "" {
 		return nil, errors.New("hermes agent: key is required (Hermes' API_SERVER_KEY)")
 	}
-	if strings.ContainsAny(opts.Key, "\r\n\x00") {
-		return nil, errors.New("hermes agent: key contains a line break or NUL")
+	if err := httpagent.CheckKey(opts.Key); err != nil {
+		return nil, fmt.Errorf("hermes agent: %w", err)
 	}
 	a := &Agent{
 		base: strings.TrimRight(base, "/"), key: opts.Key, model: opts.Model, system: opts.SystemPrompt,
@@ -243,71 +242,21 @@ func cleanHeader(v string) string {
 	return v
 }
 
+// origin names this agent's errors while doing op.
+func origin(op string) httpagent.Origin { return httpagent.Origin{Provider: providerName, Op: op} }
+
 func (a *Agent) fail(op string, kind voice.ErrorKind, status int, err error) *voice.ProviderError {
-	return &voice.ProviderError{Provider: providerName, Op: op, Kind: kind, Status: status, Err: err}
+	return origin(op).Fail(kind, status, err)
 }
 
-// Causes of a request context's cancellation, told apart when a read fails.
-var (
-	errSilent = errors.New("runtime silent")
-	errClosed = errors.New("reply stream closed")
-)
-
-// aborted classifies a transport failure: our silence watchdog (timeout), the caller's
-// ctx or a Close (canceled), or the network (transient).
-func (a *Agent) aborted(op string, parent, rctx context.Context, err error) *voice.ProviderError {
-	cause := context.Cause(rctx)
-	switch {
-	case errors.Is(cause, errSilent):
-		return a.fail(op, voice.KindTimeout, 0, fmt.Errorf("Hermes silent for %s", a.timeout))
-	case parent.Err() != nil:
-		kind := voice.KindCanceled
-		if errors.Is(parent.Err(), context.DeadlineExceeded) {
-			kind = voice.KindTimeout
-		}
-		return a.fail(op, kind, 0, parent.Err())
-	case errors.Is(cause, errClosed):
-		return a.fail(op, voice.KindCanceled, 0, fmt.Errorf("%w: %w", context.Canceled, errClosed))
-	}
-	return a.fail(op, voice.KindTransient, 0, err)
-}
-
-// watched is a request context cancelled after Timeout without bytes.
-type watched struct {
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-	timer  *time.Timer
-	d      time.Duration
-}
-
-func (a *Agent) watch(parent context.Context) *watched {
-	ctx, cancel := context.WithCancelCause(parent)
-	w := &watched{ctx: ctx, cancel: cancel, d: a.timeout}
-	w.timer = time.AfterFunc(a.timeout, func() { cancel(errSilent) })
-	return w
-}
-
-func (w *watched) touch() { w.timer.Reset(w.d) }
-
-func (w *watched) stop(cause error) { w.timer.Stop(); w.cancel(cause) }
-
-// touchReader restarts the silence watchdog whenever bytes arrive.
-type touchReader struct {
-	r     io.Reader
-	touch func()
-}
-
-func (t touchReader) Read(p []byte) (int, error) {
-	n, err := t.r.Read(p)
-	if n > 0 {
-		t.touch()
-	}
-	return n, err
+// watch starts a request context cancelled after Timeout without bytes.
+func (a *Agent) watch(parent context.Context) *httpagent.Watch {
+	return httpagent.NewWatch(parent, a.timeout)
 }
 
 // do sends a JSON request (nil body: none) under w's context and returns a 2xx response;
 // other statuses become classified errors carrying Hermes' message.
-func (a *Agent) do(op string, parent context.Context, w *watched, method, path string, h http.Header, body any) (*http.Response, error) {
+func (a *Agent) do(op string, w *httpagent.Watch, method, path string, h http.Header, body any) (*http.Response, error) {
 	var rd io.Reader
 	if body != nil {
 		buf, err := json.Marshal(body)
@@ -316,9 +265,9 @@ func (a *Agent) do(op string, parent context.Context, w *watched, method, path s
 		}
 		rd = bytes.NewReader(buf)
 	}
-	req, err := http.NewRequestWithContext(w.ctx, method, a.base+path, rd)
+	req, err := http.NewRequest(method, a.base+path, rd)
 	if err != nil {
-		return nil, a.fail(op, voice.KindBadInput, 0, err)
+		return nil, a.fail(op, voice.KindBadInput, 0, httpagent.WithoutURL(err))
 	}
 	for k, v := range h {
 		req.Header[k] = v
@@ -326,20 +275,7 @@ func (a *Agent) do(op string, parent context.Context, w *watched, method, path s
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := a.client.Do(req)
-	if err != nil {
-		return nil, a.aborted(op, parent, w.ctx, err)
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		_ = resp.Body.Close()
-		msg := errorMessage(b)
-		if ra := resp.Header.Get("Retry-After"); ra != "" && resp.StatusCode == http.StatusTooManyRequests {
-			msg += " (retry after " + ra + " s)"
-		}
-		return nil, a.fail(op, voice.KindFromStatus(resp.StatusCode), resp.StatusCode, errors.New(msg))
-	}
-	return resp, nil
+	return httpagent.Send(origin(op), a.client, w, req, func(_ int, b []byte) error { return errors.New(errorMessage(b)) })
 }
 
 // errorMessage extracts Hermes' error message from a body ({"error":{"message"}} or
@@ -392,11 +328,11 @@ func (c Capabilities) RunsUsable() bool { return c.Runs && c.RunStop }
 // and the server cannot submit, stream and stop runs, later turns use the chat transport.
 func (a *Agent) Probe(ctx context.Context) (Capabilities, error) {
 	w := a.watch(ctx)
-	defer w.stop(errClosed)
+	defer w.Stop(httpagent.ErrClosed)
 	h := http.Header{}
 	h.Set("Authorization", "Bearer "+a.key)
 	h.Set("Accept", "application/json")
-	resp, err := a.do("capabilities", ctx, w, http.MethodGet, "/capabilities", h, nil)
+	resp, err := a.do("capabilities", w, http.MethodGet, "/capabilities", h, nil)
 	var pe *voice.ProviderError
 	if errors.As(err, &pe) && (pe.Status == http.StatusNotFound || pe.Status == http.StatusMethodNotAllowed) {
 		a.fallback(Capabilities{})
@@ -411,7 +347,7 @@ func (a *Agent) Probe(ctx context.Context) (Capabilities, error) {
 		Model    string         `json:"model"`
 		Features map[string]any `json:"features"`
 	}
-	if err := json.NewDecoder(io.LimitReader(touchReader{resp.Body, w.touch}, 1<<20)).Decode(&body); err != nil {
+	if err := json.NewDecoder(io.LimitReader(w.Reader(resp.Body), 1<<20)).Decode(&body); err != nil {
 		return Capabilities{}, a.fail("capabilities", voice.KindProtocol, resp.StatusCode, fmt.Errorf("decode capabilities: %w", err))
 	}
 	flag := func(k string) bool { v, _ := body.Features[k].(bool); return v }

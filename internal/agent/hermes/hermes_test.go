@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -531,5 +532,59 @@ func TestCallerNote(t *testing.T) {
 				t.Errorf("turns seen: %v", seen)
 			}
 		})
+	}
+}
+
+// A base URL may carry a token in its query or user info: neither a refused connection
+// (on either transport) nor a rejected URL repeats it.
+func TestErrorsDropTheURLsSecrets(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	base := srv.URL + "/v1?token=secret"
+	srv.Close()
+	for _, transport := range []string{hermes.TransportRuns, hermes.TransportChat} {
+		a := newAgent(t, base, func(o *hermes.Options) { o.Transport = transport })
+		_, _, err := reply(t, a, callCtx(t.Context(), "call-u", "+15550005555"), turn("call-u", "hello"))
+		wantKind(t, err, voice.KindTransient)
+		if strings.Contains(err.Error(), "secret") {
+			t.Errorf("%s: error leaks the URL's query: %v", transport, err)
+		}
+	}
+	_, err := hermes.New(hermes.Options{Key: "k", BaseURL: "ftp://user:pw@h/v1?token=secret"})
+	if err == nil || strings.Contains(err.Error(), "secret") || strings.Contains(err.Error(), "pw") {
+		t.Errorf("bad URL error %v", err)
+	}
+}
+
+// An event over the stream's limits is a protocol error, as on the other runtimes: trying
+// again would only bring the same oversized event.
+func TestOversizedEventIsAProtocolError(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, "data: "+strings.Repeat("x", 2<<20)+"\n\n")
+	}))
+	defer srv.Close()
+	a := newAgent(t, srv.URL+"/v1", func(o *hermes.Options) { o.Transport = hermes.TransportChat })
+	_, _, err := reply(t, a, callCtx(t.Context(), "call-o", "+15550005555"), turn("call-o", "hello"))
+	wantKind(t, err, voice.KindProtocol)
+}
+
+// The event stream is read as the HTML standard says, whatever line ends a server uses: a
+// leading byte order mark is dropped and a bare CR ends a line, as CRLF and LF do.
+func TestEventStreamLineEnds(t *testing.T) {
+	chunk := func(text string) string {
+		return `data: {"choices":[{"index":0,"delta":{"content":"` + text + `"}}]}`
+	}
+	body := "\xEF\xBB\xBF" + chunk("Hello ") + "\r\r" + chunk("there") + "\r\n\r\n" + chunk(".") + "\n\n" +
+		`data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":2}}` + "\r\r" +
+		"data: [DONE]\r\r"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, body)
+	}))
+	defer srv.Close()
+	a := newAgent(t, srv.URL+"/v1", func(o *hermes.Options) { o.Transport = hermes.TransportChat })
+	text, _, err := reply(t, a, callCtx(t.Context(), "call-l", "+15550005555"), turn("call-l", "hello"))
+	if err != nil || text != "Hello there." {
+		t.Errorf("reply %q, %v; want \"Hello there.\"", text, err)
 	}
 }

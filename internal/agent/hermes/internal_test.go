@@ -3,10 +3,11 @@ package hermes
 import (
 	"bytes"
 	"errors"
-	"io"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/handset-voice/handset/internal/agent/httpagent/sse"
 )
 
 func TestGateHoldsPossibleWarnings(t *testing.T) {
@@ -81,31 +82,6 @@ func TestParseRunEvent(t *testing.T) {
 	}
 }
 
-func TestSSEReader(t *testing.T) {
-	in := ": keepalive\r\n\r\ndata: {\"a\":1}\r\n\r\nevent: hermes.tool.progress\ndata: x\ndata: y\n\n: stream closed\n\ndata: tail"
-	r := newSSEReader(strings.NewReader(in))
-	var got []sseEvent
-	for {
-		ev, err := r.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, ev)
-	}
-	want := []sseEvent{{Data: []byte(`{"a":1}`)}, {Name: "hermes.tool.progress", Data: []byte("x\ny")}, {Data: []byte("tail")}}
-	if len(got) != len(want) {
-		t.Fatalf("events %q, want %q", got, want)
-	}
-	for i := range got {
-		if got[i].Name != want[i].Name || !bytes.Equal(got[i].Data, want[i].Data) {
-			t.Errorf("event %d: %q, want %q", i, got[i], want[i])
-		}
-	}
-}
-
 // FuzzRunEvents feeds arbitrary bytes through the event-stream reader and the runs event
 // parser: no panic, no unbounded event, and every text or progress step carries text.
 func FuzzRunEvents(f *testing.F) {
@@ -115,17 +91,17 @@ func FuzzRunEvents(f *testing.F) {
 	f.Add([]byte("event: hermes.tool.progress\ndata: {\"tool\":\"web\",\"label\":\"search\",\"status\":\"running\"}\n\n"))
 	f.Add([]byte("data: [DONE]\n\ndata: {\n\n\xef\xbb\xbfdata"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		r := newSSEReader(bytes.NewReader(b))
+		r := sse.NewReader(bytes.NewReader(b))
 		for i := 0; i < 10000; i++ {
 			ev, err := r.Next()
 			if err != nil {
 				return
 			}
-			if len(ev.Data) > maxEvent {
+			if len(ev.Data) > sse.MaxEvent {
 				t.Fatalf("event of %d bytes", len(ev.Data))
 			}
 			for _, parse := range []func(string, []byte) (step, error){parseRunEvent, parseChatEvent} {
-				st, err := parse(ev.Name, ev.Data)
+				st, err := parse(ev.Type, []byte(ev.Data))
 				if err != nil {
 					continue
 				}

@@ -6,12 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 	"net/url"
 	"sync"
 	"sync/atomic"
 
+	"github.com/handset-voice/handset/internal/agent/httpagent"
+	"github.com/handset-voice/handset/internal/agent/httpagent/sse"
 	"github.com/handset-voice/handset/internal/session"
 	"github.com/handset-voice/handset/internal/voice"
 )
@@ -55,33 +56,33 @@ func (a *Agent) runs(ctx context.Context, req voice.TurnRequest, h http.Header) 
 	}
 	w := a.watch(ctx)
 	a.log.Debug("hermes run", "call", req.CallID, "turn", req.Turn, "messages", len(req.History))
-	resp, err := a.do("start run", ctx, w, http.MethodPost, "/runs", h, body)
+	resp, err := a.do("start run", w, http.MethodPost, "/runs", h, body)
 	if err != nil {
-		w.stop(errClosed)
+		w.Stop(httpagent.ErrClosed)
 		return nil, err
 	}
 	var started struct {
 		RunID string `json:"run_id"`
 	}
-	derr := decodeJSON(touchReader{resp.Body, w.touch}, &started)
+	derr := decodeJSON(w.Reader(resp.Body), &started)
 	_ = resp.Body.Close()
 	if derr != nil || started.RunID == "" {
-		w.stop(errClosed)
+		w.Stop(httpagent.ErrClosed)
 		return nil, a.fail("start run", voice.KindProtocol, resp.StatusCode, fmt.Errorf("no run_id in the answer: %v", derr))
 	}
 	s := &stream{a: a, parent: ctx, w: w, op: "run events", runID: started.RunID, h: h, parse: parseRunEvent, stopDone: make(chan struct{})}
 	s.afterStop = context.AfterFunc(ctx, s.stopRun)
 	eh := h.Clone()
 	eh.Set("Accept", "text/event-stream")
-	w.touch()
-	resp, err = a.do("run events", ctx, w, http.MethodGet, "/runs/"+url.PathEscape(started.RunID)+"/events", eh, nil)
+	w.Touch()
+	resp, err = a.do("run events", w, http.MethodGet, "/runs/"+url.PathEscape(started.RunID)+"/events", eh, nil)
 	if err != nil {
 		_ = s.Close()
 		return nil, err
 	}
 	s.body = resp.Body
-	s.sse = newSSEReader(touchReader{resp.Body, w.touch})
-	w.touch()
+	s.sse = sse.NewReader(w.Reader(resp.Body))
+	w.Touch()
 	return s, nil
 }
 
@@ -99,17 +100,17 @@ func (a *Agent) chat(ctx context.Context, req voice.TurnRequest, h http.Header) 
 	h.Set("Accept", "text/event-stream")
 	w := a.watch(ctx)
 	a.log.Debug("hermes chat", "call", req.CallID, "turn", req.Turn, "messages", len(req.History))
-	resp, err := a.do("chat", ctx, w, http.MethodPost, "/chat/completions", h, chatRequest{Model: a.model, Messages: msgs, Stream: true})
+	resp, err := a.do("chat", w, http.MethodPost, "/chat/completions", h, chatRequest{Model: a.model, Messages: msgs, Stream: true})
 	if err != nil {
-		w.stop(errClosed)
+		w.Stop(httpagent.ErrClosed)
 		return nil, err
 	}
-	w.touch()
+	w.Touch()
 	s := &stream{a: a, parent: ctx, w: w, op: "chat", h: h, parse: parseChatEvent, body: resp.Body, stopDone: make(chan struct{})}
-	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "application/json" {
+	if httpagent.MediaType(resp.Header.Get("Content-Type")) == "application/json" {
 		s.whole = true
 	}
-	s.sse = newSSEReader(touchReader{resp.Body, w.touch})
+	s.sse = sse.NewReader(w.Reader(resp.Body))
 	s.finished.Store(true) // nothing to stop: closing the request is how chat cancels
 	return s, nil
 }
@@ -126,13 +127,13 @@ func decodeJSON(r io.Reader, v any) error {
 type stream struct {
 	a      *Agent
 	parent context.Context
-	w      *watched
+	w      *httpagent.Watch
 	op     string
 	runID  string // runs transport only
 	h      http.Header
 	parse  func(name string, data []byte) (step, error)
 	body   io.ReadCloser
-	sse    *sseReader
+	sse    *sse.Reader
 	whole  bool // chat answered one application/json completion
 
 	// Used by Next only.
@@ -163,7 +164,7 @@ func (s *stream) Next() (voice.ReplyChunk, error) {
 			return voice.ReplyChunk{}, s.err
 		}
 		if s.closed.Load() {
-			s.err = s.a.fail(s.op, voice.KindCanceled, 0, fmt.Errorf("%w: %w", context.Canceled, errClosed))
+			s.err = s.a.fail(s.op, voice.KindCanceled, 0, fmt.Errorf("%w: %w", context.Canceled, httpagent.ErrClosed))
 			continue
 		}
 		s.advance()
@@ -177,7 +178,7 @@ func (s *stream) advance() {
 		err error
 	)
 	if s.whole {
-		b, rerr := io.ReadAll(io.LimitReader(touchReader{s.body, s.w.touch}, maxEvent))
+		b, rerr := io.ReadAll(io.LimitReader(s.w.Reader(s.body), sse.MaxEvent))
 		s.whole = false
 		if rerr != nil {
 			s.abort(rerr)
@@ -194,11 +195,15 @@ func (s *stream) advance() {
 			s.fail(voice.KindTransient, errors.New("the event stream ended before the reply was complete"))
 			return
 		}
+		if errors.Is(rerr, sse.ErrTooLarge) {
+			s.fail(voice.KindProtocol, rerr)
+			return
+		}
 		if rerr != nil {
 			s.abort(rerr)
 			return
 		}
-		st, err = s.parse(ev.Name, ev.Data)
+		st, err = s.parse(ev.Type, []byte(ev.Data))
 	}
 	if err != nil {
 		s.a.log.Debug("hermes: dropped a malformed event", "op", s.op, "err", err)
@@ -279,9 +284,9 @@ func (s *stream) fail(kind voice.ErrorKind, err error) {
 // abort classifies a read failure and ends the reply.
 func (s *stream) abort(err error) {
 	if s.closed.Load() && s.parent.Err() == nil {
-		s.err = s.a.fail(s.op, voice.KindCanceled, 0, fmt.Errorf("%w: %w", context.Canceled, errClosed))
+		s.err = s.a.fail(s.op, voice.KindCanceled, 0, fmt.Errorf("%w: %w", context.Canceled, httpagent.ErrClosed))
 	} else {
-		s.err = s.a.aborted(s.op, s.parent, s.w.ctx, err)
+		s.err = httpagent.Aborted(origin(s.op), s.w, false, err, "")
 	}
 	s.stopRun()
 	s.release()
@@ -289,7 +294,7 @@ func (s *stream) abort(err error) {
 
 // release frees the HTTP response once the reply has ended.
 func (s *stream) release() {
-	s.w.stop(errClosed)
+	s.w.Stop(httpagent.ErrClosed)
 	if s.body != nil {
 		_ = s.body.Close()
 	}
@@ -316,7 +321,7 @@ func (s *stream) stopRun() {
 		req.Header.Del("Accept")
 		resp, err := s.a.client.Do(req)
 		if err != nil {
-			s.a.log.Warn("hermes: stopping the run failed", "run", s.runID, "err", err)
+			s.a.log.Warn("hermes: stopping the run failed", "run", s.runID, "err", httpagent.WithoutURL(err))
 			return
 		}
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))

@@ -6,15 +6,15 @@
 //
 // Wire format: https://platform.openai.com/docs/api-reference/chat/streaming (chunks) and
 // https://platform.openai.com/docs/api-reference/chat/create (request, errors). The event
-// stream is parsed by hand as
+// stream is read by httpagent/sse, as
 // https://html.spec.whatwg.org/multipage/server-sent-events.html describes.
 //
 // Errors are *voice.ProviderError: an HTTP error status is classified by voice.KindFromStatus
-// and carries the vendor's error.message; an error object inside the stream is classified by
-// its type or code; a stream that stops without "[DONE]" or a finish_reason is transient.
-// Hermes Agent's named "hermes.tool.progress" events become ReplyChunk.Progress labels;
-// other named events are ignored. A runtime that ignores "stream": true and answers one
-// application/json chat.completion is read as a single chunk.
+// and carries the vendor's error.message and any Retry-After; an error object inside the
+// stream is classified by its type or code; a stream that stops without "[DONE]" or a
+// finish_reason is transient. Hermes Agent's named "hermes.tool.progress" events become
+// ReplyChunk.Progress labels; other named events are ignored. A runtime that ignores
+// "stream": true and answers one application/json chat.completion is read as a single chunk.
 //
 // Usage: each streamed request asks for "stream_options": {"include_usage": true}, and the
 // usage object a runtime sends (in the last chunk, or a running count on every chunk, or in
@@ -37,16 +37,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"mime"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/handset-voice/handset/internal/agent/httpagent"
+	"github.com/handset-voice/handset/internal/agent/httpagent/sse"
 	"github.com/handset-voice/handset/internal/session"
 	"github.com/handset-voice/handset/internal/voice"
 )
@@ -125,9 +124,15 @@ func New(opts Options) (*Agent, error) {
 	if base == "" {
 		base = DefaultBaseURL
 	}
-	u, err := url.Parse(base)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("openai agent: base URL %q: want http(s)://host[/path]", base)
+	if !httpagent.ValidURL(base) {
+		return nil, fmt.Errorf("openai agent: base URL %q: want http(s)://host[/path]", httpagent.RedactURL(base))
+	}
+	headers, err := httpagent.Headers(opts.Headers)
+	if err != nil {
+		return nil, fmt.Errorf("openai agent: %w", err)
+	}
+	if err := httpagent.CheckKey(opts.Key); err != nil {
+		return nil, fmt.Errorf("openai agent: %w", err)
 	}
 	a := &Agent{
 		url:               strings.TrimRight(base, "/") + "/chat/completions",
@@ -137,7 +142,7 @@ func New(opts Options) (*Agent, error) {
 		sysAsUser:         opts.SystemAsUser,
 		keepsConversation: opts.KeepsConversation,
 		timeout:           opts.Timeout,
-		headers:           http.Header{},
+		headers:           headers,
 		headersFor:        opts.HeadersFor,
 		client:            opts.HTTPClient,
 		log:               opts.Logger,
@@ -155,26 +160,11 @@ func New(opts Options) (*Agent, error) {
 	if a.name == "" {
 		a.name = DefaultName
 	}
-	if strings.ContainsAny(a.key, "\r\n\x00") {
-		return nil, errors.New("openai agent: key contains a line break or NUL")
-	}
-	for k, v := range opts.Headers {
-		if err := checkHeader(k, v); err != nil {
-			return nil, fmt.Errorf("openai agent: header: %w", err)
-		}
-		a.headers.Set(k, v)
-	}
 	return a, nil
 }
 
 // Name returns the provider name given in Options (default "openai").
 func (a *Agent) Name() string { return a.name }
-
-// Cancellation causes of a turn's request context, told apart when a read fails.
-var (
-	errSilent = errors.New("runtime silent")
-	errClosed = errors.New("reply stream closed")
-)
 
 // Reply sends the turn and returns once the response headers arrive. Errors are
 // *voice.ProviderError. Cancelling ctx, or closing the stream, aborts the HTTP request,
@@ -198,43 +188,26 @@ func (a *Agent) send(ctx context.Context, req voice.TurnRequest) (_ voice.ReplyS
 	if err != nil {
 		return nil, false, a.fail(voice.KindBadInput, 0, err)
 	}
-	rctx, cancel := context.WithCancelCause(ctx)
-	watchdog := time.AfterFunc(a.timeout, func() { cancel(errSilent) })
+	w := httpagent.NewWatch(ctx, a.timeout)
 	a.log.Debug("agent request", "provider", a.name, "call", req.CallID, "turn", req.Turn,
 		"model", a.model, "messages", len(req.History))
 
-	resp, err := a.client.Do(httpReq.WithContext(rctx))
+	resp, err := httpagent.Send(a.origin(), a.client, w, httpReq, func(status int, body []byte) error {
+		retry = withUsage && refusedStreamOptions(status, body)
+		return errorFromBody(body)
+	})
 	if err != nil {
-		watchdog.Stop()
-		perr := a.aborted(ctx, rctx, false, err, "waiting for response headers")
-		cancel(errClosed)
-		return nil, false, perr
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		watchdog.Stop()
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		_ = resp.Body.Close()
-		cancel(errClosed)
-		perr := a.fail(voice.KindFromStatus(resp.StatusCode), resp.StatusCode, errorFromBody(body))
-		if withUsage && refusedStreamOptions(resp.StatusCode, body) {
+		w.Stop(httpagent.ErrClosed)
+		if retry {
 			a.noUsage.Store(true)
-			return nil, true, perr
 		}
-		return nil, false, perr
+		return nil, retry, err
 	}
-	watchdog.Reset(a.timeout)
-	s := &stream{
-		agent:    a,
-		parent:   ctx,
-		rctx:     rctx,
-		cancel:   cancel,
-		watchdog: watchdog,
-		body:     resp.Body,
-	}
-	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "application/json" {
+	s := &stream{Reply: httpagent.NewReply(w, resp.Body), agent: a}
+	if httpagent.MediaType(resp.Header.Get("Content-Type")) == "application/json" {
 		s.whole = true
 	} else {
-		s.sse = newSSEReader(resp.Body, s.touch)
+		s.sse = sse.NewReader(s.Body())
 	}
 	return s, false, nil
 }
@@ -277,7 +250,7 @@ func (a *Agent) newRequest(ctx context.Context, req voice.TurnRequest, withUsage
 	}
 	if a.headersFor != nil {
 		for k, v := range a.headersFor(ctx, req) {
-			if err := checkHeader(k, v); err != nil {
+			if err := httpagent.CheckHeader(k, v); err != nil {
 				return nil, fmt.Errorf("per-turn header: %w", err)
 			}
 			h.Set(k, v)
@@ -286,49 +259,10 @@ func (a *Agent) newRequest(ctx context.Context, req voice.TurnRequest, withUsage
 	return httpReq, nil
 }
 
+// origin names this agent's errors for a chat request.
+func (a *Agent) origin() httpagent.Origin { return httpagent.Origin{Provider: a.name, Op: "chat"} }
+
 // fail builds this agent's ProviderError for a chat request.
 func (a *Agent) fail(kind voice.ErrorKind, status int, err error) *voice.ProviderError {
-	return &voice.ProviderError{Provider: a.name, Op: "chat", Kind: kind, Status: status, Err: err}
-}
-
-// aborted classifies a transport failure of a turn: our own silence watchdog (timeout),
-// a Close or a cancelled parent context (canceled: wraps context.Canceled), or the
-// network (transient).
-func (a *Agent) aborted(parent, rctx context.Context, closed bool, err error, during string) *voice.ProviderError {
-	cause := context.Cause(rctx)
-	switch {
-	case errors.Is(cause, errSilent):
-		return a.fail(voice.KindTimeout, 0, fmt.Errorf("%s: runtime silent for %s", during, a.timeout))
-	case parent.Err() != nil:
-		perr := parent.Err()
-		kind := voice.KindCanceled
-		if errors.Is(perr, context.DeadlineExceeded) {
-			kind = voice.KindTimeout
-		}
-		if pc := context.Cause(parent); pc != nil && pc != perr {
-			return a.fail(kind, 0, fmt.Errorf("%s: %w: %w", during, perr, pc))
-		}
-		return a.fail(kind, 0, fmt.Errorf("%s: %w", during, perr))
-	case closed || errors.Is(cause, errClosed):
-		return a.fail(voice.KindCanceled, 0, fmt.Errorf("%s: %w: %w", during, context.Canceled, errClosed))
-	}
-	return a.fail(voice.KindTransient, 0, fmt.Errorf("%s: %w", during, err))
-}
-
-// checkHeader rejects header names that are not HTTP tokens and values that would split
-// the header block.
-func checkHeader(name, value string) error {
-	if name == "" {
-		return errors.New("empty header name")
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
-			return fmt.Errorf("header name %q is not a token", name)
-		}
-	}
-	if strings.ContainsAny(value, "\r\n\x00") {
-		return fmt.Errorf("header %s: value contains a line break or NUL", name)
-	}
-	return nil
+	return a.origin().Fail(kind, status, err)
 }

@@ -558,12 +558,15 @@ func TestConnectionRefused(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	url := srv.URL
 	srv.Close()
-	a, err := New(Options{BaseURL: url, Model: "m"})
+	a, err := New(Options{BaseURL: url + "/v1?token=secret", Model: "m"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = a.Reply(t.Context(), user("hi"))
 	providerError(t, err, voice.KindTransient)
+	if strings.Contains(err.Error(), "secret") {
+		t.Errorf("error leaks the URL's query: %v", err)
+	}
 }
 
 func TestNew(t *testing.T) {
@@ -581,6 +584,10 @@ func TestNew(t *testing.T) {
 		if _, err := New(tc.opts); err == nil {
 			t.Errorf("%s: New succeeded", tc.name)
 		}
+	}
+	if _, err := New(Options{BaseURL: "ftp://user:pw@h/v1?token=secret", Model: "m"}); err == nil ||
+		strings.Contains(err.Error(), "secret") || strings.Contains(err.Error(), "pw") {
+		t.Errorf("bad URL error %v", err)
 	}
 	a, err := New(Options{Model: "m"})
 	if err != nil {
@@ -636,5 +643,20 @@ func TestCallerNote(t *testing.T) {
 		if strings.Contains(fmt.Sprint(msgs), "5550102000") {
 			t.Errorf("the number was sent: %+v", msgs)
 		}
+	}
+}
+
+// A refusal that says when to come back keeps that in its error.
+func TestRetryAfterKept(t *testing.T) {
+	a := agentFor(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "12")
+		w.WriteHeader(http.StatusTooManyRequests)
+		_, _ = io.WriteString(w, `{"error":{"message":"slow down","type":"rate_limit_exceeded"}}`)
+	}), Options{})
+	_, err := a.Reply(t.Context(), user("hi"))
+	pe := providerError(t, err, voice.KindQuota)
+	if pe.Status != http.StatusTooManyRequests || !strings.Contains(err.Error(), "slow down") ||
+		!strings.Contains(err.Error(), "retry after 12 s") {
+		t.Errorf("error %v", err)
 	}
 }

@@ -1,16 +1,14 @@
 package openai
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
-	"sync"
-	"sync/atomic"
-	"time"
 
+	"github.com/handset-voice/handset/internal/agent/httpagent"
+	"github.com/handset-voice/handset/internal/agent/httpagent/sse"
 	"github.com/handset-voice/handset/internal/voice"
 )
 
@@ -23,31 +21,17 @@ const hermesProgress = "hermes.tool.progress"
 
 // stream reads one reply. Next is called by one goroutine; Close may be called from any.
 type stream struct {
-	agent    *Agent
-	parent   context.Context // the turn's context as the caller gave it
-	rctx     context.Context // the request's context: parent plus our own cancel causes
-	cancel   context.CancelCauseFunc
-	watchdog *time.Timer // fires cancel(errSilent) after Timeout without bytes
-	body     io.ReadCloser
+	*httpagent.Reply // the response body; its Close aborts the request
+	agent            *Agent
 
-	sse   *sseReader // nil when the runtime answered application/json
-	whole bool       // read the body as one chat.completion
+	sse   *sse.Reader // nil when the runtime answered application/json
+	whole bool        // read the body as one chat.completion
 
 	// Owned by the Next goroutine.
 	err      error                // the terminal result, returned again by later calls
 	pending  *voice.ProviderError // an error to return after the text that came with it
 	finished bool                 // a finish_reason was seen: a clean end of body is complete
 	chunks   int
-
-	closed  atomic.Bool
-	release sync.Once
-}
-
-// touch re-arms the silence watchdog; the SSE reader calls it whenever bytes arrive.
-func (s *stream) touch() {
-	if !s.closed.Load() {
-		s.watchdog.Reset(s.agent.timeout)
-	}
 }
 
 // Next returns the next piece of text (or tool progress), io.EOF at the end of the reply,
@@ -57,8 +41,8 @@ func (s *stream) Next() (voice.ReplyChunk, error) {
 	if s.err != nil {
 		return voice.ReplyChunk{}, s.err
 	}
-	if s.closed.Load() {
-		s.err = s.agent.aborted(s.parent, s.rctx, true, errClosed, "read stream")
+	if s.Closed() {
+		s.err = s.Aborted(s.agent.origin(), httpagent.ErrClosed, "read stream")
 		return voice.ReplyChunk{}, s.err
 	}
 	var (
@@ -72,28 +56,12 @@ func (s *stream) Next() (voice.ReplyChunk, error) {
 	}
 	if err != nil {
 		s.err = err
-		s.stop()
+		s.End()
 		s.agent.log.Debug("agent reply ended", "provider", s.agent.name, "chunks", s.chunks, "err", err)
 		return voice.ReplyChunk{}, err
 	}
 	s.chunks++
 	return c, nil
-}
-
-// Close aborts the request if it is still running and releases the connection. Idempotent.
-func (s *stream) Close() error {
-	s.closed.Store(true)
-	s.stop()
-	return nil
-}
-
-// stop cancels the request, stops the watchdog and closes the body, once.
-func (s *stream) stop() {
-	s.release.Do(func() {
-		s.watchdog.Stop()
-		s.cancel(errClosed)
-		_ = s.body.Close()
-	})
 }
 
 // next reads events until one carries text or progress, or the stream ends.
@@ -146,14 +114,14 @@ func (s *stream) next() (voice.ReplyChunk, error) {
 
 // readErr classifies a failed read of the event stream.
 func (s *stream) readErr(err error) error {
-	aborted := s.rctx.Err() != nil || s.closed.Load()
+	aborted := s.Interrupted()
 	switch {
-	case aborted && s.finished && errors.Is(context.Cause(s.rctx), errSilent):
+	case aborted && s.finished && s.Silent():
 		// The reply was complete; the runtime just never closed the stream.
 		return io.EOF
 	case aborted:
-		return s.agent.aborted(s.parent, s.rctx, s.closed.Load(), err, "read stream")
-	case errors.Is(err, errLineTooLong), errors.Is(err, errEventTooLarge):
+		return s.Aborted(s.agent.origin(), err, "read stream")
+	case errors.Is(err, sse.ErrTooLarge):
 		return s.agent.fail(voice.KindProtocol, 0, err)
 	case err == io.EOF && s.finished:
 		return io.EOF
@@ -169,7 +137,7 @@ func (s *stream) readWhole() (voice.ReplyChunk, error) {
 	if s.chunks > 0 {
 		return voice.ReplyChunk{}, io.EOF
 	}
-	data, err := io.ReadAll(io.LimitReader(s.body, maxWholeReply+1))
+	data, err := io.ReadAll(io.LimitReader(s.Body(), maxWholeReply+1))
 	if err != nil {
 		return voice.ReplyChunk{}, s.readErr(err)
 	}

@@ -13,6 +13,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/handset-voice/handset/internal/agent/httpagent"
+	"github.com/handset-voice/handset/internal/agent/httpagent/sse"
 	"github.com/handset-voice/handset/internal/voice"
 )
 
@@ -22,18 +24,10 @@ func bodyStream(t testing.TB, body string, whole bool) *stream {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rctx, cancel := context.WithCancelCause(context.Background())
-	s := &stream{
-		agent:    a,
-		parent:   context.Background(),
-		rctx:     rctx,
-		cancel:   cancel,
-		watchdog: time.AfterFunc(a.timeout, func() { cancel(errSilent) }),
-		body:     io.NopCloser(strings.NewReader(body)),
-		whole:    whole,
-	}
+	w := httpagent.NewWatch(context.Background(), a.timeout)
+	s := &stream{Reply: httpagent.NewReply(w, io.NopCloser(strings.NewReader(body))), agent: a, whole: whole}
 	if !whole {
-		s.sse = newSSEReader(s.body, s.touch)
+		s.sse = sse.NewReader(s.Body())
 	}
 	return s
 }
@@ -115,7 +109,7 @@ func TestStreamEvents(t *testing.T) {
 			want: text("partial"), end: voice.KindTransient, errText: "agent crashed"},
 		{name: "finish_reason error alone", body: chunkData("a") + `data: {"choices":[{"index":0,"delta":{},"finish_reason":"error"}]}` + "\n\n" + doneData,
 			want: text("a"), end: voice.KindTransient, errText: `finish_reason "error"`},
-		{name: "line too long", body: "data: " + strings.Repeat("x", maxLine) + "\n\n", end: voice.KindProtocol},
+		{name: "line too long", body: "data: " + strings.Repeat("x", sse.MaxLine) + "\n\n", end: voice.KindProtocol},
 		{name: "whole completion", whole: true,
 			body: `{"id":"chatcmpl-1","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"All at once."},"finish_reason":"stop"}]}`,
 			want: text("All at once."), end: eof},

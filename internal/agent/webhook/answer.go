@@ -1,7 +1,6 @@
 package webhook
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -10,6 +9,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/handset-voice/handset/internal/agent/httpagent"
+	"github.com/handset-voice/handset/internal/agent/httpagent/sse"
 	"github.com/handset-voice/handset/internal/voice"
 )
 
@@ -36,13 +37,13 @@ func (e eventError) Error() string { return "error event" }
 
 // newDecoder picks the decoder for an answer's Content-Type.
 func newDecoder(contentType string, r io.Reader) (decoder, error) {
-	switch mt := mediaType(contentType); mt {
+	switch mt := httpagent.MediaType(contentType); mt {
 	case "", "text/plain":
 		return &plainDecoder{r: r}, nil
 	case "application/json":
 		return &jsonDecoder{r: r}, nil
 	case "text/event-stream":
-		return &sseDecoder{sse: newSSEReader(r)}, nil
+		return &sseDecoder{sse: sse.NewReader(r)}, nil
 	default:
 		return nil, fmt.Errorf("content type %q: want text/plain, application/json or text/event-stream", voice.Clip(mt, 64))
 	}
@@ -164,17 +165,21 @@ func parseAnswer(data []byte) (piece, error) {
 
 // sseDecoder reads a text/event-stream answer.
 type sseDecoder struct {
-	sse  *sseReader
+	sse  *sse.Reader
 	done bool
 }
 
 func (d *sseDecoder) next() (piece, error) {
 	for !d.done {
-		typ, data, err := d.sse.next()
+		ev, err := d.sse.Next()
+		if errors.Is(err, sse.ErrTooLarge) {
+			return piece{}, protocolError{err}
+		}
 		if err != nil {
 			return piece{}, err
 		}
-		switch typ {
+		data := ev.Data
+		switch ev.Type {
 		case "message":
 		case "error":
 			return piece{}, eventError{data: data}
@@ -196,118 +201,4 @@ func (d *sseDecoder) next() (piece, error) {
 		return piece{text: validUTF8([]byte(data))}, nil
 	}
 	return piece{}, io.EOF
-}
-
-// Limits on what one event stream may make us hold in memory.
-const (
-	maxLine  = 1 << 20
-	maxEvent = 1 << 20
-)
-
-// sseReader splits an event stream into events as the HTML standard's "Interpreting an
-// event stream" (9.2.6) says: lines end in CRLF, LF or CR; a leading BOM is dropped; a line
-// starting with ':' is a comment; "field: value" loses one space after the colon; a blank
-// line dispatches the event. At the end of the stream a pending event is still dispatched.
-type sseReader struct {
-	br      *bufio.Reader
-	line    []byte
-	afterCR bool
-	started bool
-
-	typ  string
-	data []byte
-	has  bool
-}
-
-func newSSEReader(r io.Reader) *sseReader {
-	return &sseReader{br: bufio.NewReaderSize(r, 16<<10)}
-}
-
-// next returns the next event's type ("message" by default) and data.
-func (s *sseReader) next() (typ, data string, err error) {
-	for {
-		line, err := s.readLine()
-		if err == io.EOF && s.has {
-			return s.dispatch()
-		}
-		if err != nil {
-			return "", "", err
-		}
-		if len(line) == 0 {
-			if s.has {
-				return s.dispatch()
-			}
-			s.typ = ""
-			continue
-		}
-		if line[0] == ':' {
-			continue
-		}
-		name, value, found := bytes.Cut(line, []byte{':'})
-		if found && len(value) > 0 && value[0] == ' ' {
-			value = value[1:]
-		}
-		switch string(name) {
-		case "event":
-			s.typ = string(value)
-		case "data":
-			if len(s.data)+len(value)+1 > maxEvent {
-				return "", "", protocolError{errors.New("event stream: event larger than 1 MiB")}
-			}
-			if s.has {
-				s.data = append(s.data, '\n')
-			}
-			s.data = append(s.data, value...)
-			s.has = true
-		}
-	}
-}
-
-func (s *sseReader) dispatch() (string, string, error) {
-	typ, data := s.typ, string(s.data)
-	s.typ, s.data, s.has = "", s.data[:0], false
-	if typ == "" {
-		typ = "message"
-	}
-	return typ, data, nil
-}
-
-// readLine returns the next line without its ending (valid until the next call). A last
-// line without an ending is returned before io.EOF.
-func (s *sseReader) readLine() ([]byte, error) {
-	s.line = s.line[:0]
-	for {
-		c, err := s.br.ReadByte()
-		if err != nil {
-			if err == io.EOF && len(s.line) > 0 {
-				return s.firstLine(), nil
-			}
-			return nil, err
-		}
-		if s.afterCR {
-			s.afterCR = false
-			if c == '\n' {
-				continue
-			}
-		}
-		switch c {
-		case '\r':
-			s.afterCR = true
-			return s.firstLine(), nil
-		case '\n':
-			return s.firstLine(), nil
-		}
-		if len(s.line) >= maxLine {
-			return nil, protocolError{errors.New("event stream: line longer than 1 MiB")}
-		}
-		s.line = append(s.line, c)
-	}
-}
-
-func (s *sseReader) firstLine() []byte {
-	if !s.started {
-		s.started = true
-		s.line = bytes.TrimPrefix(s.line, []byte("\xEF\xBB\xBF"))
-	}
-	return s.line
 }

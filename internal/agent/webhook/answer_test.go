@@ -8,6 +8,8 @@ import (
 	"testing"
 	"testing/iotest"
 	"unicode/utf8"
+
+	"github.com/handset-voice/handset/internal/agent/httpagent/sse"
 )
 
 // decodeAll runs a decoder over body and returns its pieces' text and the ending error.
@@ -77,11 +79,11 @@ func TestParseAnswer(t *testing.T) {
 }
 
 func TestSSELimits(t *testing.T) {
-	long := "data: " + strings.Repeat("x", maxLine+1) + "\n\n"
+	long := "data: " + strings.Repeat("x", sse.MaxLine+1) + "\n\n"
 	if _, err := decodeAll("text/event-stream", strings.NewReader(long)); !errors.As(err, new(protocolError)) {
 		t.Errorf("long line: %v", err)
 	}
-	big := strings.Repeat("data: "+strings.Repeat("x", 1000)+"\n", maxEvent/1000+2)
+	big := strings.Repeat("data: "+strings.Repeat("x", 1000)+"\n", sse.MaxEvent/1000+2)
 	if _, err := decodeAll("text/event-stream", strings.NewReader(big)); !errors.As(err, new(protocolError)) {
 		t.Errorf("big event: %v", err)
 	}

@@ -1,14 +1,11 @@
 package webhook
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
-	"sync"
-	"sync/atomic"
-	"time"
 
+	"github.com/handset-voice/handset/internal/agent/httpagent"
 	"github.com/handset-voice/handset/internal/voice"
 )
 
@@ -17,28 +14,14 @@ const maxReply = 1 << 20
 
 // stream reads one reply. Next is called by one goroutine; Close may be called from any.
 type stream struct {
-	agent    *Agent
-	parent   context.Context // the turn's context as the caller gave it
-	rctx     context.Context // the request's context: parent plus our own cancel causes
-	cancel   context.CancelCauseFunc
-	watchdog *time.Timer // fires cancel(errSilent) after Timeout without bytes
-	body     io.ReadCloser
-	dec      decoder
+	*httpagent.Reply // the response body; its Close aborts the request
+	agent            *Agent
+	dec              decoder
 
 	// Owned by the Next goroutine.
 	err    error // the terminal result, returned again by later calls
 	total  int   // bytes of text returned
 	chunks int
-
-	closed  atomic.Bool
-	release sync.Once
-}
-
-// touch re-arms the silence watchdog whenever bytes arrive.
-func (s *stream) touch() {
-	if !s.closed.Load() {
-		s.watchdog.Reset(s.agent.timeout)
-	}
 }
 
 // Next returns the next piece of text, io.EOF at the end of the reply, or a
@@ -48,8 +31,8 @@ func (s *stream) Next() (voice.ReplyChunk, error) {
 	if s.err != nil {
 		return voice.ReplyChunk{}, s.err
 	}
-	if s.closed.Load() {
-		s.err = s.agent.aborted(s.parent, s.rctx, true, errClosed, "read answer")
+	if s.Closed() {
+		s.err = s.Aborted(origin, httpagent.ErrClosed, "read answer")
 		return voice.ReplyChunk{}, s.err
 	}
 	for {
@@ -62,7 +45,7 @@ func (s *stream) Next() (voice.ReplyChunk, error) {
 		}
 		if err != nil {
 			s.err = s.readErr(err)
-			s.stop()
+			s.End()
 			s.agent.log.Debug("agent reply ended", "provider", Name, "chunks", s.chunks, "err", s.err)
 			return voice.ReplyChunk{}, s.err
 		}
@@ -74,22 +57,6 @@ func (s *stream) Next() (voice.ReplyChunk, error) {
 	}
 }
 
-// Close aborts the request if it is still running and releases the connection. Idempotent.
-func (s *stream) Close() error {
-	s.closed.Store(true)
-	s.stop()
-	return nil
-}
-
-// stop cancels the request, stops the watchdog and closes the body, once.
-func (s *stream) stop() {
-	s.release.Do(func() {
-		s.watchdog.Stop()
-		s.cancel(errClosed)
-		_ = s.body.Close()
-	})
-}
-
 // readErr classifies what ended the answer.
 func (s *stream) readErr(err error) error {
 	var pe protocolError
@@ -97,26 +64,12 @@ func (s *stream) readErr(err error) error {
 	switch {
 	case err == io.EOF:
 		return io.EOF
-	case s.rctx.Err() != nil || s.closed.Load():
-		return s.agent.aborted(s.parent, s.rctx, s.closed.Load(), err, "read answer")
+	case s.Interrupted():
+		return s.Aborted(origin, err, "read answer")
 	case errors.As(err, &pe):
-		return s.agent.fail(voice.KindProtocol, 0, pe.err)
+		return origin.Fail(voice.KindProtocol, 0, pe.err)
 	case errors.As(err, &ee):
-		return s.agent.fail(voice.KindTransient, 0, fmt.Errorf("error event: %w", bodyError([]byte(ee.data))))
+		return origin.Fail(voice.KindTransient, 0, fmt.Errorf("error event: %w", bodyError([]byte(ee.data))))
 	}
-	return s.agent.fail(voice.KindTransient, 0, fmt.Errorf("answer ended early: %w", err))
-}
-
-// touchReader calls touch whenever a read returns bytes.
-type touchReader struct {
-	r     io.Reader
-	touch func()
-}
-
-func (t *touchReader) Read(p []byte) (int, error) {
-	n, err := t.r.Read(p)
-	if n > 0 {
-		t.touch()
-	}
-	return n, err
+	return origin.Fail(voice.KindTransient, 0, fmt.Errorf("answer ended early: %w", err))
 }

@@ -44,7 +44,7 @@
 //     of the stream ends the reply; an event named "error" fails the turn.
 //
 // A status other than 2xx fails the turn with a *voice.ProviderError carrying the status
-// and the first bytes of the body (for logs; it is never spoken). Other content types, bad
+// and the first bytes of the body (for logs; it is never spoken), and any Retry-After. Other content types, bad
 // JSON and pieces over 1 MiB are protocol errors. Only silence is timed: Options.Timeout
 // bounds the wait for the response headers and every gap between bytes, never the whole
 // turn. Cancelling the turn's context, or closing the stream, aborts the HTTP request.
@@ -59,15 +59,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"mime"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/handset-voice/handset/internal/agent/httpagent"
 	"github.com/handset-voice/handset/internal/session"
 	"github.com/handset-voice/handset/internal/voice"
 )
@@ -134,14 +132,17 @@ func New(opts Options) (*Agent, error) {
 	if strings.TrimSpace(opts.URL) == "" {
 		return nil, errors.New("webhook agent: URL is required")
 	}
-	u, err := url.Parse(opts.URL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("webhook agent: URL %q: want http(s)://host[/path]", redactURL(opts.URL))
+	if !httpagent.ValidURL(opts.URL) {
+		return nil, fmt.Errorf("webhook agent: URL %q: want http(s)://host[/path]", httpagent.RedactURL(opts.URL))
 	}
-	if strings.ContainsAny(opts.Key, "\r\n\x00") {
-		return nil, errors.New("webhook agent: key contains a line break or NUL")
+	if err := httpagent.CheckKey(opts.Key); err != nil {
+		return nil, fmt.Errorf("webhook agent: %w", err)
 	}
-	a := &Agent{url: opts.URL, key: opts.Key, timeout: opts.Timeout, headers: http.Header{},
+	headers, err := httpagent.Headers(opts.Headers)
+	if err != nil {
+		return nil, fmt.Errorf("webhook agent: %w", err)
+	}
+	a := &Agent{url: opts.URL, key: opts.Key, timeout: opts.Timeout, headers: headers,
 		client: opts.HTTPClient, log: opts.Logger}
 	if a.timeout <= 0 {
 		a.timeout = DefaultTimeout
@@ -152,62 +153,41 @@ func New(opts Options) (*Agent, error) {
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
 	}
-	for k, v := range opts.Headers {
-		if err := checkHeader(k, v); err != nil {
-			return nil, fmt.Errorf("webhook agent: header: %w", err)
-		}
-		a.headers.Set(k, v)
-	}
 	return a, nil
 }
 
 // Name returns "webhook".
 func (a *Agent) Name() string { return Name }
 
-// Cancellation causes of a turn's request context, told apart when a read fails.
-var (
-	errSilent = errors.New("webhook silent")
-	errClosed = errors.New("reply stream closed")
-)
+// origin names the webhook's errors.
+var origin = httpagent.Origin{Provider: Name, Op: "turn"}
 
 // Reply POSTs the turn and returns once the response headers arrive. Errors are
 // *voice.ProviderError. Cancelling ctx, or closing the stream, aborts the request.
 func (a *Agent) Reply(ctx context.Context, req voice.TurnRequest) (voice.ReplyStream, error) {
 	body, err := a.payload(ctx, req)
 	if err != nil {
-		return nil, a.fail(voice.KindBadInput, 0, err)
+		return nil, origin.Fail(voice.KindBadInput, 0, err)
 	}
-	rctx, cancel := context.WithCancelCause(ctx)
-	httpReq, err := http.NewRequestWithContext(rctx, http.MethodPost, a.url, bytes.NewReader(body))
+	httpReq, err := http.NewRequest(http.MethodPost, a.url, bytes.NewReader(body))
 	if err != nil {
-		cancel(errClosed)
-		return nil, a.fail(voice.KindBadInput, 0, fmt.Errorf("build request: %w", err))
+		return nil, origin.Fail(voice.KindBadInput, 0, fmt.Errorf("build request: %w", httpagent.WithoutURL(err)))
 	}
 	a.setHeaders(httpReq.Header)
-	watchdog := time.AfterFunc(a.timeout, func() { cancel(errSilent) })
+	w := httpagent.NewWatch(ctx, a.timeout)
 	a.log.Debug("agent request", "provider", Name, "call", req.CallID, "turn", req.Turn,
 		"messages", len(req.History))
 
-	resp, err := a.client.Do(httpReq)
+	resp, err := httpagent.Send(origin, a.client, w, httpReq, func(_ int, b []byte) error { return bodyError(b) })
 	if err != nil {
-		watchdog.Stop()
-		perr := a.aborted(ctx, rctx, false, err, "waiting for response headers")
-		cancel(errClosed)
-		return nil, perr
+		w.Stop(httpagent.ErrClosed)
+		return nil, err
 	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		watchdog.Stop()
-		snippet, _ := io.ReadAll(io.LimitReader(resp.Body, maxSnippet+1))
-		_ = resp.Body.Close()
-		cancel(errClosed)
-		return nil, a.fail(voice.KindFromStatus(resp.StatusCode), resp.StatusCode, bodyError(snippet))
-	}
-	watchdog.Reset(a.timeout)
-	s := &stream{agent: a, parent: ctx, rctx: rctx, cancel: cancel, watchdog: watchdog, body: resp.Body}
-	dec, err := newDecoder(resp.Header.Get("Content-Type"), &touchReader{r: resp.Body, touch: s.touch})
+	s := &stream{Reply: httpagent.NewReply(w, resp.Body), agent: a}
+	dec, err := newDecoder(resp.Header.Get("Content-Type"), s.Body())
 	if err != nil {
-		s.stop()
-		return nil, a.fail(voice.KindProtocol, 0, err)
+		s.End()
+		return nil, origin.Fail(voice.KindProtocol, 0, err)
 	}
 	s.dec = dec
 	return s, nil
@@ -258,36 +238,6 @@ func (a *Agent) setHeaders(h http.Header) {
 	}
 }
 
-// fail builds this agent's ProviderError for a turn.
-func (a *Agent) fail(kind voice.ErrorKind, status int, err error) *voice.ProviderError {
-	return &voice.ProviderError{Provider: Name, Op: "turn", Kind: kind, Status: status, Err: err}
-}
-
-// aborted classifies a transport failure of a turn: our own silence watchdog (timeout),
-// a Close or a cancelled parent context (canceled: wraps context.Canceled), or the
-// network (transient).
-func (a *Agent) aborted(parent, rctx context.Context, closed bool, err error, during string) *voice.ProviderError {
-	cause := context.Cause(rctx)
-	switch {
-	case errors.Is(cause, errSilent):
-		return a.fail(voice.KindTimeout, 0, fmt.Errorf("%s: webhook silent for %s", during, a.timeout))
-	case parent.Err() != nil:
-		perr := parent.Err()
-		kind := voice.KindCanceled
-		if errors.Is(perr, context.DeadlineExceeded) {
-			kind = voice.KindTimeout
-		}
-		return a.fail(kind, 0, fmt.Errorf("%s: %w", during, perr))
-	case closed || errors.Is(cause, errClosed):
-		return a.fail(voice.KindCanceled, 0, fmt.Errorf("%s: %w: %w", during, context.Canceled, errClosed))
-	}
-	var uerr *url.Error
-	if errors.As(err, &uerr) {
-		err = uerr.Err // its message repeats the URL, which may carry a token
-	}
-	return a.fail(voice.KindTransient, 0, fmt.Errorf("%s: %w", during, err))
-}
-
 // maxSnippet is how much of an error body is kept.
 const maxSnippet = 200
 
@@ -311,45 +261,4 @@ func bodyError(body []byte) error {
 		s += "…"
 	}
 	return fmt.Errorf("body: %s", s)
-}
-
-// redactURL drops a URL's user info and query, which may carry secrets.
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unparsable)"
-	}
-	u.User, u.RawQuery, u.Fragment = nil, "", ""
-	return u.String()
-}
-
-// checkHeader rejects header names that are not HTTP tokens and values that would split
-// the header block.
-func checkHeader(name, value string) error {
-	if name == "" {
-		return errors.New("empty header name")
-	}
-	for i := 0; i < len(name); i++ {
-		if c := name[i]; c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
-			return fmt.Errorf("header name %q is not a token", name)
-		}
-	}
-	if strings.ContainsAny(value, "\r\n\x00") {
-		return fmt.Errorf("header %s: value contains a line break or NUL", name)
-	}
-	return nil
-}
-
-// mediaType returns the lower-case media type of a Content-Type ("" when absent).
-func mediaType(contentType string) string {
-	if strings.TrimSpace(contentType) == "" {
-		return ""
-	}
-	mt, _, err := mime.ParseMediaType(contentType)
-	if err != nil {
-		// Keep what precedes any parameters, so "text/plain; charset" still reads.
-		mt, _, _ = strings.Cut(contentType, ";")
-		mt = strings.ToLower(strings.TrimSpace(mt))
-	}
-	return mt
 }

@@ -569,3 +569,18 @@ func TestCallerFields(t *testing.T) {
 		}
 	}
 }
+
+// A refusal that says when to come back keeps that in its error.
+func TestRetryAfterKept(t *testing.T) {
+	a := agentFor(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "30")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = io.WriteString(w, "down for maintenance")
+	}), Options{})
+	_, _, err := reply(t, a, t.Context(), user("hi"))
+	pe := wantKind(t, err, voice.KindTransient)
+	if pe.Status != http.StatusServiceUnavailable || !strings.Contains(err.Error(), "down for maintenance") ||
+		!strings.Contains(err.Error(), "retry after 30 s") {
+		t.Errorf("error %v", err)
+	}
+}

@@ -1,4 +1,4 @@
-package openai
+package sse
 
 import (
 	"bufio"
@@ -13,14 +13,14 @@ import (
 
 // readEvents parses input to the end, through a normal reader or one that hands over a
 // byte at a time through a tiny buffer (so every boundary falls between reads).
-func readEvents(input string, oneByte bool) ([]sseEvent, error) {
-	var r *sseReader
+func readEvents(input string, oneByte bool) ([]Event, error) {
+	var r *Reader
 	if oneByte {
-		r = &sseReader{br: bufio.NewReaderSize(iotest.OneByteReader(strings.NewReader(input)), 16), maxLine: maxLine}
+		r = &Reader{br: bufio.NewReaderSize(iotest.OneByteReader(strings.NewReader(input)), 16)}
 	} else {
-		r = newSSEReader(strings.NewReader(input), nil)
+		r = NewReader(strings.NewReader(input))
 	}
-	var out []sseEvent
+	var out []Event
 	for range len(input) + 2 {
 		ev, err := r.Next()
 		if err != nil {
@@ -34,37 +34,37 @@ func readEvents(input string, oneByte bool) ([]sseEvent, error) {
 	return out, errors.New("more events than input bytes")
 }
 
-func msg(data string) sseEvent { return sseEvent{Type: "message", Data: data} }
+func msg(data string) Event { return Event{Type: "message", Data: data} }
 
-func TestSSEReader(t *testing.T) {
+func TestReader(t *testing.T) {
 	tests := []struct {
 		name  string
 		input string
-		want  []sseEvent
+		want  []Event
 	}{
-		{"one event", "data: hello\n\n", []sseEvent{msg("hello")}},
-		{"two events", "data: a\n\ndata: b\n\n", []sseEvent{msg("a"), msg("b")}},
-		{"multi-line data", "data: a\ndata: b\ndata:\n\n", []sseEvent{msg("a\nb\n")}},
-		{"CRLF", "data: a\r\ndata: b\r\n\r\ndata: c\r\n\r\n", []sseEvent{msg("a\nb"), msg("c")}},
-		{"bare CR", "data: a\r\rdata: b\r\r", []sseEvent{msg("a"), msg("b")}},
-		{"mixed endings", "data: a\r\n\ndata: b\n\r\n", []sseEvent{msg("a"), msg("b")}},
-		{"keepalive comments", ": keepalive\n\ndata: x\n: ping\n\n:\n\n", []sseEvent{msg("x")}},
+		{"one event", "data: hello\n\n", []Event{msg("hello")}},
+		{"two events", "data: a\n\ndata: b\n\n", []Event{msg("a"), msg("b")}},
+		{"multi-line data", "data: a\ndata: b\ndata:\n\n", []Event{msg("a\nb\n")}},
+		{"CRLF", "data: a\r\ndata: b\r\n\r\ndata: c\r\n\r\n", []Event{msg("a\nb"), msg("c")}},
+		{"bare CR", "data: a\r\rdata: b\r\r", []Event{msg("a"), msg("b")}},
+		{"mixed endings", "data: a\r\n\ndata: b\n\r\n", []Event{msg("a"), msg("b")}},
+		{"keepalive comments", ": keepalive\n\ndata: x\n: ping\n\n:\n\n", []Event{msg("x")}},
 		{"named event", "event: hermes.tool.progress\ndata: {}\n\ndata: y\n\n",
-			[]sseEvent{{Type: "hermes.tool.progress", Data: "{}"}, msg("y")}},
-		{"event without data is dropped, type does not leak", "event: foo\n\ndata: z\n\n", []sseEvent{msg("z")}},
-		{"no space after colon", "data:x\n\n", []sseEvent{msg("x")}},
-		{"only one space stripped", "data:  x \n\n", []sseEvent{msg(" x ")}},
-		{"field without colon", "data\n\n", []sseEvent{msg("")}},
-		{"colon in value", `data: {"a":"b: c"}` + "\n\n", []sseEvent{msg(`{"a":"b: c"}`)}},
-		{"unknown fields and retry ignored", "retry: 10\nfoo: bar\ndata: d\n\n", []sseEvent{msg("d")}},
+			[]Event{{Type: "hermes.tool.progress", Data: "{}"}, msg("y")}},
+		{"event without data is dropped, type does not leak", "event: foo\n\ndata: z\n\n", []Event{msg("z")}},
+		{"no space after colon", "data:x\n\n", []Event{msg("x")}},
+		{"only one space stripped", "data:  x \n\n", []Event{msg(" x ")}},
+		{"field without colon", "data\n\n", []Event{msg("")}},
+		{"colon in value", `data: {"a":"b: c"}` + "\n\n", []Event{msg(`{"a":"b: c"}`)}},
+		{"unknown fields and retry ignored", "retry: 10\nfoo: bar\ndata: d\n\n", []Event{msg("d")}},
 		{"id kept across events", "id: 7\ndata: a\n\ndata: b\n\n",
-			[]sseEvent{{Type: "message", Data: "a", ID: "7"}, {Type: "message", Data: "b", ID: "7"}}},
-		{"id with NUL ignored", "id: 1\x002\ndata: a\n\n", []sseEvent{msg("a")}},
-		{"BOM", "\xEF\xBB\xBFdata: a\n\n", []sseEvent{msg("a")}},
-		{"BOM only at the start", "data: a\n\n\xEF\xBB\xBFdata: b\n\n", []sseEvent{msg("a")}},
+			[]Event{{Type: "message", Data: "a", ID: "7"}, {Type: "message", Data: "b", ID: "7"}}},
+		{"id with NUL ignored", "id: 1\x002\ndata: a\n\n", []Event{msg("a")}},
+		{"BOM", "\xEF\xBB\xBFdata: a\n\n", []Event{msg("a")}},
+		{"BOM only at the start", "data: a\n\n\xEF\xBB\xBFdata: b\n\n", []Event{msg("a")}},
 		{"field names are case-sensitive", "Data: a\n\n", nil},
-		{"unterminated last event", "data: a\n\ndata: [DONE]\n", []sseEvent{msg("a"), msg("[DONE]")}},
-		{"unterminated last line", "data: [DONE]", []sseEvent{msg("[DONE]")}},
+		{"unterminated last event", "data: a\n\ndata: [DONE]\n", []Event{msg("a"), msg("[DONE]")}},
+		{"unterminated last line", "data: [DONE]", []Event{msg("[DONE]")}},
 		{"empty", "", nil},
 		{"blank lines only", "\n\r\n\r\n", nil},
 	}
@@ -84,39 +84,32 @@ func TestSSEReader(t *testing.T) {
 	}
 }
 
-func TestSSELimits(t *testing.T) {
-	long := strings.Repeat("x", maxLine-len("data: "))
+func TestLimits(t *testing.T) {
+	long := strings.Repeat("x", MaxLine-len("data: "))
 	got, err := readEvents("data: "+long+"\n\n", false)
 	if err != nil || len(got) != 1 || got[0].Data != long {
 		t.Fatalf("a line of exactly 1 MiB: %d events, err %v", len(got), err)
 	}
-	if _, err := readEvents("data: "+long+"x\n\n", false); !errors.Is(err, errLineTooLong) {
-		t.Errorf("a line over 1 MiB: err %v, want errLineTooLong", err)
+	if _, err := readEvents("data: "+long+"x\n\n", false); !errors.Is(err, ErrLineTooLong) {
+		t.Errorf("a line over 1 MiB: err %v, want ErrLineTooLong", err)
 	}
-	if _, err := readEvents(strings.Repeat(":", maxLine+1), false); !errors.Is(err, errLineTooLong) {
-		t.Errorf("an unterminated line over 1 MiB: err %v, want errLineTooLong", err)
+	if _, err := readEvents(strings.Repeat(":", MaxLine+1), false); !errors.Is(err, ErrLineTooLong) {
+		t.Errorf("an unterminated line over 1 MiB: err %v, want ErrLineTooLong", err)
 	}
-	half := "data: " + strings.Repeat("y", maxEvent/2) + "\n"
-	if _, err := readEvents(half+half+"\n", false); !errors.Is(err, errEventTooLarge) {
-		t.Errorf("an event over 1 MiB: err %v, want errEventTooLarge", err)
+	half := "data: " + strings.Repeat("y", MaxEvent/2) + "\n"
+	if _, err := readEvents(half+half+"\n", false); !errors.Is(err, ErrEventTooLarge) {
+		t.Errorf("an event over 1 MiB: err %v, want ErrEventTooLarge", err)
 	}
-}
-
-// TestSSETouch: the reader reports arriving bytes, so keepalives hold off the silence timer.
-func TestSSETouch(t *testing.T) {
-	n := 0
-	r := newSSEReader(iotest.OneByteReader(strings.NewReader(": ka\n: ka\ndata: a\n\n")), func() { n++ })
-	if _, err := r.Next(); err != nil {
-		t.Fatal(err)
-	}
-	if n < 3 {
-		t.Errorf("touched %d times for three lines read in separate reads", n)
+	for _, err := range []error{ErrLineTooLong, ErrEventTooLarge} {
+		if !errors.Is(err, ErrTooLarge) {
+			t.Errorf("%v is not ErrTooLarge", err)
+		}
 	}
 }
 
 // refEvents is a deliberately naive parser of a whole stream, written straight from the
 // spec's wording, to check the streaming reader against.
-func refEvents(input string) []sseEvent {
+func refEvents(input string) []Event {
 	input = strings.TrimPrefix(input, "\xEF\xBB\xBF")
 	var lines []string
 	start := 0
@@ -137,7 +130,7 @@ func refEvents(input string) []sseEvent {
 		lines = append(lines, input[start:]) // our leniency: a last unterminated line counts
 	}
 	var (
-		out      []sseEvent
+		out      []Event
 		typ, id  string
 		data     string
 		hasField bool
@@ -148,7 +141,7 @@ func refEvents(input string) []sseEvent {
 			if ty == "" {
 				ty = "message"
 			}
-			out = append(out, sseEvent{Type: ty, Data: strings.TrimSuffix(data, "\n"), ID: id})
+			out = append(out, Event{Type: ty, Data: strings.TrimSuffix(data, "\n"), ID: id})
 		}
 		typ, data, hasField = "", "", false
 	}
@@ -182,7 +175,7 @@ func refEvents(input string) []sseEvent {
 
 // FuzzSSEReader checks the streaming reader against the naive reference on any input,
 // read whole and a byte at a time.
-func FuzzSSEReader(f *testing.F) {
+func FuzzReader(f *testing.F) {
 	for _, s := range []string{
 		"data: a\n\n", "data: a\r\n\r\n", "data: a\r\rdata: b\r\r", ": keepalive\n\n",
 		"event: x\ndata: 1\ndata: 2\n\n", "\xEF\xBB\xBFdata: a\n\n", "data: [DONE]", "id: 1\nretry: 5\n\n",

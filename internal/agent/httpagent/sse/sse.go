@@ -1,41 +1,44 @@
-package openai
+// Package sse reads a text/event-stream body (server-sent events), as the streaming agent
+// runtimes receive their replies, bounding what one stream may make us hold in memory.
+package sse
 
 import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 )
 
 // Limits on what one stream may make us hold in memory.
 const (
-	maxLine  = 1 << 20 // longest line accepted (1 MiB)
-	maxEvent = 1 << 20 // most data one event may accumulate
+	MaxLine  = 1 << 20 // longest line accepted (1 MiB)
+	MaxEvent = 1 << 20 // most data one event may accumulate
 )
 
+// Errors of a stream that exceeds a limit; both are ErrTooLarge.
 var (
-	errLineTooLong   = errors.New("sse: line longer than 1 MiB")
-	errEventTooLarge = errors.New("sse: event data larger than 1 MiB")
+	ErrTooLarge      = errors.New("sse: stream exceeds a limit")
+	ErrLineTooLong   = fmt.Errorf("%w: line longer than 1 MiB", ErrTooLarge)
+	ErrEventTooLarge = fmt.Errorf("%w: event data larger than 1 MiB", ErrTooLarge)
 )
 
-// sseEvent is one dispatched server-sent event.
-type sseEvent struct {
+// Event is one dispatched server-sent event.
+type Event struct {
 	Type string // the event: field, "message" when none was given
 	Data string // the data: lines joined with "\n"
 	ID   string // the last id: field seen (kept across events, as the spec says)
 }
 
-// sseReader parses a text/event-stream body as the HTML "Server-sent events" section
+// Reader parses a text/event-stream body as the HTML "Server-sent events" section
 // (9.2.6, "Interpreting an event stream") describes: lines end in CRLF, LF or CR; a
 // leading UTF-8 BOM is dropped; ':' starts a comment; a blank line dispatches.
 //
 // One deliberate leniency: at a clean end of stream, a final line without its terminator is
 // still interpreted, and an event whose blank line never came is still dispatched, so a
 // server that forgets the trailing newlines after "data: [DONE]" does not lose its ending.
-type sseReader struct {
-	br      *bufio.Reader
-	touch   func() // called whenever new bytes arrive; may be nil
-	maxLine int
+type Reader struct {
+	br *bufio.Reader
 
 	line    []byte // the line being assembled
 	skipLF  bool   // the last line ended in CR: a leading LF belongs to it
@@ -47,29 +50,30 @@ type sseReader struct {
 	pending bool // a field was seen since the last dispatch
 }
 
-func newSSEReader(r io.Reader, touch func()) *sseReader {
-	return &sseReader{br: bufio.NewReaderSize(r, 32<<10), touch: touch, maxLine: maxLine}
+// NewReader reads events from r.
+func NewReader(r io.Reader) *Reader {
+	return &Reader{br: bufio.NewReaderSize(r, 32<<10)}
 }
 
 // Next returns the next event. At the end of the stream it returns io.EOF (after
 // dispatching any event left pending by a clean end); other read errors pass through
 // unchanged and drop the pending event.
-func (s *sseReader) Next() (sseEvent, error) {
+func (s *Reader) Next() (Event, error) {
 	for {
 		line, err := s.readLine()
 		if err == io.EOF {
 			if len(line) > 0 {
 				if err := s.field(line); err != nil {
-					return sseEvent{}, err
+					return Event{}, err
 				}
 			}
 			if ev, ok := s.dispatch(); ok {
 				return ev, nil
 			}
-			return sseEvent{}, io.EOF
+			return Event{}, io.EOF
 		}
 		if err != nil {
-			return sseEvent{}, err
+			return Event{}, err
 		}
 		if len(line) == 0 {
 			if ev, ok := s.dispatch(); ok {
@@ -78,13 +82,13 @@ func (s *sseReader) Next() (sseEvent, error) {
 			continue
 		}
 		if err := s.field(line); err != nil {
-			return sseEvent{}, err
+			return Event{}, err
 		}
 	}
 }
 
 // field interprets one non-empty line.
-func (s *sseReader) field(line []byte) error {
+func (s *Reader) field(line []byte) error {
 	if line[0] == ':' {
 		return nil // a comment, often a keepalive
 	}
@@ -99,8 +103,8 @@ func (s *sseReader) field(line []byte) error {
 	case "event":
 		s.typ = string(value)
 	case "data":
-		if len(s.data)+len(value)+1 > maxEvent {
-			return errEventTooLarge
+		if len(s.data)+len(value)+1 > MaxEvent {
+			return ErrEventTooLarge
 		}
 		s.data = append(s.data, value...)
 		s.data = append(s.data, '\n')
@@ -115,29 +119,26 @@ func (s *sseReader) field(line []byte) error {
 }
 
 // dispatch ends the current event. It reports false when there was no data to dispatch.
-func (s *sseReader) dispatch() (sseEvent, bool) {
+func (s *Reader) dispatch() (Event, bool) {
 	typ, data, had := s.typ, s.data, s.pending
 	s.typ, s.data, s.pending = "", s.data[:0], false
 	if !had {
-		return sseEvent{}, false
+		return Event{}, false
 	}
 	if typ == "" {
 		typ = "message"
 	}
-	return sseEvent{Type: typ, Data: string(data[:len(data)-1]), ID: s.id}, true
+	return Event{Type: typ, Data: string(data[:len(data)-1]), ID: s.id}, true
 }
 
 // readLine returns the next line without its terminator. The slice is valid until the next
 // call. At the end of the stream it returns what was left of an unterminated line with io.EOF.
-func (s *sseReader) readLine() ([]byte, error) {
+func (s *Reader) readLine() ([]byte, error) {
 	s.line = s.line[:0]
 	for {
 		if s.br.Buffered() == 0 {
 			if _, err := s.br.Peek(1); err != nil {
 				return s.firstLine(), err
-			}
-			if s.touch != nil {
-				s.touch()
 			}
 		}
 		buf, _ := s.br.Peek(s.br.Buffered())
@@ -150,15 +151,15 @@ func (s *sseReader) readLine() ([]byte, error) {
 		}
 		i := bytes.IndexAny(buf, "\r\n")
 		if i < 0 {
-			if len(s.line)+len(buf) > s.maxLine {
-				return nil, errLineTooLong
+			if len(s.line)+len(buf) > MaxLine {
+				return nil, ErrLineTooLong
 			}
 			s.line = append(s.line, buf...)
 			_, _ = s.br.Discard(len(buf))
 			continue
 		}
-		if len(s.line)+i > s.maxLine {
-			return nil, errLineTooLong
+		if len(s.line)+i > MaxLine {
+			return nil, ErrLineTooLong
 		}
 		s.line = append(s.line, buf[:i]...)
 		s.skipLF = buf[i] == '\r'
@@ -168,7 +169,7 @@ func (s *sseReader) readLine() ([]byte, error) {
 }
 
 // firstLine drops the byte order mark the stream may start with.
-func (s *sseReader) firstLine() []byte {
+func (s *Reader) firstLine() []byte {
 	if !s.started {
 		s.started = true
 		s.line = bytes.TrimPrefix(s.line, []byte("\xEF\xBB\xBF"))
