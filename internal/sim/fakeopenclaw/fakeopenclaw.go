@@ -62,11 +62,19 @@ type Options struct {
 	Starting           func() bool
 	StartingRetryAfter time.Duration // default 500ms, the real gateway's hint
 	StartingCloseOnly  bool
+	// AbortAnswerDelay is how long chat.abort takes to act: the run goes on meanwhile,
+	// taking in any message sent to its session, then it is aborted and the abort answered.
+	AbortAnswerDelay time.Duration
+	// AbortUnanswered stops the run on chat.abort but never answers it.
+	AbortUnanswered bool
 }
 
 // Send is one recorded chat.send or agent request.
 type Send struct {
-	Method, SessionKey, AgentID, Message, IdempotencyKey, ExtraSystemPrompt string
+	Method, SessionKey, AgentID, Message, IdempotencyKey, ExtraSystemPrompt, QueueMode string
+	// SteeredInto is the run the message was steered into, because its session had that
+	// run going; empty when the message started a run of its own (or was a duplicate).
+	SteeredInto string
 }
 
 // Abort is one recorded chat.abort.
@@ -82,8 +90,9 @@ type Server struct {
 	mu          sync.Mutex
 	closed      bool
 	conns       map[*conn]bool
-	runs        map[string]context.CancelFunc // active runs by runId
-	dropped     map[string]bool               // idempotency keys already dropped
+	runs        map[string]*liveRun // runs in progress by runId
+	sessions    map[string]*session // by canonical session key
+	dropped     map[string]bool     // idempotency keys already dropped
 	sends       []Send
 	aborts      []Abort
 	frames      []string // every inbound frame, raw
@@ -114,7 +123,7 @@ func New(opts Options) *Server {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Server{opts: opts, ctx: ctx, cancel: cancel, conns: map[*conn]bool{},
-		runs: map[string]context.CancelFunc{}, dropped: map[string]bool{}, changed: make(chan struct{})}
+		runs: map[string]*liveRun{}, sessions: map[string]*session{}, dropped: map[string]bool{}, changed: make(chan struct{})}
 }
 
 // Close ends every run and connection and waits for them.
