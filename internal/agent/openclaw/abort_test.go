@@ -44,11 +44,12 @@ func userMessages(f *fakeopenclaw.Server, sessionKey string) []string {
 	return out
 }
 
-// TestTurnAfterBargeInGetsItsOwnRun: the turn that replaces a run the caller barged in on
-// is sent once the gateway has answered chat.abort, however late (here 500 ms). Sent
-// before, while the old run is still going, it would be steered into that run and lost
-// with it, and the caller would get no answer.
-func TestTurnAfterBargeInGetsItsOwnRun(t *testing.T) {
+// TestTurnAfterBargeInFindsTheSessionIdle: the turn that replaces a run the caller barged
+// in on is sent once the gateway has answered chat.abort, however late (500 ms here), so
+// it reaches an idle session rather than waiting behind the dying run; it runs under its
+// own id, and its reply is the caller's. The gateway opens its prompt with the words of
+// the aborted run, which the session does not keep.
+func TestTurnAfterBargeInFindsTheSessionIdle(t *testing.T) {
 	e := setup(t, fakeopenclaw.Options{AbortAnswerDelay: 500 * time.Millisecond}, openclaw.Options{})
 	bargeIn(t, e, "c1")
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
@@ -59,11 +60,20 @@ func TestTurnAfterBargeInGetsItsOwnRun(t *testing.T) {
 		t.Errorf("the turn after the barge-in got %q, %v; want the reply to %q", chunks, err, words)
 	}
 	sends := e.fake.Sends()
-	if len(sends) != 2 || sends[1].SteeredInto != "" {
-		t.Fatalf("sends %+v: want the second turn in a run of its own", sends)
+	if len(sends) != 2 || sends[1].QueuedBehind != "" {
+		t.Fatalf("sends %+v: want the second turn sent once the first run was gone", sends)
 	}
-	if got := userMessages(e.fake, "agent:main:handset:call:c1"); len(got) != 2 || got[1] != words {
-		t.Errorf("the session kept the caller messages %q; want the tool request, then %q", got, words)
+	var prompt fakeopenclaw.Prompt
+	for _, p := range e.fake.Prompts() {
+		if p.RunID == sends[1].IdempotencyKey {
+			prompt = p
+		}
+	}
+	if prompt.Message != words || len(prompt.Folded) != 1 || prompt.Folded[0] != sends[0].Message {
+		t.Errorf("the second run's prompt %+v: want its words after the aborted run's", prompt)
+	}
+	if got := userMessages(e.fake, "agent:main:handset:call:c1"); len(got) != 1 || got[0] != words {
+		t.Errorf("the session kept the caller messages %q; want only %q", got, words)
 	}
 }
 
@@ -80,7 +90,7 @@ func TestTurnGoesOnWhenAbortIsNeverAnswered(t *testing.T) {
 		t.Fatalf("the turn after an unanswered abort got %q, %v", chunks, err)
 	}
 	if waited := time.Since(begin); waited < openclaw.AbortTimeout {
-		t.Errorf("the turn went on %v after the abort; want it held for the abort's answer (%v at most)", waited, openclaw.AbortTimeout)
+		t.Errorf("the turn went on %v after the abort; want it held for the abort's answer until the bound, %v", waited, openclaw.AbortTimeout)
 	}
 }
 

@@ -99,7 +99,7 @@ func (s *Server) handshake(ctx context.Context, c *conn) bool {
 }
 
 // handle answers one request after the handshake.
-func (s *Server) handle(ctx context.Context, c *conn, id, method string, params json.RawMessage) {
+func (s *Server) handle(c *conn, id, method string, params json.RawMessage) {
 	switch method {
 	case "agents.list":
 		list := make([]map[string]any, len(s.opts.Agents))
@@ -110,9 +110,14 @@ func (s *Server) handle(ctx context.Context, c *conn, id, method string, params 
 	case "chat.send", "agent":
 		s.send(c, id, method, params)
 	case "chat.abort":
-		s.abort(ctx, c, id, params)
+		s.abort(c, id, params)
 	default:
-		s.reply(c, id, nil, map[string]any{"code": "FORBIDDEN", "message": "missing scope: operator.admin",
-			"details": map[string]any{"code": "MISSING_SCOPE", "missingScope": "operator.admin"}})
+		s.reply(c, id, nil, needsAdmin())
 	}
+}
+
+// needsAdmin is the refusal of a method (or command) that needs operator.admin.
+func needsAdmin() map[string]any {
+	return map[string]any{"code": "FORBIDDEN", "message": "missing scope: operator.admin",
+		"details": map[string]any{"code": "MISSING_SCOPE", "missingScope": "operator.admin", "requiredScopes": []string{"operator.admin"}}}
 }

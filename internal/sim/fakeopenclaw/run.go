@@ -1,6 +1,7 @@
 package fakeopenclaw
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"strconv"
@@ -11,6 +12,18 @@ import (
 // ReplyText is the fake agent's reply to msg.
 func ReplyText(msg string) string {
 	return "FAKE-REPLY: you said " + msg + ". That is all from the fake gateway."
+}
+
+// sleep waits for d; false if ctx ends first.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // chatEvents numbers and broadcasts the chat events of one run id.
@@ -31,15 +44,32 @@ func assistantMessage(text string) map[string]any {
 	return map[string]any{"role": "assistant", "content": []map[string]any{{"type": "text", "text": text}}}
 }
 
-// run streams one run's events to every client: the reply to its own message, then the
-// replies to the messages steered into it, all in its own events; an aborted run takes
-// its steered messages with it.
-func (s *Server) run(lr *liveRun, msg string, dropLate bool, origin *conn) {
+// run plays lr, then ends it (leave).
+func (s *Server) run(lr *liveRun) {
 	defer s.wg.Done()
-	defer s.leave(lr)
+	reply, finished := s.play(lr)
+	s.leave(lr, reply, finished)
+}
+
+// answerOutcome is the second answer the real gateway gives an "agent" request, once its
+// run is over: completed or aborted (it was not seen for a failed run).
+func (s *Server) answerOutcome(lr *liveRun, reply string, finished bool) {
+	switch {
+	case lr.method != "agent" || s.ctx.Err() != nil:
+	case finished:
+		s.reply(lr.origin, lr.reqID, map[string]any{"runId": lr.id, "status": "ok", "summary": "completed",
+			"result": map[string]any{"payloads": []map[string]any{{"text": reply, "mediaUrl": nil}}}}, nil)
+	case lr.ctx.Err() != nil:
+		s.reply(lr.origin, lr.reqID, map[string]any{"runId": lr.id, "status": "timeout", "summary": "aborted", "stopReason": "rpc"}, nil)
+	}
+}
+
+// play streams one run's events to every client and returns its reply, and whether the
+// run finished (rather than failed, was aborted or lost).
+func (s *Server) play(lr *liveRun) (string, bool) {
 	ctx := lr.ctx
 	ev := &chatEvents{s: s, runID: lr.id, key: lr.key}
-	words := magicWords(msg)
+	words := magicWords(lr.message)
 	sent := ""
 	stopped := func() bool {
 		if ctx.Err() == nil {
@@ -51,15 +81,11 @@ func (s *Server) run(lr *liveRun, msg string, dropLate bool, origin *conn) {
 		return true
 	}
 	wait := func(d time.Duration) bool {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-t.C:
+		if sleep(ctx, d) {
 			return true
-		case <-ctx.Done():
-			stopped()
-			return false
 		}
+		stopped()
+		return false
 	}
 	tool := func(n int, phase string) {
 		item := map[string]any{"itemId": fmt.Sprintf("tool:%d", n), "toolCallId": strconv.Itoa(n), "name": "web_search",
@@ -67,12 +93,13 @@ func (s *Server) run(lr *liveRun, msg string, dropLate bool, origin *conn) {
 		s.broadcast("agent", map[string]any{"runId": lr.id, "sessionKey": lr.key, "stream": "item", "data": item})
 	}
 
-	ev.send("status", map[string]any{"phase": "preparing_context"})
-	s.keep(lr.key, Entry{Role: "user", Text: msg, RunID: lr.id}) // the prompt has started
+	if lr.method == "chat.send" { // the agent method has no chat status events
+		ev.send("status", map[string]any{"phase": "preparing_context"})
+	}
 	if words["TOOLCALL"] {
 		tool(1, "start")
 		if !wait(s.opts.ToolCallFor) {
-			return
+			return "", false
 		}
 		tool(1, "end")
 	}
@@ -80,7 +107,7 @@ func (s *Server) run(lr *liveRun, msg string, dropLate bool, origin *conn) {
 		tool(n, "start")
 		tool(n, "end")
 		if !wait(s.opts.ToolEvery) {
-			return
+			return "", false
 		}
 	}
 	switch {
@@ -89,52 +116,30 @@ func (s *Server) run(lr *liveRun, msg string, dropLate bool, origin *conn) {
 			"errorDetail": map[string]any{"provider": "fake", "httpStatus": 400}})
 		ev.seq = 0
 		ev.send("error", map[string]any{"errorMessage": "⚠️ Agent failed before reply."})
-		return
+		return "", false
 	case words["FAIL400"]:
 		ev.send("error", map[string]any{"errorMessage": "LLM request failed: 400", "errorDetail": map[string]any{"provider": "fake", "httpStatus": 400}})
-		return
+		return "", false
 	case words["FAIL500"]:
 		ev.send("error", map[string]any{"errorMessage": "LLM request failed: 500", "errorDetail": map[string]any{"provider": "fake", "httpStatus": 500}})
-		return
+		return "", false
 	}
-	// stream sends text as deltas; false when the run was stopped (or dropped) meanwhile.
-	stream := func(text string, first bool) bool {
-		for i, piece := range strings.SplitAfter(text, " ") {
-			if words["SLOW"] && !wait(s.opts.SlowEvery) || stopped() {
-				return false
-			}
-			sent += piece
-			ev.send("delta", map[string]any{"deltaText": piece, "message": assistantMessage(sent)})
-			if first && i == 0 && dropLate {
-				s.dropAfterQueued(origin)
-				return false
-			}
+	for i, piece := range strings.SplitAfter(ReplyText(lr.message), " ") {
+		if words["SLOW"] && !wait(s.opts.SlowEvery) || stopped() {
+			return "", false
 		}
-		return true
-	}
-	if !stream(ReplyText(msg), true) {
-		return
-	}
-	var answered []steer
-	for {
-		next, ok := s.nextSteered(lr)
-		if !ok {
-			break
+		sent += piece
+		ev.send("delta", map[string]any{"deltaText": piece, "message": assistantMessage(sent)})
+		if i == 0 && lr.dropLate {
+			s.dropAfterQueued(lr.origin)
+			return "", false
 		}
-		s.keep(lr.key, Entry{Role: "user", Text: next.message, RunID: next.runID})
-		if !stream("\n\n"+ReplyText(next.message), false) {
-			return
-		}
-		answered = append(answered, next)
 	}
-	s.keep(lr.key, Entry{Role: "assistant", Text: sent, RunID: lr.id})
 	// As the real gateway reports a run's usage: an agent event with the output tokens so
 	// far (a token a word here), before the final; input tokens are never sent.
 	s.broadcast("agent", map[string]any{"runId": lr.id, "sessionKey": lr.key, "stream": "usage",
 		"data": map[string]any{"outputTokens": len(strings.Fields(sent))}})
 	ev.seq-- // the final repeats the last delta's seq
 	ev.send("final", map[string]any{"stopReason": "stop", "message": assistantMessage(sent)})
-	for _, st := range answered { // their replies went out in this run's events
-		(&chatEvents{s: s, runID: st.runID, key: lr.key}).send("final", map[string]any{"stopReason": "stop", "message": assistantMessage("")})
-	}
+	return sent, true
 }

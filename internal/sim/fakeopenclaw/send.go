@@ -1,7 +1,6 @@
 package fakeopenclaw
 
 import (
-	"context"
 	"encoding/json"
 	"strings"
 	"time"
@@ -12,9 +11,14 @@ type sendParams struct {
 	SessionKey, Message, IdempotencyKey, AgentID, ExtraSystemPrompt, QueueMode string
 }
 
-// send answers chat.send or agent: a new run on an idle session, the same run for a key
-// already running (in_flight), and on a session with a run going, the message steered into
-// that run, unless queueMode "interrupt" asks for that run to be aborted first.
+// send answers chat.send or agent. An idle session starts the message's run at once. A
+// session with a run going (without queueMode "interrupt") keeps the message until that run
+// ends, however it ends, and then runs it: an "agent" request is acknowledged as usual and
+// its run has its own id; a chat.send is acknowledged as started and at once given an
+// empty final, and its run later goes under an id the gateway makes. queueMode
+// "interrupt" aborts the session's run and starts the message's at once. A key already
+// running or waiting is "in_flight". An "agent" request for "/reset" is refused: commands
+// need operator.admin.
 func (s *Server) send(c *conn, id, method string, params json.RawMessage) {
 	var p sendParams
 	if json.Unmarshal(params, &p) != nil || p.IdempotencyKey == "" {
@@ -26,13 +30,17 @@ func (s *Server) send(c *conn, id, method string, params json.RawMessage) {
 		s.reply(c, id, nil, gwError("INVALID_REQUEST", err, ""))
 		return
 	}
+	if method == "agent" && strings.TrimSpace(p.Message) == "/reset" {
+		s.reply(c, id, nil, needsAdmin())
+		return
+	}
 	words := magicWords(p.Message)
 	runID := p.IdempotencyKey
 	var (
 		drop        string
-		dup         bool
-		into, fresh *liveRun
+		dup, waits  bool
 		interrupted bool
+		lr          *liveRun
 	)
 	s.record(func() {
 		rec := Send{Method: method, SessionKey: p.SessionKey, AgentID: p.AgentID, Message: p.Message,
@@ -48,24 +56,28 @@ func (s *Server) send(c *conn, id, method string, params json.RawMessage) {
 			return
 		}
 		ss := s.sessionOf(key)
-		if s.runs[runID] != nil || ss.active.hasSteered(runID) {
+		if s.runs[runID] != nil || s.queued(key, runID) != nil {
 			dup = true
 			return
 		}
-		if ss.active != nil && p.QueueMode != "interrupt" {
-			into = ss.active
-			into.steered = append(into.steered, steer{runID: runID, message: p.Message})
-			rec.SteeredInto = into.id
-			return
+		own := runID
+		if ss.active != nil && p.QueueMode != "interrupt" && method == "chat.send" {
+			own = gatewayRunID()
 		}
-		if ss.active != nil {
+		lr = s.newRun(own, key, p.Message, method, c, id)
+		lr.dropLate = drop == "DROPLATE"
+		switch {
+		case ss.active != nil && p.QueueMode != "interrupt":
+			rec.QueuedBehind = ss.active.id
+			ss.queue = append(ss.queue, lr)
+			waits = true
+		case ss.active != nil:
 			ss.active.cancel()
 			interrupted = true
+			fallthrough
+		default:
+			s.startLocked(ss, lr)
 		}
-		rctx, cancel := context.WithCancel(s.ctx)
-		fresh = &liveRun{id: runID, key: key, ctx: rctx, cancel: cancel, ended: make(chan struct{})}
-		ss.active = fresh
-		s.runs[runID] = fresh
 	})
 	ack := map[string]any{"runId": runID, "status": "started"}
 	if method == "agent" {
@@ -83,16 +95,17 @@ func (s *Server) send(c *conn, id, method string, params json.RawMessage) {
 	case dup:
 		s.reply(c, id, map[string]any{"runId": runID, "status": "in_flight"}, nil)
 		return
-	case into != nil: // acknowledged as if it had a run of its own
-		s.reply(c, id, ack, nil)
-		return
 	}
 	if interrupted {
 		ack["interruptedActiveRun"] = true
 	}
 	s.reply(c, id, ack, nil)
-	s.wg.Add(1)
-	go s.run(fresh, p.Message, drop == "DROPLATE", c)
+	switch {
+	case waits && method == "chat.send": // its own id is done with at once
+		(&chatEvents{s: s, runID: runID, key: key}).send("final", nil)
+	case !waits:
+		go s.run(lr)
+	}
 }
 
 // agentOf is the agent a canonical key "agent:<agent>:…" belongs to.

@@ -2,37 +2,67 @@ package fakeopenclaw
 
 import (
 	"context"
+	"crypto/rand"
+	"fmt"
 	"slices"
+	"strings"
 )
 
-// Entry is one message a session's transcript kept: a user message whose run got as far as
-// the model, or the assistant's reply to it.
+// FoldedPrefix starts the prompt of a run that follows a run aborted after its prompt
+// reached the model: the aborted run's words come next, then the run's own, as the real
+// gateway writes them.
+const FoldedPrefix = "[Queued user message from a previous active turn; preserved as context only. Continue with the active prompt below.]"
+
+// Entry is one message a session's transcript kept: the message of a run that finished,
+// or its reply. Aborted runs leave none.
 type Entry struct {
 	Role  string // "user" or "assistant"
 	Text  string
-	RunID string // the run that carried it
+	RunID string
 }
 
-// session is the gateway's state for one canonical session key.
+// Prompt is one run's prompt as it reached the model.
+type Prompt struct {
+	RunID, SessionKey string // the canonical key
+	Folded            []string
+	Message           string
+}
+
+// Text is the prompt as the model reads it: the folded words, if any, under FoldedPrefix,
+// then the run's message.
+func (p Prompt) Text() string {
+	if len(p.Folded) == 0 {
+		return p.Message
+	}
+	return FoldedPrefix + "\n" + strings.Join(append(slices.Clone(p.Folded), p.Message), "\n\n")
+}
+
+// session is the gateway's state for one canonical session key: one run at a time, the
+// messages waiting for it to end, and what it keeps.
 type session struct {
-	active     *liveRun // the run in progress; nil when the session is idle
+	active     *liveRun
+	queue      []*liveRun // accepted while a run was going; each runs in turn
+	folded     []string   // words of runs aborted after their prompt started
 	transcript []Entry
 }
 
-// liveRun is a run in progress and the messages steered into it.
+// liveRun is a run, running or waiting in its session's queue. Its prompt reaches the
+// model as it starts (the fake has no preparation phase), so only a waiting run can be
+// aborted before that.
 type liveRun struct {
-	id, key string
-	ctx     context.Context // ends when the run is aborted (or the gateway stops)
-	cancel  context.CancelFunc
-	steered []steer       // messages sent to the session while the run was going
-	ended   chan struct{} // closed once the run has ended and left its session
+	id, key, message string
+	method           string
+	origin           *conn  // the connection that asked for it
+	reqID            string // its request, which an "agent" run answers again at its end
+	ctx              context.Context
+	cancel           context.CancelFunc
+	dropLate         bool          // DROPLATE: the connection goes after the first delta
+	onEnd            []func()      // chat.abort answers waiting for it to end; under Server.mu
+	ended            chan struct{} // closed once it has left its session
 }
 
-// steer is a message steered into a running run: it gets no run of its own.
-type steer struct{ runID, message string }
-
-// Transcript returns what the session (its canonical key, "agent:<agent>:<key>") kept:
-// the messages whose runs reached the model and the replies to them.
+// Transcript returns what the session (its canonical key, "agent:<agent>:<key>") keeps:
+// the messages and replies of runs that finished.
 func (s *Server) Transcript(key string) []Entry {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -41,6 +71,9 @@ func (s *Server) Transcript(key string) []Entry {
 	}
 	return nil
 }
+
+// Prompts returns every run's prompt as it reached the model, in order.
+func (s *Server) Prompts() []Prompt { s.mu.Lock(); defer s.mu.Unlock(); return slices.Clone(s.prompts) }
 
 // sessionOf returns the session for key, creating it; the caller holds s.mu.
 func (s *Server) sessionOf(key string) *session {
@@ -52,49 +85,77 @@ func (s *Server) sessionOf(key string) *session {
 	return ss
 }
 
-// keep appends e to the transcript of key and wakes WaitFor.
-func (s *Server) keep(key string, e Entry) {
+// newRun makes a run of msg on key; the caller holds s.mu.
+func (s *Server) newRun(id, key, msg, method string, origin *conn, reqID string) *liveRun {
+	ctx, cancel := context.WithCancel(s.ctx)
+	return &liveRun{id: id, key: key, message: msg, method: method, origin: origin, reqID: reqID,
+		ctx: ctx, cancel: cancel, ended: make(chan struct{})}
+}
+
+// startLocked makes lr its session's run, its prompt reaching the model at once with the
+// words it takes over from aborted runs; the caller holds s.mu, then calls go s.run(lr).
+func (s *Server) startLocked(ss *session, lr *liveRun) {
+	ss.active = lr
+	s.runs[lr.id] = lr
+	s.prompts = append(s.prompts, Prompt{RunID: lr.id, SessionKey: lr.key, Folded: ss.folded, Message: lr.message})
+	ss.folded = nil
+	s.wg.Add(1)
+}
+
+// queued finds a run waiting in key's queue by id; the caller holds s.mu.
+func (s *Server) queued(key, id string) *liveRun {
+	if ss := s.sessions[key]; ss != nil {
+		if i := slices.IndexFunc(ss.queue, func(q *liveRun) bool { return q.id == id }); i >= 0 {
+			return ss.queue[i]
+		}
+	}
+	return nil
+}
+
+// leave ends lr: a run that finished is kept in the transcript with its reply, the words of
+// an aborted one are folded into the next prompt; the aborts waiting for it are answered,
+// then its request's outcome; then the next message waiting starts its run.
+func (s *Server) leave(lr *liveRun, reply string, finished bool) {
+	var (
+		next  *liveRun
+		ended []func()
+	)
 	s.record(func() {
-		ss := s.sessionOf(key)
-		ss.transcript = append(ss.transcript, e)
+		ended, lr.onEnd = lr.onEnd, nil
+		ss := s.sessionOf(lr.key)
+		if s.runs[lr.id] == lr {
+			delete(s.runs, lr.id)
+		}
+		switch {
+		case finished:
+			ss.transcript = append(ss.transcript, Entry{Role: "user", Text: lr.message, RunID: lr.id},
+				Entry{Role: "assistant", Text: reply, RunID: lr.id})
+		case lr.ctx.Err() != nil && s.ctx.Err() == nil:
+			ss.folded = append(ss.folded, lr.message)
+		}
+		if ss.active == lr {
+			ss.active = nil
+			if len(ss.queue) > 0 && s.ctx.Err() == nil {
+				next, ss.queue = ss.queue[0], ss.queue[1:]
+				s.startLocked(ss, next)
+			}
+		}
 	})
-}
-
-// hasSteered reports whether runID was steered into lr (nil: no run).
-func (lr *liveRun) hasSteered(runID string) bool {
-	if lr == nil {
-		return false
+	for _, f := range ended {
+		f()
 	}
-	return slices.ContainsFunc(lr.steered, func(st steer) bool { return st.runID == runID })
-}
-
-// nextSteered takes the next message steered into lr; with none left, lr leaves its
-// session in the same step, so a message sent from then on starts a run of its own.
-func (s *Server) nextSteered(lr *liveRun) (steer, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(lr.steered) == 0 {
-		s.leaveLocked(lr)
-		return steer{}, false
-	}
-	next := lr.steered[0]
-	lr.steered = lr.steered[1:]
-	return next, true
-}
-
-// leave ends lr: it leaves its session, and the messages still steered into it are lost.
-func (s *Server) leave(lr *liveRun) {
-	s.record(func() { s.leaveLocked(lr) })
+	s.answerOutcome(lr, reply, finished)
 	lr.cancel()
 	close(lr.ended)
+	if next != nil {
+		go s.run(next)
+	}
 }
 
-func (s *Server) leaveLocked(lr *liveRun) {
-	if ss := s.sessions[lr.key]; ss != nil && ss.active == lr {
-		ss.active = nil
-	}
-	if s.runs[lr.id] == lr {
-		delete(s.runs, lr.id)
-	}
-	lr.steered = nil
+// gatewayRunID is a run id the gateway makes itself, as for a chat.send message that had
+// to wait for the session's run.
+func gatewayRunID() string {
+	b := make([]byte, 16)
+	rand.Read(b)
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
 }

@@ -1,6 +1,7 @@
 package fakeopenclaw_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -30,10 +31,10 @@ func users(f *fakeopenclaw.Server) []string {
 	return out
 }
 
-// frames reads until done holds for the frames read so far, and returns them.
-func (c *client) frames(done func(seen []frame) bool) []frame {
+// frames reads until done holds for the frames read so far (seen, then more), and
+// returns them all.
+func (c *client) frames(seen []frame, done func(seen []frame) bool) []frame {
 	c.t.Helper()
-	var seen []frame
 	for !done(seen) {
 		seen = append(seen, c.must())
 	}
@@ -61,13 +62,148 @@ func ended(frames []frame, runID string) string {
 	return ""
 }
 
-func steeredInto(f *fakeopenclaw.Server, runID string) string {
+// outcome returns the second answer of an "agent" request among frames: its run's outcome.
+func outcome(frames []frame, id string) map[string]any {
+	n := 0
+	for _, f := range frames {
+		if f.Type == "res" && f.ID == id {
+			if n++; n == 2 {
+				return f.Payload
+			}
+		}
+	}
+	return nil
+}
+
+// promptOf returns the prompt of runID as it reached the model.
+func promptOf(f *fakeopenclaw.Server, runID string) (fakeopenclaw.Prompt, bool) {
+	for _, p := range f.Prompts() {
+		if p.RunID == runID {
+			return p, true
+		}
+	}
+	return fakeopenclaw.Prompt{}, false
+}
+
+func queuedBehind(f *fakeopenclaw.Server, runID string) string {
 	for _, s := range f.Sends() {
 		if s.IdempotencyKey == runID {
-			return s.SteeredInto
+			return s.QueuedBehind
 		}
 	}
 	return "(not sent)"
+}
+
+// TestAgentWaitsForTheRunningRun: an "agent" request to a session with a run going is
+// acknowledged as usual and runs, under its own id, once that run is over; a run aborted
+// after its prompt started leaves the transcript but its words open the next prompt.
+func TestAgentWaitsForTheRunningRun(t *testing.T) {
+	f, url := start(t, fakeopenclaw.Options{})
+	c := connected(t, url)
+	c.send(agentReq("s1", "a", "TOOLCALL first"))
+	c.send(agentReq("s2", "b", "second"))
+	seen := c.frames(nil, func(seen []frame) bool { _, ok := answer(seen, "s2"); return ok })
+	if ack, _ := answer(seen, "s2"); ack.Payload["runId"] != "b" || ack.Payload["status"] != "accepted" || ack.Payload["sessionKey"] != sessionKey {
+		t.Fatalf("ack of the waiting message %+v", ack.Payload)
+	}
+	if got := queuedBehind(f, "b"); got != "a" {
+		t.Errorf("the second message waited behind %q, want a", got)
+	}
+	c.send(abortReq("x1", "a"))
+	seen = c.frames(seen, func(seen []frame) bool { return ended(seen, "b") != "" && outcome(seen, "s2") != nil })
+	if a, b := ended(seen, "a"), ended(seen, "b"); a != "aborted" || b != "final" {
+		t.Fatalf("the first run ended %q, the second %q; want aborted, then final", a, b)
+	}
+	if o := outcome(seen, "s1"); o["status"] != "timeout" || o["summary"] != "aborted" {
+		t.Errorf("the aborted run's outcome %v", o)
+	}
+	if o := outcome(seen, "s2"); o["status"] != "ok" || o["summary"] != "completed" {
+		t.Errorf("the second run's outcome %v", o)
+	}
+	p, ok := promptOf(f, "b")
+	if !ok || p.Message != "second" || len(p.Folded) != 1 || p.Folded[0] != "TOOLCALL first" ||
+		!strings.HasPrefix(p.Text(), fakeopenclaw.FoldedPrefix+"\nTOOLCALL first\n\nsecond") {
+		t.Errorf("the second run's prompt %+v, want the aborted run's words folded in front", p)
+	}
+	if got := users(f); len(got) != 1 || got[0] != "second" {
+		t.Errorf("the session kept %q; want only the run that finished", got)
+	}
+}
+
+// TestChatSendWaitsUnderAnotherRunID: chat.send to a busy session is acknowledged as
+// started and at once given an empty final; its reply comes later, in a run under an id
+// the gateway makes.
+func TestChatSendWaitsUnderAnotherRunID(t *testing.T) {
+	f, url := start(t, fakeopenclaw.Options{ToolCallFor: 50 * time.Millisecond})
+	c := connected(t, url)
+	c.send(agentReq("s1", "a", "TOOLCALL first"))
+	c.send(map[string]any{"type": "req", "id": "s2", "method": "chat.send",
+		"params": map[string]any{"sessionKey": "handset:call:1", "message": "second", "idempotencyKey": "b"}})
+	var other string
+	seen := c.frames(nil, func(seen []frame) bool {
+		for _, p := range f.Prompts() {
+			if p.Message == "second" {
+				other = p.RunID
+			}
+		}
+		return other != "" && ended(seen, other) != ""
+	})
+	if ack, _ := answer(seen, "s2"); ack.Payload["runId"] != "b" || ack.Payload["status"] != "started" {
+		t.Fatalf("ack %+v", ack.Payload)
+	}
+	var bEvents []map[string]any
+	for _, fr := range seen {
+		if fr.Event == "chat" && fr.Payload["runId"] == "b" {
+			bEvents = append(bEvents, fr.Payload)
+		}
+	}
+	if len(bEvents) != 1 || bEvents[0]["state"] != "final" || bEvents[0]["message"] != nil {
+		t.Errorf("events of b %v, want one final without a message", bEvents)
+	}
+	if other == "b" || ended(seen, "a") != "final" || ended(seen, other) != "final" {
+		t.Errorf("the reply to the chat.send ran as %q; runs ended a %q, it %q", other, ended(seen, "a"), ended(seen, other))
+	}
+}
+
+// TestAbortWaitingRun: aborting a message still waiting for its session drops it before it
+// reaches the model: an aborted event, the abort's answer, the request's outcome.
+func TestAbortWaitingRun(t *testing.T) {
+	f, url := start(t, fakeopenclaw.Options{})
+	c := connected(t, url)
+	c.send(agentReq("s1", "a", "TOOLCALL first"))
+	c.send(agentReq("s2", "b", "second"))
+	c.send(abortReq("x1", "b"))
+	seen := c.frames(nil, func(seen []frame) bool { return outcome(seen, "s2") != nil })
+	if ended(seen, "b") != "aborted" {
+		t.Errorf("the waiting run ended %q, want aborted", ended(seen, "b"))
+	}
+	if ab, _ := answer(seen, "x1"); ab.Payload["aborted"] != true || len(ab.Payload["runIds"].([]any)) != 1 {
+		t.Errorf("abort answer %+v", ab.Payload)
+	}
+	if o := outcome(seen, "s2"); o["summary"] != "aborted" {
+		t.Errorf("outcome %v", o)
+	}
+	if _, ok := promptOf(f, "b"); ok {
+		t.Error("the aborted waiting message reached the model")
+	}
+}
+
+// TestResetNeedsAdmin: a command through the agent method needs operator.admin; the same
+// words escaped as speech are a turn like any other.
+func TestResetNeedsAdmin(t *testing.T) {
+	_, url := start(t, fakeopenclaw.Options{})
+	c := connected(t, url)
+	c.send(agentReq("s1", "r", "/reset"))
+	if f := c.res("s1"); f.OK || f.Error["code"] != "FORBIDDEN" || f.Error["details"].(map[string]any)["missingScope"] != "operator.admin" {
+		t.Fatalf("answer to /reset %+v", f)
+	}
+	c.send(agentReq("s2", "s", "(spoken) /reset"))
+	if f := c.res("s2"); !f.OK {
+		t.Fatalf("answer to the spoken words %+v", f)
+	}
+	if evs, _ := c.chat("s"); evs[len(evs)-1]["state"] != "final" {
+		t.Errorf("the spoken words' run ended %v", evs[len(evs)-1])
+	}
 }
 
 // TestInterruptAbortsTheRunningRun: queueMode "interrupt" aborts the session's run at once
@@ -76,74 +212,63 @@ func TestInterruptAbortsTheRunningRun(t *testing.T) {
 	f, url := start(t, fakeopenclaw.Options{})
 	c := connected(t, url)
 	c.send(agentReq("s1", "a", "TOOLCALL first"))
-	c.res("s1")
 	b := agentReq("s2", "b", "second")
 	b["params"].(map[string]any)["queueMode"] = "interrupt"
 	c.send(b)
-	seen := c.frames(func(seen []frame) bool { return ended(seen, "a") != "" && ended(seen, "b") != "" })
+	seen := c.frames(nil, func(seen []frame) bool { return ended(seen, "a") != "" && ended(seen, "b") != "" })
 	if ack, _ := answer(seen, "s2"); ack.Payload["runId"] != "b" || ack.Payload["interruptedActiveRun"] != true {
 		t.Fatalf("ack %+v, want runId b and interruptedActiveRun", ack.Payload)
 	}
 	if a, b := ended(seen, "a"), ended(seen, "b"); a != "aborted" || b != "final" {
 		t.Fatalf("the interrupted run ended %s, the interrupting one %s; want aborted, final", a, b)
 	}
-	if into := steeredInto(f, "b"); into != "" {
-		t.Errorf("the interrupting message was steered into %q", into)
+	if got := queuedBehind(f, "b"); got != "" {
+		t.Errorf("the interrupting message waited behind %q", got)
 	}
 }
 
-// TestSlowAbortTakesTheNextMessageDown: while a slow chat.abort has not acted, a message
-// sent to the session is steered into the dying run and lost with it; a message sent after
-// the abort's answer runs on its own.
-func TestSlowAbortTakesTheNextMessageDown(t *testing.T) {
+// TestSlowAbortKeepsTheSessionBusy: until a slow chat.abort acts, its run goes on and a
+// message sent to the session waits for it; the abort is answered once the run is gone.
+func TestSlowAbortKeepsTheSessionBusy(t *testing.T) {
 	f, url := start(t, fakeopenclaw.Options{AbortAnswerDelay: time.Second})
 	c := connected(t, url)
 	c.send(agentReq("s1", "a", "TOOLCALL first"))
 	c.res("s1")
 	c.send(abortReq("x1", "a"))
-	c.send(agentReq("s2", "b", "lost words"))
-	if ack := c.res("s2"); !ack.OK || ack.Payload["runId"] != "b" {
-		t.Fatalf("steered message ack %+v", ack)
+	c.send(agentReq("s2", "b", "sent at once"))
+	seen := c.frames(nil, func(seen []frame) bool { return ended(seen, "b") != "" })
+	if got := queuedBehind(f, "b"); got != "a" {
+		t.Fatalf("the message sent before the abort's answer waited behind %q, want a", got)
 	}
-	if ab := c.res("x1"); ab.Payload["aborted"] != true {
-		t.Fatalf("abort answer %+v", ab.Payload)
+	var order []string
+	for _, fr := range seen {
+		switch {
+		case fr.Type == "res" && fr.ID == "x1":
+			order = append(order, "abort answered")
+		case fr.Event == "chat" && fr.Payload["state"] == "aborted":
+			order = append(order, "a aborted")
+		case fr.Event == "chat" && fr.Payload["runId"] == "b" && fr.Payload["state"] == "final":
+			order = append(order, "b final")
+		}
 	}
-	if into := steeredInto(f, "b"); into != "a" {
-		t.Fatalf("the message sent before the abort's answer was steered into %q, want a", into)
-	}
-	c.send(agentReq("s3", "c", "kept words"))
-	c.res("s3")
-	if evs, _ := c.chat("c"); evs[len(evs)-1]["state"] != "final" {
-		t.Fatalf("the message after the abort's answer ended %v", evs[len(evs)-1])
-	}
-	if got := users(f); len(got) != 2 || got[0] != "TOOLCALL first" || got[1] != "kept words" {
-		t.Errorf("the session kept %q; want the aborted run's message and the one after the answer", got)
+	if strings.Join(order, ", ") != "a aborted, abort answered, b final" {
+		t.Errorf("order %q", order)
 	}
 }
 
 // TestUnansweredAbortStillStops: with AbortUnanswered the run is aborted and the abort
-// never answered; later requests are.
+// never answered (it would come before the run's outcome); later requests are answered.
 func TestUnansweredAbortStillStops(t *testing.T) {
 	_, url := start(t, fakeopenclaw.Options{AbortUnanswered: true})
 	c := connected(t, url)
 	c.send(agentReq("s1", "a", "TOOLCALL first"))
-	c.res("s1")
 	c.send(abortReq("x1", "a"))
 	c.send(map[string]any{"type": "req", "id": "l", "method": "agents.list", "params": map[string]any{}})
-	aborted := false
-	for {
-		fr := c.must()
-		if fr.Type == "res" && fr.ID == "x1" {
-			t.Fatalf("the abort was answered: %+v", fr)
-		}
-		if fr.Event == "chat" && fr.Payload["runId"] == "a" && fr.Payload["state"] == "aborted" {
-			aborted = true
-		}
-		if fr.Type == "res" && fr.ID == "l" {
-			break
-		}
+	seen := c.frames(nil, func(seen []frame) bool { _, ok := answer(seen, "l"); return ok && outcome(seen, "s1") != nil })
+	if _, ok := answer(seen, "x1"); ok {
+		t.Error("the abort was answered")
 	}
-	if !aborted {
+	if ended(seen, "a") != "aborted" {
 		t.Error("the run was not aborted")
 	}
 }
