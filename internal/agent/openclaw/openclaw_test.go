@@ -30,6 +30,7 @@ type env struct {
 	fake  *fakeopenclaw.Server
 	agent *openclaw.Agent
 	url   string
+	stop  func() // closes the agent, then the gateway; idempotent
 }
 
 func setup(t *testing.T, fo fakeopenclaw.Options, o openclaw.Options) *env {
@@ -47,12 +48,16 @@ func setup(t *testing.T, fo fakeopenclaw.Options, o openclaw.Options) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		a.Close()
-		fake.Close()
-		srv.Close()
-	})
-	return &env{fake: fake, agent: a, url: o.URL}
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			a.Close()
+			fake.Close()
+			srv.Close()
+		})
+	}
+	t.Cleanup(stop)
+	return &env{fake: fake, agent: a, url: o.URL, stop: stop}
 }
 
 func turnCtx(ctx context.Context, callID, from string) context.Context {

@@ -6,9 +6,20 @@
 //
 // A completed run reports its usage as the real gateway does over the WebSocket: an "agent"
 // event {"stream":"usage","data":{"outputTokens":N}} before the final (output tokens only;
-// the fake counts a token a word of the reply).
+// the fake counts a token a word of the reply). An "agent" request is answered twice, as
+// there: on acceptance, and with the run's outcome when it is over.
 //
-// Magic words in a turn's message (whole words, shared with the fake LLM) script it:
+// Sessions behave as the real gateway's do where that decides what becomes of a caller's
+// words when a run is replaced (session.go): one run at a time per session; a message
+// sent while a run is going waits for that run to end, however it ends, then runs (an
+// "agent" request under its own id; a chat.send gets an empty final at once and its run
+// an id the gateway makes), unless queueMode "interrupt" aborts the running run first. An
+// aborted run leaves nothing in the session's transcript, and its words open the next
+// run's prompt (FoldedPrefix); a message aborted while it waits never reaches the model.
+// Prompts and Transcript show what reached the model and what the session kept.
+//
+// Magic words in a turn's message (whole words, shared with the fake LLM; never those
+// folded into its prompt) script it:
 //
 //	SLOW         Options.SlowEvery between deltas
 //	FAIL400      an error event for an HTTP 400 from the model
@@ -23,7 +34,8 @@
 //	DROPSEND     the socket is closed on receipt of the turn, unanswered (once per key)
 //	DROPLATE     the socket is closed after the first delta (once per key)
 //
-// Options.Starting makes it answer connects as a gateway that is still starting.
+// Options.Starting makes it answer connects as a gateway that is still starting. An
+// "agent" request for "/reset" is refused for want of operator.admin, as there.
 package fakeopenclaw
 
 import (
@@ -62,11 +74,19 @@ type Options struct {
 	Starting           func() bool
 	StartingRetryAfter time.Duration // default 500ms, the real gateway's hint
 	StartingCloseOnly  bool
+	// AbortAnswerDelay is how long chat.abort takes to act: the run goes on meanwhile, and
+	// a message sent to its session waits for it; then it is aborted and the abort answered.
+	AbortAnswerDelay time.Duration
+	// AbortUnanswered stops the run on chat.abort but never answers it.
+	AbortUnanswered bool
 }
 
 // Send is one recorded chat.send or agent request.
 type Send struct {
-	Method, SessionKey, AgentID, Message, IdempotencyKey, ExtraSystemPrompt string
+	Method, SessionKey, AgentID, Message, IdempotencyKey, ExtraSystemPrompt, QueueMode string
+	// QueuedBehind is the run the session had going when the message came, which the
+	// message's own run waited for; empty when it found the session idle.
+	QueuedBehind string
 }
 
 // Abort is one recorded chat.abort.
@@ -82,9 +102,11 @@ type Server struct {
 	mu          sync.Mutex
 	closed      bool
 	conns       map[*conn]bool
-	runs        map[string]context.CancelFunc // active runs by runId
-	dropped     map[string]bool               // idempotency keys already dropped
+	runs        map[string]*liveRun // runs in progress by runId
+	sessions    map[string]*session // by canonical session key
+	dropped     map[string]bool     // idempotency keys already dropped
 	sends       []Send
+	prompts     []Prompt
 	aborts      []Abort
 	frames      []string // every inbound frame, raw
 	connections int      // successful connects
@@ -114,7 +136,7 @@ func New(opts Options) *Server {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Server{opts: opts, ctx: ctx, cancel: cancel, conns: map[*conn]bool{},
-		runs: map[string]context.CancelFunc{}, dropped: map[string]bool{}, changed: make(chan struct{})}
+		runs: map[string]*liveRun{}, sessions: map[string]*session{}, dropped: map[string]bool{}, changed: make(chan struct{})}
 }
 
 // Close ends every run and connection and waits for them.
@@ -221,7 +243,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if json.Unmarshal(data, &req) != nil || req.Type != "req" || req.ID == "" {
 			continue // the real gateway would close; the fake just ignores it
 		}
-		s.handle(ctx, c, req.ID, req.Method, req.Params)
+		s.handle(c, req.ID, req.Method, req.Params)
 	}
 }
 

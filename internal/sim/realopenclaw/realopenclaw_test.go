@@ -42,7 +42,8 @@ func TestRealGateway(t *testing.T) {
 		err error
 	)
 	fake := fakeopenai.New(fakeopenai.Options{Key: testLLMKey})
-	llm := httptest.NewServer(HumanLast(fake))
+	held := make(chan struct{})
+	llm := httptest.NewServer(HumanLast(holdFirst(fake, queueMarker, held)))
 	defer llm.Close()
 	defer fake.Close()
 
@@ -74,6 +75,7 @@ func TestRealGateway(t *testing.T) {
 	t.Run("HTTP", func(t *testing.T) { testHTTP(ctx, t, gw, fake) })
 	t.Run("WS", func(t *testing.T) { testWS(ctx, t, gw, fake) })
 	t.Run("Abort", func(t *testing.T) { testAbort(ctx, t, gw, fake) })
+	t.Run("Queue", func(t *testing.T) { testQueue(ctx, t, gw, fake, held) })
 }
 
 // TestStartWithoutInstall checks the error names the install script.

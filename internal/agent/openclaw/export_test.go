@@ -1,0 +1,4 @@
+package openclaw
+
+// AbortTimeout lets the tests check a turn waits out the bound on an unanswered abort.
+const AbortTimeout = abortTimeout
