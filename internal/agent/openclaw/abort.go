@@ -30,9 +30,12 @@ func (a *Agent) abortPending(sessionKey string) (settled func()) {
 }
 
 // abortSettled waits until every abort sent on sessionKey so far has been answered (each
-// gives up after abortTimeout), so that a new run is not sent to a session whose old run
-// is still dying: the gateway steers a message sent to a busy session into its running
-// run, and the message dies with that run.
+// gives up after abortTimeout), so that a new run starts on an idle session. Sent to a
+// session whose old run is still going, an "agent" run waits behind it and, when that run
+// is aborted, the gateway folds the aborted run's words into the new prompt as queued
+// context (and chat.send answers under a run id of the gateway's own, which the turn never
+// hears). Handset tells the runtime those words itself, in the turn's catch-up note, so
+// the wait keeps them from reaching the model twice and the turn's events under its own id.
 func (a *Agent) abortSettled(ctx context.Context, sessionKey string) error {
 	a.mu.Lock()
 	pending := slices.Clone(a.aborts[sessionKey])

@@ -18,8 +18,7 @@ import (
 // message (the caller's latest words after a note of what the session missed on the
 // line), and a fresh idempotency key that is also the run id the reply's events carry.
 // When the run this turn replaces is still being aborted, the turn first waits for the
-// gateway's answer to the abort: sent to a busy session, the new message would be steered
-// into the dying run and lost with it.
+// gateway's answer to the abort (see abort.go).
 func (a *Agent) Reply(ctx context.Context, req voice.TurnRequest) (voice.ReplyStream, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, a.classify("chat", err)
@@ -88,6 +87,7 @@ type run struct {
 	params             map[string]any
 	stopWatch          func() bool
 	terminal, aborting atomic.Bool
+	abortOnce          sync.Once
 
 	mu     sync.Mutex
 	queue  []chatEvent   // events not yet read: bounded by the run's own reply
@@ -293,18 +293,26 @@ func (r *run) unregister() {
 }
 
 // abort asks the gateway to stop the run (chat.abort) and notes the abort as pending on
-// the session until the gateway answers it (abortSettled). It does not wait itself: the
-// aborted event, if anyone still reads, ends the stream.
+// the session until the gateway answers it (abortSettled). It does not wait for the answer:
+// the aborted event, if anyone still reads, ends the stream. Of concurrent callers (the
+// context's watch, Next, Close) the first sends the abort and the others wait until it is
+// noted, so none returns while a turn started next could still miss it.
 func (r *run) abort() {
-	if r.terminal.Load() || !r.aborting.CompareAndSwap(false, true) {
+	if r.terminal.Load() {
 		return
 	}
+	r.abortOnce.Do(r.sendAbort)
+}
+
+func (r *run) sendAbort() {
+	r.aborting.Store(true)
 	r.mu.Lock()
 	c := r.conn
 	r.mu.Unlock()
 	if c == nil || c.dead() {
 		return
 	}
+	settled := r.a.abortPending(r.sessionKey)
 	ctx, cancel := context.WithTimeout(context.Background(), abortTimeout)
 	p := map[string]any{"sessionKey": r.sessionKey, "runId": r.id}
 	if r.a.agentID != "" {
@@ -313,10 +321,10 @@ func (r *run) abort() {
 	id, answer, err := c.send(ctx, "chat.abort", p, true)
 	if err != nil {
 		cancel()
+		settled()
 		r.a.log.Debug("openclaw: chat.abort not sent", "run", r.id, "err", err)
 		return
 	}
-	settled := r.a.abortPending(r.sessionKey)
 	go func() {
 		defer cancel()
 		defer settled()

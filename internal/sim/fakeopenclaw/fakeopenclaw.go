@@ -18,8 +18,9 @@
 // run's prompt (FoldedPrefix); a message aborted while it waits never reaches the model.
 // Prompts and Transcript show what reached the model and what the session kept.
 //
-// Magic words in a turn's message (whole words, shared with the fake LLM; never those
-// folded into its prompt) script it:
+// Magic words in the last line of a turn's message (whole words, shared with the fake LLM;
+// never those of earlier lines, which may quote earlier turns, nor those folded into its
+// prompt) script it:
 //
 //	SLOW         Options.SlowEvery between deltas
 //	FAIL400      an error event for an HTTP 400 from the model

@@ -135,9 +135,15 @@ func (s *Server) canonical(key, agentID string) (string, string) {
 	return "agent:" + agentID + ":" + key, ""
 }
 
-// magicWords returns the upper-case whole words of msg.
+// magicWords returns the whole words of msg's last line: the caller's newest words, where
+// lines before them may quote earlier ones (a client's note of what the session missed),
+// whose magic words must not act again.
 func magicWords(msg string) map[string]bool {
 	out := map[string]bool{}
+	msg = strings.TrimSpace(msg)
+	if i := strings.LastIndexByte(msg, '\n'); i >= 0 {
+		msg = msg[i+1:]
+	}
 	for _, w := range strings.FieldsFunc(msg, func(r rune) bool {
 		return !(r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z')
 	}) {
