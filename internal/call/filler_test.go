@@ -2,7 +2,6 @@ package call
 
 import (
 	"context"
-	"io"
 	"slices"
 	"sync"
 	"testing"
@@ -19,7 +18,7 @@ import (
 // frame when it is sent, never pairing the two in one message.
 func TestPlayoutTellsTheFillerFromTheReply(t *testing.T) {
 	clk := clock.NewFake(time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC))
-	leg := &recLeg{clk: clk}
+	leg := newTestLeg(clk, playNever)
 	type start struct {
 		turn  int
 		start audioStart
@@ -57,37 +56,6 @@ func TestPlayoutTellsTheFillerFromTheReply(t *testing.T) {
 	}
 }
 
-// gatedAgent answers each turn once the test releases it.
-type gatedAgent struct {
-	release chan struct{}
-	reply   string
-}
-
-func (a *gatedAgent) Name() string { return "gated" }
-func (a *gatedAgent) Reply(ctx context.Context, _ voice.TurnRequest) (voice.ReplyStream, error) {
-	return &gatedStream{ctx: ctx, a: a}, nil
-}
-
-type gatedStream struct {
-	ctx  context.Context
-	a    *gatedAgent
-	done bool
-}
-
-func (s *gatedStream) Next() (voice.ReplyChunk, error) {
-	if s.done {
-		return voice.ReplyChunk{}, io.EOF
-	}
-	select {
-	case <-s.a.release:
-	case <-s.ctx.Done():
-		return voice.ReplyChunk{}, &voice.ProviderError{Provider: "gated", Op: "reply", Kind: voice.KindCanceled, Err: s.ctx.Err()}
-	}
-	s.done = true
-	return voice.ReplyChunk{Text: s.a.reply}, nil
-}
-func (s *gatedStream) Close() error { return nil }
-
 // TestFillerTurnLatencyIsTheReplys: a slow turn hears the filler after
 // HANDSET_LONG_TURN_AFTER; the caller's wait for the answer (response_ms) runs on to the
 // reply's own first audio, and filler_ms says when the filler started.
@@ -95,8 +63,8 @@ func TestFillerTurnLatencyIsTheReplys(t *testing.T) {
 	clk := clock.NewFake(t0)
 	watch, journal := newJournalWatch(t0)
 	results := make(chan voice.Transcript, 4)
-	agent := &gatedAgent{release: make(chan struct{}), reply: "Your balance is forty dollars."}
-	leg := &recLeg{clk: clk}
+	agent := newPushAgent()
+	leg := newTestLeg(clk, playNever)
 	cfg := DefaultConfig()
 	cfg.Turn.LongTurnMessage = "One moment."
 	cfg.Turn.LongTurnAfter = 4 * time.Second
@@ -116,7 +84,8 @@ func TestFillerTurnLatencyIsTheReplys(t *testing.T) {
 	clk.Advance(4 * time.Second) // the filler's timer
 	watch.wait(t, "the filler on the wire", func(e obs.Event) bool { return e.Type == obs.PlayoutFirstAudio && e.Turn == 1 })
 	clk.Advance(2 * time.Second) // the agent is still thinking
-	close(agent.release)
+	agent.say("Your balance is forty dollars.")
+	close(agent.chunks)
 	watch.wait(t, "agent.done", func(e obs.Event) bool { return e.Type == obs.AgentDone })
 	// The reply's audio follows what is left of the filler's, 20 ms a frame.
 	deadline := time.Now().Add(30 * time.Second) // a safety net: the loop ends on the mark
@@ -150,10 +119,4 @@ func waitIdle(t *testing.T, clk *clock.Fake, p *playout) {
 		p.mu.Unlock()
 		return p.parked.Load() && len(p.wake) == 0 && (empty || clk.Pending() > 0)
 	})
-}
-
-func (l *recLeg) sentMark(name string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return slices.ContainsFunc(l.sent, func(s sent) bool { return s.kind == "mark" && s.name == name })
 }
