@@ -110,13 +110,14 @@ func TestFillerTurnLatencyIsTheReplys(t *testing.T) {
 }
 
 // waitIdle waits until the playout goroutine is parked with nothing it could do before the
-// clock moves: no wake-up waiting, and either a timer armed or nothing queued.
+// clock moves: no wake-up sent, and either its timer not yet due or nothing queued.
 func waitIdle(t *testing.T, clk *clock.Fake, p *playout) {
 	t.Helper()
 	waitUntil(t, func() bool {
 		p.mu.Lock()
-		empty := len(p.items) == 0
+		empty := len(p.items) == 0 && !p.clearing
 		p.mu.Unlock()
-		return p.parked.Load() && len(p.wake) == 0 && (empty || clk.Pending() > 0)
+		until := p.parkedUntil.Load()
+		return p.parked.Load() && len(p.wake) == 0 && (until == 0 && empty || until > clk.Now().UnixNano())
 	})
 }

@@ -3,6 +3,7 @@ package call
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -158,3 +159,54 @@ func withText(text string) func(obs.Event) bool {
 func named(name string) func(obs.Event) bool {
 	return func(e obs.Event) bool { return e.Name == name }
 }
+
+// sync returns once the owner loop has handled every event posted before it (at once if
+// the call is over).
+func (r *rig) sync() {
+	r.t.Helper()
+	done := make(chan struct{})
+	if !r.c.deliver(inLoop(func() { close(done) })) {
+		return
+	}
+	select {
+	case <-done:
+	case <-r.c.Done():
+	case <-time.After(30 * time.Second): // a safety net: the wait ends on the probe
+		r.t.Fatal("the owner loop never ran the probe")
+	}
+}
+
+// settle waits until the engine can do nothing more before the clock moves: the playout
+// parked and the owner loop through what was posted, the carrier's marks among it.
+func (r *rig) settle() {
+	r.t.Helper()
+	waitIdle(r.t, r.clk, r.c.playout)
+	r.sync()
+	waitIdle(r.t, r.clk, r.c.playout)
+}
+
+// tick moves the clock d on, 10 ms at a time, the engine settling at each step, so each
+// timer and mark is handled at the time it falls due.
+func (r *rig) tick(d time.Duration) {
+	r.t.Helper()
+	for ; d > 0; d -= 10 * time.Millisecond {
+		r.clk.Advance(min(d, 10*time.Millisecond))
+		r.settle()
+	}
+}
+
+// await waits for the first journal event of typ that ok accepts (nil: any).
+func (r *rig) await(typ string, ok func(obs.Event) bool) obs.Event {
+	r.t.Helper()
+	return r.watch.wait(r.t, typ, func(e obs.Event) bool { return e.Type == typ && (ok == nil || ok(e)) })
+}
+
+// queued reports whether mark is queued for the carrier or already sent to it.
+func (r *rig) queued(mark string) bool {
+	p := r.c.playout
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return r.leg.sentMark(mark) || slices.ContainsFunc(p.items, func(it playItem) bool { return it.mark == mark })
+}
+
+func ofTurn(n int) func(obs.Event) bool { return func(e obs.Event) bool { return e.Turn == n } }
