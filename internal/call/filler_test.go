@@ -2,6 +2,7 @@ package call
 
 import (
 	"context"
+	"reflect"
 	"slices"
 	"sync"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/handset-voice/handset/internal/audio/vad"
 	"github.com/handset-voice/handset/internal/clock"
 	"github.com/handset-voice/handset/internal/obs"
+	"github.com/handset-voice/handset/internal/turn"
 	"github.com/handset-voice/handset/internal/voice"
 )
 
@@ -120,4 +122,104 @@ func waitIdle(t *testing.T, clk *clock.Fake, p *playout) {
 		until := p.parkedUntil.Load()
 		return p.parked.Load() && len(p.wake) == 0 && (until == 0 && empty || until > clk.Now().UnixNano())
 	})
+}
+
+// fillerConfig speaks "One moment." when a turn has had no audio for 4 s.
+func fillerConfig() Config {
+	cfg := testConfig()
+	cfg.Turn.LongTurnMessage = "One moment."
+	cfg.Turn.LongTurnAfter = 4 * time.Second
+	return cfg
+}
+
+func isFiller(e obs.Event) bool { return e.Kind == "filler" }
+
+// TestFillerOnlyForASlowRun: a run that answers within LongTurnAfter hears no filler; a
+// slow one hears it exactly then, and the reply after it. The filler is no words of the
+// agent's: not in the transcript, not in the next turn's history.
+func TestFillerOnlyForASlowRun(t *testing.T) {
+	t.Run("fast", func(t *testing.T) {
+		r, agent, _, results := replyRig(t, fillerConfig())
+		askHours(r, results)
+		r.tick(time.Second)
+		agent.say("We open at nine.")
+		close(agent.chunks)
+		r.playOut(1)
+		r.tick(5 * time.Second)
+		if r.has(obs.TTSRequest, isFiller) || r.has(turn.NoteFiller, nil) {
+			t.Errorf("a fast run heard the filler:\n%s", r.journal())
+		}
+	})
+	t.Run("slow", func(t *testing.T) {
+		r, agent, tts, results := replyRig(t, fillerConfig())
+		askHours(r, results)
+		r.tick(4 * time.Second)
+		if got := r.await(obs.TTSRequest, isFiller); got.MS != 4000 || got.Text != "One moment." {
+			t.Errorf("filler %q asked for at %d ms, want \"One moment.\" at 4000", got.Text, got.MS)
+		}
+		r.await(obs.PlayoutFirstAudio, isFiller)
+		r.tick(time.Second)
+		agent.say("We open at nine.")
+		close(agent.chunks)
+		r.playOut(1)
+		if n := tts.count("One moment."); n != 1 {
+			t.Errorf("filler synthesised %d times, want once", n)
+		}
+		for _, l := range r.transcript() {
+			if l.Role == voice.RoleAssistant && l.Text != "We open at nine." {
+				t.Errorf("agent's transcript line %q, want only the reply", l.Text)
+			}
+		}
+		results <- voice.Transcript{Text: "thanks", Final: true}
+		r.until("turn 2 reaches the agent", false, func() bool { return len(agent.requests()) == 2 })
+		want := []string{"user: what are your hours", "assistant: We open at nine.", "user: thanks"}
+		if got := contents(agent.requests()[1].History); !reflect.DeepEqual(got, want) {
+			t.Errorf("turn 2's history %q, want %q", got, want)
+		}
+	})
+}
+
+// TestNoFillerOnceTheReplyBegan: a tool starting after the reply's first sentence, or the
+// filler's time passing, says nothing over the reply.
+func TestNoFillerOnceTheReplyBegan(t *testing.T) {
+	r, agent, tts, results := replyRig(t, fillerConfig())
+	askHours(r, results)
+	r.tick(time.Second)
+	agent.say("Let me look. ")
+	r.await(obs.TTSRequest, withText("Let me look."))
+	agent.chunks <- voice.ReplyChunk{Progress: "search_hours"}
+	r.await(obs.AgentProgress, nil)
+	r.tick(5 * time.Second)
+	if r.has(obs.TTSRequest, isFiller) || tts.count("One moment.") != 0 {
+		t.Errorf("the filler was spoken after the reply began:\n%s", r.journal())
+	}
+}
+
+// TestFinalAsTheFillerStartsIsHeard: the caller adds to what they said while the run is
+// slow; STT's final comes just after the filler reached the wire, inside the barge-in gate.
+// The words are a turn: the slow run gives way to one that has both sentences, and the
+// filler is cleared from the line. (They were dropped, and the caller went unheard.)
+func TestFinalAsTheFillerStartsIsHeard(t *testing.T) {
+	r, agent, _, results := replyRig(t, fillerConfig())
+	askHours(r, results)
+	r.tick(4 * time.Second)
+	r.await(obs.PlayoutFirstAudio, isFiller)
+	results <- voice.Transcript{Text: "on sunday", Final: true}
+	r.await(obs.STTFinal, withText("on sunday"))
+	r.sync() // the owner has stepped the turn machine with it
+	if !r.has(obs.TurnCommit, withText("on sunday")) {
+		t.Fatalf("the caller's words were dropped:\n%s", r.journal())
+	}
+	r.until("turn 2 reaches the agent", false, func() bool { return len(agent.requests()) == 2 })
+	want := []string{"user: what are your hours", "user: on sunday"}
+	if got := contents(agent.requests()[1].History); !reflect.DeepEqual(got, want) {
+		t.Errorf("turn 2's history %q, want %q", got, want)
+	}
+	if err := agent.contexts()[0].Err(); err == nil {
+		t.Error("the slow run was not cancelled")
+	}
+	r.until("the filler is cleared", false, func() bool { return r.leg.count("clear") == 1 })
+	if r.has(obs.TurnInterrupted, nil) {
+		t.Errorf("nothing of the agent's was heard, yet a turn was interrupted:\n%s", r.journal())
+	}
 }

@@ -210,3 +210,14 @@ func (r *rig) queued(mark string) bool {
 }
 
 func ofTurn(n int) func(obs.Event) bool { return func(e obs.Event) bool { return e.Turn == n } }
+
+// playOut moves the clock on until the carrier has played turn to its end.
+func (r *rig) playOut(turn int) {
+	r.t.Helper()
+	for waited := time.Duration(0); !r.has(obs.PlayoutDone, ofTurn(turn)); waited += 10 * time.Millisecond {
+		if waited > time.Minute { // of the fake clock: no reply here is that long
+			r.t.Fatalf("turn %d never played out:\n%s", turn, r.journal())
+		}
+		r.tick(10 * time.Millisecond)
+	}
+}
