@@ -144,6 +144,7 @@ func TestFillerOnlyForASlowRun(t *testing.T) {
 		r.tick(time.Second)
 		agent.say("We open at nine.")
 		close(agent.chunks)
+		r.await(obs.TTSRequest, withText("We open at nine."))
 		r.playOut(1)
 		r.tick(5 * time.Second)
 		if r.has(obs.TTSRequest, isFiller) || r.has(turn.NoteFiller, nil) {
@@ -161,6 +162,7 @@ func TestFillerOnlyForASlowRun(t *testing.T) {
 		r.tick(time.Second)
 		agent.say("We open at nine.")
 		close(agent.chunks)
+		r.await(obs.TTSRequest, withText("We open at nine."))
 		r.playOut(1)
 		if n := tts.count("One moment."); n != 1 {
 			t.Errorf("filler synthesised %d times, want once", n)

@@ -189,6 +189,7 @@ func (r *rig) settle() {
 // timer and mark is handled at the time it falls due.
 func (r *rig) tick(d time.Duration) {
 	r.t.Helper()
+	r.settle() // what the test just did is done before the clock moves
 	for ; d > 0; d -= 10 * time.Millisecond {
 		r.clk.Advance(min(d, 10*time.Millisecond))
 		r.settle()
