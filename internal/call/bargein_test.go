@@ -24,10 +24,10 @@ func replyRig(t *testing.T, cfg Config) (*rig, *pushAgent, *fakeTTS, chan voice.
 }
 
 // askHours is the caller's first turn: it waits until the agent has it.
-func askHours(r *rig, results chan voice.Transcript) {
+func askHours(r *rig, agent *pushAgent, results chan voice.Transcript) {
 	r.t.Helper()
 	results <- voice.Transcript{Text: "what are your hours", Final: true}
-	r.await(obs.AgentRequest, ofTurn(1))
+	r.until("turn 1 reaches the agent", false, func() bool { return len(agent.requests()) == 1 })
 }
 
 // interrupt is the caller speaking over the agent: it returns the barge-in journaled.
@@ -42,7 +42,7 @@ func (r *rig) interrupt() obs.Event {
 // sends after), the agent's run is cancelled, and the turn is journaled interrupted.
 func TestBargeInStopsTheReply(t *testing.T) {
 	r, agent, tts, results := replyRig(t, testConfig())
-	askHours(r, results)
+	askHours(r, agent, results)
 	agent.say("We open at nine. We close at five. ")
 	r.await(obs.PlayoutFirstAudio, ofTurn(1))
 	r.until("the second sentence is queued", false, func() bool { return r.queued("t1-s2") })
@@ -89,7 +89,7 @@ func TestBargeInStopsTheReply(t *testing.T) {
 // marks the clear sends back count for nothing.
 func TestHeardPrefixIsWhatTheClockPlayed(t *testing.T) {
 	r, agent, _, results := replyRig(t, testConfig())
-	askHours(r, results)
+	askHours(r, agent, results)
 	agent.say(reply3)
 	close(agent.chunks)
 	start := r.await(obs.PlayoutFirstAudio, ofTurn(1))

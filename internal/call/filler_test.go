@@ -140,7 +140,7 @@ func isFiller(e obs.Event) bool { return e.Kind == "filler" }
 func TestFillerOnlyForASlowRun(t *testing.T) {
 	t.Run("fast", func(t *testing.T) {
 		r, agent, _, results := replyRig(t, fillerConfig())
-		askHours(r, results)
+		askHours(r, agent, results)
 		r.tick(time.Second)
 		agent.say("We open at nine.")
 		close(agent.chunks)
@@ -153,7 +153,7 @@ func TestFillerOnlyForASlowRun(t *testing.T) {
 	})
 	t.Run("slow", func(t *testing.T) {
 		r, agent, tts, results := replyRig(t, fillerConfig())
-		askHours(r, results)
+		askHours(r, agent, results)
 		r.tick(4 * time.Second)
 		if got := r.await(obs.TTSRequest, isFiller); got.MS != 4000 || got.Text != "One moment." {
 			t.Errorf("filler %q asked for at %d ms, want \"One moment.\" at 4000", got.Text, got.MS)
@@ -185,7 +185,7 @@ func TestFillerOnlyForASlowRun(t *testing.T) {
 // filler's time passing, says nothing over the reply.
 func TestNoFillerOnceTheReplyBegan(t *testing.T) {
 	r, agent, tts, results := replyRig(t, fillerConfig())
-	askHours(r, results)
+	askHours(r, agent, results)
 	r.tick(time.Second)
 	agent.say("Let me look. ")
 	r.await(obs.TTSRequest, withText("Let me look."))
@@ -203,7 +203,7 @@ func TestNoFillerOnceTheReplyBegan(t *testing.T) {
 // filler is cleared from the line. (They were dropped, and the caller went unheard.)
 func TestFinalAsTheFillerStartsIsHeard(t *testing.T) {
 	r, agent, _, results := replyRig(t, fillerConfig())
-	askHours(r, results)
+	askHours(r, agent, results)
 	r.tick(4 * time.Second)
 	r.await(obs.PlayoutFirstAudio, isFiller)
 	results <- voice.Transcript{Text: "on sunday", Final: true}
