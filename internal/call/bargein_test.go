@@ -34,7 +34,9 @@ func askHours(r *rig, agent *pushAgent, results chan voice.Transcript) {
 func (r *rig) interrupt() obs.Event {
 	r.t.Helper()
 	r.frame(loudFrame)
-	return r.await(obs.BargeIn, nil)
+	barge := r.await(obs.BargeIn, nil)
+	r.sync() // the rest of the step, turn.interrupted among it
+	return barge
 }
 
 // TestBargeInStopsTheReply: the caller speaking once the gate is open clears the carrier

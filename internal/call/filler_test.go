@@ -98,6 +98,8 @@ func TestFillerTurnLatencyIsTheReplys(t *testing.T) {
 		waitIdle(t, clk, c.playout)
 		clk.Advance(20 * time.Millisecond)
 	}
+	// The owner journals the reply's first audio as the playout reports it, not as it sends.
+	watch.wait(t, "the reply's first audio", func(e obs.Event) bool { return e.Type == obs.PlayoutReplyAudio })
 	turns := obs.Turns(watch.all())
 	if len(turns) != 1 {
 		t.Fatalf("turns %+v", turns)

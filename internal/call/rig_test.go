@@ -215,9 +215,15 @@ func ofTurn(n int) func(obs.Event) bool { return func(e obs.Event) bool { return
 // playOut moves the clock on until the carrier has played turn to its end.
 func (r *rig) playOut(turn int) {
 	r.t.Helper()
-	for waited := time.Duration(0); !r.has(obs.PlayoutDone, ofTurn(turn)); waited += 10 * time.Millisecond {
-		if waited > time.Minute { // of the fake clock: no reply here is that long
-			r.t.Fatalf("turn %d never played out:\n%s", turn, r.journal())
+	r.tickUntil(fmt.Sprintf("turn %d plays out", turn), func() bool { return r.has(obs.PlayoutDone, ofTurn(turn)) })
+}
+
+// tickUntil moves the clock on, 10 ms at a time, until cond holds.
+func (r *rig) tickUntil(what string, cond func() bool) {
+	r.t.Helper()
+	for waited := time.Duration(0); !cond(); waited += 10 * time.Millisecond {
+		if waited > time.Minute { // of the fake clock: nothing here waits that long
+			r.t.Fatalf("%s never happened:\n%s", what, r.journal())
 		}
 		r.tick(10 * time.Millisecond)
 	}
