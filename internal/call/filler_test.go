@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/handset-voice/handset/internal/audio/vad"
 	"github.com/handset-voice/handset/internal/clock"
 	"github.com/handset-voice/handset/internal/obs"
 	"github.com/handset-voice/handset/internal/turn"
@@ -63,20 +62,14 @@ func TestPlayoutTellsTheFillerFromTheReply(t *testing.T) {
 // reply's own first audio, and filler_ms says when the filler started.
 func TestFillerTurnLatencyIsTheReplys(t *testing.T) {
 	clk := clock.NewFake(t0)
-	watch, journal := newJournalWatch(t0)
 	results := make(chan voice.Transcript, 4)
 	agent := newPushAgent()
 	leg := newTestLeg(clk, playNever)
 	cfg := DefaultConfig()
 	cfg.Turn.LongTurnMessage = "One moment."
 	cfg.Turn.LongTurnAfter = 4 * time.Second
-	c := New(context.Background(), cfg, Deps{
-		Leg: leg, STT: &scriptedSTT{results: results}, TTS: quickTTS{}, Agent: agent, Clock: clk, Journal: journal,
-		NewVAD: func(rate int) (vad.Detector, error) { return vad.NewEnergy(vad.EnergyConfig{Rate: rate}) },
-	})
-	ended := make(chan struct{})
-	go func() { c.Run(); close(ended) }()
-	t.Cleanup(func() { c.Hangup(); <-ended })
+	r := startRig(t, clk, cfg, Deps{Leg: leg, STT: &scriptedSTT{results: results}, TTS: quickTTS{}, Agent: agent})
+	c, watch := r.c, r.watch
 
 	results <- voice.Transcript{Text: "what is my balance", Final: true}
 	// The engine takes transcripts in order: once the partial after the final is journaled,

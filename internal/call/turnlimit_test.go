@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/handset-voice/handset/internal/audio/vad"
 	"github.com/handset-voice/handset/internal/clock"
 	"github.com/handset-voice/handset/internal/obs"
 	"github.com/handset-voice/handset/internal/voice"
@@ -16,21 +15,14 @@ import (
 func startLimitedCall(t *testing.T, agent voice.Agent, limit time.Duration) (*Call, *clock.Fake, *journalWatch, chan voice.Transcript) {
 	t.Helper()
 	clk := clock.NewFake(t0)
-	watch, journal := newJournalWatch(t0)
 	results := make(chan voice.Transcript, 4)
 	cfg := DefaultConfig()
 	cfg.Turn.ErrorMessage = "Sorry, that took too long."
 	cfg.Turn.LongTurnMessage = "One moment."
 	cfg.Turn.LongTurnAfter = 4 * time.Second
 	cfg.AgentTurnTimeout = limit
-	c := New(context.Background(), cfg, Deps{
-		Leg: newTestLeg(clk, playNever), STT: &scriptedSTT{results: results}, TTS: quickTTS{}, Agent: agent, Clock: clk, Journal: journal,
-		NewVAD: func(rate int) (vad.Detector, error) { return vad.NewEnergy(vad.EnergyConfig{Rate: rate}) },
-	})
-	done := make(chan struct{})
-	go func() { c.Run(); close(done) }()
-	t.Cleanup(func() { c.Hangup(); <-done })
-	return c, clk, watch, results
+	r := startRig(t, clk, cfg, Deps{Leg: newTestLeg(clk, playNever), STT: &scriptedSTT{results: results}, TTS: quickTTS{}, Agent: agent})
+	return r.c, clk, r.watch, results
 }
 
 // TestAgentTurnTimeoutAbortsABusyTurn: a runtime that keeps reporting tool progress is
