@@ -1,6 +1,7 @@
 package call
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -11,19 +12,27 @@ import (
 	"github.com/handset-voice/handset/internal/voice"
 )
 
-// TestGoodbyeCutsTheReplyAndEndsOnceHeard: a stopping server's goodbye (what
-// Manager.Drain says to the calls still going when its time is up) stops the reply where
-// the caller is, is said whole though the caller talks over it, and ends the call as
-// shutdown once the carrier has played it, not before.
-func TestGoodbyeCutsTheReplyAndEndsOnceHeard(t *testing.T) {
-	r, agent, _, results := replyRig(t, testConfig())
+// TestDrainSaysGoodbyeOverTheReply: a stopping server whose drain time is up has each call
+// still going say its goodbye (Manager.Drain, Call.Goodbye): the reply stops where the
+// caller is, the goodbye is said whole though the caller talks over it, the call ends as
+// shutdown once the carrier has played it, not before, and then Drain returns.
+func TestDrainSaysGoodbyeOverTheReply(t *testing.T) {
+	m := NewManager(context.Background(), 0)
+	clk := clock.NewFake(t0)
+	results := make(chan voice.Transcript, 4)
+	agent := newPushAgent()
+	r := startManagedRig(t, m, clk, testConfig(), Deps{Leg: newTestLeg(clk, playPaced),
+		STT: &scriptedSTT{results: results}, TTS: &fakeTTS{name: "voice", clk: clk}, Agent: agent})
 	askHours(r, agent, results)
 	agent.say(reply3)
 	close(agent.chunks)
 	r.await(obs.PlayoutQueued, ofTurn(1))
 	r.tick(300 * time.Millisecond) // the first sentence and half the second have played
 
-	r.c.Goodbye("Goodbye.")
+	over, cancel := context.WithCancel(context.Background())
+	cancel() // the drain's time is up
+	drained := make(chan struct{})
+	go func() { m.Drain(over, Goodbye{Text: "Goodbye.", Within: time.Minute}); close(drained) }()
 	r.await(obs.CallGoodbye, nil)
 	r.sync()
 	var cut []string
@@ -57,6 +66,14 @@ func TestGoodbyeCutsTheReplyAndEndsOnceHeard(t *testing.T) {
 	}
 	if r.has(obs.BargeIn, nil) || r.leg.count("clear") != 1 {
 		t.Errorf("the caller interrupted the goodbye:\n%s", r.journal())
+	}
+	select {
+	case <-drained:
+	case <-time.After(30 * time.Second): // a safety net: Drain returns as the call ends
+		t.Fatal("Drain did not return once its call had ended")
+	}
+	if n := m.Active(); n != 0 {
+		t.Errorf("%d calls still running after the drain", n)
 	}
 }
 

@@ -50,6 +50,29 @@ func testConfig() Config {
 // rig's; so is Leg, unless it is a *testLeg).
 func startRig(t *testing.T, clk *clock.Fake, cfg Config, deps Deps) *rig {
 	t.Helper()
+	r, deps := newRig(t, clk, deps)
+	r.c = New(context.Background(), cfg, deps)
+	go func() { r.ended <- r.c.Run() }()
+	r.started()
+	return r
+}
+
+// startManagedRig is startRig with the call admitted and run by m.
+func startManagedRig(t *testing.T, m *Manager, clk *clock.Fake, cfg Config, deps Deps) *rig {
+	t.Helper()
+	r, deps := newRig(t, clk, deps)
+	c, err := m.Start(cfg, deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.c = c
+	go func() { <-c.Done(); r.ended <- c.Reason() }()
+	r.started()
+	return r
+}
+
+// newRig makes the rig's part of deps.
+func newRig(t *testing.T, clk *clock.Fake, deps Deps) (*rig, Deps) {
 	r := &rig{t: t, clk: clk, ended: make(chan voice.EndReason, 1)}
 	if leg, ok := deps.Leg.(*testLeg); ok {
 		r.leg = leg
@@ -65,18 +88,21 @@ func startRig(t *testing.T, clk *clock.Fake, cfg Config, deps Deps) *rig {
 		r.lines = append(r.lines, l)
 		r.mu.Unlock()
 	}
-	r.c = New(context.Background(), cfg, deps)
-	go func() { r.ended <- r.c.Run() }()
+	return r, deps
+}
+
+// started waits until the call runs its leg, and hangs it up when the test is over.
+func (r *rig) started() {
+	r.t.Helper()
 	select {
 	case <-r.leg.ready:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the call never ran its leg")
+	case <-time.After(30 * time.Second): // a safety net: the wait ends on the leg
+		r.t.Fatal("the call never ran its leg")
 	}
-	t.Cleanup(func() {
+	r.t.Cleanup(func() {
 		r.c.Hangup()
 		<-r.c.Done()
 	})
-	return r
 }
 
 // speak is the caller saying something: loud frames, then enough quiet for the VAD.
