@@ -206,6 +206,9 @@ func (r *rig) sync() {
 // parked and the owner loop through what was posted, the carrier's marks among it.
 func (r *rig) settle() {
 	r.t.Helper()
+	if r.c.ctx.Err() != nil {
+		return // the call is over: nothing is left to settle
+	}
 	waitIdle(r.t, r.clk, r.c.playout)
 	r.sync()
 	waitIdle(r.t, r.clk, r.c.playout)
