@@ -2,15 +2,15 @@ package call
 
 import (
 	"context"
-	"io"
+	"reflect"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/handset-voice/handset/internal/audio/vad"
 	"github.com/handset-voice/handset/internal/clock"
 	"github.com/handset-voice/handset/internal/obs"
+	"github.com/handset-voice/handset/internal/turn"
 	"github.com/handset-voice/handset/internal/voice"
 )
 
@@ -19,7 +19,7 @@ import (
 // frame when it is sent, never pairing the two in one message.
 func TestPlayoutTellsTheFillerFromTheReply(t *testing.T) {
 	clk := clock.NewFake(time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC))
-	leg := &recLeg{clk: clk}
+	leg := newTestLeg(clk, playNever)
 	type start struct {
 		turn  int
 		start audioStart
@@ -57,56 +57,19 @@ func TestPlayoutTellsTheFillerFromTheReply(t *testing.T) {
 	}
 }
 
-// gatedAgent answers each turn once the test releases it.
-type gatedAgent struct {
-	release chan struct{}
-	reply   string
-}
-
-func (a *gatedAgent) Name() string { return "gated" }
-func (a *gatedAgent) Reply(ctx context.Context, _ voice.TurnRequest) (voice.ReplyStream, error) {
-	return &gatedStream{ctx: ctx, a: a}, nil
-}
-
-type gatedStream struct {
-	ctx  context.Context
-	a    *gatedAgent
-	done bool
-}
-
-func (s *gatedStream) Next() (voice.ReplyChunk, error) {
-	if s.done {
-		return voice.ReplyChunk{}, io.EOF
-	}
-	select {
-	case <-s.a.release:
-	case <-s.ctx.Done():
-		return voice.ReplyChunk{}, &voice.ProviderError{Provider: "gated", Op: "reply", Kind: voice.KindCanceled, Err: s.ctx.Err()}
-	}
-	s.done = true
-	return voice.ReplyChunk{Text: s.a.reply}, nil
-}
-func (s *gatedStream) Close() error { return nil }
-
 // TestFillerTurnLatencyIsTheReplys: a slow turn hears the filler after
 // HANDSET_LONG_TURN_AFTER; the caller's wait for the answer (response_ms) runs on to the
 // reply's own first audio, and filler_ms says when the filler started.
 func TestFillerTurnLatencyIsTheReplys(t *testing.T) {
 	clk := clock.NewFake(t0)
-	watch, journal := newJournalWatch(t0)
 	results := make(chan voice.Transcript, 4)
-	agent := &gatedAgent{release: make(chan struct{}), reply: "Your balance is forty dollars."}
-	leg := &recLeg{clk: clk}
+	agent := newPushAgent()
+	leg := newTestLeg(clk, playNever)
 	cfg := DefaultConfig()
 	cfg.Turn.LongTurnMessage = "One moment."
 	cfg.Turn.LongTurnAfter = 4 * time.Second
-	c := New(context.Background(), cfg, Deps{
-		Leg: leg, STT: &scriptedSTT{results: results}, TTS: quickTTS{}, Agent: agent, Clock: clk, Journal: journal,
-		NewVAD: func(rate int) (vad.Detector, error) { return vad.NewEnergy(vad.EnergyConfig{Rate: rate}) },
-	})
-	ended := make(chan struct{})
-	go func() { c.Run(); close(ended) }()
-	t.Cleanup(func() { c.Hangup(); <-ended })
+	r := startRig(t, clk, cfg, Deps{Leg: leg, STT: &scriptedSTT{results: results}, TTS: quickTTS{}, Agent: agent})
+	c, watch := r.c, r.watch
 
 	results <- voice.Transcript{Text: "what is my balance", Final: true}
 	// The engine takes transcripts in order: once the partial after the final is journaled,
@@ -116,7 +79,8 @@ func TestFillerTurnLatencyIsTheReplys(t *testing.T) {
 	clk.Advance(4 * time.Second) // the filler's timer
 	watch.wait(t, "the filler on the wire", func(e obs.Event) bool { return e.Type == obs.PlayoutFirstAudio && e.Turn == 1 })
 	clk.Advance(2 * time.Second) // the agent is still thinking
-	close(agent.release)
+	agent.say("Your balance is forty dollars.")
+	close(agent.chunks)
 	watch.wait(t, "agent.done", func(e obs.Event) bool { return e.Type == obs.AgentDone })
 	// The reply's audio follows what is left of the filler's, 20 ms a frame.
 	deadline := time.Now().Add(30 * time.Second) // a safety net: the loop ends on the mark
@@ -127,6 +91,8 @@ func TestFillerTurnLatencyIsTheReplys(t *testing.T) {
 		waitIdle(t, clk, c.playout)
 		clk.Advance(20 * time.Millisecond)
 	}
+	// The owner journals the reply's first audio as the playout reports it, not as it sends.
+	watch.wait(t, "the reply's first audio", func(e obs.Event) bool { return e.Type == obs.PlayoutReplyAudio })
 	turns := obs.Turns(watch.all())
 	if len(turns) != 1 {
 		t.Fatalf("turns %+v", turns)
@@ -141,19 +107,116 @@ func TestFillerTurnLatencyIsTheReplys(t *testing.T) {
 }
 
 // waitIdle waits until the playout goroutine is parked with nothing it could do before the
-// clock moves: no wake-up waiting, and either a timer armed or nothing queued.
+// clock moves: no wake-up sent, and either its timer not yet due or nothing queued.
 func waitIdle(t *testing.T, clk *clock.Fake, p *playout) {
 	t.Helper()
 	waitUntil(t, func() bool {
 		p.mu.Lock()
-		empty := len(p.items) == 0
+		empty := len(p.items) == 0 && !p.clearing
 		p.mu.Unlock()
-		return p.parked.Load() && len(p.wake) == 0 && (empty || clk.Pending() > 0)
+		until := p.parkedUntil.Load()
+		return p.parked.Load() && len(p.wake) == 0 && (until == 0 && empty || until > clk.Now().UnixNano())
 	})
 }
 
-func (l *recLeg) sentMark(name string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return slices.ContainsFunc(l.sent, func(s sent) bool { return s.kind == "mark" && s.name == name })
+// fillerConfig speaks "One moment." when a turn has had no audio for 4 s.
+func fillerConfig() Config {
+	cfg := testConfig()
+	cfg.Turn.LongTurnMessage = "One moment."
+	cfg.Turn.LongTurnAfter = 4 * time.Second
+	return cfg
+}
+
+func isFiller(e obs.Event) bool { return e.Kind == "filler" }
+
+// TestFillerOnlyForASlowRun: a run that answers within LongTurnAfter hears no filler; a
+// slow one hears it exactly then, and the reply after it. The filler is no words of the
+// agent's: not in the transcript, not in the next turn's history.
+func TestFillerOnlyForASlowRun(t *testing.T) {
+	t.Run("fast", func(t *testing.T) {
+		r, agent, _, results := replyRig(t, fillerConfig())
+		askHours(r, agent, results)
+		r.tick(time.Second)
+		agent.say("We open at nine.")
+		close(agent.chunks)
+		r.await(obs.TTSRequest, withText("We open at nine."))
+		r.playOut(1)
+		r.tick(5 * time.Second)
+		if r.has(obs.TTSRequest, isFiller) || r.has(turn.NoteFiller, nil) {
+			t.Errorf("a fast run heard the filler:\n%s", r.journal())
+		}
+	})
+	t.Run("slow", func(t *testing.T) {
+		r, agent, tts, results := replyRig(t, fillerConfig())
+		askHours(r, agent, results)
+		r.tick(4 * time.Second)
+		if got := r.await(obs.TTSRequest, isFiller); got.MS != 4000 || got.Text != "One moment." {
+			t.Errorf("filler %q asked for at %d ms, want \"One moment.\" at 4000", got.Text, got.MS)
+		}
+		r.await(obs.PlayoutFirstAudio, isFiller)
+		r.tick(time.Second)
+		agent.say("We open at nine.")
+		close(agent.chunks)
+		r.await(obs.TTSRequest, withText("We open at nine."))
+		r.playOut(1)
+		if n := tts.count("One moment."); n != 1 {
+			t.Errorf("filler synthesised %d times, want once", n)
+		}
+		for _, l := range r.transcript() {
+			if l.Role == voice.RoleAssistant && l.Text != "We open at nine." {
+				t.Errorf("agent's transcript line %q, want only the reply", l.Text)
+			}
+		}
+		results <- voice.Transcript{Text: "thanks", Final: true}
+		r.until("turn 2 reaches the agent", false, func() bool { return len(agent.requests()) == 2 })
+		want := []string{"user: what are your hours", "assistant: We open at nine.", "user: thanks"}
+		if got := contents(agent.requests()[1].History); !reflect.DeepEqual(got, want) {
+			t.Errorf("turn 2's history %q, want %q", got, want)
+		}
+	})
+}
+
+// TestNoFillerOnceTheReplyBegan: a tool starting after the reply's first sentence, or the
+// filler's time passing, says nothing over the reply.
+func TestNoFillerOnceTheReplyBegan(t *testing.T) {
+	r, agent, tts, results := replyRig(t, fillerConfig())
+	askHours(r, agent, results)
+	r.tick(time.Second)
+	agent.say("Let me look. ")
+	r.await(obs.TTSRequest, withText("Let me look."))
+	agent.chunks <- voice.ReplyChunk{Progress: "search_hours"}
+	r.await(obs.AgentProgress, nil)
+	r.tick(5 * time.Second)
+	if r.has(obs.TTSRequest, isFiller) || tts.count("One moment.") != 0 {
+		t.Errorf("the filler was spoken after the reply began:\n%s", r.journal())
+	}
+}
+
+// TestFinalAsTheFillerStartsIsHeard: the caller adds to what they said while the run is
+// slow; STT's final comes just after the filler reached the wire, inside the barge-in gate.
+// The words are a turn: the slow run gives way to one that has both sentences, and the
+// filler is cleared from the line. (They were dropped, and the caller went unheard.)
+func TestFinalAsTheFillerStartsIsHeard(t *testing.T) {
+	r, agent, _, results := replyRig(t, fillerConfig())
+	askHours(r, agent, results)
+	r.tick(4 * time.Second)
+	r.await(obs.PlayoutFirstAudio, isFiller)
+	results <- voice.Transcript{Text: "on sunday", Final: true}
+	r.await(obs.STTFinal, withText("on sunday"))
+	r.sync() // the owner has stepped the turn machine with it
+	if !r.has(obs.TurnCommit, withText("on sunday")) {
+		t.Fatalf("the caller's words were dropped:\n%s", r.journal())
+	}
+	r.until("turn 2 reaches the agent", false, func() bool { return len(agent.requests()) == 2 })
+	want := []string{"user: what are your hours", "user: on sunday"}
+	if got := contents(agent.requests()[1].History); !reflect.DeepEqual(got, want) {
+		t.Errorf("turn 2's history %q, want %q", got, want)
+	}
+	if err := agent.contexts()[0].Err(); err == nil {
+		t.Error("the slow run was not cancelled")
+	}
+	r.until("the filler is cleared", false, func() bool { return r.leg.count("clear") == 1 })
+	if r.has(obs.TurnInterrupted, nil) {
+		t.Errorf("nothing of the agent's was heard, yet a turn was interrupted:\n%s", r.journal())
+	}
 }

@@ -242,7 +242,15 @@ func (h *history) settled(turn int, now time.Time, ended bool) (text string, int
 	}
 	m := h.msg(r.assistant)
 	if m == nil {
-		return "", false, false
+		if !ended {
+			return "", false, false
+		}
+		// The call ended while the agent was still writing: what was heard is the line.
+		if text = r.heardText(now); text == "" {
+			return "", false, false
+		}
+		r.logged = true
+		return text, true, true
 	}
 	r.logged = true
 	text = m.Content

@@ -16,7 +16,7 @@ func TestDrainBoundsTheGoodbye(t *testing.T) {
 	m := NewManager(context.Background(), 0)
 	clk := clock.NewFake(t0)
 	c, err := m.Start(DefaultConfig(), Deps{
-		Leg: &recLeg{clk: clk}, STT: nopProviders{}, TTS: quickTTS{}, Agent: nopProviders{}, Clock: clk,
+		Leg: newTestLeg(clk, playNever), STT: nopProviders{}, TTS: quickTTS{}, Agent: nopProviders{}, Clock: clk,
 		NewVAD: func(rate int) (vad.Detector, error) { return vad.NewEnergy(vad.EnergyConfig{Rate: rate}) },
 	})
 	if err != nil {
@@ -50,7 +50,7 @@ func TestDrainGoodbyeNoVoice(t *testing.T) {
 	m := NewManager(context.Background(), 0)
 	clk := clock.NewFake(t0)
 	c, err := m.Start(DefaultConfig(), Deps{
-		Leg: &recLeg{clk: clk}, STT: nopProviders{}, TTS: nopProviders{}, Agent: nopProviders{}, Clock: clk,
+		Leg: newTestLeg(clk, playNever), STT: nopProviders{}, TTS: nopProviders{}, Agent: nopProviders{}, Clock: clk,
 		NewVAD: func(rate int) (vad.Detector, error) { return vad.NewEnergy(vad.EnergyConfig{Rate: rate}) },
 	})
 	if err != nil {

@@ -32,9 +32,12 @@ type playout struct {
 	metrics  *obs.Metrics // frame timing; nil: not measured
 	pair     []byte       // two frames sent as one message (reused)
 	frames   *sync.Pool   // where sent and dropped frames go back (see frameBuf)
-	// parked is true while run waits for a timer or a wake-up with nothing left to do:
-	// tests on a fake clock wait for it before they look.
-	parked atomic.Bool
+	// parked is true while run waits for a timer or a wake-up with nothing left to do, and
+	// parkedUntil (unix ns; 0: none) is the timer's deadline: tests on a fake clock wait
+	// for both before they look. A wake-up clears parked as it is sent, and a deadline the
+	// clock has reached means the timer fired, so neither reads as idle before run moves.
+	parked      atomic.Bool
+	parkedUntil atomic.Int64
 
 	mu       sync.Mutex // guards following
 	items    []playItem // the queue; bounded by the reply text the agent produced
@@ -141,6 +144,7 @@ func (p *playout) clearCarrier(turn int) {
 }
 
 func (p *playout) signal() {
+	p.parked.Store(false)
 	select {
 	case p.wake <- struct{}{}:
 	default:
@@ -280,6 +284,7 @@ func (p *playout) run(ctx context.Context) error {
 		}
 		if until.IsZero() { // nothing queued: sleep until enqueue or clear
 			idle = idle || !pc.Next().After(now)
+			p.parkedUntil.Store(0)
 			p.parked.Store(true)
 			select {
 			case <-ctx.Done():
@@ -295,6 +300,7 @@ func (p *playout) run(ctx context.Context) error {
 			continue
 		}
 		timer.Reset(wait)
+		p.parkedUntil.Store(until.UnixNano())
 		p.parked.Store(true)
 		select {
 		case <-ctx.Done():

@@ -9,75 +9,12 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/handset-voice/handset/internal/audio"
 	"github.com/handset-voice/handset/internal/clock"
-	"github.com/handset-voice/handset/internal/voice"
 )
 
 var t0 = time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// recLeg records what the playout sends, with the fake clock's time.
-type recLeg struct {
-	clk  clock.Clock
-	mu   sync.Mutex
-	sent []sent
-}
-
-type sent struct {
-	at     time.Time
-	kind   string // audio, mark, clear
-	name   string
-	frames int // audio: 20 ms frames in the message
-}
-
-func (l *recLeg) Info() voice.LegInfo                            { return voice.LegInfo{Format: audio.Telephone} }
-func (l *recLeg) Run(ctx context.Context, _ voice.LegSink) error { <-ctx.Done(); return nil }
-func (l *recLeg) SendAudio(_ context.Context, b []byte) error {
-	return l.add(sent{kind: "audio", frames: len(b) / 160})
-}
-func (l *recLeg) SendMark(_ context.Context, name string) error {
-	return l.add(sent{kind: "mark", name: name})
-}
-func (l *recLeg) Clear(context.Context) error { return l.add(sent{kind: "clear"}) }
-
-func (l *recLeg) add(s sent) error {
-	s.at = l.clk.Now()
-	l.mu.Lock()
-	l.sent = append(l.sent, s)
-	l.mu.Unlock()
-	return nil
-}
-
-// count is how many of kind were sent; for audio, how many 20 ms frames.
-func (l *recLeg) count(kind string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n := 0
-	for _, s := range l.sent {
-		switch {
-		case s.kind == kind && kind == "audio":
-			n += s.frames
-		case s.kind == kind:
-			n++
-		}
-	}
-	return n
-}
-
-// count2 is how many audio messages were sent.
-func (l *recLeg) count2() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n := 0
-	for _, s := range l.sent {
-		if s.kind == "audio" {
-			n++
-		}
-	}
-	return n
-}
 
 // aheadBy reports whether got frames is want or one more: two frames go out in one
 // message, so the second of a pair is one frame ahead of its schedule.
@@ -116,10 +53,10 @@ func waitUntil(t *testing.T, cond func() bool) {
 	}
 }
 
-func startPlayout(t *testing.T) (*playout, *recLeg, *clock.Fake, []int) {
+func startPlayout(t *testing.T) (*playout, *testLeg, *clock.Fake, []int) {
 	t.Helper()
 	clk := clock.NewFake(time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC))
-	leg := &recLeg{clk: clk}
+	leg := newTestLeg(clk, playNever)
 	var firstAudio []int
 	var mu sync.Mutex
 	p := newPlayout(leg, clk, 80*time.Millisecond, 150*time.Millisecond, func(turn int, _ audioStart) {
@@ -152,7 +89,7 @@ func TestPlayoutPacesAgainstTheSchedule(t *testing.T) {
 			t.Fatalf("after %d ms: %d frames sent, want %d (or one more)", 20*step, got, want)
 		}
 	}
-	if msgs, frames := leg.count2(), leg.count("audio"); msgs*2 < frames {
+	if msgs, frames := leg.messages(), leg.count("audio"); msgs*2 < frames {
 		t.Errorf("%d frames in %d messages: more than two a message", frames, msgs)
 	}
 	// A late wake-up catches up in one burst instead of drifting.

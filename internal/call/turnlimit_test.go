@@ -1,166 +1,28 @@
 package call
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"io"
-	"slices"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/handset-voice/handset/internal/audio"
-	"github.com/handset-voice/handset/internal/audio/vad"
 	"github.com/handset-voice/handset/internal/clock"
 	"github.com/handset-voice/handset/internal/obs"
 	"github.com/handset-voice/handset/internal/voice"
 )
 
-// scriptedSTT hands the engine the transcripts a test pushes.
-type scriptedSTT struct {
-	nopProviders
-	results chan voice.Transcript
-}
-
-func (s *scriptedSTT) Stream(context.Context, audio.Format, voice.StreamOptions) (voice.RecognizerStream, error) {
-	return &scriptedStream{results: s.results}, nil
-}
-
-type scriptedStream struct {
-	nopStream
-	results chan voice.Transcript
-}
-
-func (s *scriptedStream) Results() <-chan voice.Transcript { return s.results }
-
-// quickTTS synthesises every sentence as 200 ms of silence at once.
-type quickTTS struct{ nopProviders }
-
-func (quickTTS) Synthesize(context.Context, string, audio.Format) (io.ReadCloser, error) {
-	return io.NopCloser(bytes.NewReader(make([]byte, 1600))), nil
-}
-
-// busyAgent never finishes a turn: it keeps reporting progress (a tool running) until
-// its context ends, as a runtime whose tools emit events forever does.
-type busyAgent struct {
-	mu    sync.Mutex
-	ctxs  []context.Context
-	reply string // when set, the turn answers this at once instead
-}
-
-func (a *busyAgent) Name() string { return "busy" }
-
-func (a *busyAgent) Reply(ctx context.Context, _ voice.TurnRequest) (voice.ReplyStream, error) {
-	a.mu.Lock()
-	a.ctxs = append(a.ctxs, ctx)
-	a.mu.Unlock()
-	if a.reply != "" {
-		return &textStream{text: a.reply}, nil
-	}
-	return &busyStream{ctx: ctx}, nil
-}
-
-func (a *busyAgent) turns() []context.Context {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return slices.Clone(a.ctxs)
-}
-
-type busyStream struct {
-	ctx   context.Context
-	ticks int
-}
-
-func (s *busyStream) Next() (voice.ReplyChunk, error) {
-	if s.ticks < 3 {
-		s.ticks++
-		return voice.ReplyChunk{Progress: "web_search"}, nil
-	}
-	<-s.ctx.Done()
-	return voice.ReplyChunk{}, &voice.ProviderError{Provider: "busy", Op: "reply", Kind: voice.KindCanceled, Err: s.ctx.Err()}
-}
-func (s *busyStream) Close() error { return nil }
-
-type textStream struct{ text string }
-
-func (s *textStream) Next() (voice.ReplyChunk, error) {
-	if s.text == "" {
-		return voice.ReplyChunk{}, io.EOF
-	}
-	t := s.text
-	s.text = ""
-	return voice.ReplyChunk{Text: t}, nil
-}
-func (s *textStream) Close() error { return nil }
-
-// journalWatch collects a call's journal events and wakes waiters on each.
-type journalWatch struct {
-	mu      sync.Mutex
-	events  []obs.Event
-	changed chan struct{}
-}
-
-func newJournalWatch(start time.Time) (*journalWatch, *obs.Journal) {
-	w := &journalWatch{changed: make(chan struct{})}
-	j := obs.NewWriter(io.Discard, start)
-	j.Tee(func(e obs.Event) {
-		w.mu.Lock()
-		w.events = append(w.events, e)
-		close(w.changed)
-		w.changed = make(chan struct{})
-		w.mu.Unlock()
-	})
-	return w, j
-}
-
-// wait returns the first event that matches, waiting for it up to a safety deadline.
-func (w *journalWatch) wait(t *testing.T, what string, match func(obs.Event) bool) obs.Event {
-	t.Helper()
-	deadline := time.After(30 * time.Second) // a safety net: the wait ends on the event
-	for {
-		w.mu.Lock()
-		for _, e := range w.events {
-			if match(e) {
-				w.mu.Unlock()
-				return e
-			}
-		}
-		ch := w.changed
-		w.mu.Unlock()
-		select {
-		case <-ch:
-		case <-deadline:
-			t.Fatalf("no %s in the journal: %+v", what, w.all())
-		}
-	}
-}
-
-func (w *journalWatch) all() []obs.Event {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return slices.Clone(w.events)
-}
-
 // startLimitedCall runs a call on a fake clock whose agent turns are bounded by limit.
 func startLimitedCall(t *testing.T, agent voice.Agent, limit time.Duration) (*Call, *clock.Fake, *journalWatch, chan voice.Transcript) {
 	t.Helper()
 	clk := clock.NewFake(t0)
-	watch, journal := newJournalWatch(t0)
 	results := make(chan voice.Transcript, 4)
 	cfg := DefaultConfig()
 	cfg.Turn.ErrorMessage = "Sorry, that took too long."
 	cfg.Turn.LongTurnMessage = "One moment."
 	cfg.Turn.LongTurnAfter = 4 * time.Second
 	cfg.AgentTurnTimeout = limit
-	c := New(context.Background(), cfg, Deps{
-		Leg: &recLeg{clk: clk}, STT: &scriptedSTT{results: results}, TTS: quickTTS{}, Agent: agent, Clock: clk, Journal: journal,
-		NewVAD: func(rate int) (vad.Detector, error) { return vad.NewEnergy(vad.EnergyConfig{Rate: rate}) },
-	})
-	done := make(chan struct{})
-	go func() { c.Run(); close(done) }()
-	t.Cleanup(func() { c.Hangup(); <-done })
-	return c, clk, watch, results
+	r := startRig(t, clk, cfg, Deps{Leg: newTestLeg(clk, playNever), STT: &scriptedSTT{results: results}, TTS: quickTTS{}, Agent: agent})
+	return r.c, clk, r.watch, results
 }
 
 // TestAgentTurnTimeoutAbortsABusyTurn: a runtime that keeps reporting tool progress is

@@ -348,13 +348,24 @@ func pendBargeIn(s State, _ time.Time, acts []Action) (State, []Action) {
 	return s, acts
 }
 
+// fillerOnly reports whether the only audio of the turn on the wire is the long-turn
+// filler, still inside the barge-in gate, with STT deaf to the line: a final transcript
+// then comes from words spoken before the filler.
+func (s State) fillerOnly() bool {
+	return (s.Phase == Speaking || s.Phase == Draining) && s.FillerSaid && !s.RealSentence &&
+		!s.GateOpen && !s.Config.ForwardSTTWhileSpeaking
+}
+
 // bargeIn stops the agent: the caller interrupted.
-func bargeIn(s State, acts []Action) (State, []Action) {
-	acts = append(acts,
-		Action{Kind: CancelTurn, Turn: s.Turn},
-		Action{Kind: ClearPlayout, Turn: s.Turn},
-		Action{Kind: RecordInterrupted, Turn: s.Turn},
-	)
+func bargeIn(s State, acts []Action) (State, []Action) { return stopTurn(s, acts, true) }
+
+// stopTurn cancels the turn and clears its audio from the line, recording what the
+// caller heard of it when they interrupted it.
+func stopTurn(s State, acts []Action, interrupted bool) (State, []Action) {
+	acts = append(acts, Action{Kind: CancelTurn, Turn: s.Turn}, Action{Kind: ClearPlayout, Turn: s.Turn})
+	if interrupted {
+		acts = append(acts, Action{Kind: RecordInterrupted, Turn: s.Turn})
+	}
 	if (s.Phase == Speaking || s.Phase == Draining) && !s.Config.ForwardSTTWhileSpeaking {
 		// STT did not hear the caller while the agent spoke: give it their first words.
 		acts = append(acts, Action{Kind: ReplayInbound})
@@ -420,6 +431,12 @@ func onTranscript(s State, in Input, now time.Time) (State, []Action) {
 		}
 		if s.isDuplicate(text, now) {
 			return s, []Action{{Kind: Note, Reason: NoteDropped, Text: "duplicate: " + in.Text}}
+		}
+		if in.Final && s.fillerOnly() && !IsHallucination(in.Text) {
+			// STT did not hear the line since the filler started, so these words were
+			// spoken before it: the caller added to what they said, as in thinking.
+			s, acts := stopTurn(s, nil, false)
+			return commit(s, in.Text, text, now, acts)
 		}
 		if IsHallucination(in.Text) || !s.GateOpen || wordCount(text) < max(1, s.Config.BargeInMinWords) {
 			return s, nil
