@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/handset-voice/handset/internal/testpeer"
 )
 
 // sandbox is a copy of the checkout's scripts and go.mod in a temporary directory, with
@@ -33,9 +35,7 @@ func repoRoot(t *testing.T) string {
 
 func newSandbox(t *testing.T) *sandbox {
 	t.Helper()
-	if _, err := exec.LookPath("bash"); err != nil {
-		t.Skip("no bash")
-	}
+	testpeer.Program(t, "bash", testpeer.Bash)
 	root := repoRoot(t)
 	src := os.Getenv("SCRIPTTEST_SCRIPTS")
 	if src == "" {
