@@ -349,10 +349,21 @@ func newBalancer() *balancer { return &balancer{procs: map[string]*httputil.Reve
 
 func (b *balancer) add(name, rawURL string) {
 	u, _ := url.Parse(rawURL)
-	p := httputil.NewSingleHostReverseProxy(u)
-	// Keep the public Host (Twilio signs the URL it was given) and the client's scheme.
-	director := p.Director
-	p.Director = func(r *http.Request) { host := r.Host; director(r); r.Host = host }
+	// Keep the public Host (Twilio signs the URL it was given) and the client's scheme
+	// (X-Forwarded-Host and -Proto pass unchanged); add the client to X-Forwarded-For.
+	p := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(u)
+		r.Out.Host = r.In.Host
+		r.Out.Header["X-Forwarded-For"] = r.In.Header["X-Forwarded-For"]
+		r.SetXForwarded()
+		for _, h := range []string{"X-Forwarded-Host", "X-Forwarded-Proto"} {
+			if v, ok := r.In.Header[h]; ok {
+				r.Out.Header[h] = v
+			} else {
+				r.Out.Header.Del(h)
+			}
+		}
+	}}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.names = append(b.names, name)
