@@ -31,15 +31,16 @@ type Peer struct {
 var (
 	PostgreSQL = Peer{"a PostgreSQL server (" + DatabaseURLEnv + ")",
 		"./scripts/postgres.sh; then " + DatabaseURLEnv + "=$(cat .cache/postgres/url)"}
-	Engines     = Peer{"the engine files in .cache/engines", "./scripts/engines.sh"}
-	Speech      = Peer{"recorded speech (Debian's pocketsphinx-testdata)", "sudo apt-get install pocketsphinx-testdata"}
-	SphinxEnUS  = Peer{"the PocketSphinx US English model", "sudo apt-get install pocketsphinx-en-us"}
-	OpenClaw    = Peer{"the OpenClaw install in .cache/openclaw", "./scripts/openclaw.sh"}
-	Chromium    = Peer{"chromium", "sudo apt-get install chromium"}
-	Espeak      = Peer{"espeak-ng", "sudo apt-get install espeak-ng"}
-	Flite       = Peer{"flite", "sudo apt-get install flite"}
-	Bash        = Peer{"bash", "sudo apt-get install bash"}
-	GitCheckout = Peer{"a git checkout (git, run inside a clone)", "git clone the repository and test there"}
+	Engines        = Peer{"the engine files in .cache/engines", "./scripts/engines.sh"}
+	Speech         = Peer{"recorded speech (Debian's pocketsphinx-testdata)", "sudo apt-get install pocketsphinx-testdata"}
+	SphinxEnUS     = Peer{"the PocketSphinx US English model", "sudo apt-get install pocketsphinx-en-us"}
+	OpenClaw       = Peer{"the OpenClaw install in .cache/openclaw", "./scripts/openclaw.sh"}
+	Chromium       = Peer{"chromium", "sudo apt-get install chromium"}
+	Espeak         = Peer{"espeak-ng", "sudo apt-get install espeak-ng"}
+	Flite          = Peer{"flite", "sudo apt-get install flite"}
+	Bash           = Peer{"bash", "sudo apt-get install bash"}
+	SystemdAnalyze = Peer{"systemd-analyze", "sudo apt-get install systemd"}
+	GitCheckout    = Peer{"a git checkout (git, run inside a clone)", "git clone the repository and test there"}
 )
 
 // DatabaseURLEnv names the PostgreSQL server the tests may create databases on.
