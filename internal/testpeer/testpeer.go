@@ -1,6 +1,6 @@
 // Package testpeer is the one way a test reaches for a peer: something outside the module
 // it needs (PostgreSQL, the engine files, recorded speech, the OpenClaw install, Chromium,
-// espeak-ng, flite). Handset's tests come in two tiers. The fast tier (`go test -short
+// espeak-ng, flite: the Peer values below). Handset's tests come in two tiers. The fast tier (`go test -short
 // ./...`) needs only Go: a missing peer skips the test with the command that installs it,
 // and a slow test skips. The full tier (scripts/test.sh) sets HANDSET_TEST_FULL=1, which
 // turns every such skip into a failure, so a peer that went missing cannot pass unseen.
@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"testing"
 )
 
@@ -97,24 +96,4 @@ func DatabaseURL(t testing.TB) string {
 		Missing(t, PostgreSQL, fmt.Errorf("%s is not set", DatabaseURLEnv))
 	}
 	return u
-}
-
-// ModuleRoot is the directory holding go.mod, found by walking up from the working
-// directory (a test's is its package's directory).
-func ModuleRoot(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("testpeer: no go.mod above the working directory")
-		}
-		dir = parent
-	}
 }
