@@ -1,10 +1,10 @@
 // Package testpeer is the one way a test reaches for a peer: something outside the module
 // it needs (PostgreSQL, the engine files, recorded speech, the OpenClaw install, Chromium,
-// espeak-ng, flite: the Peer values below). Handset's tests come in two tiers. The fast tier (`go test -short
-// ./...`) needs only Go: a missing peer skips the test with the command that installs it,
-// and a slow test skips. The full tier (scripts/test.sh) sets HANDSET_TEST_FULL=1, which
-// turns every such skip into a failure, so a peer that went missing cannot pass unseen.
-// Import it only from tests and their helpers.
+// espeak-ng, flite: the Peer values below). Handset's tests come in two tiers. The fast
+// tier (`go test -short ./...`) needs only Go: a missing peer skips the test with the
+// command that installs it, and a slow test skips. The full tier (scripts/test.sh) sets
+// HANDSET_TEST_FULL=1, which turns every such skip into a failure, so a peer that went
+// missing cannot pass unseen. Import it only from tests and their helpers.
 package testpeer
 
 import (
