@@ -49,7 +49,7 @@ const DatabaseURLEnv = "HANDSET_TEST_DATABASE_URL"
 // the command that installs p, or in the full tier a failure.
 func Missing(t testing.TB, p Peer, why error) {
 	t.Helper()
-	msg := fmt.Sprintf("%s is missing (%v); install it: %s", p.Name, why, p.Install)
+	msg := fmt.Sprintf("missing peer: %s (%v); install it with: %s", p.Name, why, p.Install)
 	if Full() {
 		t.Fatalf("%s\n(%s=1: the full tier needs every peer)", msg, FullEnv)
 	}
