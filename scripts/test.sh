@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Handset's whole test suite: formatting, vet, unit and whole-call tests with the race
-# detector, and a short run of every fuzz target on top of its committed seed corpus.
+# Handset's whole test suite, the full tier: formatting, vet, staticcheck, unit and
+# whole-call tests with the race detector, and a short run of every fuzz target on top of
+# its committed seed corpus. (The fast tier, `go test -short ./...`, needs only Go.)
 # The first failing stage stops the run; the end of the output names it and lists the
 # stages that did not run. The private PostgreSQL cluster the run starts is stopped at the
 # end; one that already ran is left running (./scripts/postgres.sh stop).
@@ -10,6 +11,10 @@ cd "$(dirname "$0")/.."
 . scripts/go.sh
 require_go test.sh
 fetch_go test.sh
+
+# The full tier: a test whose peer (PostgreSQL, an engine, Chromium, ...) is missing fails
+# instead of skipping (internal/testpeer).
+export HANDSET_TEST_FULL=1
 
 # stage NAME COMMAND [ARG...] adds a stage. Stages run in the order added, in this shell
 # (a function can export for the later ones), under set -e: a failing command fails its
@@ -48,6 +53,15 @@ vet() {
 	CGO_ENABLED=1 go vet -tags embedded ./...
 }
 stage "go vet" vet
+
+# staticcheck, pinned (its settings and their reasons: staticcheck.conf); run from the
+# module proxy, so it adds nothing to go.mod.
+STATICCHECK=honnef.co/go/tools/cmd/staticcheck@v0.8.2
+run_staticcheck() {
+	go run "$STATICCHECK" ./...
+	CGO_ENABLED=1 go run "$STATICCHECK" -tags embedded ./...
+}
+stage staticcheck run_staticcheck
 
 stage "go test -race" go test -race -count=1 -timeout 20m ./...
 

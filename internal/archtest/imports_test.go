@@ -1,8 +1,12 @@
 package archtest
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
+	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -10,20 +14,28 @@ import (
 const module = "github.com/handset-voice/handset/"
 
 type pkg struct {
-	ImportPath string
-	Imports    []string
-	Doc        string
-	Name       string
+	ImportPath   string
+	Imports      []string
+	TestImports  []string
+	XTestImports []string
+	Doc          string
+	Name         string
 }
 
-func listPackages(t *testing.T) []pkg {
+// buildTags are the builds the rules hold for: the default and the one that links the
+// offline engines through cgo (which imports what only it needs).
+var buildTags = []string{"", "embedded"}
+
+func listPackages(t *testing.T, tags string) []pkg {
 	t.Helper()
-	out, err := exec.Command("go", "list", "-json", module+"...").Output()
+	cmd := exec.Command("go", "list", "-tags", tags, "-json", module+"...")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=1") // else the cgo files, and their imports, are left out
+	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("go list: %v", err)
+		t.Fatalf("go list -tags %q: %v", tags, err)
 	}
 	var pkgs []pkg
-	dec := json.NewDecoder(strings.NewReader(string(out)))
+	dec := json.NewDecoder(bytes.NewReader(out))
 	for dec.More() {
 		var p pkg
 		if err := dec.Decode(&p); err != nil {
@@ -39,69 +51,223 @@ func rel(path string) string { return strings.TrimPrefix(path, module) }
 
 func under(path, prefix string) bool { return path == prefix || strings.HasPrefix(path, prefix+"/") }
 
-// providerRoots are the packages whose children implement voice contracts.
-var providerRoots = []string{"internal/carrier", "internal/stt", "internal/tts", "internal/agent", "internal/browser"}
+// matches reports whether path is named by pattern: a package, "X/..." for X and every
+// package under it, or "..." for every package.
+func matches(path, pattern string) bool {
+	if pattern == "..." {
+		return true
+	}
+	if p, ok := strings.CutSuffix(pattern, "/..."); ok {
+		return under(path, p)
+	}
+	return path == pattern
+}
+
+// specificity orders patterns: an exact package beats X/..., a longer X beats a shorter.
+func specificity(pattern string) int {
+	if p, ok := strings.CutSuffix(pattern, "/..."); ok {
+		return 2 * len(p)
+	}
+	return 2*len(pattern) + 1
+}
+
+// own, in a rule's may list, stands for the importing package's own subpackages (a
+// provider's test helpers, say).
+const own = "<own subpackages>"
+
+// A rule names what the packages matching from may import of ours; the most specific rule
+// that matches a package is its rule. Nothing else is allowed: every package needs a rule
+// and every arrow an entry (docs/architecture.md, who may import whom).
+type rule struct {
+	from string
+	may  []string
+}
+
+// providerMay is what every provider (carrier, STT, TTS, agent runtime, the browser leg)
+// may import: never call, config or a sibling provider.
+var providerMay = []string{"internal/audio/...", "internal/voice", "internal/obs", "internal/session",
+	"internal/clock", "internal/carrier/mediastream", "internal/openaiwire", own}
+
+var rules = []rule{
+	{"cmd/handset", []string{"internal/cli"}},
+	// the composition root: it wires everything, and nothing imports it
+	{"internal/cli/...", []string{"internal/..."}},
+
+	// the core, from the bottom up
+	{"internal/clock", nil},
+	{"internal/audio/...", []string{"internal/audio/..."}},
+	{"internal/audio/vad/vadtest", []string{"internal/audio/...", "internal/testpeer"}},
+	{"internal/voice", []string{"internal/audio/..."}},
+	{"internal/turn", []string{"internal/voice"}},
+	{"internal/obs", []string{"internal/voice"}},
+	{"internal/session", []string{"internal/voice"}},
+	{"internal/openaiwire", []string{"internal/voice"}},
+	{"internal/json5", nil},
+	{"internal/edge", nil},
+	{"internal/config/...", []string{"internal/audio/..."}},
+	{"internal/doctor", nil},
+	{"internal/call/...", []string{"internal/audio/...", "internal/voice", "internal/turn", "internal/obs",
+		"internal/clock", "internal/store"}},
+
+	// storage: the contract, its two implementations and the suite both pass
+	{"internal/store", []string{"internal/voice"}},
+	{"internal/store/sqlite/...", []string{"internal/store", "internal/voice"}},
+	{"internal/store/postgres/...", []string{"internal/store", "internal/voice"}},
+	{"internal/store/postgres/pgtest", []string{"internal/testpeer"}},
+	{"internal/store/storetest", []string{"internal/store", "internal/voice"}},
+
+	// providers
+	{"internal/carrier/...", providerMay},
+	{"internal/stt/...", providerMay},
+	{"internal/tts/...", providerMay},
+	{"internal/agent/...", append(slices.Clip(providerMay), "internal/agent/httpagent/...")},
+	// the HTTP-streaming plumbing the runtimes share: nothing of a runtime
+	{"internal/agent/httpagent/...", append(slices.Clip(providerMay), "internal/agent/httpagent/...")},
+	{"internal/browser/...", providerMay},
+
+	// what composes the core and the store
+	{"internal/jobs/...", []string{"internal/call", "internal/carrier/...", "internal/clock", "internal/obs",
+		"internal/session", "internal/store", "internal/voice"}},
+	{"internal/web/...", []string{"internal/jobs", "internal/obs", "internal/session", "internal/store", "internal/voice"}},
+	{"internal/bench/...", []string{"internal/obs", "internal/sim/..."}},
+
+	// the fakes and simulated callers tests and bench use
+	{"internal/sim/...", []string{"internal/audio/...", "internal/clock", "internal/voice", "internal/sim/..."}},
+	{"internal/sim/realopenclaw", []string{"internal/testpeer"}},
+
+	// tests of the repository itself, and the support every test goes through
+	{"internal/archtest", nil},
+	{"internal/scripttest", nil},
+	{"internal/testpeer", nil},
+}
+
+// ruleFor is the most specific rule matching package from, if any.
+func ruleFor(from string) (rule, bool) {
+	best, found := rule{}, false
+	for _, r := range rules {
+		if matches(from, r.from) && (!found || specificity(r.from) > specificity(best.from)) {
+			best, found = r, true
+		}
+	}
+	return best, found
+}
 
 // allowed reports whether internal package from may import internal package to.
 func allowed(from, to string) bool {
-	switch {
-	case from == "cmd/handset":
-		return to == "internal/cli"
-	case under(to, "internal/cli"):
-		return false // the composition root: only main imports it
-	case under(to, "internal/archtest"):
+	r, ok := ruleFor(from)
+	if !ok || under(to, "internal/archtest") || (under(to, "internal/cli") && from != "cmd/handset") {
 		return false
-	case under(from, "internal/audio"):
-		return under(to, "internal/audio")
-	case under(from, "internal/clock"):
-		return false
-	case from == "internal/voice":
-		return under(to, "internal/audio")
-	case from == "internal/turn":
-		return to == "internal/voice"
-	case from == "internal/obs":
-		return to == "internal/voice"
-	case from == "internal/session":
-		return to == "internal/voice"
-	case under(from, "internal/call"):
-		return under(to, "internal/audio") || to == "internal/voice" || to == "internal/turn" ||
-			to == "internal/obs" || to == "internal/clock" || to == "internal/store"
-	case under(from, "internal/store/sqlite"), under(from, "internal/store/postgres"):
-		return to == "internal/store" || to == "internal/voice"
-	case under(from, "internal/config"):
-		return under(to, "internal/audio")
-	case from == "internal/openaiwire":
-		return to == "internal/voice"
 	}
-	for _, root := range providerRoots {
-		if !under(from, root) {
-			continue
+	return slices.ContainsFunc(r.may, func(p string) bool {
+		if p == own {
+			return to != from && under(to, from)
 		}
-		if under(to, "internal/audio") || to == "internal/voice" || to == "internal/obs" ||
-			to == "internal/session" || to == "internal/clock" || to == "internal/carrier/mediastream" ||
-			to == "internal/openaiwire" {
-			return true
+		return matches(to, p)
+	})
+}
+
+// errorOnce reports each message once: both builds mostly share their imports.
+func errorOnce(t *testing.T) func(format string, args ...any) {
+	seen := map[string]bool{}
+	return func(format string, args ...any) {
+		t.Helper()
+		if msg := fmt.Sprintf(format, args...); !seen[msg] {
+			seen[msg] = true
+			t.Error(msg)
 		}
-		// the agent runtimes share their HTTP-streaming plumbing
-		if root == "internal/agent" && under(to, "internal/agent/httpagent") {
-			return true
-		}
-		// a provider's own subpackages (its test helpers) are fine; siblings are not
-		return under(to, from) || (strings.HasSuffix(to, "test") && under(to, root))
 	}
-	return true // cli, sim, web, doctor, jobs: free to compose
 }
 
 func TestImportRules(t *testing.T) {
-	for _, p := range listPackages(t) {
-		from := rel(p.ImportPath)
-		for _, imp := range p.Imports {
-			if !strings.HasPrefix(imp, module) {
+	report := errorOnce(t)
+	for _, tags := range buildTags {
+		for _, p := range listPackages(t, tags) {
+			from := rel(p.ImportPath)
+			if _, ok := ruleFor(from); !ok {
+				report("%s: no rule says what it may import (add one to rules)", from)
 				continue
 			}
-			if to := rel(imp); !allowed(from, to) {
-				t.Errorf("%s must not import %s (docs/architecture.md, who may import whom)", from, to)
+			for _, imp := range p.Imports {
+				if !strings.HasPrefix(imp, module) {
+					continue
+				}
+				if to := rel(imp); !allowed(from, to) {
+					report("%s must not import %s (docs/architecture.md, who may import whom)", from, to)
+				}
 			}
+		}
+	}
+}
+
+// A thirdParty rule names the packages that may import a module from outside ours: code
+// (in non-test files; their tests may too) and tests (in test files only).
+type thirdParty struct {
+	module      string
+	code, tests []string
+}
+
+// thirdParties: every import from outside the standard library and this module needs an
+// entry, so a library stays with the package that owns what it is for.
+var thirdParties = []thirdParty{
+	{"github.com/jackc/pgx/v5", []string{"internal/store/postgres/..."}, nil},
+	{"modernc.org/sqlite", []string{"internal/store/sqlite"}, nil},
+	{"github.com/coder/websocket", []string{"internal/carrier/twilio", "internal/browser", "internal/stt/deepgram",
+		"internal/agent/openclaw", "internal/sim/..."}, []string{"internal/cli", "internal/edge"}},
+	{"github.com/tetratelabs/wazero", []string{"internal/audio/vad/webrtc"}, nil},
+	{"github.com/yalue/onnxruntime_go", []string{"internal/audio/vad/silero"}, nil},
+	{"gonum.org/v1/gonum", []string{"internal/audio/echo"}, nil},
+	{"github.com/prometheus/client_golang", []string{"internal/obs"}, nil},
+	{"github.com/prometheus/client_model", []string{"internal/bench"}, nil},
+	{"github.com/prometheus/common", []string{"internal/bench"}, nil},
+	{"go.yaml.in/yaml/v3", []string{"internal/config", "internal/cli"}, nil},
+	{"golang.org/x/sys", []string{"internal/cli"}, nil},
+	{"github.com/google/go-cmp", []string{"internal/store/storetest"}, []string{"..."}},
+	{"go.uber.org/goleak", nil, []string{"..."}},
+	{"github.com/chromedp/chromedp", nil, []string{"internal/cli"}},
+}
+
+// standard reports whether an import path is the standard library's (no dot in its first
+// element) or cgo's "C".
+func standard(path string) bool { return !strings.Contains(strings.Split(path, "/")[0], ".") }
+
+// thirdPartyAllowed reports whether package from may import path from another module, in
+// its code or (test) only in its tests.
+func thirdPartyAllowed(from, path string, test bool) bool {
+	for _, tp := range thirdParties {
+		if !under(path, tp.module) {
+			continue
+		}
+		may := tp.code
+		if test {
+			may = append(slices.Clip(may), tp.tests...)
+		}
+		return slices.ContainsFunc(may, func(p string) bool { return matches(from, p) })
+	}
+	return false
+}
+
+func TestThirdPartyImportRules(t *testing.T) {
+	report := errorOnce(t)
+	for _, tags := range buildTags {
+		for _, p := range listPackages(t, tags) {
+			from := rel(p.ImportPath)
+			check := func(imports []string, test bool) {
+				for _, imp := range imports {
+					if standard(imp) || strings.HasPrefix(imp, module) {
+						continue
+					}
+					if !thirdPartyAllowed(from, imp, test) {
+						where := "code"
+						if test {
+							where = "tests"
+						}
+						report("%s's %s must not import %s: add it to thirdParties if it belongs there", from, where, imp)
+					}
+				}
+			}
+			check(p.Imports, false)
+			check(p.TestImports, true)
+			check(p.XTestImports, true)
 		}
 	}
 }
@@ -115,10 +281,18 @@ func TestRulesCatchWrongArrows(t *testing.T) {
 		{"internal/stt/deepgram", "internal/call"},
 		{"internal/audio/vad", "internal/voice"},
 		{"internal/sim", "internal/cli"},
+		{"internal/sim/fakedeepgram", "internal/store"},
 		{"cmd/handset", "internal/call"},
 		{"internal/store/sqlite", "internal/call"},
 		{"internal/stt/deepgram", "internal/agent/httpagent"},
 		{"internal/agent/httpagent", "internal/agent/openai"},
+		{"internal/store/sqlite", "internal/store/postgres"},
+		{"internal/web", "internal/config"},
+		{"internal/jobs", "internal/web"},
+		{"internal/doctor", "internal/voice"},
+		{"internal/call", "internal/testpeer"},
+		{"internal/newpackage", "internal/voice"}, // no rule: denied
+		{"internal/agent/openclaw", "internal/agent"},
 	}
 	for _, b := range bad {
 		if allowed(b[0], b[1]) {
@@ -132,6 +306,8 @@ func TestRulesCatchWrongArrows(t *testing.T) {
 		{"internal/sim/fakedeepgram", "internal/audio/g711"},
 		{"cmd/handset", "internal/cli"},
 		{"internal/agent/hermes", "internal/agent/httpagent"},
+		{"internal/stt/deepgram", "internal/stt/deepgram/deepgramtest"},
+		{"internal/audio/vad/vadtest", "internal/testpeer"},
 	}
 	for _, g := range good {
 		if !allowed(g[0], g[1]) {
@@ -140,8 +316,32 @@ func TestRulesCatchWrongArrows(t *testing.T) {
 	}
 }
 
+func TestThirdPartyRulesCatchWrongImports(t *testing.T) {
+	for _, c := range []struct {
+		from, path string
+		test, want bool
+	}{
+		{"internal/store/postgres", "github.com/jackc/pgx/v5/pgxpool", false, true},
+		{"internal/store/postgres/pgtest", "github.com/jackc/pgx/v5", false, true},
+		{"internal/cli", "github.com/jackc/pgx/v5", true, false},
+		{"internal/jobs", "github.com/jackc/pgx/v5", false, false},
+		{"internal/stt/deepgram", "github.com/coder/websocket", false, true},
+		{"internal/tts/elevenlabs", "github.com/coder/websocket", false, false},
+		{"internal/edge", "github.com/coder/websocket", false, false},
+		{"internal/edge", "github.com/coder/websocket", true, true},
+		{"internal/call", "go.uber.org/goleak", true, true},
+		{"internal/call", "go.uber.org/goleak", false, false},
+		{"internal/cli", "github.com/chromedp/chromedp", false, false},
+		{"internal/call", "example.com/unknown", true, false},
+	} {
+		if got := thirdPartyAllowed(c.from, c.path, c.test); got != c.want {
+			t.Errorf("%s (test %v) importing %s: allowed %v, want %v", c.from, c.test, c.path, got, c.want)
+		}
+	}
+}
+
 func TestEveryPackageSaysWhatItOwns(t *testing.T) {
-	for _, p := range listPackages(t) {
+	for _, p := range listPackages(t, "") {
 		if p.Name == "main" && p.Doc == "" {
 			t.Errorf("%s: command without a doc comment", rel(p.ImportPath))
 			continue

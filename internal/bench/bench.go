@@ -94,7 +94,6 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	// Ramp up.
 	t := &tally{}
 	stop := make(chan struct{})
-	var callers []*caller
 	var wg sync.WaitGroup
 	progress := o.startProgress(ctx, t, sc)
 	defer progress.stop()
@@ -111,7 +110,6 @@ func Run(ctx context.Context, o Options) (Report, error) {
 			break
 		}
 		c := &caller{n: i, opts: o, tally: t, log: o.Logger, stop: stop, finished: make(chan struct{})}
-		callers = append(callers, c)
 		wg.Add(1)
 		go func() { defer wg.Done(); c.run(ctx) }()
 	}

@@ -181,7 +181,7 @@ func TestHostCheckByConnection(t *testing.T) {
 	}
 	t.Run("ipv6 loopback", func(t *testing.T) {
 		if ln, err := net.Listen("tcp", "[::1]:0"); err != nil {
-			t.Skip("no IPv6 loopback here:", err)
+			t.Skip("no IPv6 loopback here:", err) // not a peer: the host's network
 		} else {
 			ln.Close()
 		}
@@ -210,7 +210,7 @@ func TestHostCheckByConnection(t *testing.T) {
 		}
 		lan := nonLoopbackIPv4(t)
 		if lan == "" {
-			t.Skip("no non-loopback IPv4 address here")
+			t.Skip("no non-loopback IPv4 address here") // not a peer: the host's network
 		}
 		lanAddr := net.JoinHostPort(lan, port)
 		if s := status(lanAddr, lanAddr); s != http.StatusOK {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/handset-voice/handset/internal/bench"
+	"github.com/handset-voice/handset/internal/testpeer"
 )
 
 // --ramp is a float: NaN (which every comparison rejects) and infinity are refused like 0.
@@ -22,6 +23,7 @@ func TestBenchRefusesABadRamp(t *testing.T) {
 // calls are held and take turns, and nothing failed. Timing is bench's to measure, not
 // this test's to assert.
 func TestBenchReportsEverything(t *testing.T) {
+	testpeer.Slow(t, "a 6 s bench run")
 	code, out := runCmd(t, []string{"HANDSET_LOG_LEVEL=error"}, "bench", "--in-process", "--calls", "4", "--duration", "6s", "--ramp", "10", "--json")
 	if code != 0 {
 		t.Fatalf("bench exited %d:\n%s", code, out)

@@ -12,6 +12,7 @@ import (
 	"github.com/handset-voice/handset/internal/audio/audiotest"
 	"github.com/handset-voice/handset/internal/obs"
 	"github.com/handset-voice/handset/internal/sim/browsercaller"
+	"github.com/handset-voice/handset/internal/testpeer"
 )
 
 // TestBrowserCall: a call from the browser page's socket runs the same engine and journal
@@ -19,6 +20,7 @@ import (
 // echoes, the page sees the transcript and the agent's words as they happen, talking over
 // a long reply clears it, and the page's hang-up ends the call.
 func TestBrowserCall(t *testing.T) {
+	testpeer.Slow(t, "a browser call in real time")
 	r := startServe(t, []string{"what are your opening hours", "LONG SLOW tell me everything about the menu", "stop please"},
 		"HANDSET_BROWSER=true")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

@@ -11,6 +11,7 @@ import (
 	"github.com/handset-voice/handset/internal/call"
 	"github.com/handset-voice/handset/internal/obs"
 	"github.com/handset-voice/handset/internal/sim/twiliocaller"
+	"github.com/handset-voice/handset/internal/testpeer"
 	"github.com/handset-voice/handset/internal/voice"
 )
 
@@ -319,6 +320,7 @@ func TestMalformedFramesAreDroppedAndTheCallGoesOn(t *testing.T) {
 // TestAgentFailureSpeaksTheErrorMessage: a 500 from the runtime and a runtime that hangs
 // both get the configured message spoken, never the runtime's text, and the call goes on.
 func TestAgentFailureSpeaksTheErrorMessage(t *testing.T) {
+	testpeer.Slow(t, "waits out an agent timeout in real time")
 	r := startServe(t, []string{"FAIL500 please", "HANG on", "are you still there"}, "HANDSET_AGENT_TIMEOUT=1s")
 	ctx := context.Background()
 	c := r.dial(ctx)

@@ -136,9 +136,8 @@ func payloadTo(j store.Job) string {
 
 // listEntry is one line of a dialer list.
 type listEntry struct {
-	line          int
-	to, message   string
-	alreadyQueued bool
+	line        int
+	to, message string
 }
 
 // queueList reads a dialer list, checks every line before queueing any, and queues each

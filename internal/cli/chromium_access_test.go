@@ -5,7 +5,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,6 +13,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/handset-voice/handset/internal/sim/browsercaller"
+	"github.com/handset-voice/handset/internal/testpeer"
 )
 
 // TestDemoInChromiumWithToken: `handset demo` with HANDSET_BROWSER_TOKEN, in a real
@@ -21,10 +21,7 @@ import (
 // clean URL with its access cookie, and its socket (same origin, the cookie) is let in; a
 // call refused for HANDSET_BROWSER_MAX_CALLS shows why on the page.
 func TestDemoInChromiumWithToken(t *testing.T) {
-	browserPath, err := exec.LookPath("chromium")
-	if err != nil {
-		t.Fatal("chromium is not installed (apt-get install chromium; ./scripts/setup.sh does)")
-	}
+	browserPath := testpeer.Program(t, "chromium", testpeer.Chromium)
 	const token = "demo-access-0123456789abcdef"
 	saved := demoProbes
 	demoProbes = []runtimeProbe{{runtime: "hermes", label: "Hermes Agent", url: "http://127.0.0.1:9"}}

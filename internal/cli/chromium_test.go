@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,6 +17,7 @@ import (
 	"github.com/handset-voice/handset/internal/audio/audiotest"
 	"github.com/handset-voice/handset/internal/audio/wav"
 	"github.com/handset-voice/handset/internal/obs"
+	"github.com/handset-voice/handset/internal/testpeer"
 )
 
 // artifactDir is where tests leave files for people (screenshots): $HANDSET_TEST_ARTIFACTS,
@@ -57,10 +57,7 @@ const readPage = `JSON.stringify({
 // real headless Chromium whose microphone is a flite-spoken WAV. The page shows the
 // caller's words transcribed, the agent's reply, and that the reply's audio played.
 func TestDemoInChromium(t *testing.T) {
-	browserPath, err := exec.LookPath("chromium")
-	if err != nil {
-		t.Fatal("chromium is not installed (apt-get install chromium; ./scripts/setup.sh does)")
-	}
+	browserPath := testpeer.Program(t, "chromium", testpeer.Chromium)
 	artifacts := artifactDir(t)
 	// The fake microphone loops the file: speech, then a long pause.
 	speech := fliteSpeech(t, "slt", "please book a table for two at seven", 16000)

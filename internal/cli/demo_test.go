@@ -109,6 +109,7 @@ func TestDemoChoosesAgent(t *testing.T) {
 // demo and says how to get them, instead of failing on the first call.
 func TestDemoSaysWhatIsMissing(t *testing.T) {
 	if sphinx.Available() && flite.Available() {
+		// not a peer: what this build links decides which of the two tests applies
 		t.Skip("this build links the offline engines; TestDemoInChromium runs the demo")
 	}
 	withProbes(t, nowhere(t), nowhere(t), nowhere(t))

@@ -14,6 +14,7 @@ import (
 
 	"github.com/handset-voice/handset/internal/obs"
 	"github.com/handset-voice/handset/internal/sim/twiliocaller"
+	"github.com/handset-voice/handset/internal/testpeer"
 )
 
 // The whole-call tests below run `handset serve` with one fault injected, then check
@@ -120,6 +121,7 @@ func talkTurns(t *testing.T, r *rig, turns int) {
 }
 
 func TestTraceAndDiagnoseHealthyCall(t *testing.T) {
+	testpeer.Slow(t, "a call in real time")
 	r := startServe(t, []string{"what are your opening hours", "and on sundays"})
 	talkTurns(t, r, 2)
 	expectDiagnosis(t, r, "", obs.Healthy)
@@ -207,6 +209,7 @@ func TestDiagnoseSTTKeyRejected(t *testing.T) {
 }
 
 func TestDiagnoseAgentFailures(t *testing.T) {
+	testpeer.Slow(t, "calls in real time")
 	t.Run("runtime error", func(t *testing.T) {
 		r := startServe(t, []string{"FAIL500 please"})
 		talkTurns(t, r, 1)

@@ -13,6 +13,7 @@ import (
 	"github.com/handset-voice/handset/internal/config"
 	"github.com/handset-voice/handset/internal/obs"
 	"github.com/handset-voice/handset/internal/sim/twiliocaller"
+	"github.com/handset-voice/handset/internal/testpeer"
 )
 
 // startStoppable runs serve like startServe, and returns a stop that plays SIGTERM and
@@ -55,6 +56,7 @@ func startStoppable(t *testing.T, transcripts []string, extra ...string) (*rig, 
 // when HANDSET_DRAIN_TIMEOUT runs out has its reply cut and hears the goodbye, played to
 // its end, before its stream closes.
 func TestDrainRefusesWebhooksAndSaysGoodbye(t *testing.T) {
+	testpeer.Slow(t, "waits out a drain timeout in real time")
 	r, stop := startStoppable(t, []string{"LONG SLOW tell me everything about the menu"}, "HANDSET_DRAIN_TIMEOUT=2s")
 	ctx := context.Background()
 	c := r.dial(ctx)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/handset-voice/handset/internal/edge"
 	"github.com/handset-voice/handset/internal/sim/twiliocaller"
+	"github.com/handset-voice/handset/internal/testpeer"
 )
 
 // childEnv marks the test binary started as `handset serve` by TestServeHelperProcess.
@@ -80,6 +81,7 @@ func (f *floodConn) alive() bool {
 // held to edge.DefaultPerAddress connections and the rest are closed at once, so the
 // server keeps descriptors for genuine requests.
 func TestFloodOfIdleAndSlowConnections(t *testing.T) {
+	testpeer.Slow(t, "floods a serve process with connections it must outlast")
 	r, env := withFakes(t, nil)
 	addr, err := freePort()
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/handset-voice/handset/internal/audio/vad/vadtest"
 	"github.com/handset-voice/handset/internal/obs"
 	"github.com/handset-voice/handset/internal/sim/twiliocaller"
+	"github.com/handset-voice/handset/internal/testpeer"
 )
 
 // Barge-in at real phone levels, through `handset serve` and a simulated Twilio caller whose
@@ -91,18 +92,13 @@ func levelCells() []levelCell {
 
 // TestBargeInAtPhoneLevels runs the level matrix for every VAD in this build.
 func TestBargeInAtPhoneLevels(t *testing.T) {
-	if testing.Short() {
-		t.Skip("the level matrix takes minutes of real-time calls")
-	}
+	testpeer.Slow(t, "the level matrix takes minutes of real-time calls")
 	if raceDetector {
 		// Timing is what it measures: scripts/test.sh runs it in a stage of its own
 		// without the race detector, for every VAD.
 		t.Skip("runs without the race detector (scripts/test.sh: barge-in at phone levels)")
 	}
-	recs, err := vadtest.LoadRecordings(vadtest.SpeechDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	recs := vadtest.Recordings(t)
 	recorded, err := vadtest.Telephone(recs[0].PCM, vadtest.SpeechRate)
 	if err != nil {
 		t.Fatal(err)

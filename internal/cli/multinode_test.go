@@ -2,8 +2,6 @@ package cli
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -20,14 +18,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/handset-voice/handset/internal/jobs"
 	"github.com/handset-voice/handset/internal/sim/fakedeepgram"
 	"github.com/handset-voice/handset/internal/sim/fakeelevenlabs"
 	"github.com/handset-voice/handset/internal/sim/faketwilio"
 	"github.com/handset-voice/handset/internal/store"
 	"github.com/handset-voice/handset/internal/store/postgres"
+	"github.com/handset-voice/handset/internal/store/postgres/pgtest"
+	"github.com/handset-voice/handset/internal/testpeer"
 )
 
 // multiNodeJobs is how many outbound calls the multi-node test queues.
@@ -39,9 +37,7 @@ const multiNodeJobs = 500
 // is called exactly once (jobs the dead node held are resumed from their checkpoints, not
 // dialled again), and the survivors stop cleanly.
 func TestThreeNodesRunEveryJobOnce(t *testing.T) {
-	if testing.Short() {
-		t.Skip("the multi-node test runs 500 calls through three processes")
-	}
+	testpeer.Slow(t, "the multi-node test runs 500 calls through three processes")
 	dbURL := multiNodeDatabase(t)
 	bin := buildHandset(t)
 
@@ -221,35 +217,7 @@ func TestThreeNodesRunEveryJobOnce(t *testing.T) {
 }
 
 // multiNodeDatabase creates an empty database on the test PostgreSQL, dropped at the end.
-func multiNodeDatabase(t *testing.T) string {
-	t.Helper()
-	admin := os.Getenv("HANDSET_TEST_DATABASE_URL")
-	if admin == "" {
-		t.Fatal("the multi-node test needs PostgreSQL: run ./scripts/postgres.sh and set HANDSET_TEST_DATABASE_URL=$(cat .cache/postgres/url) (scripts/test.sh does)")
-	}
-	b := make([]byte, 6)
-	rand.Read(b)
-	name := "handset_multinode_" + hex.EncodeToString(b)
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, admin)
-	if err != nil {
-		t.Fatalf("connect %s: %v", admin, err)
-	}
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		t.Fatal(err)
-	}
-	conn.Close(ctx)
-	t.Cleanup(func() {
-		conn, err := pgx.Connect(ctx, admin)
-		if err == nil {
-			_, _ = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
-			conn.Close(ctx)
-		}
-	})
-	u, _ := url.Parse(admin)
-	u.Path = "/" + name
-	return u.String()
-}
+func multiNodeDatabase(t *testing.T) string { return pgtest.NewDatabase(t, "handset_multinode") }
 
 // buildHandset builds the binary the nodes run.
 func buildHandset(t *testing.T) string {
@@ -381,10 +349,21 @@ func newBalancer() *balancer { return &balancer{procs: map[string]*httputil.Reve
 
 func (b *balancer) add(name, rawURL string) {
 	u, _ := url.Parse(rawURL)
-	p := httputil.NewSingleHostReverseProxy(u)
-	// Keep the public Host (Twilio signs the URL it was given) and the client's scheme.
-	director := p.Director
-	p.Director = func(r *http.Request) { host := r.Host; director(r); r.Host = host }
+	// Keep the public Host (Twilio signs the URL it was given) and the client's scheme
+	// (X-Forwarded-Host and -Proto pass unchanged); add the client to X-Forwarded-For.
+	p := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(u)
+		r.Out.Host = r.In.Host
+		r.Out.Header["X-Forwarded-For"] = r.In.Header["X-Forwarded-For"]
+		r.SetXForwarded()
+		for _, h := range []string{"X-Forwarded-Host", "X-Forwarded-Proto"} {
+			if v, ok := r.In.Header[h]; ok {
+				r.Out.Header[h] = v
+			} else {
+				r.Out.Header.Del(h)
+			}
+		}
+	}}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.names = append(b.names, name)

@@ -17,6 +17,7 @@ import (
 	"github.com/handset-voice/handset/internal/store"
 	"github.com/handset-voice/handset/internal/store/postgres"
 	"github.com/handset-voice/handset/internal/store/sqlite"
+	"github.com/handset-voice/handset/internal/testpeer"
 )
 
 const nodeLostToken = "node-lost-api-token-0123456789abcdef"
@@ -86,9 +87,7 @@ func api(t *testing.T, base, method, path, body string) (int, string) {
 // stop heartbeating and ends the call as node_lost, the API shows it ended, and a transfer
 // of it is refused at once with the reason instead of waiting for a node that is gone.
 func TestKilledNodesCallIsEndedByAnother(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs two serve processes")
-	}
+	testpeer.Slow(t, "runs two serve processes")
 	dbURL := multiNodeDatabase(t)
 	bin := buildHandset(t)
 	common := append(speechFakes(t), "HANDSET_DATABASE_URL="+dbURL, "HANDSET_JOB_LEASE=3s")
@@ -138,9 +137,7 @@ func TestKilledNodesCallIsEndedByAnother(t *testing.T) {
 // with SIGKILL. Started again under the same name, before any lost-node sweep could judge
 // it (the lease is an hour), it ends that call as node_lost at start-up.
 func TestRestartedNodeEndsTheCallsItLeft(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs serve processes")
-	}
+	testpeer.Slow(t, "runs serve processes")
 	bin := buildHandset(t)
 	dir := t.TempDir()
 	dataDir := filepath.Join(dir, "solo")

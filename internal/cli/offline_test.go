@@ -15,14 +15,16 @@ import (
 	"github.com/handset-voice/handset/internal/audio/resample"
 	"github.com/handset-voice/handset/internal/audio/wav"
 	"github.com/handset-voice/handset/internal/obs"
+	"github.com/handset-voice/handset/internal/testpeer"
 )
 
 // fliteSpeech is text spoken by the flite program's voice, at rate Hz.
 func fliteSpeech(t *testing.T, voice, text string, rate int) []int16 {
 	t.Helper()
+	bin := testpeer.Program(t, "flite", testpeer.Flite)
 	path := filepath.Join(t.TempDir(), "speech.wav")
-	if out, err := exec.Command("flite", "-voice", voice, "-t", text, "-o", path).CombinedOutput(); err != nil {
-		t.Fatalf("flite (apt-get install flite; ./scripts/setup.sh does): %v %s", err, out)
+	if out, err := exec.Command(bin, "-voice", voice, "-t", text, "-o", path).CombinedOutput(); err != nil {
+		t.Fatalf("flite: %v %s", err, out)
 	}
 	f, data, err := wav.ReadFile(path)
 	if err != nil {

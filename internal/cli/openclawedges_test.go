@@ -13,6 +13,7 @@ import (
 	"github.com/handset-voice/handset/internal/obs"
 	"github.com/handset-voice/handset/internal/sim/fakeopenai"
 	"github.com/handset-voice/handset/internal/sim/fakeopenclaw"
+	"github.com/handset-voice/handset/internal/testpeer"
 )
 
 // The OpenClaw rough edges met against the real gateway: a gateway still starting, a
@@ -74,6 +75,7 @@ func serveStarting(t *testing.T, limit time.Duration, transcripts []string, extr
 // for (and its roster checked); one still starting past it leaves serve running, and a
 // call's turn waits for it within the turn's limit.
 func TestServeWhileOpenClawStarts(t *testing.T) {
+	testpeer.Slow(t, "waits out a gateway that keeps starting")
 	ocEnv := func(url string) []string {
 		return []string{"HANDSET_AGENT=openclaw", "HANDSET_AGENT_URL=" + url, "HANDSET_AGENT_KEY=gw-token",
 			"HANDSET_AGENT_MODEL=openclaw/support", "HANDSET_AGENT_TURN_TIMEOUT=60s"}
@@ -133,6 +135,7 @@ func TestServeWhileOpenClawStarts(t *testing.T) {
 // the check saying none was sent (not that it "refuses the token"), one that lets anyone in
 // is a warning; both fixes name OPENCLAW_GATEWAY_TOKEN and HANDSET_AGENT_KEY.
 func TestDoctorOpenClawToken(t *testing.T) {
+	testpeer.Slow(t, "doctor against several fake gateways")
 	r := newDocRig(t)
 	_, locked := ocGateway(t, fakeopenclaw.Options{Token: docGWToken, Agents: []fakeopenclaw.Agent{{ID: "support"}}}, nil)
 	_, open := ocGateway(t, fakeopenclaw.Options{Agents: []fakeopenclaw.Agent{{ID: "support"}}}, nil)

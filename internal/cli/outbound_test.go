@@ -21,6 +21,7 @@ import (
 	"github.com/handset-voice/handset/internal/sim/faketwilio"
 	"github.com/handset-voice/handset/internal/sim/twiliocaller"
 	"github.com/handset-voice/handset/internal/store"
+	"github.com/handset-voice/handset/internal/testpeer"
 	"github.com/handset-voice/handset/internal/voice"
 )
 
@@ -281,6 +282,7 @@ func TestTransferAllowList(t *testing.T) {
 // A delivery for nobody Handset knows is refused with the reason; for a caller who called
 // before, Handset calls them back on their number and speaks the message.
 func TestDeliver(t *testing.T) {
+	testpeer.Slow(t, "outbound calls held for seconds")
 	o := startOutbound(t, func(string) faketwilio.Answer { return faketwilio.Answer{Hold: 3 * time.Second} }, []string{"remind me later"})
 	var e map[string]string
 	if code := o.api("POST", "/api/deliver", map[string]any{"session_key": "handset:ch_nobody", "message": "Your order shipped."}, &e); code != 404 ||
@@ -399,6 +401,7 @@ func TestHandoffToAnotherChannel(t *testing.T) {
 // A caller who calls twice reaches the same session on the runtime, and the store keeps it
 // (GET /api/sessions/{key}); another caller has their own.
 func TestCallersKeepTheirSession(t *testing.T) {
+	testpeer.Slow(t, "several calls in real time")
 	h := fakehermes.New(fakehermes.Options{Key: "hermes-key-0123456789"})
 	hSrv := httptest.NewServer(h)
 	t.Cleanup(func() { h.Close(); hSrv.Close() })

@@ -12,6 +12,7 @@ import (
 	"github.com/handset-voice/handset/internal/obs"
 	"github.com/handset-voice/handset/internal/sim/fakehermes"
 	"github.com/handset-voice/handset/internal/sim/twiliocaller"
+	"github.com/handset-voice/handset/internal/testpeer"
 )
 
 // privacyRig is serve with caller-hash memory on Hermes (its session key is a header the
@@ -68,6 +69,7 @@ func runStarts(t *testing.T, h *fakehermes.Server, raw ...string) []fakehermes.R
 // session, the journal says the caller was withheld, the runtime is told, and a callback is
 // refused without a number; two calls from one real number share their session.
 func TestWithheldCallersShareNoMemory(t *testing.T) {
+	testpeer.Slow(t, "several calls in real time")
 	o, h := privacyRig(t)
 	ctx := context.Background()
 	anon1 := oneTurn(ctx, t, o, "anonymous", nil)
@@ -113,6 +115,7 @@ func TestWithheldCallersShareNoMemory(t *testing.T) {
 // attestation (a possible spoofer) gets a fresh session and the runtime hears the number is
 // unverified; alice's own attested calls keep her memory, and the API names her by hash.
 func TestUnverifiedCallerGetsAFreshSession(t *testing.T) {
+	testpeer.Slow(t, "several calls in real time")
 	o, h := privacyRig(t, "HANDSET_CALLER_MEMORY_ATTESTATION=A")
 	ctx := context.Background()
 	passedA := map[string]string{"StirVerstat": "TN-Validation-Passed-A"}

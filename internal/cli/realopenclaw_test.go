@@ -13,6 +13,7 @@ import (
 	"github.com/handset-voice/handset/internal/obs"
 	"github.com/handset-voice/handset/internal/sim/fakeopenai"
 	"github.com/handset-voice/handset/internal/sim/realopenclaw"
+	"github.com/handset-voice/handset/internal/testpeer"
 )
 
 // TestRealOpenClawGateway runs calls through Handset against the real OpenClaw gateway
@@ -21,6 +22,8 @@ import (
 // which must cancel the gateway's run (the LLM sees its request dropped), then the next
 // turn.
 func TestRealOpenClawGateway(t *testing.T) {
+	testpeer.Slow(t, "starts the real OpenClaw gateway")
+	realopenclaw.NeedInstall(t)
 	llm := fakeopenai.New(fakeopenai.Options{Key: "llm-key"})
 	llmSrv := httptest.NewServer(onlyNewTurnHangs(realopenclaw.HumanLast(llm)))
 	defer func() { llm.Close(); llmSrv.Close() }()

@@ -11,6 +11,7 @@ import (
 	"github.com/handset-voice/handset/internal/obs"
 	"github.com/handset-voice/handset/internal/sim/fakeopenai"
 	"github.com/handset-voice/handset/internal/sim/realopenclaw"
+	"github.com/handset-voice/handset/internal/testpeer"
 )
 
 // TestRealOpenClawStartsWithServe starts serve together with the real OpenClaw gateway, as
@@ -19,9 +20,8 @@ import (
 // gateway's port opens, while it still answers "gateway starting; retry shortly" for a
 // while: the turn waits for it and is answered.
 func TestRealOpenClawStartsWithServe(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts the real OpenClaw gateway; not in -short")
-	}
+	testpeer.Slow(t, "starts the real OpenClaw gateway")
+	realopenclaw.NeedInstall(t)
 	llm := fakeopenai.New(fakeopenai.Options{Key: "llm-key"})
 	llmSrv := httptest.NewServer(realopenclaw.HumanLast(llm))
 	defer func() { llm.Close(); llmSrv.Close() }()

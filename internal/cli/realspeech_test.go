@@ -15,10 +15,7 @@ import (
 // phone path, through each real detector in the call engine: a turn is endpointed and
 // answered, and talking over a long reply interrupts it exactly once.
 func TestRealSpeechThroughEachVAD(t *testing.T) {
-	recs, err := vadtest.LoadRecordings(vadtest.SpeechDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	recs := vadtest.Recordings(t)
 	phone := func(i int) []byte {
 		pcm, err := vadtest.Telephone(recs[i].PCM, 16000)
 		if err != nil {

@@ -14,12 +14,14 @@ import (
 	"github.com/handset-voice/handset/internal/sim/fakeopenclaw"
 	"github.com/handset-voice/handset/internal/sim/fakewebhook"
 	"github.com/handset-voice/handset/internal/sim/twiliocaller"
+	"github.com/handset-voice/handset/internal/testpeer"
 )
 
 // TestWebhookRuntime: a plain webhook answers the turns; a failing one gets the spoken
 // error message and the call goes on; two calls are told apart, the same caller is
 // recognised, and no phone number is ever sent.
 func TestWebhookRuntime(t *testing.T) {
+	testpeer.Slow(t, "calls in real time")
 	hook := fakewebhook.New(fakewebhook.Options{Mode: fakewebhook.ModeSSE})
 	hookSrv := httptest.NewServer(hook)
 	t.Cleanup(func() { hook.Close(); hookSrv.Close() })
@@ -101,6 +103,7 @@ func markSeg(turn, seg int) string { return fmt.Sprintf("t%d-s%d", turn, seg) }
 // same caller keeps one session across calls, another caller gets their own; errors are
 // spoken as the error message; no phone number reaches the gateway.
 func TestOpenClawRuntime(t *testing.T) {
+	testpeer.Slow(t, "calls in real time through the fake gateway, a minute-long tool run included")
 	gw := fakeopenclaw.New(fakeopenclaw.Options{Token: "gw-token",
 		Agents: []fakeopenclaw.Agent{{ID: "main"}, {ID: "support"}}, ToolCallFor: time.Minute})
 	gwSrv := httptest.NewServer(gw)
@@ -145,6 +148,7 @@ func TestOpenClawRuntime(t *testing.T) {
 // each call has its own session id, the same caller the same session key, and no number
 // is ever sent.
 func TestHermesRuntime(t *testing.T) {
+	testpeer.Slow(t, "calls in real time, keepalives and a tool run included")
 	h := fakehermes.New(fakehermes.Options{Key: "hermes-key-0123456789", Keepalive: 200 * time.Millisecond, ToolDuration: time.Minute})
 	hSrv := httptest.NewServer(h)
 	t.Cleanup(func() { h.Close(); hSrv.Close() })

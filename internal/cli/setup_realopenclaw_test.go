@@ -20,6 +20,7 @@ import (
 
 	"github.com/handset-voice/handset/internal/sim/fakeopenai"
 	"github.com/handset-voice/handset/internal/sim/realopenclaw"
+	"github.com/handset-voice/handset/internal/testpeer"
 )
 
 // TestSetupEnableOpenClawRealGateway: the real OpenClaw gateway, running on a JSON5
@@ -29,6 +30,8 @@ import (
 // and the model behind it is offered no shell, file, browser, device or gateway tool,
 // where an agent without the deny list is offered them.
 func TestSetupEnableOpenClawRealGateway(t *testing.T) {
+	testpeer.Slow(t, "starts the real OpenClaw gateway")
+	realopenclaw.NeedInstall(t)
 	tools := &offeredTools{}
 	llm := fakeopenai.New(fakeopenai.Options{Key: "llm-key"})
 	llmSrv := httptest.NewServer(tools.record(realopenclaw.HumanLast(llm)))
@@ -128,14 +131,7 @@ func TestSetupOpenClawEditsPassOpenClawsCheck(t *testing.T) {
 // and state folder of its own, and wants it valid.
 func validateWithOpenClaw(t *testing.T, path string) {
 	t.Helper()
-	root, err := realopenclaw.Root()
-	if err != nil {
-		t.Fatal(err)
-	}
-	node, entry, err := realopenclaw.Install(root)
-	if err != nil {
-		t.Fatal(err)
-	}
+	node, entry := realopenclaw.NeedInstall(t)
 	scratch := t.TempDir()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()

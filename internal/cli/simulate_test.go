@@ -10,6 +10,7 @@ import (
 	"github.com/handset-voice/handset/internal/audio"
 	"github.com/handset-voice/handset/internal/audio/audiotest"
 	"github.com/handset-voice/handset/internal/audio/wav"
+	"github.com/handset-voice/handset/internal/testpeer"
 )
 
 // callerWAV writes pcm (8 kHz) as a phone-format WAV file and returns its path.
@@ -25,6 +26,7 @@ func callerWAV(t *testing.T, pcm []int16) string {
 // TestSimulateAudio: with a configured STT, the caller's file is heard, its turn answered
 // and reported; simulate waits for the reply rather than hanging up after the file.
 func TestSimulateAudio(t *testing.T) {
+	testpeer.Slow(t, "a 4 s caller file heard in real time")
 	_, env := withFakes(t, []string{"what are your opening hours"}, "HANDSET_VAD=energy")
 	file := callerWAV(t, audiotest.SpeechLike(8000, 4*time.Second, 7)) // longer than the old 3 s wait
 	code, out := runCmd(t, env, "simulate", "--audio", file, "--json")
@@ -43,6 +45,7 @@ func TestSimulateAudio(t *testing.T) {
 // TestSimulateAudioNotRecognised: a file in which the STT hears nothing fails the command,
 // saying so, instead of reporting a call with no turns as if all went well.
 func TestSimulateAudioNotRecognised(t *testing.T) {
+	testpeer.Slow(t, "a caller file heard in real time")
 	_, env := withFakes(t, nil, "HANDSET_VAD=energy")
 	file := callerWAV(t, audiotest.Silence(8000, time.Second))
 	code, out := runCmd(t, env, "simulate", "--audio", file)
@@ -71,6 +74,7 @@ func TestSimulateAudioWithoutSTT(t *testing.T) {
 // TestSimulateReportsTheFillerAndTheReply: a slow turn hears the long-turn filler first;
 // simulate reports when the filler started and, as the turn's latency, when the reply did.
 func TestSimulateReportsTheFillerAndTheReply(t *testing.T) {
+	testpeer.Slow(t, "a slow turn in real time")
 	_, env := withFakes(t, nil, "HANDSET_LONG_TURN_MESSAGE=One moment.", "HANDSET_LONG_TURN_AFTER=200ms")
 	code, out := runCmd(t, env, "simulate", "--say", "SLOW tell me about the menu", "--json")
 	if code != 0 {

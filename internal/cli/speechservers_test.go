@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/handset-voice/handset/internal/sim/fakeopenaispeech"
+	"github.com/handset-voice/handset/internal/testpeer"
 )
 
 // TestSelfHostedSpeechServers: HANDSET_STT=openai and HANDSET_TTS=openai carry a whole phone
@@ -13,6 +14,7 @@ import (
 // do): each caller utterance is uploaded once, with the configured model, and the replies
 // are spoken from the server's 24 kHz PCM.
 func TestSelfHostedSpeechServers(t *testing.T) {
+	testpeer.Slow(t, "a call in real time")
 	srv, err := fakeopenaispeech.Start(fakeopenaispeech.Options{
 		Key: "speech-key", Transcripts: []string{"what are your opening hours", "thank you"}, MsPerChar: 20,
 	})

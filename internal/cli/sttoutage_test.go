@@ -10,6 +10,7 @@ import (
 
 	"github.com/handset-voice/handset/internal/obs"
 	"github.com/handset-voice/handset/internal/sim/fakeopenaispeech"
+	"github.com/handset-voice/handset/internal/testpeer"
 )
 
 // Speech providers fail mid-call: the caller must hear within seconds that something is
@@ -96,6 +97,7 @@ func countText(events []obs.Event, typ, text string) int {
 // said, and the agent answers. When it goes down again for good, the call ends as
 // stt_failed, not silence, and the store says so.
 func TestSTTOutageWithoutFallback(t *testing.T) {
+	testpeer.Slow(t, "waits out Deepgram's reconnect backoff in real time")
 	const token = "outage-token-0123456789abcdef-0123456789"
 	// Reopens come at 0, 0.25, 0.75, 1.75, 3.75, 7.75 s…: the one after Deepgram is back must
 	// come before the outage's HANDSET_SILENCE_HANGUP runs out, however loaded the machine.
@@ -147,6 +149,7 @@ func TestSTTOutageWithoutFallback(t *testing.T) {
 // does not answer its handshake at first. The caller who spoke unheard is told once; when
 // the fallback opens it is given their held words, hears the turn, and the agent answers.
 func TestSTTPrimaryDownFallbackSlowToOpen(t *testing.T) {
+	testpeer.Slow(t, "waits for a slow fallback in real time")
 	srv := speechServer(t)
 	r := startServe(t, []string{"what are your hours", "thank you"}, "HANDSET_STT=openai", "HANDSET_STT_FALLBACK=deepgram",
 		"HANDSET_OPENAI_URL="+srv.URL(), "OPENAI_API_KEY=revoked-key")
@@ -198,6 +201,7 @@ func TestSTTPrimaryDownFallbackSlowToOpen(t *testing.T) {
 // into the call the fallback (an OpenAI-compatible transcription server) is opened beside
 // it and hears every turn; nothing went unheard, so the caller is told nothing.
 func TestSTTFallbackWhilePrimaryHangs(t *testing.T) {
+	testpeer.Slow(t, "a call in real time beside a hanging STT")
 	srv := speechServer(t, "what are your hours", "thank you")
 	r := startServe(t, nil, "HANDSET_STT_FALLBACK=openai", "HANDSET_OPENAI_URL="+srv.URL(), "OPENAI_API_KEY=speech-key")
 	r.stt.Stall(true)
@@ -230,6 +234,7 @@ func TestSTTFallbackWhilePrimaryHangs(t *testing.T) {
 // refuses to come back. The fallback is given what the caller said since the last
 // transcript, so their whole utterance reaches the agent.
 func TestSTTFallbackHearsTheUtteranceCutOff(t *testing.T) {
+	testpeer.Slow(t, "a call in real time")
 	srv := speechServer(t, "and on sundays")
 	r := startServe(t, []string{"what are your hours"}, "HANDSET_STT_FALLBACK=openai", "HANDSET_OPENAI_URL="+srv.URL(), "OPENAI_API_KEY=speech-key")
 	ctx := context.Background()

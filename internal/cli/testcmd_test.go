@@ -8,12 +8,14 @@ import (
 
 	"github.com/handset-voice/handset/internal/session"
 	"github.com/handset-voice/handset/internal/sim/fakehermes"
+	"github.com/handset-voice/handset/internal/testpeer"
 )
 
 // TestTestCommand: `handset test` runs one real turn, speaks a phrase with the TTS and
 // hears it with the STT; each broken stage fails the command, names the stage and says
 // what to check, without printing a key.
 func TestTestCommand(t *testing.T) {
+	testpeer.Slow(t, "runs `handset test` once per broken stage")
 	_, env := withFakes(t, []string{"testing one two three"})
 	code, out := runCmd(t, env, "test")
 	if code != 0 {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/handset-voice/handset/internal/testpeer"
 )
 
 // cliToolsToken is the agent tools' token of these tests: long enough, not the API token.
@@ -52,9 +54,7 @@ func TestToolsTokenIsLimited(t *testing.T) {
 // webhook's own failure, and the job keeps that error; before, it was 503 "no node took
 // the handoff … not running jobs", which also replaced the job's error.
 func TestHandoffReportsTheWebhooksFailure(t *testing.T) {
-	if testing.Short() {
-		t.Skip("waits out the API's 10 s wait for a handoff")
-	}
+	testpeer.Slow(t, "waits out the API's 10 s wait for a handoff")
 	var posts atomic.Int32
 	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		posts.Add(1)

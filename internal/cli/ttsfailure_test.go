@@ -8,6 +8,7 @@ import (
 
 	"github.com/handset-voice/handset/internal/obs"
 	"github.com/handset-voice/handset/internal/sim/fakeelevenlabs"
+	"github.com/handset-voice/handset/internal/testpeer"
 	"github.com/handset-voice/handset/internal/voice"
 )
 
@@ -52,6 +53,7 @@ func ttsRequests(r *rig, text string) int {
 // TestTTSSentenceFailingOnceIsRetried: ElevenLabs turns a sentence away once (429, which
 // the provider itself does not retry); Handset asks again and the caller hears it.
 func TestTTSSentenceFailingOnceIsRetried(t *testing.T) {
+	testpeer.Slow(t, "a call in real time")
 	r := startServe(t, []string{"hours TTSBUSYONCE", "thanks"})
 	_, finish := ttsTurn(t, r)
 	first := "I heard you say: hours TTSBUSYONCE."
@@ -76,6 +78,7 @@ func TestTTSSentenceFailingOnceIsRetried(t *testing.T) {
 // OpenAI-compatible speech server) speaks it, and the next one too while the first is held
 // to be down.
 func TestTTSFallbackVoice(t *testing.T) {
+	testpeer.Slow(t, "a call in real time")
 	srv := speechServer(t)
 	r := startServe(t, []string{"hours TTSFAIL", "thanks"}, "HANDSET_TTS_FALLBACK=openai",
 		"HANDSET_OPENAI_URL="+srv.URL(), "OPENAI_API_KEY=speech-key")
@@ -104,6 +107,7 @@ func TestTTSFallbackVoice(t *testing.T) {
 // TestTTSStallFallsBackInTime: ElevenLabs never sends a byte; the sentence goes to the
 // fallback HANDSET_TTS_TIMEOUT after it was asked for, not after a fixed 15 s.
 func TestTTSStallFallsBackInTime(t *testing.T) {
+	testpeer.Slow(t, "waits out a TTS timeout in real time")
 	srv := speechServer(t)
 	r := startServe(t, []string{"hours TTSSTALL", "thanks"}, "HANDSET_TTS_FALLBACK=openai", "HANDSET_TTS_TIMEOUT=1s",
 		"HANDSET_OPENAI_URL="+srv.URL(), "OPENAI_API_KEY=speech-key")
@@ -140,6 +144,7 @@ func TestTTSStallFallsBackInTime(t *testing.T) {
 // caller, so neither the agent's history nor the stored transcript holds it; the caller
 // hears the error message after what could be spoken.
 func TestTTSLostSentenceIsNotHistory(t *testing.T) {
+	testpeer.Slow(t, "a call in real time")
 	const token = "tts-token-0123456789abcdef-0123456789abcdef"
 	r := startServe(t, []string{"hours TTSFAIL", "thanks"}, "HANDSET_API_TOKEN="+token)
 	_, finish := ttsTurn(t, r)

@@ -9,6 +9,7 @@ import (
 	"github.com/handset-voice/handset/internal/audio/audiotest"
 	"github.com/handset-voice/handset/internal/obs"
 	"github.com/handset-voice/handset/internal/sim/twiliocaller"
+	"github.com/handset-voice/handset/internal/testpeer"
 )
 
 // The headline turn-taking behaviours, through `handset serve` and a simulated caller.
@@ -16,6 +17,7 @@ import (
 // TestBargeInDuringALongToolRun: the agent runtime works silently for a minute (HANG);
 // the filler goes out, and the caller talking over it stops the run promptly.
 func TestBargeInDuringALongToolRun(t *testing.T) {
+	testpeer.Slow(t, "a call in real time, filler included")
 	r := startServe(t, []string{"HANG check all my orders", "never mind"},
 		"HANDSET_LONG_TURN_MESSAGE=One moment while I look that up.", "HANDSET_LONG_TURN_AFTER=1s",
 		"HANDSET_AGENT_TIMEOUT=60s")
@@ -50,6 +52,7 @@ func TestBargeInDuringALongToolRun(t *testing.T) {
 // TestFillerOnlyForSlowTurns: a slow turn hears the filler exactly once, before the reply;
 // a fast turn never does.
 func TestFillerOnlyForSlowTurns(t *testing.T) {
+	testpeer.Slow(t, "a slow turn in real time")
 	r := startServe(t, []string{"hello there", "SLOW tell me about your menu"},
 		"HANDSET_LONG_TURN_MESSAGE=One moment please.", "HANDSET_LONG_TURN_AFTER=250ms")
 	ctx := context.Background()
@@ -111,6 +114,7 @@ func mustHave(t *testing.T, events []obs.Event, types ...string) {
 // A long reply plays to its end through its own echo; the caller talking over the next one
 // still interrupts it, exactly once.
 func TestOwnEchoDoesNotInterrupt(t *testing.T) {
+	testpeer.Slow(t, "two long replies played in real time")
 	r := startServe(t, []string{"LONG tell me about the menu", "LONG and the wine list", "stop there"})
 	ctx := context.Background()
 	c := r.dial(ctx, func(o *twiliocaller.Options) {
@@ -149,6 +153,7 @@ func TestOwnEchoDoesNotInterrupt(t *testing.T) {
 // finished playing. That is the next turn (no clear, no interruption), and STT hears it
 // from its first syllable: the rescue ring replays what came before the VAD fired.
 func TestSpeechRightAfterTheReplyIsANewTurn(t *testing.T) {
+	testpeer.Slow(t, "a call in real time")
 	r := startServe(t, []string{"what are your opening hours", "and on sundays"})
 	ctx := context.Background()
 	c := r.dial(ctx)

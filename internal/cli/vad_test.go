@@ -3,31 +3,21 @@ package cli
 import (
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/handset-voice/handset/internal/audio/vad"
 	"github.com/handset-voice/handset/internal/audio/vad/silero"
+	"github.com/handset-voice/handset/internal/audio/vad/vadtest"
 	"github.com/handset-voice/handset/internal/config"
 )
 
-// repoEngines is .cache/engines at the module root, where scripts/engines.sh puts them.
+// repoEngines is the directory holding the engine files (.cache/engines at the module
+// root, where scripts/engines.sh puts them); without them it is a missing peer.
 func repoEngines(t *testing.T) string {
 	t.Helper()
-	dir, _ := os.Getwd()
-	for ; dir != "/"; dir = filepath.Dir(dir) {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			engines := filepath.Join(dir, ".cache", "engines")
-			if _, err := os.Stat(filepath.Join(engines, fvadFile)); err != nil {
-				t.Fatalf("engine files missing in %s: run ./scripts/engines.sh", engines)
-			}
-			return engines
-		}
-	}
-	t.Fatal("no go.mod above the test")
-	return ""
+	return filepath.Dir(vadtest.EngineFile(t, fvadFile))
 }
 
 func vadConfig(t *testing.T, engine, dir string) *config.Config {

@@ -8,6 +8,8 @@ import (
 	"runtime/debug"
 	"strings"
 	"testing"
+
+	"github.com/handset-voice/handset/internal/testpeer"
 )
 
 func TestVersionFromBuildInfo(t *testing.T) {
@@ -50,9 +52,7 @@ func TestVersionFromBuildInfo(t *testing.T) {
 // forced on (a GOFLAGS of -buildvcs=false would otherwise drop it), plus extra flags.
 func buildForTest(t *testing.T, extra ...string) string {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
+	testpeer.Slow(t, "builds the binary")
 	bin := filepath.Join(t.TempDir(), "handset")
 	args := append([]string{"build", "-trimpath", "-buildvcs=true", "-o", bin}, extra...)
 	cmd := exec.Command("go", append(args, "../../cmd/handset")...)
@@ -79,8 +79,9 @@ func runBinary(t *testing.T, bin, dir string, env []string, args ...string) stri
 
 // TestVersionBuiltBinary: a real -trimpath build says its commit, from git.
 func TestVersionBuiltBinary(t *testing.T) {
+	testpeer.Slow(t, "builds the binary")
 	if err := exec.Command("git", "rev-parse", "HEAD").Run(); err != nil {
-		t.Skip("not in a git checkout:", err)
+		testpeer.Missing(t, testpeer.GitCheckout, err)
 	}
 	out := runBinary(t, buildForTest(t), t.TempDir(), nil, "version")
 	m := regexp.MustCompile(`(?m)^commit: ([0-9a-f]{8}) \(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ(, modified)?\)$`).FindStringSubmatch(out)

@@ -7,9 +7,6 @@ import (
 	"strings"
 )
 
-// defaultBrowserMaxCalls is HANDSET_BROWSER_MAX_CALLS's default (the table's Default).
-const defaultBrowserMaxCalls = 4
-
 // minBrowserToken is the shortest HANDSET_BROWSER_TOKEN accepted: 16 characters of the
 // URL-safe alphabet are at least 96 bits, beyond guessing over the network.
 const minBrowserToken = 16

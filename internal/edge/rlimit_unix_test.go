@@ -10,9 +10,10 @@ import (
 func TestRaiseOpenFileLimit(t *testing.T) {
 	var was syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &was); err != nil {
-		t.Skip("no open-file limit here:", err)
+		t.Skip("no open-file limit here:", err) // not a peer: the platform has no such limit
 	}
 	if was.Max < 64 {
+		// not a peer: the machine's hard limit leaves no room below it
 		t.Skipf("hard limit %d is too low to lower the soft one for the test", was.Max)
 	}
 	defer syscall.Setrlimit(syscall.RLIMIT_NOFILE, &was)

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/handset-voice/handset/internal/testpeer"
 )
 
 // sandbox is a copy of the checkout's scripts and go.mod in a temporary directory, with
@@ -33,9 +35,7 @@ func repoRoot(t *testing.T) string {
 
 func newSandbox(t *testing.T) *sandbox {
 	t.Helper()
-	if _, err := exec.LookPath("bash"); err != nil {
-		t.Skip("no bash")
-	}
+	testpeer.Program(t, "bash", testpeer.Bash)
 	root := repoRoot(t)
 	src := os.Getenv("SCRIPTTEST_SCRIPTS")
 	if src == "" {
@@ -170,9 +170,10 @@ func (s *sandbox) stub(name, body string) {
 // goStub is a stand-in for the go command of release version. A Go from 1.21 on runs the
 // release GOTOOLCHAIN names, as the real one does after fetching it, unless fetch is false
 // (the module proxy cannot be reached). STUB_GO_FAIL makes the commands containing it fail.
-// It logs each call as: go ARGS [GOTOOLCHAIN=...] [DB=$HANDSET_TEST_DATABASE_URL].
+// It logs each call as: go ARGS [GOTOOLCHAIN=...] [DB=$HANDSET_TEST_DATABASE_URL]
+// [FULL=$HANDSET_TEST_FULL].
 const goStub = `
-echo "go $* [GOTOOLCHAIN=${GOTOOLCHAIN-}] [DB=${HANDSET_TEST_DATABASE_URL-}]" >>"$STUB_LOG"
+echo "go $* [GOTOOLCHAIN=${GOTOOLCHAIN-}] [DB=${HANDSET_TEST_DATABASE_URL-}] [FULL=${HANDSET_TEST_FULL-}]" >>"$STUB_LOG"
 v=@VERSION@
 case "${GOTOOLCHAIN:-}" in
 go1.*)

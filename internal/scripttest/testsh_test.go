@@ -68,7 +68,9 @@ func TestTestShPasses(t *testing.T) {
 		t.Errorf("the last line is not == all tests passed:\n%s", out)
 	}
 	log := s.log()
-	for _, want := range []string{"go vet ./...", "go vet -tags embedded", "go test -race -count=1 -timeout 20m", "smoke-demo.sh", "handset bench", "go test -run ^$ -fuzz ^FuzzP$"} {
+	for _, want := range []string{"go vet ./...", "go vet -tags embedded",
+		"go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...", "go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 -tags embedded ./...",
+		"go test -race -count=1 -timeout 20m", "smoke-demo.sh", "handset bench", "go test -run ^$ -fuzz ^FuzzP$"} {
 		if !slices.ContainsFunc(log, func(l string) bool { return strings.Contains(l, want) }) {
 			t.Errorf("test.sh did not run %q:\n%s", want, strings.Join(log, "\n"))
 		}
@@ -76,6 +78,10 @@ func TestTestShPasses(t *testing.T) {
 	for _, l := range log {
 		if strings.HasPrefix(l, "go test") && !strings.Contains(l, "[DB=postgres://stand-in]") {
 			t.Errorf("%q: not with the private cluster's URL", l)
+		}
+		// The full tier: a missing peer fails the tests instead of skipping them.
+		if strings.HasPrefix(l, "go test") && !strings.Contains(l, "[FULL=1]") {
+			t.Errorf("%q: not with HANDSET_TEST_FULL=1", l)
 		}
 	}
 }
@@ -89,8 +95,9 @@ func TestTestShNamesTheFailedStageAndTheOnesThatDidNotRun(t *testing.T) {
 		stage string // the stage it fails, by a part of its name
 	}{
 		{"-timeout 20m", "go test -race"},
-		{"vet ./...", "go vet"}, // the first command of a stage of several
-		{"-fuzz", "fuzz"},       // the last stage, after a retry
+		{"vet ./...", "go vet"},                              // the first command of a stage of several
+		{"staticcheck@v0.8.2 -tags embedded", "staticcheck"}, // the second command of a stage
+		{"-fuzz", "fuzz"},                                    // the last stage, after a retry
 	} {
 		t.Run(tc.stage, func(t *testing.T) {
 			s := testSandbox(t)

@@ -123,7 +123,6 @@ var (
 		return Input{Kind: SentenceQueued, Turn: turn, Text: text, Filler: true}
 	}
 	failed = func(turn int, kind string) Input { return Input{Kind: AgentError, Turn: turn, Text: kind} }
-	done   = func(turn int) Input { return Input{Kind: AgentDone, Turn: turn} }
 )
 
 // run plays steps and then lets time run to until (ms), firing timers.

@@ -157,15 +157,8 @@ func (l *Line) Cleared(at int64) {
 	l.refEnd = at
 }
 
-// reference copies the reference for inbound positions [from, from+len(dst)) into dst;
-// positions never placed (or long overwritten) are silence.
-func (l *Line) reference(dst []int16, from int64) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.referenceLocked(dst, from)
-}
-
-// referenceLocked is reference with l.mu held.
+// referenceLocked copies the reference for inbound positions [from, from+len(dst)) into
+// dst, with l.mu held; positions never placed (or long overwritten) are silence.
 func (l *Line) referenceLocked(dst []int16, from int64) {
 	mask := int64(len(l.ref) - 1)
 	oldest := l.refEnd - int64(len(l.ref))

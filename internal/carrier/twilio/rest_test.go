@@ -394,8 +394,7 @@ func TestErrorClasses(t *testing.T) {
 	providerErr(t, err, voice.KindProtocol)
 
 	// A next_page_uri that leads back to itself.
-	var loop *httptest.Server
-	loop = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	loop := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, `{"incoming_phone_numbers": [], "next_page_uri": %q}`, r.URL.RequestURI())
 	}))
 	defer loop.Close()

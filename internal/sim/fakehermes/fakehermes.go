@@ -112,7 +112,6 @@ type Server struct {
 	runs      map[string]*run
 	order     []string
 	stops     int
-	seq       int
 	quit      chan struct{}
 	closeOnce sync.Once
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/handset-voice/handset/internal/clock"
 	"github.com/handset-voice/handset/internal/sim/twiliocaller"
+	"github.com/handset-voice/handset/internal/testpeer"
 )
 
 func TestCreateValidation(t *testing.T) {
@@ -271,9 +272,7 @@ func TestDurationsOnTheClock(t *testing.T) {
 // streams into Handset, and those fifty callees hang up together once all fifty streams
 // are live at once; the rest are transferred at once.
 func TestManyConcurrentCalls(t *testing.T) {
-	if testing.Short() {
-		t.Skip("500 calls")
-	}
+	testpeer.Slow(t, "500 calls")
 	const clients, perClient = 10, 50
 	const wantStreams = clients * perClient / 10
 	var (

@@ -31,7 +31,10 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"testing"
 	"time"
+
+	"github.com/handset-voice/handset/internal/testpeer"
 )
 
 // Pinned versions, as installed by scripts/openclaw.sh.
@@ -213,6 +216,21 @@ func Install(root string) (node, entry string, err error) {
 		return "", "", fmt.Errorf("realopenclaw: want openclaw %s in %s (found %q, %v): %s", OpenClawVersion, base, pkg.Version, err, InstallHint)
 	}
 	return node, entry, nil
+}
+
+// NeedInstall is Install under the repository root for a test; without the pinned install
+// it is a missing peer (testpeer.OpenClaw): the test skips, or fails in the full tier.
+func NeedInstall(t testing.TB) (node, entry string) {
+	t.Helper()
+	root, err := Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, entry, err = Install(root)
+	if err != nil {
+		testpeer.Missing(t, testpeer.OpenClaw, err)
+	}
+	return node, entry
 }
 
 // Start writes the configuration, starts the gateway and waits until a WS connect with the

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/handset-voice/handset/internal/sim/fakeopenai"
+	"github.com/handset-voice/handset/internal/testpeer"
 )
 
 const (
@@ -24,16 +25,13 @@ const (
 )
 
 // TestRealGateway runs turns against the real OpenClaw gateway with the fake LLM behind
-// it. It fails (never skips) when scripts/openclaw.sh has not been run. With
+// it. Without scripts/openclaw.sh's install it is a missing peer (a failure in the full
+// tier). With
 // HANDSET_OPENCLAW_FRAMES=<file>, every WS frame sent and received is also appended to that
 // file; with HANDSET_OPENCLAW_LOG=<file>, the gateway's output and log are written there.
 func TestRealGateway(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts the real OpenClaw gateway (~20 s); not in -short")
-	}
-	if _, _, err := Install(mustRoot(t)); err != nil {
-		t.Fatal(err)
-	}
+	testpeer.Slow(t, "starts the real OpenClaw gateway (~20 s, more under load)")
+	NeedInstall(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 
@@ -123,15 +121,6 @@ func TestConfig(t *testing.T) {
 	if !bytes.Contains(off, []byte(`"chatCompletions":{"enabled":false}`)) {
 		t.Errorf("HTTPDisabled: the endpoint is not off: %s", off)
 	}
-}
-
-func mustRoot(t *testing.T) string {
-	t.Helper()
-	root, err := Root()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return root
 }
 
 // humanText reports whether a recorded request carries text among its user messages.

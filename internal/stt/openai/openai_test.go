@@ -337,9 +337,8 @@ func TestUtterancesInOrder(t *testing.T) {
 
 // serialTracker is a handler wrapper that records the most requests in flight at once.
 type serialTracker struct {
-	next        http.Handler
-	now, most   atomic.Int32
-	onceStarted sync.Once
+	next      http.Handler
+	now, most atomic.Int32
 }
 
 func (s *serialTracker) ServeHTTP(w http.ResponseWriter, r *http.Request) {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/handset-voice/handset/internal/audio"
+	"github.com/handset-voice/handset/internal/testpeer"
 )
 
 func TestInboxDropsOldestAndKeepsMarks(t *testing.T) {
@@ -231,9 +232,7 @@ func errText(err error) string {
 }
 
 func TestCheckModelInstalled(t *testing.T) {
-	if _, err := os.Stat(DefaultModelDir); err != nil {
-		t.Skipf("the model is not installed here (%v): apt-get install pocketsphinx-en-us", err)
-	}
+	testpeer.File(t, DefaultModelDir, testpeer.SphinxEnUS)
 	if err := CheckModel(""); err != nil {
 		t.Errorf("CheckModel(DefaultModelDir): %v", err)
 	}

@@ -21,15 +21,16 @@ import (
 	"github.com/handset-voice/handset/internal/audio/resample"
 	"github.com/handset-voice/handset/internal/audio/vad/vadtest"
 	"github.com/handset-voice/handset/internal/audio/wav"
+	"github.com/handset-voice/handset/internal/testpeer"
 	"github.com/handset-voice/handset/internal/voice"
 )
 
-// requireModel skips the test when the model is not installed: the only reason a build
-// with the tag may not recognise.
+// requireModel ends the test when the model is not installed (a missing peer): the only
+// reason a build with the tag may not recognise.
 func requireModel(t testing.TB) {
 	t.Helper()
 	if err := CheckModel(DefaultModelDir); err != nil {
-		t.Skipf("skipping real recognition: %v", err)
+		testpeer.Missing(t, testpeer.SphinxEnUS, err)
 	}
 }
 
@@ -48,11 +49,9 @@ func newReal(t testing.TB, decoders int) *Recognizer {
 // dependency that scripts/setup.sh installs.
 func flite(t testing.TB, voiceName, text string) []int16 {
 	t.Helper()
-	if _, err := exec.LookPath("flite"); err != nil {
-		t.Fatalf("flite not found (apt-get install flite; scripts/setup.sh installs it): %v", err)
-	}
+	bin := testpeer.Program(t, "flite", testpeer.Flite)
 	path := filepath.Join(t.TempDir(), voiceName+".wav")
-	if out, err := exec.Command("flite", "-voice", voiceName, "-t", text, "-o", path).CombinedOutput(); err != nil {
+	if out, err := exec.Command(bin, "-voice", voiceName, "-t", text, "-o", path).CombinedOutput(); err != nil {
 		t.Fatalf("flite -voice %s: %v: %s", voiceName, err, out)
 	}
 	f, b, err := wav.ReadFile(path)
@@ -310,10 +309,7 @@ func reference(t testing.TB, path string) map[string]string {
 func TestRecognizesRecordedSpeech(t *testing.T) {
 	r := newReal(t, 2)
 	dir := vadtest.SpeechDir()
-	recs, err := vadtest.LoadRecordings(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	recs := vadtest.Recordings(t)
 	refs := reference(t, filepath.Join(dir, "librivox", "transcription"))
 	for k, v := range reference(t, filepath.Join(dir, "cards", "cards.transcription")) {
 		refs[k] = v
@@ -483,10 +479,7 @@ func TestColdMeans(t *testing.T) {
 	veclen := (len(d.initial) - 1) / 2
 	fromInit := meanState(d.initial[:veclen])
 	dir := vadtest.SpeechDir()
-	recs, err := vadtest.LoadRecordings(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	recs := vadtest.Recordings(t)
 	refs := reference(t, filepath.Join(dir, "librivox", "transcription"))
 	for k, v := range reference(t, filepath.Join(dir, "cards", "cards.transcription")) {
 		refs[k] = v

@@ -19,6 +19,7 @@ import (
 	"github.com/handset-voice/handset/internal/audio"
 	"github.com/handset-voice/handset/internal/audio/audiotest"
 	"github.com/handset-voice/handset/internal/audio/g711"
+	"github.com/handset-voice/handset/internal/testpeer"
 	"github.com/handset-voice/handset/internal/voice"
 )
 
@@ -29,12 +30,11 @@ const sentence = "Please book a table for two at seven."
 // long is about three minutes of speech.
 var long = strings.Repeat("I would like to cancel my appointment on Friday, and book a new one. ", 40)
 
-// needEspeak skips the test where espeak-ng is not installed.
+// needEspeak is a Synthesizer running espeak-ng; without espeak-ng installed it is a
+// missing peer.
 func needEspeak(t testing.TB) *Synthesizer {
 	t.Helper()
-	if _, err := exec.LookPath(DefaultBinary); err != nil {
-		t.Skip("espeak-ng not installed (apt-get install espeak-ng)")
-	}
+	testpeer.Program(t, DefaultBinary, testpeer.Espeak)
 	s, err := New(Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -159,7 +159,7 @@ func procState(pid int) string {
 func TestStopKillsAndReapsEspeak(t *testing.T) {
 	s := needEspeak(t)
 	if _, err := os.Stat("/proc/self/stat"); err != nil {
-		t.Skip("no /proc")
+		t.Skip("no /proc") // not a peer: a platform without /proc
 	}
 	for _, how := range []string{"close", "cancel"} {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -226,7 +226,7 @@ func TestOptionsAreChecked(t *testing.T) {
 func script(t *testing.T, body string) string {
 	t.Helper()
 	if _, err := exec.LookPath("sh"); err != nil {
-		t.Skip("no sh")
+		t.Skip("no sh") // not a peer: a platform without a POSIX shell
 	}
 	path := filepath.Join(t.TempDir(), "fake-espeak")
 	if err := os.WriteFile(path, []byte("#!/bin/sh\n"+body), 0o755); err != nil {

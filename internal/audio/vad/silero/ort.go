@@ -16,9 +16,7 @@ import (
 // linked is true: this build runs the model through ONNX Runtime.
 const linked = true
 
-// Shapes and names of Silero VAD v5's inputs and outputs.
-const stateSize = 2 * 1 * 128
-
+// Names of Silero VAD v5's inputs and outputs.
 var (
 	inputNames  = []string{"input", "state", "sr"}
 	outputNames = []string{"output", "stateN"}

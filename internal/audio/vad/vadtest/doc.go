@@ -6,8 +6,9 @@
 // Speech: thirteen recordings from Debian's pocketsphinx-testdata (five LibriVox
 // sentences, five "cards" utterances, three short commands; 16 kHz mono), each with its DC
 // offset removed, joined with 1-2 s of digital silence before, between and after them:
-// about 64 s, 13 utterances, about half of it speech (SpeechTrack). A missing recording
-// fails the test with instructions; nothing is skipped.
+// about 64 s, 13 utterances, about half of it speech (SpeechTrack). Missing recordings, like
+// missing engine files, go through testpeer: the test skips saying how to install them, or
+// fails in the full tier.
 //
 // Labels: each recording is labelled on its own, per 20 ms frame, by energy (Label). Its
 // noise floor is the 10th percentile of its frame levels; a frame is loud when its level

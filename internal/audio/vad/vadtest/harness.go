@@ -2,13 +2,13 @@ package vadtest
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 
 	"github.com/handset-voice/handset/internal/audio/vad"
+	"github.com/handset-voice/handset/internal/testpeer"
 )
 
 // Candidate is a detector under evaluation.
@@ -30,7 +30,8 @@ var (
 )
 
 // SpeechTrack is the clean 16 kHz track built from the recordings in SpeechDir (about 64 s,
-// 13 utterances), built once per test binary. A missing recording fails t.
+// 13 utterances), built once per test binary. Missing recordings are a missing peer
+// (testpeer.Speech); an unreadable one fails t.
 func SpeechTrack(t testing.TB) Track {
 	t.Helper()
 	trackOnce.Do(func() {
@@ -41,10 +42,29 @@ func SpeechTrack(t testing.TB) Track {
 		}
 		track = BuildTrack(recs)
 	})
-	if trackErr != nil {
-		t.Fatal(trackErr)
-	}
+	endOnError(t, trackErr)
 	return track
+}
+
+// Recordings are the recordings in SpeechDir. Missing ones are a missing peer
+// (testpeer.Speech); an unreadable one fails t.
+func Recordings(t testing.TB) []Recording {
+	t.Helper()
+	recs, err := LoadRecordings(SpeechDir())
+	endOnError(t, err)
+	return recs
+}
+
+// endOnError ends t when loading the recordings failed: through testpeer when they are
+// not installed.
+func endOnError(t testing.TB, err error) {
+	t.Helper()
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		testpeer.Missing(t, testpeer.Speech, err)
+	case err != nil:
+		t.Fatal(err)
+	}
 }
 
 // Degraded is SpeechTrack under c, built once per test binary.
@@ -138,18 +158,13 @@ func EnginesDir() (string, error) {
 }
 
 // EngineFile is the path of the engine file name (for example "fvad.wasm") in EnginesDir.
-// It fails t, saying how to fetch it, when the file is missing: a test that needs an
-// engine never skips.
+// A missing file is a missing peer (testpeer.Engines; HANDSET_ENGINES_DIR may name another
+// directory holding it).
 func EngineFile(t testing.TB, name string) string {
 	t.Helper()
 	dir, err := EnginesDir()
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(dir, name)
-	if _, err := os.Stat(path); err != nil {
-		t.Fatal(fmt.Errorf("vadtest: engine file %s: %w; run ./scripts/engines.sh "+
-			"(or set HANDSET_ENGINES_DIR to a directory holding it)", path, err))
-	}
-	return path
+	return testpeer.File(t, filepath.Join(dir, name), testpeer.Engines)
 }

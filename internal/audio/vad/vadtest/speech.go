@@ -61,8 +61,8 @@ func LoadRecordings(dir string) ([]Recording, error) {
 		path := filepath.Join(dir, name)
 		pcm, err := readSpeech(path)
 		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("vadtest: %s missing: install the Debian package pocketsphinx-testdata "+
-				"(./scripts/setup.sh does) or point HANDSET_SPEECH_DIR at a copy of its test/data", path)
+			return nil, fmt.Errorf("vadtest: %w: install the Debian package pocketsphinx-testdata "+
+				"(./scripts/test-deps.sh does) or point HANDSET_SPEECH_DIR at a copy of its test/data", err)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("vadtest: %w", err)

@@ -255,31 +255,48 @@ func TestRunRejectsBrokenDetectors(t *testing.T) {
 	}
 }
 
-// fatalTB records the message of a Fatal and stops the function, as testing.T does.
-type fatalTB struct {
+// endTB records the message a test ended with (a failure, or a skip for a missing peer)
+// and stops the function, as testing.T does.
+type endTB struct {
 	testing.TB
 	msg string
 }
 
-func (f *fatalTB) Helper() {}
-func (f *fatalTB) Fatal(args ...any) {
+func (f *endTB) Helper() {}
+func (f *endTB) Fatal(args ...any) {
 	f.msg = fmt.Sprint(args...)
 	panic(f)
 }
+func (f *endTB) Fatalf(format string, args ...any) { f.Fatal(fmt.Sprintf(format, args...)) }
+func (f *endTB) Skip(args ...any)                  { f.Fatal(args...) }
 
-func TestMissingEngineFileFailsWithInstructions(t *testing.T) {
-	t.Setenv("HANDSET_ENGINES_DIR", t.TempDir())
-	f := &fatalTB{TB: t}
+// ended runs fn with an endTB and returns the message it ended with ("" if none).
+func ended(t *testing.T, fn func(testing.TB)) string {
+	f := &endTB{TB: t}
 	func() {
 		defer func() {
 			if r := recover(); r != nil && r != any(f) {
 				panic(r)
 			}
 		}()
-		EngineFile(f, "fvad.wasm")
+		fn(f)
 	}()
-	if !strings.Contains(f.msg, "./scripts/engines.sh") {
-		t.Errorf("missing engine file: message %q, want one naming ./scripts/engines.sh", f.msg)
+	return f.msg
+}
+
+func TestMissingEngineFileEndsTheTestWithInstructions(t *testing.T) {
+	t.Setenv("HANDSET_ENGINES_DIR", t.TempDir())
+	msg := ended(t, func(tb testing.TB) { EngineFile(tb, "fvad.wasm") })
+	if !strings.Contains(msg, "./scripts/engines.sh") {
+		t.Errorf("missing engine file: message %q, want one naming ./scripts/engines.sh", msg)
+	}
+}
+
+func TestMissingRecordingsEndTheTestWithInstructions(t *testing.T) {
+	t.Setenv("HANDSET_SPEECH_DIR", t.TempDir())
+	msg := ended(t, func(tb testing.TB) { Recordings(tb) })
+	if !strings.Contains(msg, "apt-get install pocketsphinx-testdata") {
+		t.Errorf("missing recordings: message %q, want one naming pocketsphinx-testdata's install", msg)
 	}
 }
 
