@@ -217,6 +217,9 @@ func driveMemoryCalls(t *testing.T, o *outRig, rt memoryRuntime, from string) me
 		t.Fatalf("the callback: %+v %q (%v); Twilio's record: %+v", res, job.Error, err, o.tw.Calls())
 	}
 	mc.callback = string(res.CallID)
+	if calls := o.tw.Calls(); len(calls) != 1 || len(calls[0].Errors) > 0 {
+		t.Fatalf("the callback as Twilio placed it: %+v", calls)
+	}
 	mc.callbackEvents = journalOf(t, o.rig, mc.callback)
 	return mc
 }

@@ -62,7 +62,8 @@ func TestMemoryFidelityRealOpenClaw(t *testing.T) {
 			mc := driveMemoryCalls(t, o, rt, tc.from)
 			checkMemory(t, rt, mc)
 			if t.Failed() {
-				t.Logf("the model was given, turn by turn:\n%s", dumpTurns(llm.Requests()[before:]))
+				t.Logf("the model was given, turn by turn:\n%s\nthe gateway's log ends:\n%s",
+					dumpTurns(llm.Requests()[before:]), tail(gw.Log(), 80))
 			}
 			t.Logf("%s: %s", tc.transport, time.Since(begin).Round(time.Millisecond))
 		})
