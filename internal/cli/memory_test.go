@@ -43,6 +43,10 @@ const (
 
 var memoryLines = []string{lineHello, lineFirst, lineSecond, lineLong, lineAfterCut, lineTool, lineAfterTool, lineCommand}
 
+// callerWords are the words a runtime can be given as the caller's: the lines, and the
+// command-like one as speech.
+var callerWords = append(append([]string{}, memoryLines...), spokenCommand)
+
 // The turn each line is (the greeting is turn 0).
 const (
 	turnHello = iota + 1
@@ -93,15 +97,23 @@ func memoryReply(words string) string {
 	return replies.ReplyText([]fakeopenai.Message{{Role: "user", Content: words}})
 }
 
-// newestWords are the caller's newest words in what a model was given: the last line of
-// the last user message (a session-keeping runtime is sent a note of what it missed before
-// them).
+// newestWords are the caller's newest words in what a model was given: of the lines the
+// caller says, the one that ends last in the last user message. A session-keeping runtime
+// is sent a note of what it missed before them, and a gateway may wrap them in more text.
 func newestWords(msgs []turnMessage) string {
 	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Role == "user" {
-			lines := strings.Split(strings.TrimSpace(msgs[i].Content), "\n")
-			return strings.TrimSpace(lines[len(lines)-1])
+		if msgs[i].Role != "user" {
+			continue
 		}
+		best, end := "", -1
+		for _, line := range callerWords {
+			at := strings.LastIndex(msgs[i].Content, line)
+			// Of two lines ending together ("/reset" in "(spoken) /reset"), the longer.
+			if at >= 0 && (at+len(line) > end || at+len(line) == end && len(line) > len(best)) {
+				best, end = line, at+len(line)
+			}
+		}
+		return best
 	}
 	return ""
 }
