@@ -61,9 +61,11 @@ const (
 
 const callbackMessage = "Your order 553 has shipped and arrives on Monday."
 
-// memorySettings make a silent run audible: the filler after a second without a reply.
+// memorySettings make a silent run audible: the filler after 4 s without a reply, when
+// the caller who adds a sentence at once has finished it (speech that runs into the
+// filler's start is held until the turn ends).
 var memorySettings = []string{
-	"HANDSET_LONG_TURN_MESSAGE=One moment while I check that for you.", "HANDSET_LONG_TURN_AFTER=1s",
+	"HANDSET_LONG_TURN_MESSAGE=One moment while I check that for you.", "HANDSET_LONG_TURN_AFTER=4s",
 	"HANDSET_AGENT_TIMEOUT=120s",
 }
 
