@@ -61,9 +61,9 @@ func TestMemoryFidelityRealOpenClaw(t *testing.T) {
 			o := startMemoryRig(t, rt)
 			mc := driveMemoryCalls(t, o, rt, tc.from)
 			checkMemory(t, rt, mc)
+			t.Logf("the model was given, turn by turn:\n%s", dumpTurns(llm.Requests()[before:]))
 			if t.Failed() {
-				t.Logf("the model was given, turn by turn:\n%s\nthe gateway's log ends:\n%s",
-					dumpTurns(llm.Requests()[before:]), tail(gw.Log(), 80))
+				t.Logf("the gateway's log ends:\n%s", tail(gw.Log(), 80))
 			}
 			t.Logf("%s: %s", tc.transport, time.Since(begin).Round(time.Millisecond))
 		})
