@@ -18,6 +18,9 @@ import (
 // memory is what it is sent on the next turn; a Hermes chat session's is also the
 // transcript the fake keeps as Hermes does.
 func TestMemoryFidelity(t *testing.T) {
+	if testing.Short() {
+		t.Skip("places eight calls through serve (over two minutes with -race); not in -short")
+	}
 	for _, tc := range []struct {
 		name string
 		rt   func(t *testing.T) memoryRuntime
