@@ -68,7 +68,7 @@ func TestTestShPasses(t *testing.T) {
 		t.Errorf("the last line is not == all tests passed:\n%s", out)
 	}
 	log := s.log()
-	for _, want := range []string{"go vet ./...", "go vet -tags embedded", "go test -race -count=1 -timeout 20m", "smoke-demo.sh", "handset bench", "go test -run ^$ -fuzz ^FuzzP$"} {
+	for _, want := range []string{"go vet ./...", "go vet -tags embedded", "go test -race -count=1 -timeout 30m", "smoke-demo.sh", "handset bench", "go test -run ^$ -fuzz ^FuzzP$"} {
 		if !slices.ContainsFunc(log, func(l string) bool { return strings.Contains(l, want) }) {
 			t.Errorf("test.sh did not run %q:\n%s", want, strings.Join(log, "\n"))
 		}
@@ -88,7 +88,7 @@ func TestTestShNamesTheFailedStageAndTheOnesThatDidNotRun(t *testing.T) {
 		fail  string // what fails: STUB_GO_FAIL
 		stage string // the stage it fails, by a part of its name
 	}{
-		{"-timeout 20m", "go test -race"},
+		{"-timeout 30m", "go test -race"},
 		{"vet ./...", "go vet"}, // the first command of a stage of several
 		{"-fuzz", "fuzz"},       // the last stage, after a retry
 	} {
