@@ -62,8 +62,9 @@ const (
 const callbackMessage = "Your order 553 has shipped and arrives on Monday."
 
 // memorySettings make a silent run audible: the filler after 4 s without a reply, when
-// the caller who adds a sentence at once has finished it (speech that runs into the
-// filler's start is held until the turn ends).
+// the caller who adds a sentence at once has finished it. (A sentence that runs into the
+// filler's start is not transcribed until that turn ends, a turn-taking fault of its own
+// that this matrix, about memory, keeps out of its way.)
 var memorySettings = []string{
 	"HANDSET_LONG_TURN_MESSAGE=One moment while I check that for you.", "HANDSET_LONG_TURN_AFTER=4s",
 	"HANDSET_AGENT_TIMEOUT=120s",
