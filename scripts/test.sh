@@ -63,7 +63,8 @@ run_staticcheck() {
 }
 stage staticcheck run_staticcheck
 
-stage "go test -race" go test -race -count=1 -timeout 20m ./...
+# internal/cli, the longest package, took 19 minutes with -race on a loaded 2-core machine.
+stage "go test -race" go test -race -count=1 -timeout 30m ./...
 
 stage "go test -tags embedded (offline engines linked through cgo)" \
 	env CGO_ENABLED=1 go test -race -count=1 -tags embedded ./internal/audio/vad/... ./internal/stt/sphinx/ ./internal/tts/...

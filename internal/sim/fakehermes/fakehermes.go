@@ -8,18 +8,23 @@
 // (stopping, then run.cancelled on the stream; 404 run_not_found once the run is terminal).
 //
 // The reply is deterministic: two sentences echoing the last user message ("I heard you
-// say: <text>. What else can I do for you?"). Magic words in the last user message:
+// say: <text>. What else can I do for you?"), or Options.Reply's. Magic words in the last
+// user message (or in what Options.Said picks from the messages):
 //
 //	SLOW       pause Options.SlowEvery between text pieces
 //	FAIL400    400 invalid_request_error before anything streams
 //	FAIL500    500 server_error before anything streams
 //	TOOLCALL   a silent tool phase first: tool progress events, then only keepalives for
-//	           Options.ToolDuration, then the reply (prefixed "\n\n" as Hermes does)
+//	           Options.ToolDuration, then the reply (prefixed "\n\n" as Hermes does);
+//	           with HANG the tool never finishes
 //	WARNING    a 200 reply whose text is Hermes' fail-open warning, with zero usage
 //	ZEROUSAGE  complete with no text and zero usage
 //	FAILRUN    the run fails (run.failed, or finish_reason "error" on chat)
 //	HANG       send nothing at all, not even keepalives, until the client goes away or
 //	           the run is stopped
+//
+// A chat completion with X-Hermes-Session-Id is a turn of a session whose transcript the
+// server keeps, as Hermes does (sessions.go); Transcript returns it.
 //
 // Usage is reported where Hermes reports it: "usage" {prompt_tokens, completion_tokens,
 // total_tokens} on a chat completion's finishing chunk (or the whole completion), and
@@ -76,6 +81,13 @@ type Options struct {
 	ToolDuration time.Duration
 	// SlowEvery is the pause between text pieces of a SLOW reply. Default 300 ms.
 	SlowEvery time.Duration
+	// Reply, if set, replaces the default reply text; the magic words still apply.
+	Reply func(messages []Message) string
+	// Said, if set, picks what the user said from the messages a turn's model is given:
+	// the text the magic words are read from and the default reply echoes. Default: the
+	// last user message. A client that sends more than the user's words in that message
+	// (a note before them) would otherwise script the fake with words said turns ago.
+	Said func(messages []Message) string
 	// NoRuns makes the server look like a Hermes without the runs API: capabilities say
 	// so and the /v1/runs routes answer 404.
 	NoRuns bool
@@ -99,6 +111,9 @@ type Request struct {
 	SessionKey string    // X-Hermes-Session-Key ("" when absent)
 	Messages   []Message // chat messages, or a run's instructions + history + input
 	RunID      string    // the run a runs request created or addressed
+	// Prompt is what the turn's model was given: Messages, or for a chat session the
+	// request's system messages, the stored transcript and the request's last message.
+	Prompt []Message
 }
 
 // Server is the fake; an http.Handler. Safe for concurrent use.
@@ -112,6 +127,8 @@ type Server struct {
 	runs      map[string]*run
 	order     []string
 	stops     int
+	sessions  map[string][]Message // chat session id -> stored transcript
+	seq       int
 	quit      chan struct{}
 	closeOnce sync.Once
 }
@@ -175,6 +192,7 @@ func (s *Server) Requests() []Request {
 	for i, r := range s.reqs {
 		r.Header = r.Header.Clone()
 		r.Messages = slices.Clone(r.Messages)
+		r.Prompt = slices.Clone(r.Prompt)
 		out[i] = r
 	}
 	return out
@@ -232,12 +250,17 @@ func (s *Server) Status(runID string) string {
 }
 
 func (s *Server) record(r *http.Request, body []byte, msgs []Message, runID string) {
+	s.recordPrompt(r, body, msgs, msgs, runID)
+}
+
+// recordPrompt records a request whose model was given prompt.
+func (s *Server) recordPrompt(r *http.Request, body []byte, msgs, prompt []Message, runID string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.reqs = append(s.reqs, Request{
 		Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: string(body),
 		SessionID: r.Header.Get("X-Hermes-Session-Id"), SessionKey: r.Header.Get("X-Hermes-Session-Key"),
-		Messages: msgs, RunID: runID,
+		Messages: msgs, Prompt: prompt, RunID: runID,
 	})
 }
 
@@ -263,9 +286,29 @@ func magic(text string) map[string]bool {
 	return out
 }
 
-// ReplyText is the deterministic answer to msgs (before WARNING/ZEROUSAGE apply).
-func ReplyText(msgs []Message) string {
-	heard := strings.TrimRight(strings.Join(strings.Fields(lastUser(msgs)), " "), ".!?… ")
+// said is what the user said in msgs: Options.Said's pick, or the last user message.
+func (s *Server) said(msgs []Message) string {
+	if s.opts.Said != nil {
+		return s.opts.Said(msgs)
+	}
+	return lastUser(msgs)
+}
+
+// replyText is the answer to msgs (before WARNING/ZEROUSAGE apply): Options.Reply's, or
+// the default echo of what the user said.
+func (s *Server) replyText(msgs []Message) string {
+	if s.opts.Reply != nil {
+		return s.opts.Reply(msgs)
+	}
+	return echo(s.said(msgs))
+}
+
+// ReplyText is the default answer to msgs (before WARNING/ZEROUSAGE apply).
+func ReplyText(msgs []Message) string { return echo(lastUser(msgs)) }
+
+// echo is the default reply to text.
+func echo(text string) string {
+	heard := strings.TrimRight(strings.Join(strings.Fields(text), " "), ".!?… ")
 	if heard == "" {
 		return "Hello! What can I do for you?"
 	}

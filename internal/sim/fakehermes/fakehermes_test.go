@@ -2,10 +2,12 @@ package fakehermes_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -202,5 +204,119 @@ func TestAbandonedStreamIsRecorded(t *testing.T) {
 	}
 	if st := srv.Status(id); st != "running" {
 		t.Errorf("status %q: abandoning the stream must not stop the run", st)
+	}
+}
+
+// TestChatSessionKeepsTheTranscript: with a session id the model is given the stored
+// transcript and the request's last message only; a completed turn stores the message and
+// the reply, an abandoned one the message and Hermes' interruption.
+func TestChatSessionKeepsTheTranscript(t *testing.T) {
+	srv, url := start(t, fakehermes.Options{})
+	chat := func(ctx context.Context, msgs ...string) (*http.Response, error) {
+		var body []map[string]string
+		for i := 0; i+1 < len(msgs); i += 2 {
+			body = append(body, map[string]string{"role": msgs[i], "content": msgs[i+1]})
+		}
+		b, _ := json.Marshal(map[string]any{"stream": true, "messages": body})
+		req, _ := http.NewRequestWithContext(ctx, "POST", url+"/v1/chat/completions", strings.NewReader(string(b)))
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("X-Hermes-Session-Id", "handset-s1")
+		return http.DefaultClient.Do(req)
+	}
+	r, err := chat(t.Context(), "system", "be brief", "user", "first words")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readAll(t, r.Body)
+	r.Body.Close()
+	r, err = chat(t.Context(), "system", "be brief", "user", "ignored history", "assistant", "ignored too", "user", "second words")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body := readAll(t, r.Body); !strings.Contains(body, `"content":"second "`) {
+		t.Errorf("the reply does not echo the request's last message:\n%s", body)
+	}
+	r.Body.Close()
+	first := fakehermes.ReplyText([]fakehermes.Message{{Role: "user", Content: "first words"}})
+	reqs := srv.Requests()
+	want := []fakehermes.Message{{Role: "system", Content: "be brief"}, {Role: "user", Content: "first words"}, {Role: "assistant", Content: first}, {Role: "user", Content: "second words"}}
+	if got := reqs[len(reqs)-1].Prompt; !slices.Equal(got, want) {
+		t.Errorf("the model was given %q, want %q", got, want)
+	}
+
+	// A turn whose client goes away stores the interruption.
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if r, err := chat(ctx, "user", "HANG on"); err == nil {
+			r.Body.Close()
+		}
+	}()
+	waitFor(t, func() bool { return len(srv.Transcript("handset-s1")) == 5 })
+	cancel()
+	<-done
+	waitFor(t, func() bool { return len(srv.Transcript("handset-s1")) == 6 })
+	second := fakehermes.ReplyText([]fakehermes.Message{{Role: "user", Content: "second words"}})
+	want = []fakehermes.Message{{Role: "user", Content: "first words"}, {Role: "assistant", Content: first}, {Role: "user", Content: "second words"}, {Role: "assistant", Content: second},
+		{Role: "user", Content: "HANG on"}, {Role: "assistant", Content: fakehermes.Interrupted}}
+	if got := srv.Transcript("handset-s1"); !slices.Equal(got, want) {
+		t.Errorf("transcript %q, want %q", got, want)
+	}
+	if got := srv.Transcript("handset-other"); len(got) != 0 {
+		t.Errorf("another session holds %q", got)
+	}
+}
+
+// TestSaidAndReply: Options.Said picks the words magic is read from and the echo repeats;
+// Options.Reply replaces the reply.
+func TestSaidAndReply(t *testing.T) {
+	lastLine := func(m []fakehermes.Message) string {
+		lines := strings.Split(m[len(m)-1].Content, "\n")
+		return lines[len(lines)-1]
+	}
+	_, url := start(t, fakehermes.Options{Said: lastLine})
+	r := do(t, "POST", url+"/v1/chat/completions", key, `{"messages":[{"role":"user","content":"[before: HANG]\nhello"}]}`)
+	if body := readAll(t, r.Body); r.StatusCode != 200 || !strings.Contains(body, "I heard you say: hello.") {
+		t.Errorf("%d %s", r.StatusCode, body)
+	}
+	_, url = start(t, fakehermes.Options{Reply: func(m []fakehermes.Message) string { return "Custom: " + m[len(m)-1].Content }})
+	r = do(t, "POST", url+"/v1/chat/completions", key, `{"messages":[{"role":"user","content":"x"}]}`)
+	if body := readAll(t, r.Body); !strings.Contains(body, `"content":"Custom: x"`) {
+		t.Errorf("%s", body)
+	}
+}
+
+// TestToolThatHangs: TOOLCALL with HANG starts the tool and never finishes it; a stop
+// cancels the run.
+func TestToolThatHangs(t *testing.T) {
+	srv, url := start(t, fakehermes.Options{ToolDuration: time.Millisecond})
+	id := startRun(t, url, "TOOLCALL HANG")
+	r := do(t, "GET", url+"/v1/runs/"+id+"/events", key, "")
+	br := bufio.NewReader(r.Body)
+	if line, err := br.ReadString('\n'); err != nil || !strings.Contains(line, "tool.started") {
+		t.Fatalf("first frame %q, %v", line, err)
+	}
+	if s := do(t, "POST", url+"/v1/runs/"+id+"/stop", key, ""); s.StatusCode != 200 {
+		t.Fatalf("stop: %d (the tool should still run)", s.StatusCode)
+	}
+	if rest := readAll(t, br); !strings.Contains(rest, `"event":"run.cancelled"`) || strings.Contains(rest, "message.delta") {
+		t.Errorf("after stop:\n%s", rest)
+	}
+	if srv.Status(id) != "cancelled" {
+		t.Errorf("status %q", srv.Status(id))
+	}
+}
+
+// waitFor polls cond (the fake's records change without a signal to wait on) for up to a
+// minute.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within a minute")
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

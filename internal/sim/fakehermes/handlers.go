@@ -2,7 +2,6 @@ package fakehermes
 
 import (
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"io"
@@ -158,121 +157,6 @@ func newID(prefix string, n int) string {
 	return prefix + hex.EncodeToString(b)
 }
 
-// ---- chat completions ----
-
-func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(io.LimitReader(r.Body, 10_000_000))
-	var req struct {
-		Model    string        `json:"model"`
-		Messages []wireMessage `json:"messages"`
-		Stream   bool          `json:"stream"`
-	}
-	if err := json.Unmarshal(body, &req); err != nil || len(req.Messages) == 0 {
-		s.record(r, body, nil, "")
-		writeJSON(w, http.StatusBadRequest, errorBody("Missing or invalid 'messages'", "invalid_request_error", "missing_message"))
-		return
-	}
-	msgs := make([]Message, len(req.Messages))
-	for i, m := range req.Messages {
-		msgs[i] = Message{Role: m.Role, Content: m.text()}
-	}
-	s.record(r, body, msgs, "")
-	words := magic(lastUser(msgs))
-	if failure(w, words) {
-		return
-	}
-	sid := r.Header.Get("X-Hermes-Session-Id")
-	if sid == "" {
-		sum := sha256.Sum256([]byte(sysPrompt(msgs) + "\n" + firstUser(msgs)))
-		sid = "api-" + hex.EncodeToString(sum[:])[:16]
-	}
-	w.Header().Set("X-Hermes-Session-Id", sid)
-	if k := r.Header.Get("X-Hermes-Session-Key"); k != "" {
-		w.Header().Set("X-Hermes-Session-Key", k)
-	}
-	model := req.Model
-	if model == "" {
-		model = DefaultModel
-	}
-	text, usage := s.outcome(msgs, words)
-	id := newID("chatcmpl-", 14)
-	created := time.Now().Unix()
-	if !req.Stream {
-		if words[MagicHang] {
-			select {
-			case <-r.Context().Done():
-			case <-s.quit:
-			}
-			return
-		}
-		finish := "stop"
-		if words[MagicFailRun] {
-			writeJSON(w, http.StatusBadGateway, errorBody("Agent run failed (FAILRUN requested)", "server_error", "agent_incomplete"))
-			return
-		}
-		writeJSON(w, http.StatusOK, map[string]any{"id": id, "object": "chat.completion", "created": created, "model": model,
-			"choices": []any{map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": text}, "finish_reason": finish}},
-			"usage":   usage})
-		return
-	}
-	if words[MagicHang] {
-		select {
-		case <-r.Context().Done():
-		case <-s.quit:
-		}
-		return
-	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.Header().Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	ka := newKeepalive(w, s.opts.Keepalive)
-	defer ka.stop()
-	chunk := func(delta map[string]any, finish any, extra map[string]any) map[string]any {
-		c := map[string]any{"id": id, "object": "chat.completion.chunk", "created": created, "model": model,
-			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}}
-		for k, v := range extra {
-			c[k] = v
-		}
-		return c
-	}
-	ctx := r.Context()
-	if !ka.data("", chunk(map[string]any{"role": "assistant"}, nil, nil)) {
-		return
-	}
-	if words[MagicToolCall] {
-		call := newID("call_", 4)
-		if !ka.data("hermes.tool.progress", map[string]any{"tool": "terminal", "emoji": "💻", "label": "sleep 60", "toolCallId": call, "status": "running"}) {
-			return
-		}
-		if !s.wait(ctx, s.opts.ToolDuration, nil, ka) {
-			return
-		}
-		if !ka.data("hermes.tool.progress", map[string]any{"tool": "terminal", "toolCallId": call, "status": "completed"}) {
-			return
-		}
-		if text != "" {
-			text = "\n\n" + text
-		}
-	}
-	for _, p := range pieces(text) {
-		if words[MagicSlow] && !s.wait(ctx, s.opts.SlowEvery, nil, ka) {
-			return
-		}
-		if !ka.data("", chunk(map[string]any{"content": p}, nil, nil)) {
-			return
-		}
-	}
-	if words[MagicFailRun] {
-		ka.data("", chunk(map[string]any{}, "error", map[string]any{"usage": usage,
-			"error":  map[string]any{"message": "Agent run failed (FAILRUN requested)", "type": "server_error"},
-			"hermes": map[string]any{"completed": false, "partial": false, "failed": true}}))
-	} else {
-		ka.data("", chunk(map[string]any{}, "stop", map[string]any{"usage": usage}))
-	}
-	ka.write("data: [DONE]\n\n")
-}
-
 // outcome is the reply text and usage for a turn, after WARNING/ZEROUSAGE/FAILRUN. The
 // fake counts a token a word: the words of the messages in, of the reply out.
 func (s *Server) outcome(msgs []Message, words map[string]bool) (string, map[string]int) {
@@ -283,30 +167,12 @@ func (s *Server) outcome(msgs []Message, words map[string]bool) (string, map[str
 	case words[MagicZeroUsage], words[MagicFailRun]:
 		return "", zero
 	}
-	text := ReplyText(msgs)
+	text := s.replyText(msgs)
 	in, out := 0, len(strings.Fields(text))
 	for _, m := range msgs {
 		in += len(strings.Fields(m.Content))
 	}
 	return text, map[string]int{"prompt_tokens": in, "completion_tokens": out, "total_tokens": in + out}
-}
-
-func sysPrompt(msgs []Message) string {
-	for _, m := range msgs {
-		if m.Role == "system" {
-			return m.Content
-		}
-	}
-	return ""
-}
-
-func firstUser(msgs []Message) string {
-	for _, m := range msgs {
-		if m.Role == "user" {
-			return m.Content
-		}
-	}
-	return ""
 }
 
 // ---- runs ----
@@ -345,7 +211,7 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
 			msgs = append(msgs, Message{Role: m.Role, Content: m.text()})
 		}
 	}
-	words := magic(lastUser(msgs))
+	words := magic(s.said(msgs))
 	if failure(w, words) {
 		s.record(r, body, msgs, "")
 		return
@@ -474,8 +340,8 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		return
 	default:
 	}
-	words := magic(lastUser(ru.messages))
-	if words[MagicHang] {
+	words := magic(s.said(ru.messages))
+	if words[MagicHang] && !words[MagicToolCall] {
 		select {
 		case <-ctx.Done():
 		case <-s.quit:
@@ -489,7 +355,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		if !ev("tool.started", map[string]any{"tool": "terminal", "preview": "sleep 60"}) {
 			return
 		}
-		if !s.wait(ctx, s.opts.ToolDuration, ru.stop, ka) {
+		if !s.wait(ctx, s.toolDuration(words), ru.stop, ka) {
 			if ctx.Err() == nil {
 				ev("tool.completed", map[string]any{"tool": "terminal", "duration": 0.1, "error": true})
 			}

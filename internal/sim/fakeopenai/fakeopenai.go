@@ -9,7 +9,8 @@
 //
 // The default reply is deterministic: two sentences built from the last user message
 // ("I heard you say: <text>. What else can I do for you?"), streamed a word or two per
-// chunk after a role-only chunk. Magic words in the last user message script faults:
+// chunk after a role-only chunk. Magic words in the last user message (or in what
+// Options.Said picks) script faults:
 //
 //	SLOW       stream with Options.SlowEvery between chunks
 //	LONG       a reply of twelve sentences (for barge-in)
@@ -68,6 +69,11 @@ type Options struct {
 	// Reply, if set, replaces the default reply text (and with it LONG); the fault magic
 	// words still apply.
 	Reply func(messages []Message) string
+	// Said, if set, picks what the user said from a request's messages: the text the magic
+	// words are read from and the default reply echoes. Default: the last user message. A
+	// client that sends more than the user's words in that message (a note before them)
+	// would otherwise script the fake with words the user said turns ago.
+	Said func(messages []Message) string
 	// ChunkEvery is the pause between streamed chunks. Default 0.
 	ChunkEvery time.Duration
 	// SlowEvery is the pause between chunks when SLOW is present. Default DefaultSlowEvery.

@@ -374,6 +374,25 @@ func TestReplyOverride(t *testing.T) {
 	}
 }
 
+// TestSaidPicksTheWords: with Options.Said, magic words and the echo come from its pick,
+// not from the rest of the last user message.
+func TestSaidPicksTheWords(t *testing.T) {
+	lastLine := func(m []Message) string {
+		lines := strings.Split(lastUser(m), "\n")
+		return lines[len(lines)-1]
+	}
+	_, srv := serve(t, Options{Said: lastLine})
+	resp := post(t, t.Context(), srv, "", chatBody(true, "[earlier: HANG FAIL500]\nhow are you"))
+	data, _ := events(t, resp.Body)
+	if text, _, done := decode(t, data); resp.StatusCode != 200 || !done || text != "I heard you say: how are you. What else can I do for you?" {
+		t.Errorf("status %d, text %q, done %v", resp.StatusCode, text, done)
+	}
+	resp = post(t, t.Context(), srv, "", chatBody(true, "[earlier: hello]\nFAIL500 please"))
+	if resp.StatusCode != http.StatusInternalServerError {
+		t.Errorf("a magic word in the picked words: status %d, want 500", resp.StatusCode)
+	}
+}
+
 // TestAbortRecorded: a client that goes away during HANG, STALL or SLOW is recorded as
 // having aborted; the handler returns.
 func TestAbortRecorded(t *testing.T) {

@@ -116,7 +116,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	stream := req.Stream != nil && *req.Stream
 	s.log.Debug("fake chat request", "model", req.Model, "messages", len(msgs), "stream", stream)
 
-	magic := magicWords(lastUser(msgs))
+	magic := magicWords(s.said(msgs))
 	switch {
 	case magic[MagicFail500]:
 		reply(http.StatusInternalServerError, errServer)

@@ -11,14 +11,21 @@ func (s *Server) ReplyText(messages []Message) string {
 	if s.opts.Reply != nil {
 		return s.opts.Reply(messages)
 	}
-	return defaultReply(messages)
+	return defaultReply(s.said(messages))
+}
+
+// said is what the user said in messages: Options.Said's pick, or the last user message.
+func (s *Server) said(messages []Message) string {
+	if s.opts.Said != nil {
+		return s.opts.Said(messages)
+	}
+	return lastUser(messages)
 }
 
 // longFiller are the middle sentences of a LONG reply.
 var longFiller = []string{"two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven"}
 
-func defaultReply(messages []Message) string {
-	last := lastUser(messages)
+func defaultReply(last string) string {
 	heard := strings.TrimRight(strings.Join(strings.Fields(last), " "), ".!?… ")
 	if heard == "" {
 		return "Hello! What can I do for you?"
