@@ -92,6 +92,9 @@ type State struct {
 	Queued       bool      // all of its audio is queued for playout
 	RealSentence bool      // a sentence of the reply (not a filler) went to TTS
 	FillerSaid   bool      // the long-turn filler was spoken
+	// FillerDeferred: the filler came due while the caller was speaking; it waits until they
+	// finish (fillerAfterSpeech), by when their words are usually a turn of their own.
+	FillerDeferred bool
 	AgentText    string    // what the agent is saying: the echo guard's reference
 	// ResumePhase is where a pending barge-in returns when nothing confirms it.
 	ResumePhase Phase
@@ -275,6 +278,7 @@ func beginTurn(s State, n int, acts []Action) (State, []Action) {
 	s.Queued = false
 	s.RealSentence = false
 	s.FillerSaid = false
+	s.FillerDeferred = false
 	s.AgentText = ""
 	s.Suppressed = false
 	s.Unheard = false
@@ -381,6 +385,12 @@ func onSpeechEnd(s State) (State, []Action) {
 		// Endpointing: our VAD heard the end of speech, so ask STT for its final now rather
 		// than waiting for the provider's own (slower, noisier) endpointing.
 		acts = append(acts, Action{Kind: FinalizeSTT})
+	}
+	if s.FillerDeferred && s.Phase == Thinking {
+		// The filler waited for the caller: it goes out unless their words, final by then,
+		// start a turn of their own (which disarms it).
+		s.FillerDeferred = false
+		acts = append(acts, s.arm(TimerFiller, fillerAfterSpeech))
 	}
 	acts = armSilence(&s, acts)
 	if s.Deaf {
@@ -674,10 +684,20 @@ func onAgentProgress(s State, in Input) (State, []Action) {
 	return sayFiller(s, s.disarm(nil, TimerFiller))
 }
 
+// fillerAfterSpeech is how long a filler that came due while the caller spoke waits after
+// they stop: time for STT's final, which makes their words a turn and the filler moot.
+const fillerAfterSpeech = 700 * time.Millisecond
+
 // sayFiller speaks the long-turn filler once, only while nothing of the turn has been
-// heard and no reply sentence has started.
+// heard and no reply sentence has started, and never over the caller: started while they
+// speak, it would take the floor (STT stops hearing the line) before their words are a
+// turn, and they would go unheard until the slow run ends.
 func sayFiller(s State, acts []Action) (State, []Action) {
 	if s.Phase != Thinking || s.RealSentence || s.FillerSaid || !s.FirstAudioAt.IsZero() {
+		return s, acts
+	}
+	if s.CallerSpeaking {
+		s.FillerDeferred = true
 		return s, acts
 	}
 	s.FillerSaid = true
