@@ -46,7 +46,7 @@ func unseenLine(m Message) string {
 		heard = strings.TrimSpace(heard)
 		switch {
 		case cut && heard == "":
-			return "You began a reply, but the caller interrupted before hearing any of it."
+			return "The caller interrupted before hearing any of your reply."
 		case cut:
 			return "You were cut off: of your reply the caller heard only " + quote(heard) + ", then interrupted."
 		case text != "":

@@ -23,7 +23,7 @@ func TestCatchup(t *testing.T) {
 		"You said: \u201cHello, this is Sam from Acme Plumbing.\u201d",
 		"The caller said: \u201chi, I am calling about my order\u201d",
 		"of your reply the caller heard only \u201cSure, your order\u201d, then interrupted",
-		"before hearing any of it",
+		"The caller interrupted before hearing any of your reply.",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("Catchup lacks %q:\n%s", want, got)
