@@ -95,7 +95,7 @@ type State struct {
 	// FillerDeferred: the filler came due while the caller was speaking; it waits until they
 	// finish (fillerAfterSpeech), by when their words are usually a turn of their own.
 	FillerDeferred bool
-	AgentText    string    // what the agent is saying: the echo guard's reference
+	AgentText      string // what the agent is saying: the echo guard's reference
 	// ResumePhase is where a pending barge-in returns when nothing confirms it.
 	ResumePhase Phase
 	// Suppressed: caller speech was swallowed by the closed gate; its audio is replayed to
