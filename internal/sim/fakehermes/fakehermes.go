@@ -128,7 +128,6 @@ type Server struct {
 	order     []string
 	stops     int
 	sessions  map[string][]Message // chat session id -> stored transcript
-	seq       int
 	quit      chan struct{}
 	closeOnce sync.Once
 }
