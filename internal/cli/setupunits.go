@@ -49,10 +49,7 @@ Wants=network-online.target
 # then
 #   sudo cp handset.service /etc/systemd/system/ && sudo systemctl enable --now handset
 WorkingDirectory=/opt/%[1]s
-# The project's .env holds its secrets and stays root's (mode 0600): systemd reads it and
-# hands the service a copy only the service's user can read (%%d, its credentials folder).
-LoadCredential=env:/opt/%[1]s/.env
-ExecStart=/usr/local/bin/handset serve --env-file %%d/env
+ExecStart=/usr/local/bin/handset serve
 # A stop drains calls for up to HANDSET_DRAIN_TIMEOUT (30 s) before ending them.
 KillSignal=SIGTERM
 TimeoutStopSec=40
@@ -92,8 +89,7 @@ After=handset.service
 # HANDSET_QUIET_HOURS); this only adds the list's new numbers to its queue.
 Type=oneshot
 WorkingDirectory=/opt/%[1]s
-LoadCredential=env:/opt/%[1]s/.env
-ExecStart=/usr/local/bin/handset call --list %[2]s --env-file %%d/env
+ExecStart=/usr/local/bin/handset call --list %[2]s
 %[4]s`, dir, dialerList, dialerEvery, serviceSandbox)
 }
 
