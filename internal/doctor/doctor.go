@@ -10,6 +10,7 @@ package doctor
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -149,6 +150,13 @@ func runOne(parent context.Context, c Check, noNetwork bool, timeout time.Durati
 				r.Fix = "check that it is running and reachable from this machine, or allow more time with --timeout"
 			}
 		}
+	}
+	if r.Status == Fail && parent.Err() == nil && errors.Is(ctx.Err(), context.DeadlineExceeded) &&
+		!strings.HasPrefix(r.Detail, "timed out after") {
+		// The check gave up with the deadline and said so in its own words: it timed out,
+		// and more time is what may help.
+		r.Detail = fmt.Sprintf("timed out after %s with no answer (%s)", seconds(timeout), r.Detail)
+		r.Fix = "check that it is running and reachable from this machine, or allow more time with --timeout"
 	}
 	r.Took = time.Since(start)
 	if r.Section == "" {

@@ -112,6 +112,23 @@ func TestRunTimeoutMessage(t *testing.T) {
 	}
 }
 
+// TestCheckGivingUpWithTheDeadlineIsATimeout: a check that fails in its own words when the
+// deadline ends its requests (its answer racing the runner's) still reads as the timeout,
+// with the fix that gives more time.
+func TestCheckGivingUpWithTheDeadlineIsATimeout(t *testing.T) {
+	t.Parallel()
+	giveUp := func(ctx context.Context) Result {
+		<-ctx.Done()
+		return Result{Status: Fail, Detail: "no answer in time", Fix: "start it"}
+	}
+	for range 20 { // either of the runner's two ways of seeing it
+		res := Run(context.Background(), []Check{{Section: "s", Name: "n", Run: giveUp}}, Options{Timeout: 20 * time.Millisecond})
+		if res[0].Status != Fail || !strings.HasPrefix(res[0].Detail, "timed out after 20ms") || !strings.Contains(res[0].Fix, "--timeout") {
+			t.Fatalf("%+v", res[0])
+		}
+	}
+}
+
 func TestRunNoNetwork(t *testing.T) {
 	t.Parallel()
 	var ran atomic.Bool
