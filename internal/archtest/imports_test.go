@@ -86,7 +86,8 @@ type rule struct {
 // providerMay is what every provider (carrier, STT, TTS, agent runtime, the browser leg)
 // may import: never call, config or a sibling provider.
 var providerMay = []string{"internal/audio/...", "internal/voice", "internal/obs", "internal/session",
-	"internal/clock", "internal/carrier/mediastream", "internal/openaiwire", own}
+	"internal/clock", "internal/carrier/mediastream", "internal/openaiwire", "internal/registry",
+	"internal/doctor", own}
 
 var rules = []rule{
 	{"cmd/handset", []string{"internal/cli"}},
@@ -106,6 +107,10 @@ var rules = []rule{
 	{"internal/edge", nil},
 	{"internal/config/...", []string{"internal/audio/..."}},
 	{"internal/doctor", nil},
+	// the catalogue of providers, and the one list that registers them all
+	{"internal/registry", []string{"internal/audio/...", "internal/voice", "internal/doctor"}},
+	{"internal/providers", []string{"internal/registry", "internal/carrier/...", "internal/stt/...",
+		"internal/tts/...", "internal/agent/...", "internal/audio/vad/..."}},
 	{"internal/call/...", []string{"internal/audio/...", "internal/voice", "internal/turn", "internal/obs",
 		"internal/clock", "internal/store"}},
 

@@ -8,8 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -17,7 +15,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -59,44 +56,11 @@ type httpAnswer struct {
 
 // get sends GET url with the headers and reads up to 1 MiB of the answer.
 func (d *doctorRun) get(ctx context.Context, rawURL string, header map[string]string) (httpAnswer, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
-	if err != nil {
-		return httpAnswer{}, err
-	}
-	req.Header.Set("User-Agent", "handset-doctor")
-	for k, v := range header {
-		req.Header.Set(k, v)
-	}
-	resp, err := d.clientFor(rawURL).Do(req)
-	if err != nil {
-		return httpAnswer{}, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return httpAnswer{}, err
-	}
-	return httpAnswer{status: resp.StatusCode, body: body, header: resp.Header}, nil
+	a, err := doctor.Get(ctx, d.clientFor(rawURL), rawURL, header)
+	return httpAnswer{status: a.Status, body: a.Body, header: a.Header}, err
 }
 
-// unreachable describes why a server did not answer: refused, unknown host, TLS, timeout.
-func unreachable(err error) string {
-	var dnsErr *net.DNSError
-	var certErr *tls.CertificateVerificationError
-	var unknownCA x509.UnknownAuthorityError
-	var hostErr x509.HostnameError
-	switch {
-	case errors.Is(err, syscall.ECONNREFUSED):
-		return "connection refused: nothing listens there"
-	case errors.As(err, &dnsErr):
-		return "the host name does not resolve (" + dnsErr.Name + ")"
-	case errors.As(err, &certErr), errors.As(err, &unknownCA), errors.As(err, &hostErr):
-		return "its TLS certificate is not valid: " + rootCause(err)
-	case errors.Is(err, context.DeadlineExceeded):
-		return "no answer in time"
-	}
-	return rootCause(err)
-}
+func unreachable(err error) string { return doctor.Unreachable(err) }
 
 // isTLSProblem reports whether err is a certificate problem (a server answered, badly).
 func isTLSProblem(err error) bool {
@@ -106,23 +70,9 @@ func isTLSProblem(err error) bool {
 	return errors.As(err, &certErr) || errors.As(err, &unknownCA) || errors.As(err, &hostErr)
 }
 
-// rootCause is the innermost message of a url.Error chain, which repeats the URL otherwise.
-func rootCause(err error) string {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return ue.Err.Error()
-	}
-	return err.Error()
-}
+func rootCause(err error) string { return doctor.RootCause(err) }
 
-// bodySnippet is a short, single-line excerpt of a body, for details.
-func bodySnippet(b []byte) string {
-	s := strings.Join(strings.Fields(strings.ToValidUTF8(string(b), "?")), " ")
-	if len(s) > 120 {
-		s = s[:120] + "…"
-	}
-	return s
-}
+func bodySnippet(b []byte) string { return doctor.Snippet(b) }
 
 // modelList reads an OpenAI-style model list ({"data":[{"id"}]}).
 func modelList(body []byte) ([]string, bool) {

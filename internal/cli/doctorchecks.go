@@ -23,29 +23,19 @@ const (
 	secBrowser = "browser" // doctor --demo: where the demo's page is served
 )
 
-// Results, briefly.
-func resOK(detail string) doctor.Result { return doctor.Result{Status: doctor.OK, Detail: detail} }
-func resSkip(detail string) doctor.Result {
-	return doctor.Result{Status: doctor.Skip, Detail: detail}
-}
-func resWarn(detail, fix string) doctor.Result {
-	return doctor.Result{Status: doctor.Warn, Detail: detail, Fix: fix}
-}
-func resFail(detail, fix string) doctor.Result {
-	return doctor.Result{Status: doctor.Fail, Detail: detail, Fix: fix}
-}
+// Results and checks, briefly (internal/doctor has the helpers every provider shares).
+func resOK(detail string) doctor.Result                         { return doctor.OKResult(detail) }
+func resSkip(detail string) doctor.Result                       { return doctor.SkipResult(detail) }
+func resWarn(detail, fix string) doctor.Result                  { return doctor.WarnResult(detail, fix) }
+func resFail(detail, fix string) doctor.Result                  { return doctor.FailResult(detail, fix) }
+func fixedCheck(sec, name string, r doctor.Result) doctor.Check { return doctor.Fixed(sec, name, r) }
 
-// localCheck only reads this machine; netCheck talks to a server (skipped by --no-network).
 func localCheck(sec, name string, run func(context.Context) doctor.Result) doctor.Check {
-	return doctor.Check{Section: sec, Name: name, Run: run}
+	return doctor.Local(sec, name, run)
 }
 
 func netCheck(sec, name string, run func(context.Context) doctor.Result) doctor.Check {
-	return doctor.Check{Section: sec, Name: name, Network: true, Run: run}
-}
-
-func fixedCheck(sec, name string, r doctor.Result) doctor.Check {
-	return localCheck(sec, name, func(context.Context) doctor.Result { return r })
+	return doctor.Net(sec, name, run)
 }
 
 // checks lists every check the configuration calls for, section by section.

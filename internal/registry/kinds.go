@@ -1,0 +1,60 @@
+package registry
+
+import (
+	"github.com/handset-voice/handset/internal/audio/vad"
+	"github.com/handset-voice/handset/internal/voice"
+)
+
+// STT is a speech-to-text provider (HANDSET_STT, HANDSET_STT_FALLBACK).
+type STT struct {
+	About
+	New func(Build) (voice.Recognizer, error)
+}
+
+// TTS is a text-to-speech provider (HANDSET_TTS, HANDSET_TTS_FALLBACK).
+type TTS struct {
+	About
+	New func(Build) (voice.Synthesizer, error)
+}
+
+// Agent is an agent runtime (HANDSET_AGENT).
+type Agent struct {
+	About
+	New func(Build) (voice.Agent, error)
+	// DefaultURL is the runtime's address when HANDSET_AGENT_URL is empty; nil: none, the
+	// setting is required.
+	DefaultURL func(Settings) string
+	// DefaultModel is HANDSET_AGENT_MODEL when empty; "" when the runtime needs none.
+	DefaultModel string
+	// KeyVar is the variable read for the key when HANDSET_AGENT_KEY is empty; "" for none.
+	KeyVar string
+}
+
+// VAD is a voice activity detector (HANDSET_VAD).
+type VAD struct {
+	About
+	// New loads the engine once: a factory of per-call detectors at a sample rate, and how
+	// to free the engine at shutdown.
+	New func(Build) (detector func(rate int) (vad.Detector, error), release func(), err error)
+}
+
+// Carrier is a telephone carrier. Its calls come in through the gateway's routes; what
+// jobs, transfers and number management use is the carrier contract (internal/carrier).
+type Carrier struct {
+	About
+}
+
+// Kind says STT.
+func (STT) Kind() Kind { return KindSTT }
+
+// Kind says TTS.
+func (TTS) Kind() Kind { return KindTTS }
+
+// Kind says agent.
+func (Agent) Kind() Kind { return KindAgent }
+
+// Kind says VAD.
+func (VAD) Kind() Kind { return KindVAD }
+
+// Kind says carrier.
+func (Carrier) Kind() Kind { return KindCarrier }
