@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/handset-voice/handset/internal/carrier"
 	"github.com/handset-voice/handset/internal/carrier/twilio"
 	"github.com/handset-voice/handset/internal/config"
 	"github.com/handset-voice/handset/internal/voice"
@@ -115,7 +116,7 @@ func runAttachNumber(ctx context.Context, env Env, args []string) error {
 		return &usageError{msg: fmt.Sprintf("one NUMBER at a time, got %d: %s", len(positional), strings.Join(positional, " ")),
 			hint: example}
 	}
-	number, err := twilio.NormalizeNumber(positional[0])
+	number, err := carrier.NormalizeNumber(positional[0])
 	if err != nil {
 		return &usageError{msg: err.Error(), hint: example}
 	}
