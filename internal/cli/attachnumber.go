@@ -17,14 +17,13 @@ import (
 	"github.com/handset-voice/handset/internal/voice"
 )
 
-// Handset's Twilio routes, as INTERFACE.md names them.
+// Handset's Twilio routes, as INTERFACE.md names them, and where the account SID and auth
+// token are shown.
 const (
-	twilioVoicePath  = "/twilio/voice"
-	twilioStatusPath = "/twilio/status"
+	twilioVoicePath  = twilio.VoicePath
+	twilioStatusPath = twilio.StatusPath
+	twilioConsole    = twilio.ConsoleAccountInfo
 )
-
-// twilioConsole is where the account SID and auth token are shown.
-const twilioConsole = "the Twilio console, https://console.twilio.com (Account Info on the dashboard)"
 
 // twilioREST builds the Twilio REST client from the configuration. Its errors name
 // TWILIO_ACCOUNT_SID and TWILIO_AUTH_TOKEN and say where to find them.

@@ -112,7 +112,7 @@ func voiceTarget(n twilio.Number, handsetURL string) (state, note string) {
 			return voiceUnknownOwner, "looks like a Handset voice URL; set HANDSET_PUBLIC_URL to check it is this Handset"
 		}
 		return voiceUnknownOwner, "set HANDSET_PUBLIC_URL to check whether it points at Handset"
-	case !sameWebhookURL(n.VoiceURL, handsetURL):
+	case !twilio.SameWebhookURL(n.VoiceURL, handsetURL):
 		return voiceElsewhere, "points elsewhere: " + n.VoiceURL
 	case strings.EqualFold(n.VoiceMethod, "GET"):
 		return voiceHandsetGET, "points at Handset, but with GET; Handset answers POST only"
@@ -126,29 +126,6 @@ func urlPath(raw string) string {
 		return raw
 	}
 	return u.Path
-}
-
-// sameWebhookURL compares two URLs as Twilio would reach them: scheme and host ignore
-// case and default ports, a trailing slash does not count, and neither does the query.
-func sameWebhookURL(a, b string) bool {
-	ua, errA := url.Parse(a)
-	ub, errB := url.Parse(b)
-	if errA != nil || errB != nil {
-		return a == b
-	}
-	norm := func(u *url.URL) string {
-		scheme := strings.ToLower(u.Scheme)
-		host := strings.ToLower(u.Hostname())
-		port := u.Port()
-		if (scheme == "https" && port == "443") || (scheme == "http" && port == "80") {
-			port = ""
-		}
-		if port != "" {
-			host += ":" + port
-		}
-		return scheme + "://" + host + strings.TrimRight(u.EscapedPath(), "/")
-	}
-	return norm(ua) == norm(ub)
 }
 
 // numbersHints are the next steps the report suggests.

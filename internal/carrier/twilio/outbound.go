@@ -33,9 +33,9 @@ const (
 func OutboundURLs(publicURL string, id voice.CallID, policy MachinePolicy) (voiceURL, statusURL string) {
 	base := strings.TrimRight(publicURL, "/")
 	q := url.Values{callParam: {string(id)}}
-	statusURL = base + "/twilio/status?" + q.Encode()
+	statusURL = base + StatusPath + "?" + q.Encode()
 	q.Set(machineParam, string(policy))
-	return base + "/twilio/voice?" + q.Encode(), statusURL
+	return base + VoicePath + "?" + q.Encode(), statusURL
 }
 
 // Status is one call status callback, as Twilio sent it.
