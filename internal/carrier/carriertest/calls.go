@@ -51,6 +51,14 @@ func ended(t *testing.T, env Env, ref string, want carrier.Status) carrier.Call 
 	return c
 }
 
+// hangUp ends a call the test is done with.
+func hangUp(t *testing.T, env Env, ref string) {
+	t.Helper()
+	if err := env.Carrier.Hangup(ctxOf(t), ref); err != nil {
+		t.Errorf("Hangup %s: %v", ref, err)
+	}
+}
+
 func testName(t *testing.T, newCarrier Factory) {
 	if name := newCarrier(t, account(), FaultNone).Carrier.Name(); name == "" {
 		t.Error("the carrier has no name for call records")
@@ -70,9 +78,7 @@ func testDialAnswered(t *testing.T, newCarrier Factory) {
 	if c.Status != carrier.StatusInProgress || c.Ref != placed.Ref {
 		t.Errorf("answered call: %+v, want %s in progress", c, placed.Ref)
 	}
-	if err := env.Carrier.Hangup(ctxOf(t), c.Ref); err != nil {
-		t.Errorf("Hangup: %v", err)
-	}
+	hangUp(t, env, c.Ref)
 }
 
 func testHangup(t *testing.T, newCarrier Factory) {
@@ -125,9 +131,7 @@ func testMachineDetection(t *testing.T, newCarrier Factory) {
 			case c.AnsweredBy.Machine() != wantMachine:
 				t.Errorf("%s, answered with detection on (%s): verdict %q, machine %v", to, policy, c.AnsweredBy, wantMachine)
 			}
-			if err := env.Carrier.Hangup(ctxOf(t), placed.Ref); err != nil {
-				t.Errorf("Hangup: %v", err)
-			}
+			hangUp(t, env, placed.Ref)
 		}
 	}
 }
@@ -138,9 +142,7 @@ func testNoDetection(t *testing.T, newCarrier Factory) {
 	if c := reach(t, env, placed.Ref, carrier.StatusInProgress); c.AnsweredBy != "" {
 		t.Errorf("a call that talks to machines ran detection anyway: %q", c.AnsweredBy)
 	}
-	if err := env.Carrier.Hangup(ctxOf(t), placed.Ref); err != nil {
-		t.Errorf("Hangup: %v", err)
-	}
+	hangUp(t, env, placed.Ref)
 }
 
 func testTransfer(t *testing.T, newCarrier Factory) {
