@@ -84,7 +84,8 @@ type rule struct {
 }
 
 // providerMay is what every provider (carrier, STT, TTS, agent runtime, the browser leg)
-// may import: never call, config or a sibling provider.
+// may import: never call, config or a sibling provider. internal/doctor is generic: a
+// provider may own its preflight checks.
 var providerMay = []string{"internal/audio/...", "internal/voice", "internal/obs", "internal/session",
 	"internal/clock", "internal/carrier/mediastream", "internal/openaiwire", "internal/registry",
 	"internal/doctor", own}
@@ -122,7 +123,12 @@ var rules = []rule{
 	{"internal/store/storetest", []string{"internal/store", "internal/voice"}},
 
 	// providers
-	{"internal/carrier/...", providerMay},
+	// the carrier contract, its suite, and every carrier implementing it: a carrier
+	// (internal/carrier/twilio, …) is imported only by the wiring, everyone else uses the
+	// contract
+	{"internal/carrier", []string{"internal/voice"}},
+	{"internal/carrier/carriertest", []string{"internal/carrier", "internal/voice"}},
+	{"internal/carrier/...", append(slices.Clip(providerMay), "internal/carrier")},
 	{"internal/stt/...", providerMay},
 	{"internal/tts/...", providerMay},
 	{"internal/agent/...", append(slices.Clip(providerMay), "internal/agent/httpagent/...")},
@@ -131,7 +137,7 @@ var rules = []rule{
 	{"internal/browser/...", providerMay},
 
 	// what composes the core and the store
-	{"internal/jobs/...", []string{"internal/call", "internal/carrier/...", "internal/clock", "internal/obs",
+	{"internal/jobs/...", []string{"internal/call", "internal/carrier", "internal/clock", "internal/obs",
 		"internal/session", "internal/store", "internal/voice"}},
 	{"internal/web/...", []string{"internal/jobs", "internal/obs", "internal/session", "internal/store", "internal/voice"}},
 	{"internal/bench/...", []string{"internal/obs", "internal/sim/..."}},
@@ -204,6 +210,45 @@ func TestImportRules(t *testing.T) {
 	}
 }
 
+// mayNameCarrier are the packages that may import a carrier itself: the wiring, which
+// builds the carriers from the configuration and hands them on (in cli or gateway), and the
+// simulators of a carrier's callers.
+var mayNameCarrier = []string{"cmd/handset", "internal/cli", "internal/gateway", "internal/sim", "internal/bench"}
+
+// carrierImpl is the carrier package (internal/carrier/twilio) that path is or is inside;
+// "" for the contract, its suite, and everything outside internal/carrier.
+func carrierImpl(path string) string {
+	rest, ok := strings.CutPrefix(path, "internal/carrier/")
+	if !ok {
+		return ""
+	}
+	name, _, _ := strings.Cut(rest, "/")
+	if name == "carriertest" || name == "mediastream" { // the suite, and plumbing carriers share
+		return ""
+	}
+	return "internal/carrier/" + name
+}
+
+// TestCarriersOnlyThroughTheWiring: jobs, transfers, numbers and doctor use the carrier
+// contract; only the wiring (and the carrier itself) names a carrier such as Twilio.
+func TestCarriersOnlyThroughTheWiring(t *testing.T) {
+	report := errorOnce(t)
+	for _, tags := range buildTags {
+		for _, p := range listPackages(t, tags) {
+			from := rel(p.ImportPath)
+			if slices.ContainsFunc(mayNameCarrier, func(w string) bool { return under(from, w) }) {
+				continue
+			}
+			for _, imp := range p.Imports {
+				impl := carrierImpl(rel(imp))
+				if impl != "" && !under(from, impl) {
+					report("%s imports the carrier %s: use internal/carrier's contract, and leave building the carrier to the wiring", from, impl)
+				}
+			}
+		}
+	}
+}
+
 // A thirdParty rule names the packages that may import a module from outside ours: code
 // (in non-test files; their tests may too) and tests (in test files only).
 type thirdParty struct {
@@ -227,7 +272,7 @@ var thirdParties = []thirdParty{
 	{"go.yaml.in/yaml/v3", []string{"internal/config", "internal/cli"}, nil},
 	{"golang.org/x/sys", []string{"internal/cli"}, nil},
 	{"github.com/google/go-cmp", []string{"internal/store/storetest"}, []string{"..."}},
-	{"go.uber.org/goleak", nil, []string{"..."}},
+	{"go.uber.org/goleak", []string{"internal/carrier/carriertest"}, []string{"..."}},
 	{"github.com/chromedp/chromedp", nil, []string{"internal/cli"}},
 }
 
@@ -298,6 +343,12 @@ func TestRulesCatchWrongArrows(t *testing.T) {
 		{"internal/call", "internal/testpeer"},
 		{"internal/newpackage", "internal/voice"}, // no rule: denied
 		{"internal/agent/openclaw", "internal/agent"},
+		{"internal/jobs", "internal/carrier/twilio"},
+		{"internal/web", "internal/carrier/twilio"},
+		{"internal/carrier", "internal/carrier/twilio"},
+		{"internal/carrier/carriertest", "internal/carrier/twilio"},
+		{"internal/carrier/telnyx", "internal/carrier/twilio"}, // a sibling carrier
+		{"internal/carrier/twilio", "internal/config"},
 	}
 	for _, b := range bad {
 		if allowed(b[0], b[1]) {
@@ -313,6 +364,10 @@ func TestRulesCatchWrongArrows(t *testing.T) {
 		{"internal/agent/hermes", "internal/agent/httpagent"},
 		{"internal/stt/deepgram", "internal/stt/deepgram/deepgramtest"},
 		{"internal/audio/vad/vadtest", "internal/testpeer"},
+		{"internal/jobs", "internal/carrier"},
+		{"internal/carrier/twilio", "internal/carrier"},
+		{"internal/carrier/twilio", "internal/doctor"},
+		{"internal/cli", "internal/carrier/twilio"},
 	}
 	for _, g := range good {
 		if !allowed(g[0], g[1]) {

@@ -11,23 +11,23 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/handset-voice/handset/internal/carrier"
 	"github.com/handset-voice/handset/internal/carrier/twilio"
 	"github.com/handset-voice/handset/internal/config"
 	"github.com/handset-voice/handset/internal/voice"
 )
 
-// Handset's Twilio routes, as INTERFACE.md names them.
+// Handset's Twilio routes, as INTERFACE.md names them, and where the account SID and auth
+// token are shown.
 const (
-	twilioVoicePath  = "/twilio/voice"
-	twilioStatusPath = "/twilio/status"
+	twilioVoicePath  = twilio.VoicePath
+	twilioStatusPath = twilio.StatusPath
+	twilioConsole    = twilio.ConsoleAccountInfo
 )
 
-// twilioConsole is where the account SID and auth token are shown.
-const twilioConsole = "the Twilio console, https://console.twilio.com (Account Info on the dashboard)"
-
-// twilioREST builds the Twilio REST client from the configuration. Its errors name
+// twilioCarrier builds Twilio's control API from the configuration. Its errors name
 // TWILIO_ACCOUNT_SID and TWILIO_AUTH_TOKEN and say where to find them.
-func twilioREST(cfg *config.Config) (*twilio.REST, error) {
+func twilioCarrier(cfg *config.Config) (*twilio.Control, error) {
 	sid, token := cfg.Twilio.AccountSID, cfg.Twilio.AuthToken
 	switch {
 	case sid == "" && !token.IsSet():
@@ -37,7 +37,7 @@ func twilioREST(cfg *config.Config) (*twilio.REST, error) {
 	case !token.IsSet():
 		return nil, fmt.Errorf("TWILIO_AUTH_TOKEN is not set: copy the Auth Token of account %s from %s", sid, twilioConsole)
 	}
-	rest, err := twilio.NewREST(twilio.RESTOptions{
+	c, err := twilio.NewControl(twilio.RESTOptions{
 		BaseURL:    cfg.Twilio.APIURL,
 		AccountSID: sid,
 		AuthToken:  token.Reveal(),
@@ -45,11 +45,12 @@ func twilioREST(cfg *config.Config) (*twilio.REST, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w (the Account SID and Auth Token are under Account Info at https://console.twilio.com)", err)
 	}
-	return rest, nil
+	return c, nil
 }
 
 // explainTwilio turns a REST failure into an error that says what to do about it.
-func explainTwilio(cfg *config.Config, rest *twilio.REST, err error) error {
+func explainTwilio(cfg *config.Config, tw *twilio.Control, err error) error {
+	rest := tw.REST()
 	var nf *twilio.NumberNotFoundError
 	if errors.As(err, &nf) {
 		hint := "run `handset numbers` to see them with their voice URLs"
@@ -82,12 +83,12 @@ type attachFlags struct {
 
 // attachReport is what `handset attach-number --json` prints.
 type attachReport struct {
-	PhoneNumber string        `json:"phone_number"`
-	SID         string        `json:"sid"`
-	Before      twilio.Number `json:"before"`
-	After       twilio.Number `json:"after"`
-	Warnings    []string      `json:"warnings,omitempty"`
-	Notes       []string      `json:"notes,omitempty"`
+	PhoneNumber string     `json:"phone_number"`
+	SID         string     `json:"sid"`
+	Before      numberView `json:"before"`
+	After       numberView `json:"after"`
+	Warnings    []string   `json:"warnings,omitempty"`
+	Notes       []string   `json:"notes,omitempty"`
 }
 
 func runAttachNumber(ctx context.Context, env Env, args []string) error {
@@ -115,7 +116,7 @@ func runAttachNumber(ctx context.Context, env Env, args []string) error {
 		return &usageError{msg: fmt.Sprintf("one NUMBER at a time, got %d: %s", len(positional), strings.Join(positional, " ")),
 			hint: example}
 	}
-	number, err := twilio.NormalizeNumber(positional[0])
+	number, err := carrier.NormalizeNumber(positional[0])
 	if err != nil {
 		return &usageError{msg: err.Error(), hint: example}
 	}
@@ -156,18 +157,20 @@ func runAttachNumber(ctx context.Context, env Env, args []string) error {
 		warnings = append(warnings, w...)
 	}
 
-	rest, err := twilioREST(cfg)
+	tw, err := twilioCarrier(cfg)
 	if err != nil {
 		return err
 	}
-	before, err := rest.FindNumber(ctx, number)
+	var c carrier.Carrier = tw // the same steps for any carrier
+	found, err := c.Number(ctx, number)
 	if err != nil {
-		return explainTwilio(cfg, rest, err)
+		return explainTwilio(cfg, tw, err)
 	}
-	after, err := rest.SetVoiceURL(ctx, before.SID, voiceURL, statusURL)
+	attached, err := c.Attach(ctx, found, voiceURL, statusURL)
 	if err != nil {
-		return explainTwilio(cfg, rest, err)
+		return explainTwilio(cfg, tw, err)
 	}
+	before, after := numberViewOf(found), numberViewOf(attached)
 	if after.VoiceURL != voiceURL || after.VoiceApplicationSID != "" || !strings.EqualFold(after.VoiceMethod, "POST") {
 		return fmt.Errorf("Twilio accepted the update of %s but now shows voice URL %s %q and TwiML app %q, not POST %q: run `handset numbers` to look again",
 			number, after.VoiceMethod, after.VoiceURL, after.VoiceApplicationSID, voiceURL)
@@ -183,7 +186,7 @@ func runAttachNumber(ctx context.Context, env Env, args []string) error {
 		return enc.Encode(attachReport{PhoneNumber: number, SID: before.SID, Before: before, After: after,
 			Warnings: warnings, Notes: notes})
 	}
-	printAttach(env.Stdout, rest.AccountSID(), before, after)
+	printAttach(env.Stdout, tw.REST().AccountSID(), before, after)
 	fmt.Fprintf(env.Stdout, "Calls to %s now reach Handset at %s.\n", number, voiceURL)
 	for _, n := range notes {
 		fmt.Fprintln(env.Stdout, "note: "+n)
@@ -277,7 +280,7 @@ func attachNotes(cfg *config.Config, number, voiceURL, publicBase string) []stri
 }
 
 // printAttach prints the number's settings before → after.
-func printAttach(w io.Writer, account string, before, after twilio.Number) {
+func printAttach(w io.Writer, account string, before, after numberView) {
 	fmt.Fprintf(w, "%s (%s, account %s):\n", after.PhoneNumber, after.SID, account)
 	row := func(label, from, to string) {
 		if from == to {

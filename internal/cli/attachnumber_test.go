@@ -214,22 +214,22 @@ func TestAttachNumberUsageErrors(t *testing.T) {
 
 func TestAttachNumberClientFromConfig(t *testing.T) {
 	cfg := config.Default()
-	if _, err := twilioREST(cfg); err == nil || !strings.Contains(err.Error(), "TWILIO_ACCOUNT_SID") ||
+	if _, err := twilioCarrier(cfg); err == nil || !strings.Contains(err.Error(), "TWILIO_ACCOUNT_SID") ||
 		!strings.Contains(err.Error(), "TWILIO_AUTH_TOKEN") {
 		t.Errorf("no credentials: %v", err)
 	}
 	cfg.Twilio.AccountSID = faketwilio.DefaultAccountSID
-	if _, err := twilioREST(cfg); err == nil || !strings.Contains(err.Error(), "TWILIO_AUTH_TOKEN is not set") {
+	if _, err := twilioCarrier(cfg); err == nil || !strings.Contains(err.Error(), "TWILIO_AUTH_TOKEN is not set") {
 		t.Errorf("no token: %v", err)
 	}
 	cfg.Twilio.AuthToken = config.NewSecret("tok")
 	cfg.Twilio.AccountSID = ""
-	if _, err := twilioREST(cfg); err == nil || !strings.Contains(err.Error(), "TWILIO_ACCOUNT_SID is not set") {
+	if _, err := twilioCarrier(cfg); err == nil || !strings.Contains(err.Error(), "TWILIO_ACCOUNT_SID is not set") {
 		t.Errorf("no sid: %v", err)
 	}
 	cfg.Twilio.AccountSID = faketwilio.DefaultAccountSID
-	r, err := twilioREST(cfg)
-	if err != nil || r.AccountSID() != faketwilio.DefaultAccountSID || r.BaseURL() != "https://api.twilio.com" {
+	r, err := twilioCarrier(cfg)
+	if err != nil || r.REST().AccountSID() != faketwilio.DefaultAccountSID || r.REST().BaseURL() != "https://api.twilio.com" {
 		t.Errorf("good config: %v, %v", r, err)
 	}
 }

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -16,7 +15,6 @@ import (
 	"github.com/handset-voice/handset/internal/doctor"
 	"github.com/handset-voice/handset/internal/jobs"
 	"github.com/handset-voice/handset/internal/store/postgres"
-	"github.com/handset-voice/handset/internal/voice"
 )
 
 // ---- store ----
@@ -166,115 +164,17 @@ func twilioConfigured(cfg *config.Config) bool {
 	return cfg.Twilio.AccountSID != "" || cfg.Twilio.AuthToken.IsSet()
 }
 
-// voiceWebhook is the URL a number's voice webhook must hold: HANDSET_PUBLIC_URL + /twilio/voice.
-func voiceWebhook(public string) string { return strings.TrimRight(public, "/") + twilioVoicePath }
-
+// carrierChecks are the carrier's own checks of its account and number.
 func (d *doctorRun) carrierChecks() []doctor.Check {
 	cfg := d.cfg
-	if !twilioConfigured(cfg) {
-		return []doctor.Check{fixedCheck(secCarrier, "twilio", resSkip("Twilio is not configured: browser calls only"))}
-	}
-	if cfg.Twilio.AccountSID == "" || !cfg.Twilio.AuthToken.IsSet() {
-		return []doctor.Check{fixedCheck(secCarrier, "twilio", resSkip("Twilio credentials are incomplete (see config)"))}
-	}
-	var account onceValue[twilio.Account]
-	getAccount := func(ctx context.Context) (twilio.Account, error) {
-		return account.get(ctx, func(ctx context.Context) (twilio.Account, error) {
-			rest, err := twilioREST(cfg)
-			if err != nil {
-				return twilio.Account{}, err
-			}
-			return rest.Account(ctx)
-		})
-	}
-	var number onceValue[twilio.Number]
-	getNumber := func(ctx context.Context) (twilio.Number, error) {
-		return number.get(ctx, func(ctx context.Context) (twilio.Number, error) {
-			rest, err := twilioREST(cfg)
-			if err != nil {
-				return twilio.Number{}, err
-			}
-			return rest.FindNumber(ctx, cfg.PhoneNumber)
-		})
-	}
-	num := cfg.PhoneNumber
-	// attach-number points the number at HANDSET_PUBLIC_URL + /twilio/voice by default.
-	attach := "handset attach-number " + cmp.Or(num, "NUMBER")
-	return []doctor.Check{
-		netCheck(secCarrier, "twilio credentials", func(ctx context.Context) doctor.Result {
-			acct, err := getAccount(ctx)
-			var pe *voice.ProviderError
-			isPE := errors.As(err, &pe)
-			kind := voice.KindOf(err)
-			switch {
-			case kind == voice.KindAuth:
-				return resFail(fmt.Sprintf("Twilio rejects the auth token (TWILIO_AUTH_TOKEN, from %s) for account %s (TWILIO_ACCOUNT_SID, from %s)",
-					d.origin("TWILIO_AUTH_TOKEN"), cfg.Twilio.AccountSID, d.origin("TWILIO_ACCOUNT_SID")),
-					"copy the Account SID and Auth Token of the same account from "+twilioConsole+"; after rotating the token, use the new primary one")
-			case err != nil && !isPE:
-				return resFail(err.Error(), "correct the Twilio settings named here")
-			case err != nil && (kind == voice.KindTransient || kind == voice.KindTimeout) && pe.Status == 0:
-				return resFail("cannot reach Twilio at "+cfg.Twilio.APIURL+": "+err.Error(), "check this machine's network, https://status.twilio.com and HANDSET_TWILIO_API_URL")
-			case err != nil:
-				return resFail("Twilio answered: "+err.Error(), "check https://status.twilio.com, the account in the Twilio console, and HANDSET_TWILIO_API_URL")
-			case acct.Status != "" && acct.Status != "active":
-				return resFail(fmt.Sprintf("Twilio account %s is %s", acct.SID, acct.Status), "reactivate the account in the Twilio console, or use another one")
-			case strings.EqualFold(acct.Type, "Trial"):
-				return resWarn(fmt.Sprintf("%s (%s) is a trial account: calls start with Twilio's trial notice and can only reach verified numbers", acct.FriendlyName, acct.SID),
-					"upgrade the account in the Twilio console")
-			}
-			return resOK(fmt.Sprintf("%s (%s, %s)", cmp.Or(acct.FriendlyName, acct.SID), acct.SID, cmp.Or(acct.Status, "status unknown")))
-		}),
-		netCheck(secCarrier, "phone number", func(ctx context.Context) doctor.Result {
-			if num == "" {
-				return resWarn("HANDSET_PHONE_NUMBER is not set: doctor cannot check which number rings Handset, and outbound calls have no caller id",
-					"set HANDSET_PHONE_NUMBER to your Twilio number in E.164 form, like +14155550100")
-			}
-			if _, err := getAccount(ctx); err != nil {
-				return resSkip("not checked (see twilio credentials)")
-			}
-			n, err := getNumber(ctx)
-			switch {
-			case errors.Is(err, twilio.ErrNumberNotFound):
-				return resFail(err.Error()+" (HANDSET_PHONE_NUMBER from "+d.origin("HANDSET_PHONE_NUMBER")+")",
-					"set HANDSET_PHONE_NUMBER to one of the account's numbers, or buy or port this number into the account")
-			case err != nil:
-				return resFail("cannot look the number up: "+err.Error(), "check the Twilio settings and this machine's network")
-			}
-			return resOK(fmt.Sprintf("%s (%s) is on the account", n.PhoneNumber, n.SID))
-		}),
-		netCheck(secCarrier, "voice webhook", func(ctx context.Context) doctor.Result {
-			if num == "" {
-				return resSkip("no HANDSET_PHONE_NUMBER to check")
-			}
-			n, err := getNumber(ctx)
-			if err != nil {
-				return resSkip("not checked (see phone number)")
-			}
-			public := strings.TrimRight(cfg.PublicURL, "/")
-			want := voiceWebhook(public)
-			_, placeholder := placeholderURL(public)
-			switch {
-			case n.VoiceApplicationSID != "":
-				return resFail(fmt.Sprintf("calls to %s go to the TwiML app %s, which overrides the number's voice URL", n.PhoneNumber, n.VoiceApplicationSID),
-					attach+" (it points the number at Handset and clears the app)")
-			case placeholder:
-				// Attaching now would point the number at the placeholder.
-				return resWarn(fmt.Sprintf("calls to %s go to %s; HANDSET_PUBLIC_URL is the placeholder %s, so doctor cannot tell whether that is Handset", n.PhoneNumber, cmp.Or(n.VoiceURL, "nowhere (no voice URL)"), public),
-					"replace HANDSET_PUBLIC_URL with the https address of your tunnel or domain, then "+attach)
-			case public == "":
-				return resWarn(fmt.Sprintf("calls to %s go to %s; HANDSET_PUBLIC_URL is not set, so doctor cannot tell whether that is Handset", n.PhoneNumber, cmp.Or(n.VoiceURL, "nowhere (no voice URL)")),
-					"set HANDSET_PUBLIC_URL, then "+attach)
-			case n.VoiceURL == "":
-				return resFail(fmt.Sprintf("%s has no voice webhook: its calls never reach Handset", n.PhoneNumber), attach)
-			case !sameWebhookURL(n.VoiceURL, want):
-				return resFail(fmt.Sprintf("calls to %s go to %s, not %s", n.PhoneNumber, n.VoiceURL, want), attach)
-			case n.VoiceMethod != "" && !strings.EqualFold(n.VoiceMethod, http.MethodPost):
-				return resFail(fmt.Sprintf("Twilio calls the webhook with %s; Handset answers POST", n.VoiceMethod), attach)
-			}
-			return resOK(fmt.Sprintf("calls to %s go to %s", n.PhoneNumber, want))
-		}),
-	}
+	_, placeholder := placeholderURL(strings.TrimRight(cfg.PublicURL, "/"))
+	return twilio.Checks(twilio.CheckSettings{
+		Section: secCarrier,
+		REST: twilio.RESTOptions{BaseURL: cfg.Twilio.APIURL, AccountSID: cfg.Twilio.AccountSID,
+			AuthToken: cfg.Twilio.AuthToken.Reveal()},
+		PhoneNumber: cfg.PhoneNumber, PublicURL: cfg.PublicURL, PublicPlaceholder: placeholder,
+		Origin: d.origin,
+	})
 }
 
 // ---- public URL ----

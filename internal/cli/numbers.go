@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/handset-voice/handset/internal/carrier"
 	"github.com/handset-voice/handset/internal/carrier/twilio"
 	"github.com/handset-voice/handset/internal/config"
 )
@@ -24,7 +25,7 @@ const (
 
 // numbersReport is what `handset numbers --json` prints.
 type numbersReport struct {
-	Account twilio.Account `json:"account"`
+	Account accountView `json:"account"`
 	// HandsetVoiceURL is HANDSET_PUBLIC_URL + /twilio/voice; empty without a public URL.
 	HandsetVoiceURL string `json:"handset_voice_url"`
 	// PhoneNumber is HANDSET_PHONE_NUMBER, and PhoneNumberFound whether the account has it.
@@ -34,9 +35,42 @@ type numbersReport struct {
 	Hints            []string       `json:"hints,omitempty"`
 }
 
+// accountView is the carrier account as the reports show it, in the field names they
+// have always had (Twilio's).
+type accountView struct {
+	SID          string `json:"sid"`
+	FriendlyName string `json:"friendly_name"`
+	Status       string `json:"status"`
+	Type         string `json:"type"` // Trial or Full
+}
+
+func accountViewOf(a carrier.Account) accountView {
+	v := accountView{SID: a.ID, FriendlyName: a.Name, Status: a.Status, Type: "Full"}
+	if a.Trial {
+		v.Type = "Trial"
+	}
+	return v
+}
+
+// numberView is one of the account's numbers as the reports show it.
+type numberView struct {
+	SID                 string `json:"sid"`
+	PhoneNumber         string `json:"phone_number"`
+	FriendlyName        string `json:"friendly_name"`
+	VoiceURL            string `json:"voice_url"`
+	VoiceMethod         string `json:"voice_method"`
+	VoiceApplicationSID string `json:"voice_application_sid"` // what overrides VoiceURL
+	StatusCallback      string `json:"status_callback"`
+}
+
+func numberViewOf(n carrier.Number) numberView {
+	return numberView{SID: n.Ref, PhoneNumber: n.PhoneNumber, FriendlyName: n.FriendlyName, VoiceURL: n.VoiceURL,
+		VoiceMethod: n.VoiceMethod, VoiceApplicationSID: n.Override, StatusCallback: n.StatusCallback}
+}
+
 // numberStatus is one number and where its calls go.
 type numberStatus struct {
-	twilio.Number
+	numberView
 	// IsPhoneNumber marks HANDSET_PHONE_NUMBER.
 	IsPhoneNumber bool   `json:"is_handset_phone_number"`
 	Voice         string `json:"voice"`      // one of the voice… states above
@@ -66,31 +100,14 @@ func runNumbers(ctx context.Context, env Env, args []string) error {
 	if err := cfg.Validate(config.ValidateOptions{}); err != nil {
 		return err
 	}
-	rest, err := twilioREST(cfg)
+	tw, err := twilioCarrier(cfg)
 	if err != nil {
 		return err
 	}
-	account, err := rest.Account(ctx)
+	rep, err := listNumbers(ctx, tw, cfg)
 	if err != nil {
-		return explainTwilio(cfg, rest, err)
+		return explainTwilio(cfg, tw, err)
 	}
-	numbers, err := rest.Numbers(ctx)
-	if err != nil {
-		return explainTwilio(cfg, rest, err)
-	}
-
-	rep := numbersReport{Account: account, PhoneNumber: cfg.PhoneNumber, Numbers: []numberStatus{}}
-	if base := strings.TrimRight(cfg.PublicURL, "/"); base != "" {
-		rep.HandsetVoiceURL = base + twilioVoicePath
-	}
-	for _, n := range numbers {
-		st := numberStatus{Number: n, IsPhoneNumber: n.PhoneNumber == cfg.PhoneNumber && cfg.PhoneNumber != ""}
-		st.Voice, st.VoiceNote = voiceTarget(n, rep.HandsetVoiceURL)
-		rep.PhoneNumberFound = rep.PhoneNumberFound || st.IsPhoneNumber
-		rep.Numbers = append(rep.Numbers, st)
-	}
-	rep.Hints = numbersHints(rep)
-
 	if *asJSON {
 		enc := json.NewEncoder(env.Stdout)
 		enc.SetIndent("", "  ")
@@ -100,11 +117,36 @@ func runNumbers(ctx context.Context, env Env, args []string) error {
 	return nil
 }
 
+// listNumbers reads the account and its numbers from the carrier and says where each
+// number's calls go.
+func listNumbers(ctx context.Context, c carrier.Carrier, cfg *config.Config) (numbersReport, error) {
+	account, err := c.Account(ctx)
+	if err != nil {
+		return numbersReport{}, err
+	}
+	numbers, err := c.Numbers(ctx)
+	if err != nil {
+		return numbersReport{}, err
+	}
+	rep := numbersReport{Account: accountViewOf(account), PhoneNumber: cfg.PhoneNumber, Numbers: []numberStatus{}}
+	if base := strings.TrimRight(cfg.PublicURL, "/"); base != "" {
+		rep.HandsetVoiceURL = base + twilioVoicePath
+	}
+	for _, n := range numbers {
+		st := numberStatus{numberView: numberViewOf(n), IsPhoneNumber: n.PhoneNumber == cfg.PhoneNumber && cfg.PhoneNumber != ""}
+		st.Voice, st.VoiceNote = voiceTarget(n, rep.HandsetVoiceURL)
+		rep.PhoneNumberFound = rep.PhoneNumberFound || st.IsPhoneNumber
+		rep.Numbers = append(rep.Numbers, st)
+	}
+	rep.Hints = numbersHints(rep)
+	return rep, nil
+}
+
 // voiceTarget says where calls to n go, given Handset's voice URL (empty when unknown).
-func voiceTarget(n twilio.Number, handsetURL string) (state, note string) {
+func voiceTarget(n carrier.Number, handsetURL string) (state, note string) {
 	switch {
-	case n.VoiceApplicationSID != "":
-		return voiceTwiMLApp, fmt.Sprintf("uses a TwiML app %s, which overrides the voice URL", n.VoiceApplicationSID)
+	case n.Override != "":
+		return voiceTwiMLApp, fmt.Sprintf("uses a TwiML app %s, which overrides the voice URL", n.Override)
 	case n.VoiceURL == "":
 		return voiceNone, "has no voice URL, so its calls do not reach Handset"
 	case handsetURL == "":
@@ -112,7 +154,7 @@ func voiceTarget(n twilio.Number, handsetURL string) (state, note string) {
 			return voiceUnknownOwner, "looks like a Handset voice URL; set HANDSET_PUBLIC_URL to check it is this Handset"
 		}
 		return voiceUnknownOwner, "set HANDSET_PUBLIC_URL to check whether it points at Handset"
-	case !sameWebhookURL(n.VoiceURL, handsetURL):
+	case !twilio.SameWebhookURL(n.VoiceURL, handsetURL):
 		return voiceElsewhere, "points elsewhere: " + n.VoiceURL
 	case strings.EqualFold(n.VoiceMethod, "GET"):
 		return voiceHandsetGET, "points at Handset, but with GET; Handset answers POST only"
@@ -126,29 +168,6 @@ func urlPath(raw string) string {
 		return raw
 	}
 	return u.Path
-}
-
-// sameWebhookURL compares two URLs as Twilio would reach them: scheme and host ignore
-// case and default ports, a trailing slash does not count, and neither does the query.
-func sameWebhookURL(a, b string) bool {
-	ua, errA := url.Parse(a)
-	ub, errB := url.Parse(b)
-	if errA != nil || errB != nil {
-		return a == b
-	}
-	norm := func(u *url.URL) string {
-		scheme := strings.ToLower(u.Scheme)
-		host := strings.ToLower(u.Hostname())
-		port := u.Port()
-		if (scheme == "https" && port == "443") || (scheme == "http" && port == "80") {
-			port = ""
-		}
-		if port != "" {
-			host += ":" + port
-		}
-		return scheme + "://" + host + strings.TrimRight(u.EscapedPath(), "/")
-	}
-	return norm(ua) == norm(ub)
 }
 
 // numbersHints are the next steps the report suggests.

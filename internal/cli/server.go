@@ -33,7 +33,7 @@ type server struct {
 	sec       secrets
 	node      string
 	keys      session.KeyFactory
-	rest      *twilio.REST // nil when Twilio's REST credentials are not set
+	rest      *twilio.Control // the carrier; nil when Twilio's REST credentials are not set
 	calls     *call.Manager
 	callCfg   call.Config
 	runner    *jobs.Runner   // nil when this server runs no jobs (simulate)
@@ -73,7 +73,7 @@ func newServer(ctx context.Context, cfg *config.Config, prov providers, st store
 		metrics:   obs.NewMetrics(),
 	}
 	if cfg.Twilio.AccountSID != "" && cfg.Twilio.AuthToken.IsSet() {
-		if s.rest, err = twilio.NewREST(twilio.RESTOptions{BaseURL: cfg.Twilio.APIURL,
+		if s.rest, err = twilio.NewControl(twilio.RESTOptions{BaseURL: cfg.Twilio.APIURL,
 			AccountSID: cfg.Twilio.AccountSID, AuthToken: cfg.Twilio.AuthToken.Reveal()}); err != nil {
 			stopCalls()
 			return nil, err

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/handset-voice/handset/internal/carrier/twilio"
+	"github.com/handset-voice/handset/internal/carrier"
 	"github.com/handset-voice/handset/internal/config"
 )
 
@@ -95,7 +95,7 @@ func runSetup(ctx context.Context, env Env, args []string) error {
 			hint: "1 to 64 of a-z, 0-9, _ and -, starting with a letter or digit"}
 	}
 	if o.number != "" {
-		n, err := twilio.NormalizeNumber(o.number)
+		n, err := carrier.NormalizeNumber(o.number)
 		if err != nil {
 			return &usageError{msg: fmt.Sprintf("--number %q: %v", o.number, err)}
 		}

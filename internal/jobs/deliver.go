@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/handset-voice/handset/internal/carrier/twilio"
+	"github.com/handset-voice/handset/internal/carrier"
 	"github.com/handset-voice/handset/internal/session"
 	"github.com/handset-voice/handset/internal/store"
 	"github.com/handset-voice/handset/internal/voice"
@@ -94,7 +94,7 @@ func callbackNumber(c store.Call) (number, reason string) {
 	if session.Withheld(number) {
 		return "", "the caller withheld their number, so there is none to call back"
 	}
-	n, err := twilio.NormalizeNumber(number)
+	n, err := carrier.NormalizeNumber(number)
 	if err != nil {
 		return "", c.Carrier + ": the caller's address is not a phone number Handset can dial"
 	}

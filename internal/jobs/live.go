@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
@@ -14,7 +13,7 @@ import (
 	"time"
 
 	"github.com/handset-voice/handset/internal/call"
-	"github.com/handset-voice/handset/internal/carrier/twilio"
+	"github.com/handset-voice/handset/internal/carrier"
 	"github.com/handset-voice/handset/internal/obs"
 	"github.com/handset-voice/handset/internal/store"
 	"github.com/handset-voice/handset/internal/voice"
@@ -60,7 +59,7 @@ func ParseAllowList(s string) (AllowList, error) {
 			out = append(out, e)
 			continue
 		}
-		n, err := twilio.NormalizeNumber(e)
+		n, err := carrier.NormalizeNumber(e)
 		if err != nil {
 			return nil, fmt.Errorf("allow-list entry: %w", err)
 		}
@@ -72,7 +71,7 @@ func ParseAllowList(s string) (AllowList, error) {
 // CheckTransfer checks a transfer's number before the job is queued, so a malformed one
 // is the request's to fix; the error wraps ErrBadRequest. The allow-list is the job's.
 func CheckTransfer(to string) error {
-	if _, err := twilio.NormalizeNumber(to); err != nil {
+	if _, err := carrier.NormalizeNumber(to); err != nil {
 		return fmt.Errorf("%w: to: %w", ErrBadRequest, err)
 	}
 	return nil
@@ -88,15 +87,10 @@ func (a AllowList) Allows(number string) bool {
 	return false
 }
 
-// Redirector moves a live call to new TwiML (twilio.REST).
-type Redirector interface {
-	RedirectCall(ctx context.Context, callSID, twiml string) (twilio.CallInfo, error)
-}
-
 // Transfers runs transfer jobs on the node holding the call.
 type Transfers struct {
 	Calls    LiveCalls
-	Carrier  Redirector
+	Carrier  carrier.Carrier // nil when no carrier is configured
 	Allow    AllowList
 	CallerID string // shown to the person dialled; empty: the carrier's default
 }
@@ -114,7 +108,7 @@ func (t *Transfers) Run(ctx context.Context, l *Lease) (any, error) {
 	}
 	j := c.Journal()
 	j.Record(l.Now(), obs.Event{Type: obs.TransferRequested, Name: job.To, Text: job.Reason})
-	to, err := twilio.NormalizeNumber(job.To)
+	to, err := carrier.NormalizeNumber(job.To)
 	if err == nil && !t.Allow.Allows(to) {
 		err = fmt.Errorf("%w: %s is not on the transfer allow-list (HANDSET_TRANSFER_ALLOW)", ErrRefused, to)
 	}
@@ -128,7 +122,7 @@ func (t *Transfers) Run(ctx context.Context, l *Lease) (any, error) {
 		j.Record(l.Now(), obs.Event{Type: obs.TransferRefused, Name: to, Message: err.Error()})
 		return nil, Permanent(err)
 	}
-	if info.Carrier != "twilio" || info.CarrierRef == "" {
+	if info.Carrier != t.Carrier.Name() || info.CarrierRef == "" {
 		err := fmt.Errorf("%w: a %s call cannot be transferred", ErrRefused, info.Carrier)
 		j.Record(l.Now(), obs.Event{Type: obs.TransferRefused, Name: to, Message: err.Error()})
 		return nil, Permanent(err)
@@ -137,25 +131,12 @@ func (t *Transfers) Run(ctx context.Context, l *Lease) (any, error) {
 	// call's journal) before it answers.
 	j.Record(l.Now(), obs.Event{Type: obs.TransferStarted, Name: to})
 	c.Transferring(true)
-	if _, err := t.Carrier.RedirectCall(ctx, info.CarrierRef, dialTwiML(to, t.CallerID)); err != nil {
+	if err := t.Carrier.Transfer(ctx, info.CarrierRef, to, t.CallerID); err != nil {
 		c.Transferring(false)
 		j.Record(l.Now(), obs.Event{Type: obs.TransferFailed, Name: to, Message: err.Error()})
 		return nil, Permanent(fmt.Errorf("the carrier did not transfer the call: %w", err))
 	}
 	return map[string]string{"call_id": string(job.CallID), "to": to, "call_sid": info.CarrierRef}, nil
-}
-
-// dialTwiML is <Response><Dial>to</Dial></Response>, with callerId when set.
-func dialTwiML(to, callerID string) string {
-	type dial struct {
-		CallerID string `xml:"callerId,attr,omitempty"`
-		Number   string `xml:",chardata"`
-	}
-	out, _ := xml.Marshal(struct {
-		XMLName xml.Name `xml:"Response"`
-		Dial    dial     `xml:"Dial"`
-	}{Dial: dial{CallerID: callerID, Number: to}})
-	return xml.Header + string(out)
 }
 
 // HandoffJob continues a conversation in another channel.

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/handset-voice/handset/internal/carrier/twilio"
+	"github.com/handset-voice/handset/internal/carrier"
 	"github.com/handset-voice/handset/internal/session"
 	"github.com/handset-voice/handset/internal/store"
 	"github.com/handset-voice/handset/internal/voice"
@@ -59,23 +59,17 @@ type callProgress struct {
 	PlacedAt time.Time    `json:"placed_at,omitzero"`
 }
 
-// Dialer places and looks up calls on the carrier (twilio.REST).
-type Dialer interface {
-	CreateCall(ctx context.Context, req twilio.CallRequest) (twilio.CallInfo, error)
-	FetchCall(ctx context.Context, sid string) (twilio.CallInfo, error)
-}
-
 // Calls runs outbound call jobs.
 type Calls struct {
 	Store       store.Store
-	Dialer      Dialer
-	PublicURL   string // HANDSET_PUBLIC_URL: where the carrier reaches this cluster
-	From        string // HANDSET_PHONE_NUMBER
-	Agent       string // the runtime's name, for the call record
-	HashSecret  []byte // caller hashes
+	Dialer      carrier.Carrier // places the calls and follows them
+	PublicURL   string          // HANDSET_PUBLIC_URL: where the carrier reaches this cluster
+	From        string          // HANDSET_PHONE_NUMBER
+	Agent       string          // the runtime's name, for the call record
+	HashSecret  []byte          // caller hashes
 	RingTimeout time.Duration
 	MaxCall     time.Duration
-	OnMachine   twilio.MachinePolicy // for calls that do not say
+	OnMachine   carrier.MachinePolicy // for calls that do not say
 	// RedialAfter is the least wait before calling again after busy or no answer
 	// (default 5 minutes).
 	RedialAfter time.Duration
@@ -133,7 +127,7 @@ func (c *Calls) place(ctx context.Context, l *Lease, job CallJob, p *callProgres
 	if p.CallID == "" {
 		p.CallID = voice.NewCallID()
 		if err := c.Store.StartCall(ctx, store.Call{
-			ID: p.CallID, Carrier: "twilio", Direction: voice.Outbound, From: from, To: to,
+			ID: p.CallID, Carrier: c.Dialer.Name(), Direction: voice.Outbound, From: from, To: to,
 			CallerHash: session.CallerHash(c.HashSecret, to), Agent: c.Agent, Node: l.Owner(),
 			StartedAt: l.Now(), JobID: l.Job.ID,
 		}); err != nil {
@@ -149,41 +143,32 @@ func (c *Calls) place(ctx context.Context, l *Lease, job CallJob, p *callProgres
 		p.SID = sid
 		return l.Checkpoint(ctx, p)
 	}
-	policy := twilio.MachinePolicy(job.OnMachine)
+	policy := carrier.MachinePolicy(job.OnMachine)
 	if policy == "" {
 		policy = c.OnMachine
 	}
-	detect := "Enable"
-	switch {
-	case policy == twilio.MachineMessage:
-		detect = "DetectMessageEnd" // wait for the beep before speaking
-	case policy == twilio.MachineTalk || policy == "":
-		detect = ""
-	}
-	voiceURL, statusURL := twilio.OutboundURLs(c.PublicURL, p.CallID, policy)
-	info, err := c.Dialer.CreateCall(ctx, twilio.CallRequest{
-		To: to, From: from, URL: voiceURL, StatusCallback: statusURL,
-		MachineDetection: detect, Timeout: c.RingTimeout, TimeLimit: c.MaxCall,
+	info, err := c.Dialer.Dial(ctx, carrier.Dial{
+		CallID: p.CallID, To: to, From: from, PublicURL: c.PublicURL,
+		OnMachine: policy, RingTimeout: c.RingTimeout, MaxDuration: c.MaxCall,
 	})
 	if err != nil {
 		return c.placeFailed(ctx, l, p.CallID, err)
 	}
-	p.SID, p.PlacedAt = info.SID, l.Now()
-	log.Info("call placed", "call", p.CallID, "call_sid", info.SID)
+	p.SID, p.PlacedAt = info.Ref, l.Now()
+	log.Info("call placed", "call", p.CallID, "call_sid", info.Ref)
 	if err := l.Checkpoint(ctx, p); err != nil {
 		return err
 	}
-	if err := c.Store.UpdateCall(ctx, p.CallID, store.CallUpdate{CarrierRef: info.SID}); err != nil {
+	if err := c.Store.UpdateCall(ctx, p.CallID, store.CallUpdate{CarrierRef: info.Ref}); err != nil {
 		log.Warn("call placed but its carrier id was not saved", "err", err)
 	}
 	return nil
 }
 
-// placeFailed classifies a refused CreateCall: what the carrier refuses as bad (an
-// unverified From, an unreachable To) or unauthorised is final; the rest is retried.
+// placeFailed classifies a refused Dial: what the carrier refuses as bad (an unverified
+// From, an unreachable To) or unauthorised is final; the rest is retried.
 func (c *Calls) placeFailed(ctx context.Context, l *Lease, id voice.CallID, err error) error {
-	switch voice.KindOf(err) {
-	case voice.KindBadInput, voice.KindAuth:
+	if carrier.Permanent(err) {
 		_ = c.Store.EndCall(ctx, id, l.Now(), "failed")
 		return Permanent(fmt.Errorf("the carrier refused the call: %w", err))
 	}
@@ -231,9 +216,9 @@ func (c *Calls) waitEnd(ctx context.Context, l *Lease, p callProgress) (store.Ca
 		}
 		now := l.Now()
 		if !endedAt.IsZero() && now.Sub(endedAt) >= endGrace {
-			info, err := c.Dialer.FetchCall(ctx, p.SID)
+			info, err := c.Dialer.Call(ctx, p.SID)
 			if err == nil {
-				if err := c.Store.EndCall(ctx, p.CallID, now, info.Status); err != nil { // completed, busy, no-answer, …
+				if err := c.Store.EndCall(ctx, p.CallID, now, string(info.Status)); err != nil { // completed, busy, no-answer, …
 					return store.Call{}, err
 				}
 				continue
@@ -241,7 +226,7 @@ func (c *Calls) waitEnd(ctx context.Context, l *Lease, p callProgress) (store.Ca
 		}
 		if endedAt.IsZero() && !now.Before(nextCheck) {
 			nextCheck = now.Add(carrierCheck)
-			if info, err := c.Dialer.FetchCall(ctx, p.SID); err == nil && twilio.CallEnded(info.Status) {
+			if info, err := c.Dialer.Call(ctx, p.SID); err == nil && info.Status.Ended() {
 				endedAt = now
 			}
 		}
@@ -258,8 +243,8 @@ func (c *Calls) outcome(ctx context.Context, l *Lease, job CallJob, p callProgre
 	if d := rec.EndedAt.Sub(rec.StartedAt); d > 0 {
 		res.Seconds = int(d.Round(time.Second) / time.Second)
 	}
-	if info, err := c.Dialer.FetchCall(ctx, p.SID); err == nil {
-		res.AnsweredBy = info.AnsweredBy
+	if info, err := c.Dialer.Call(ctx, p.SID); err == nil {
+		res.AnsweredBy = string(info.AnsweredBy)
 		if info.Duration > 0 {
 			res.Seconds = int(info.Duration / time.Second)
 		}
@@ -295,7 +280,7 @@ func (c *Calls) delivery(ctx context.Context, res *CallResult, job CallJob) {
 		switch {
 		case ln.Interrupted:
 			res.Delivered, res.Heard = "interrupted", ln.Text
-		case voice.LegInfo{AnsweredBy: res.AnsweredBy}.Machine():
+		case carrier.AnsweredBy(res.AnsweredBy).Machine():
 			res.Delivered = "voicemail"
 		default:
 			res.Delivered = "spoken"
@@ -306,7 +291,7 @@ func (c *Calls) delivery(ctx context.Context, res *CallResult, job CallJob) {
 // numbers checks the job's numbers: the callee, and the caller id (the job's or the
 // configured HANDSET_PHONE_NUMBER).
 func (c *Calls) numbers(job CallJob) (to, from string, err error) {
-	if to, err = twilio.NormalizeNumber(job.To); err != nil {
+	if to, err = carrier.NormalizeNumber(job.To); err != nil {
 		return "", "", err
 	}
 	from = job.From
@@ -314,9 +299,9 @@ func (c *Calls) numbers(job CallJob) (to, from string, err error) {
 		from = c.From
 	}
 	if from == "" {
-		return "", "", errors.New("no number to call from: set HANDSET_PHONE_NUMBER (a number on the Twilio account)")
+		return "", "", errors.New("no number to call from: set HANDSET_PHONE_NUMBER (a number on the carrier account)")
 	}
-	if from, err = twilio.NormalizeNumber(from); err != nil {
+	if from, err = carrier.NormalizeNumber(from); err != nil {
 		return "", "", fmt.Errorf("from: %w", err)
 	}
 	return to, from, nil
@@ -378,13 +363,13 @@ func QueueCallCheck(job CallJob) (CallJob, error) {
 	bad := func(format string, a ...any) (CallJob, error) {
 		return CallJob{}, fmt.Errorf("%w: "+format, append([]any{ErrBadRequest}, a...)...)
 	}
-	to, err := twilio.NormalizeNumber(job.To)
+	to, err := carrier.NormalizeNumber(job.To)
 	if err != nil {
 		return bad("to: %v", err)
 	}
 	job.To = to
 	if job.From != "" {
-		if job.From, err = twilio.NormalizeNumber(job.From); err != nil {
+		if job.From, err = carrier.NormalizeNumber(job.From); err != nil {
 			return bad("from: %v", err)
 		}
 	}
@@ -395,9 +380,7 @@ func QueueCallCheck(job CallJob) (CallJob, error) {
 	if job.Deliver && job.FirstMessage == "" {
 		return bad("a delivery needs a message")
 	}
-	switch twilio.MachinePolicy(job.OnMachine) {
-	case "", twilio.MachineHangup, twilio.MachineMessage, twilio.MachineTalk:
-	default:
+	if !carrier.MachinePolicy(job.OnMachine).Valid() {
 		return bad("on_machine %q is not one of hangup, message, talk", voice.Clip(job.OnMachine, voice.EchoLimit))
 	}
 	return job, nil

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/handset-voice/handset/internal/carrier"
 	"github.com/handset-voice/handset/internal/carrier/twilio"
 	"github.com/handset-voice/handset/internal/sim/faketwilio"
 	"github.com/handset-voice/handset/internal/store"
@@ -19,12 +20,12 @@ const ourLine = "+15550009999"
 
 // twilioFake is the fake Twilio REST API, and a client of it. Nobody answers its calls'
 // webhooks (there is no Handset here): a call it places fails to fetch TwiML and ends.
-func twilioFake(t *testing.T, answer func(string) faketwilio.Answer) (*faketwilio.Server, *twilio.REST) {
+func twilioFake(t *testing.T, answer func(string) faketwilio.Answer) (*faketwilio.Server, *twilio.Control) {
 	t.Helper()
 	tw := faketwilio.New(faketwilio.Options{Numbers: []faketwilio.Number{{PhoneNumber: ourLine}}, Answer: answer})
 	srv := httptest.NewServer(tw)
 	t.Cleanup(func() { tw.Close(); srv.Close() })
-	rest, err := twilio.NewREST(twilio.RESTOptions{BaseURL: srv.URL, AccountSID: tw.AccountSID(), AuthToken: tw.AuthToken()})
+	rest, err := twilio.NewControl(twilio.RESTOptions{BaseURL: srv.URL, AccountSID: tw.AccountSID(), AuthToken: tw.AuthToken()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,11 +110,11 @@ func TestResumedCallJobAdoptsOrPlaces(t *testing.T) {
 		}
 		before := len(tw.Calls())
 		if adopt { // the carrier's "initiated" callback reached some node
-			info, err := rest.CreateCall(context.Background(), twilio.CallRequest{To: "+15550102000", From: ourLine, URL: "http://127.0.0.1:9/twilio/voice"})
+			info, err := rest.Dial(context.Background(), carrier.Dial{CallID: id, To: "+15550102000", From: ourLine, PublicURL: "http://127.0.0.1:9"})
 			if err != nil {
 				t.Fatal(err)
 			}
-			_ = st.UpdateCall(context.Background(), id, store.CallUpdate{CarrierRef: info.SID})
+			_ = st.UpdateCall(context.Background(), id, store.CallUpdate{CarrierRef: info.Ref})
 			before++
 		}
 		var p callProgress

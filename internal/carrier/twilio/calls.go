@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/handset-voice/handset/internal/carrier"
 	"github.com/handset-voice/handset/internal/voice"
 )
 
@@ -38,7 +39,7 @@ var statusCallbackEvents = []string{"initiated", "ringing", "answered", "complet
 
 // CallRequest places one outbound call (POST /2010-04-01/Accounts/{sid}/Calls.json).
 type CallRequest struct {
-	// To and From are phone numbers, written loosely or in E.164 (see NormalizeNumber);
+	// To and From are phone numbers, written loosely or in E.164 (see carrier.NormalizeNumber);
 	// From must be one of the account's numbers or a verified caller ID.
 	To, From string
 	// URL is the absolute http(s) TwiML webhook, fetched with POST when the call is
@@ -102,11 +103,11 @@ func (r *REST) CreateCall(ctx context.Context, req CallRequest) (CallInfo, error
 
 // form checks req and writes it as Twilio's create form.
 func (req CallRequest) form() (url.Values, error) {
-	to, err := NormalizeNumber(req.To)
+	to, err := carrier.NormalizeNumber(req.To)
 	if err != nil {
 		return nil, fmt.Errorf("To: %w", err)
 	}
-	from, err := NormalizeNumber(req.From)
+	from, err := carrier.NormalizeNumber(req.From)
 	if err != nil {
 		return nil, fmt.Errorf("From: %w", err)
 	}

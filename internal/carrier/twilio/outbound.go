@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/handset-voice/handset/internal/carrier"
 	"github.com/handset-voice/handset/internal/voice"
 )
 
@@ -17,15 +18,14 @@ const (
 	machineParam = "handset_machine" // what to do when a machine answers
 )
 
-// MachinePolicy is what an outbound call does when answering-machine detection says a
-// recording picked up.
-type MachinePolicy string
+// MachinePolicy is carrier.MachinePolicy, named here for the webhook code that reads it.
+type MachinePolicy = carrier.MachinePolicy
 
 // Machine policies.
 const (
-	MachineHangup  MachinePolicy = "hangup"  // hang up at once: no conversation with a recording
-	MachineMessage MachinePolicy = "message" // leave the first message after the beep, then hang up
-	MachineTalk    MachinePolicy = "talk"    // carry on as with a person
+	MachineHangup  = carrier.MachineHangup
+	MachineMessage = carrier.MachineMessage
+	MachineTalk    = carrier.MachineTalk
 )
 
 // OutboundURLs are the voice and status callback URLs for an outbound call placed with
@@ -33,9 +33,9 @@ const (
 func OutboundURLs(publicURL string, id voice.CallID, policy MachinePolicy) (voiceURL, statusURL string) {
 	base := strings.TrimRight(publicURL, "/")
 	q := url.Values{callParam: {string(id)}}
-	statusURL = base + "/twilio/status?" + q.Encode()
+	statusURL = base + StatusPath + "?" + q.Encode()
 	q.Set(machineParam, string(policy))
-	return base + "/twilio/voice?" + q.Encode(), statusURL
+	return base + VoicePath + "?" + q.Encode(), statusURL
 }
 
 // Status is one call status callback, as Twilio sent it.

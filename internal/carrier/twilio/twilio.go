@@ -74,11 +74,17 @@ func New(opts Options) *Carrier {
 	return &Carrier{opts: opts, tokens: newTokens(opts.AuthToken), log: opts.Logger.With("carrier", "twilio")}
 }
 
+// Handset's Twilio routes: where a number's calls and their progress are sent.
+const (
+	VoicePath  = "/twilio/voice"
+	StatusPath = "/twilio/status"
+)
+
 // Register mounts POST /twilio/voice, GET /twilio/stream and POST /twilio/status.
 func (c *Carrier) Register(mux *http.ServeMux) {
-	mux.HandleFunc("POST /twilio/voice", c.voice)
+	mux.HandleFunc("POST "+VoicePath, c.voice)
 	mux.HandleFunc("GET /twilio/stream", c.stream)
-	mux.HandleFunc("POST /twilio/status", c.status)
+	mux.HandleFunc("POST "+StatusPath, c.status)
 }
 
 // TokenParameter is the <Parameter> name that carries the stream token.

@@ -1,0 +1,34 @@
+package carrier
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestNormalizeNumber(t *testing.T) {
+	good := map[string]string{
+		"+14155550100":       "+14155550100",
+		" +1 415 555 0100 ":  "+14155550100",
+		"+1-415-555-0100":    "+14155550100",
+		"(415) 555-0100":     "+14155550100",
+		"14155550100":        "+14155550100",
+		"0044 20 7183 8750":  "+442071838750",
+		"+44 (20) 7183 8750": "+442071838750",
+	}
+	for in, want := range good {
+		if got, err := NormalizeNumber(in); err != nil || got != want {
+			t.Errorf("NormalizeNumber(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "+", "abc", "020 7183 8750", "+1415", "+1234567890123456", "++14155550100", "+1 415 555 0100 ext 2"} {
+		if got, err := NormalizeNumber(bad); err == nil {
+			t.Errorf("NormalizeNumber(%q) = %q, want an error", bad, got)
+		}
+	}
+	// A huge input is quoted in the error only in part: the error reaches API answers.
+	for _, huge := range []string{strings.Repeat("x", 100_000), "+" + strings.Repeat("1", 100_000), strings.Repeat("2", 100_000)} {
+		if _, err := NormalizeNumber(huge); err == nil || len(err.Error()) > 200 || !strings.Contains(err.Error(), "…") {
+			t.Errorf("NormalizeNumber(100 KB): %d bytes of error", len(err.Error()))
+		}
+	}
+}
