@@ -1,7 +1,6 @@
 package deepgram_test
 
 import (
-	"net"
 	"net/http/httptest"
 	"slices"
 	"testing"
@@ -36,28 +35,14 @@ func TestConformance(t *testing.T) {
 			return r
 		}
 		return stttest.Peer{
-			Recognizer: recognizer(t, testKey, ts.URL),
-			Format:     audio.Telephone,
-			Utterance:  audiotest.Mulaw(audiotest.SpeechLike(8000, 1500*time.Millisecond, 3)),
-			Words:      conformanceWords,
-			Partials:   true,
-			WrongKey:   func(t *testing.T) voice.Recognizer { return recognizer(t, "revoked-key", ts.URL) },
-			Unreachable: func(t *testing.T) voice.Recognizer {
-				return recognizer(t, testKey, "http://"+closedAddr(t))
-			},
-			Drop: fake.DropAll,
+			Recognizer:  recognizer(t, testKey, ts.URL),
+			Format:      audio.Telephone,
+			Utterance:   audiotest.Mulaw(audiotest.SpeechLike(8000, 1500*time.Millisecond, 3)),
+			Words:       conformanceWords,
+			Partials:    true,
+			WrongKey:    func(t *testing.T) voice.Recognizer { return recognizer(t, "revoked-key", ts.URL) },
+			Unreachable: func(t *testing.T, root string) voice.Recognizer { return recognizer(t, testKey, root) },
+			Drop:        fake.DropAll,
 		}
 	})
-}
-
-// closedAddr is a local address nothing listens on: a port that was just given up.
-func closedAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	return addr
 }

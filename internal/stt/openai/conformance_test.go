@@ -1,7 +1,6 @@
 package openai_test
 
 import (
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -45,28 +44,14 @@ func TestConformance(t *testing.T) {
 			return r
 		}
 		return stttest.Peer{
-			Recognizer: recognizer(t, testKey, ts.URL),
-			Format:     wide,
-			Utterance:  speech(wide, 1500*time.Millisecond),
-			Words:      conformanceWords,
-			Partials:   false, // whole utterances are uploaded after Finalize
-			WrongKey:   func(t *testing.T) voice.Recognizer { return recognizer(t, "sk-revoked-key-0000", ts.URL) },
-			Unreachable: func(t *testing.T) voice.Recognizer {
-				return recognizer(t, testKey, "http://"+closedAddr(t))
-			},
-			Drop: func() { dropNext.Store(true) },
+			Recognizer:  recognizer(t, testKey, ts.URL),
+			Format:      wide,
+			Utterance:   speech(wide, 1500*time.Millisecond),
+			Words:       conformanceWords,
+			Partials:    false, // whole utterances are uploaded after Finalize
+			WrongKey:    func(t *testing.T) voice.Recognizer { return recognizer(t, "sk-revoked-key-0000", ts.URL) },
+			Unreachable: func(t *testing.T, root string) voice.Recognizer { return recognizer(t, testKey, root) },
+			Drop:        func() { dropNext.Store(true) },
 		}
 	})
-}
-
-// closedAddr is a local address nothing listens on: a port that was just given up.
-func closedAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	return addr
 }

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/handset-voice/handset/internal/audio"
+	"github.com/handset-voice/handset/internal/testpeer"
 	"github.com/handset-voice/handset/internal/voice"
 )
 
@@ -185,7 +186,7 @@ func testUnreachable(t *testing.T, p Peer) {
 	if p.Unreachable == nil {
 		t.Skip("the recognizer has no peer to miss (Peer.Unreachable is nil)")
 	}
-	failing(t, p.Unreachable(t), p, true, voice.KindTransient)
+	failing(t, p.Unreachable(t, testpeer.NowhereURL(t)), p, true, voice.KindTransient)
 }
 
 // testDropped: after the peer drops the connection, the stream either repairs itself

@@ -43,8 +43,9 @@ type Peer struct {
 
 	// WrongKey is a recognizer of the same provider whose credentials the peer refuses.
 	WrongKey func(t *testing.T) voice.Recognizer
-	// Unreachable is a recognizer of the same provider pointed where nothing listens.
-	Unreachable func(t *testing.T) voice.Recognizer
+	// Unreachable is a recognizer of the same provider pointed at root, an http:// root
+	// where nothing listens.
+	Unreachable func(t *testing.T, root string) voice.Recognizer
 	// Drop ends the peer's connections abruptly, as a dying network path does: the ones
 	// open now, or for a peer reached by one request per utterance, the next request.
 	Drop func()
