@@ -1,0 +1,45 @@
+package openai_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/handset-voice/handset/internal/audio"
+	"github.com/handset-voice/handset/internal/sim/fakeopenaispeech"
+	"github.com/handset-voice/handset/internal/tts/openai"
+	"github.com/handset-voice/handset/internal/tts/ttstest"
+	"github.com/handset-voice/handset/internal/voice"
+)
+
+func TestConformance(t *testing.T) {
+	ttstest.Run(t, func(t *testing.T) ttstest.Peer {
+		// short pauses between chunks: a long text streams for a while, not for minutes
+		fake, err := fakeopenaispeech.Start(fakeopenaispeech.Options{Key: testKey, ChunkEvery: time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(fake.Close)
+		synthesizer := func(t *testing.T, key, base string) voice.Synthesizer {
+			// a stalled answer must time out within the suite's patience; the fake makes a
+			// long text's audio whole before it answers, which takes a second or two
+			s, err := openai.New(openai.Options{Key: key, BaseURL: base, HTTPClient: fake.Client(), HeaderTimeout: 5 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}
+		return ttstest.Peer{
+			Synthesizer: synthesizer(t, testKey, fake.URL()),
+			Formats: []audio.Format{audio.Telephone, {Encoding: audio.PCM16, Rate: 16000},
+				{Encoding: audio.PCM16, Rate: openai.PCMRate}, {Encoding: audio.Alaw, Rate: 48000}},
+			Streams:  true,
+			WrongKey: func(t *testing.T) voice.Synthesizer { return synthesizer(t, "sk-revoked-key-0000", fake.URL()) },
+			Unreachable: func(t *testing.T, root string) voice.Synthesizer {
+				return synthesizer(t, testKey, root+"/v1")
+			},
+			ServerErrorText: "Say this. " + fakeopenaispeech.MagicFail500,
+			StallText:       "Say this. " + fakeopenaispeech.MagicHang,
+			CutText:         "A longer sentence that breaks off halfway. " + fakeopenaispeech.MagicCutoff,
+		}
+	})
+}
