@@ -143,8 +143,9 @@ func testCancel(t *testing.T, p Peer) {
 	told(t, p)
 }
 
-// testCloseMidReply: closing a reply midway stops it: Next ends at once, a second Close
-// is harmless, and the runtime is told where its protocol allows.
+// testCloseMidReply: closing a reply midway (the engine's deferred Close, after it
+// stopped reading) returns at once, a second Close is harmless, and the runtime is told
+// where its protocol allows. Next after Close is not the engine's to call, so not tested.
 func testCloseMidReply(t *testing.T, p Peer) {
 	rs := reply(testContext(t), t, p.Agent, turn("conformance-close", longOr(p)))
 	if g := readUntil(t, rs, patience, someText); g.err != nil {
@@ -152,9 +153,6 @@ func testCloseMidReply(t *testing.T, p Peer) {
 	}
 	if err := closeWithin(t, rs, prompt); err != nil {
 		t.Errorf("Close: %v", err)
-	}
-	if g := readUntil(t, rs, prompt, nil); g.err == nil && p.LongText != "" {
-		t.Errorf("Next after Close ran the reply to its end (%d more pieces)", len(g.texts))
 	}
 	if err := closeWithin(t, rs, prompt); err != nil {
 		t.Errorf("second Close: %v", err)
@@ -249,10 +247,14 @@ func testMalformed(t *testing.T, p Peer) {
 }
 
 // testNoGoroutineLeft: once a reply is read to its end, or cancelled, and closed, nothing
-// of it runs. Connections kept in an HTTP client's pool, and the peer's end of them,
-// belong to the client and the server (the runtime's TestMain checks them when its peers
-// are gone).
+// of it runs. What the agent keeps for every turn (a gateway connection, an HTTP client's
+// pool, and the peer's end of them) is made by a first turn before the count starts; a
+// new pooled HTTP connection may still come, and belongs to the client (the runtime's
+// TestMain checks all of it when its peers are gone).
 func testNoGoroutineLeft(t *testing.T, p Peer) {
+	warm := reply(testContext(t), t, p.Agent, turn("conformance-leak-warm", question))
+	readUntil(t, warm, patience, nil)
+	closeWithin(t, warm, prompt)
 	before := goleak.IgnoreCurrent()
 	whole := reply(testContext(t), t, p.Agent, turn("conformance-leak", question))
 	readUntil(t, whole, patience, nil)

@@ -94,19 +94,16 @@ func testCancel(t *testing.T, p Peer) {
 	}
 }
 
-// testCloseMidStream: closing the reader mid-stream stops it: a later Read ends at once,
-// and a second Close is harmless.
+// testCloseMidStream: closing the reader mid-stream (the engine's deferred Close, after
+// it stopped reading) returns at once, and a second Close is harmless. Read after Close
+// is not the engine's to call, so not tested.
 func testCloseMidStream(t *testing.T, p Peer) {
-	f := p.Formats[0]
-	rc := speak(testContext(t), t, p.Synthesizer, paragraph, f)
+	rc := speak(testContext(t), t, p.Synthesizer, paragraph, p.Formats[0])
 	if r := readUntil(t, rc, patience, func(a []byte) bool { return len(a) > 0 }); r.err != nil || len(r.audio) == 0 {
 		t.Fatalf("no audio before Close: %v", r.err)
 	}
 	if err := closeWithin(t, rc, prompt); err != nil {
 		t.Errorf("Close: %v", err)
-	}
-	if r := readUntil(t, rc, prompt, nil); len(r.audio) >= shortest(f, paragraph) {
-		t.Errorf("%v of audio read after Close", f.Duration(len(r.audio)))
 	}
 	closeWithin(t, rc, prompt)
 }
