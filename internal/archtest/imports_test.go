@@ -90,7 +90,7 @@ var providerMay = []string{"internal/audio/...", "internal/voice", "internal/obs
 
 // suiteMay is what a conformance suite may import: the contract and what its tests need
 // to stage a peer; never a provider.
-var suiteMay = []string{"internal/audio/...", "internal/voice", "internal/sim/...", "internal/testpeer"}
+var suiteMay = []string{"internal/audio/...", "internal/voice", "internal/voice/voicetest", "internal/sim/...", "internal/testpeer"}
 
 var rules = []rule{
 	{"cmd/handset", []string{"internal/cli"}},
@@ -132,6 +132,7 @@ var rules = []rule{
 	{"internal/stt/stttest", suiteMay},
 	{"internal/tts/ttstest", suiteMay},
 	{"internal/agent/agenttest", suiteMay},
+	{"internal/voice/voicetest", []string{"internal/voice"}},
 
 	// what composes the core and the store
 	{"internal/jobs/...", []string{"internal/call", "internal/carrier/...", "internal/clock", "internal/obs",
@@ -230,7 +231,8 @@ var thirdParties = []thirdParty{
 	{"go.yaml.in/yaml/v3", []string{"internal/config", "internal/cli"}, nil},
 	{"golang.org/x/sys", []string{"internal/cli"}, nil},
 	{"github.com/google/go-cmp", []string{"internal/store/storetest"}, []string{"..."}},
-	{"go.uber.org/goleak", []string{"internal/stt/stttest", "internal/tts/ttstest", "internal/agent/agenttest"}, []string{"..."}},
+	{"go.uber.org/goleak", []string{"internal/stt/stttest", "internal/tts/ttstest", "internal/agent/agenttest",
+		"internal/voice/voicetest"}, []string{"..."}},
 	{"github.com/chromedp/chromedp", nil, []string{"internal/cli"}},
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/handset-voice/handset/internal/testpeer"
 	"github.com/handset-voice/handset/internal/voice"
+	"github.com/handset-voice/handset/internal/voice/voicetest"
 )
 
 // question is what the caller says in most cases.
@@ -135,9 +136,9 @@ func testCancel(t *testing.T, p Peer) {
 		t.Errorf("a cancelled reply ran to its end (%d more pieces)", len(g.texts))
 	}
 	if g.err != nil {
-		wantKind(t, "Next after the cancel", g.err, voice.KindCanceled)
+		voicetest.WantKind(t, "Next after the cancel", g.err, voice.KindCanceled)
 	}
-	if err := closeWithin(t, rs, prompt); err != nil {
+	if err := voicetest.CloseWithin(t, rs, prompt); err != nil {
 		t.Errorf("Close after the cancel: %v", err)
 	}
 	told(t, p)
@@ -151,10 +152,10 @@ func testCloseMidReply(t *testing.T, p Peer) {
 	if g := readUntil(t, rs, patience, someText); g.err != nil {
 		t.Fatalf("no text before Close: %v", g.err)
 	}
-	if err := closeWithin(t, rs, prompt); err != nil {
+	if err := voicetest.CloseWithin(t, rs, prompt); err != nil {
 		t.Errorf("Close: %v", err)
 	}
-	if err := closeWithin(t, rs, prompt); err != nil {
+	if err := voicetest.CloseWithin(t, rs, prompt); err != nil {
 		t.Errorf("second Close: %v", err)
 	}
 	told(t, p)
@@ -186,7 +187,7 @@ func testCloseIdempotent(t *testing.T, p Peer) {
 	rs := reply(testContext(t), t, p.Agent, turn("conformance-idempotent", question))
 	readUntil(t, rs, patience, nil)
 	for i := range 2 {
-		if err := closeWithin(t, rs, prompt); err != nil {
+		if err := voicetest.CloseWithin(t, rs, prompt); err != nil {
 			t.Errorf("Close %d: %v, want nil", i+1, err)
 		}
 	}
@@ -198,7 +199,7 @@ func failing(t *testing.T, a voice.Agent, text string, kinds ...voice.ErrorKind)
 	t.Helper()
 	rs, err := a.Reply(testContext(t), turn("conformance-failing", text))
 	if err != nil {
-		wantKind(t, "Reply", err, kinds...)
+		voicetest.WantKind(t, "Reply", err, kinds...)
 		return
 	}
 	t.Cleanup(func() { _ = rs.Close() })
@@ -206,7 +207,7 @@ func failing(t *testing.T, a voice.Agent, text string, kinds ...voice.ErrorKind)
 	if g.err == nil {
 		t.Fatalf("the reply %q ended as if complete, want a failure of kind %v", g.text(), kinds)
 	}
-	wantKind(t, "Next", g.err, kinds...)
+	voicetest.WantKind(t, "Next", g.err, kinds...)
 }
 
 func testWrongKey(t *testing.T, p Peer) {
@@ -254,20 +255,17 @@ func testMalformed(t *testing.T, p Peer) {
 func testNoGoroutineLeft(t *testing.T, p Peer) {
 	warm := reply(testContext(t), t, p.Agent, turn("conformance-leak-warm", question))
 	readUntil(t, warm, patience, nil)
-	closeWithin(t, warm, prompt)
+	voicetest.CloseWithin(t, warm, prompt)
 	before := goleak.IgnoreCurrent()
 	whole := reply(testContext(t), t, p.Agent, turn("conformance-leak", question))
 	readUntil(t, whole, patience, nil)
-	closeWithin(t, whole, prompt)
+	voicetest.CloseWithin(t, whole, prompt)
 	ctx, cancel := context.WithCancel(testContext(t))
 	cut := reply(ctx, t, p.Agent, turn("conformance-leak-cut", longOr(p)))
 	readUntil(t, cut, patience, someText)
 	cancel()
 	readUntil(t, cut, prompt, nil)
-	closeWithin(t, cut, prompt)
+	voicetest.CloseWithin(t, cut, prompt)
 	told(t, p)
-	goleak.VerifyNone(t, before,
-		goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
-		goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
-		goleak.IgnoreAnyFunction("net/http.(*conn).serve"))
+	voicetest.NoneLeft(t, before)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/handset-voice/handset/internal/audio"
 	"github.com/handset-voice/handset/internal/testpeer"
 	"github.com/handset-voice/handset/internal/voice"
+	"github.com/handset-voice/handset/internal/voice/voicetest"
 )
 
 // testStreaming speaks at a caller's pace and keeps the line open after: partials (where
@@ -72,7 +73,7 @@ func testNextUtterance(t *testing.T, p Peer) {
 	st := open(testContext(t), t, p.Recognizer, p)
 	hears(t, st, p)
 	hears(t, st, p)
-	if err := closeWithin(t, st, prompt); err != nil {
+	if err := voicetest.CloseWithin(t, st, prompt); err != nil {
 		t.Errorf("Close after normal use: %v, want nil", err)
 	}
 }
@@ -86,9 +87,9 @@ func testCancel(t *testing.T, p Peer) {
 	cancel()
 	err := ended(t, st, prompt)
 	if err != nil {
-		wantKind(t, "Close after cancel", err, voice.KindCanceled)
+		voicetest.WantKind(t, "Close after cancel", err, voice.KindCanceled)
 	}
-	if again := closeWithin(t, st, prompt); again != err {
+	if again := voicetest.CloseWithin(t, st, prompt); again != err {
 		t.Errorf("second Close = %v, first %v", again, err)
 	}
 }
@@ -98,7 +99,7 @@ func testCancel(t *testing.T, p Peer) {
 func testCloseIdempotent(t *testing.T, p Peer) {
 	st := open(testContext(t), t, p.Recognizer, p)
 	hears(t, st, p)
-	if err := closeWithin(t, st, prompt); err != nil {
+	if err := voicetest.CloseWithin(t, st, prompt); err != nil {
 		t.Errorf("Close: %v, want nil", err)
 	}
 	if err := ended(t, st, prompt); err != nil {
@@ -112,7 +113,7 @@ func testCloseUnread(t *testing.T, p Peer) {
 	st := open(testContext(t), t, p.Recognizer, p)
 	say(t, st, p)
 	say(t, st, p)
-	if err := closeWithin(t, st, prompt); err != nil {
+	if err := voicetest.CloseWithin(t, st, prompt); err != nil {
 		t.Errorf("Close: %v, want nil", err)
 	}
 }
@@ -159,7 +160,7 @@ func failing(t *testing.T, r voice.Recognizer, p Peer, streamGoesOn bool, kinds 
 	t.Helper()
 	st, err := r.Stream(testContext(t), p.Format, voice.StreamOptions{})
 	if err != nil {
-		wantKind(t, "Stream", err, kinds...)
+		voicetest.WantKind(t, "Stream", err, kinds...)
 		return
 	}
 	t.Cleanup(func() { _ = st.Close() })
@@ -167,7 +168,7 @@ func failing(t *testing.T, r voice.Recognizer, p Peer, streamGoesOn bool, kinds 
 	final, end := outcome(t, st)
 	switch {
 	case end:
-		wantKind(t, "Close of the ended stream", closeWithin(t, st, prompt), kinds...)
+		voicetest.WantKind(t, "Close of the ended stream", voicetest.CloseWithin(t, st, prompt), kinds...)
 	case final != "":
 		t.Errorf("final transcript %q from a recognizer that cannot reach its peer", final)
 	case !streamGoesOn:
@@ -203,7 +204,7 @@ func testDropped(t *testing.T, p Peer) {
 	final, end := outcome(t, st)
 	switch {
 	case end:
-		wantKind(t, "Close after the drop", closeWithin(t, st, prompt), voice.KindTransient, voice.KindTimeout)
+		voicetest.WantKind(t, "Close after the drop", voicetest.CloseWithin(t, st, prompt), voice.KindTransient, voice.KindTimeout)
 	case final == "":
 		hears(t, st, p) // the utterance the drop cut off was lost; the next one is heard
 	default:
@@ -217,7 +218,7 @@ func testUnsupportedFormat(t *testing.T, p Peer) {
 		if err == nil {
 			_ = st.Close()
 		}
-		wantKind(t, "Stream("+f.String()+")", err, voice.KindBadInput)
+		voicetest.WantKind(t, "Stream("+f.String()+")", err, voice.KindBadInput)
 	}
 }
 
@@ -262,11 +263,8 @@ func testNoGoroutineLeft(t *testing.T, p Peer) {
 	}
 	t.Cleanup(func() { _ = st.Close() })
 	hears(t, st, p)
-	if err := closeWithin(t, st, prompt); err != nil {
+	if err := voicetest.CloseWithin(t, st, prompt); err != nil {
 		t.Errorf("Close: %v", err)
 	}
-	goleak.VerifyNone(t, before,
-		goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
-		goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
-		goleak.IgnoreAnyFunction("net/http.(*conn).serve"))
+	voicetest.NoneLeft(t, before)
 }

@@ -13,7 +13,6 @@ package stttest
 
 import (
 	"context"
-	"errors"
 	"regexp"
 	"strings"
 	"testing"
@@ -23,6 +22,7 @@ import (
 	"github.com/handset-voice/handset/internal/audio/audiotest"
 	"github.com/handset-voice/handset/internal/audio/transcode"
 	"github.com/handset-voice/handset/internal/voice"
+	"github.com/handset-voice/handset/internal/voice/voicetest"
 )
 
 // Peer is one recognizer under test and the peer it talks to.
@@ -220,40 +220,10 @@ func ended(t *testing.T, st voice.RecognizerStream, within time.Duration) error 
 		select {
 		case _, ok := <-st.Results():
 			if !ok {
-				return closeWithin(t, st, prompt)
+				return voicetest.CloseWithin(t, st, prompt)
 			}
 		case <-bound.C:
 			t.Fatalf("Results still open %v later", within)
 		}
 	}
-}
-
-// closeWithin calls Close and fails t if it takes longer than d.
-func closeWithin(t *testing.T, st voice.RecognizerStream, d time.Duration) error {
-	t.Helper()
-	done := make(chan error, 1)
-	go func() { done <- st.Close() }()
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(d):
-		t.Fatalf("Close still blocked after %v", d)
-		return nil
-	}
-}
-
-// wantKind fails t unless err is a *voice.ProviderError of one of kinds.
-func wantKind(t *testing.T, what string, err error, kinds ...voice.ErrorKind) {
-	t.Helper()
-	var pe *voice.ProviderError
-	if !errors.As(err, &pe) {
-		t.Errorf("%s: error %v (%T), want a *voice.ProviderError of kind %v", what, err, err, kinds)
-		return
-	}
-	for _, k := range kinds {
-		if pe.Kind == k {
-			return
-		}
-	}
-	t.Errorf("%s: %v is of kind %v, want %v", what, err, pe.Kind, kinds)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/handset-voice/handset/internal/audio"
 	"github.com/handset-voice/handset/internal/testpeer"
 	"github.com/handset-voice/handset/internal/voice"
+	"github.com/handset-voice/handset/internal/voice/voicetest"
 )
 
 // Speech lasts between these per character of text, for every voice: far apart, so the
@@ -84,12 +85,12 @@ func testCancel(t *testing.T, p Peer) {
 	cancel()
 	r := readUntil(t, rc, prompt, nil)
 	if r.err != nil {
-		wantKind(t, "reading after the cancel", r.err, voice.KindCanceled)
+		voicetest.WantKind(t, "reading after the cancel", r.err, voice.KindCanceled)
 	}
 	if len(r.audio) >= shortest(f, paragraph) {
 		t.Errorf("%v of audio after the cancel: the whole text was spoken", f.Duration(len(r.audio)))
 	}
-	if err := closeWithin(t, rc, prompt); err != nil {
+	if err := voicetest.CloseWithin(t, rc, prompt); err != nil {
 		t.Errorf("Close after the cancel: %v", err)
 	}
 }
@@ -102,10 +103,10 @@ func testCloseMidStream(t *testing.T, p Peer) {
 	if r := readUntil(t, rc, patience, func(a []byte) bool { return len(a) > 0 }); r.err != nil || len(r.audio) == 0 {
 		t.Fatalf("no audio before Close: %v", r.err)
 	}
-	if err := closeWithin(t, rc, prompt); err != nil {
+	if err := voicetest.CloseWithin(t, rc, prompt); err != nil {
 		t.Errorf("Close: %v", err)
 	}
-	closeWithin(t, rc, prompt)
+	voicetest.CloseWithin(t, rc, prompt)
 }
 
 // failing checks a synthesis that cannot work: Synthesize, or the first Read, returns a
@@ -114,7 +115,7 @@ func failing(t *testing.T, s voice.Synthesizer, text string, f audio.Format, kin
 	t.Helper()
 	rc, err := s.Synthesize(testContext(t), text, f)
 	if err != nil {
-		wantKind(t, "Synthesize", err, kinds...)
+		voicetest.WantKind(t, "Synthesize", err, kinds...)
 		return
 	}
 	t.Cleanup(func() { _ = rc.Close() })
@@ -122,7 +123,7 @@ func failing(t *testing.T, s voice.Synthesizer, text string, f audio.Format, kin
 	if len(r.audio) > 0 {
 		t.Errorf("%v of audio from a synthesis that failed", f.Duration(len(r.audio)))
 	}
-	wantKind(t, "Read", r.err, kinds...)
+	voicetest.WantKind(t, "Read", r.err, kinds...)
 }
 
 func testWrongKey(t *testing.T, p Peer) {
@@ -163,7 +164,7 @@ func testCut(t *testing.T, p Peer) {
 	if len(r.audio) == 0 {
 		t.Errorf("no audio before the cut")
 	}
-	wantKind(t, "Read at the cut", r.err, voice.KindTransient)
+	voicetest.WantKind(t, "Read at the cut", r.err, voice.KindTransient)
 }
 
 func testUnsupportedFormat(t *testing.T, p Peer) {
@@ -172,7 +173,7 @@ func testUnsupportedFormat(t *testing.T, p Peer) {
 		if err == nil {
 			_ = rc.Close()
 		}
-		wantKind(t, "Synthesize in "+f.String(), err, voice.KindBadInput)
+		voicetest.WantKind(t, "Synthesize in "+f.String(), err, voice.KindBadInput)
 	}
 }
 
@@ -181,14 +182,14 @@ func testBlankText(t *testing.T, p Peer) {
 	for _, text := range []string{"", " \n\t "} {
 		rc, err := p.Synthesizer.Synthesize(testContext(t), text, p.Formats[0])
 		if err != nil {
-			wantKind(t, "Synthesize(blank)", err, voice.KindBadInput)
+			voicetest.WantKind(t, "Synthesize(blank)", err, voice.KindBadInput)
 			continue
 		}
 		r := readUntil(t, rc, prompt, nil)
 		if r.err != nil || len(r.audio) > 0 {
 			t.Errorf("blank text %q gave %d bytes of audio and %v, want none and io.EOF", text, len(r.audio), r.err)
 		}
-		if err := closeWithin(t, rc, prompt); err != nil {
+		if err := voicetest.CloseWithin(t, rc, prompt); err != nil {
 			t.Errorf("Close: %v", err)
 		}
 	}
@@ -201,20 +202,20 @@ func testLongText(t *testing.T, p Peer) {
 	text := paragraph + paragraph + paragraph + paragraph + paragraph
 	rc, err := p.Synthesizer.Synthesize(testContext(t), text, f)
 	if err != nil {
-		wantKind(t, "Synthesize(long)", err, voice.KindBadInput)
+		voicetest.WantKind(t, "Synthesize(long)", err, voice.KindBadInput)
 		return
 	}
 	t.Cleanup(func() { _ = rc.Close() })
 	r := readUntil(t, rc, patience, func(a []byte) bool { return len(a) >= f.Bytes(time.Second) })
 	switch {
 	case r.err != nil && len(r.audio) == 0:
-		wantKind(t, "Read(long)", r.err, voice.KindBadInput)
+		voicetest.WantKind(t, "Read(long)", r.err, voice.KindBadInput)
 	case r.err != nil:
 		t.Errorf("after %v of audio: %v", f.Duration(len(r.audio)), r.err)
 	case len(r.audio) < f.Bytes(time.Second):
 		t.Errorf("%v of audio for %d characters", f.Duration(len(r.audio)), len(text))
 	}
-	if err := closeWithin(t, rc, prompt); err != nil {
+	if err := voicetest.CloseWithin(t, rc, prompt); err != nil {
 		t.Errorf("Close: %v", err)
 	}
 }
@@ -230,15 +231,12 @@ func testNoGoroutineLeft(t *testing.T, p Peer) {
 	if r := readUntil(t, whole, patience, nil); r.err != nil {
 		t.Fatalf("reading: %v", r.err)
 	}
-	closeWithin(t, whole, prompt)
+	voicetest.CloseWithin(t, whole, prompt)
 	ctx, cancel := context.WithCancel(testContext(t))
 	cut := speak(ctx, t, p.Synthesizer, paragraph, f)
 	readUntil(t, cut, patience, func(a []byte) bool { return len(a) > 0 })
 	cancel()
 	readUntil(t, cut, prompt, nil)
-	closeWithin(t, cut, prompt)
-	goleak.VerifyNone(t, before,
-		goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
-		goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
-		goleak.IgnoreAnyFunction("net/http.(*conn).serve"))
+	voicetest.CloseWithin(t, cut, prompt)
+	voicetest.NoneLeft(t, before)
 }

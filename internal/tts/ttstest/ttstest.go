@@ -156,36 +156,6 @@ func readUntil(t *testing.T, rc io.ReadCloser, bound time.Duration, stop func(au
 	}
 }
 
-// closeWithin calls Close and fails t if it takes longer than d.
-func closeWithin(t *testing.T, rc io.Closer, d time.Duration) error {
-	t.Helper()
-	done := make(chan error, 1)
-	go func() { done <- rc.Close() }()
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(d):
-		t.Fatalf("Close still blocked after %v", d)
-		return nil
-	}
-}
-
-// wantKind fails t unless err is a *voice.ProviderError of one of kinds.
-func wantKind(t *testing.T, what string, err error, kinds ...voice.ErrorKind) {
-	t.Helper()
-	var pe *voice.ProviderError
-	if !errors.As(err, &pe) {
-		t.Errorf("%s: error %v (%T), want a *voice.ProviderError of kind %v", what, err, err, kinds)
-		return
-	}
-	for _, k := range kinds {
-		if pe.Kind == k {
-			return
-		}
-	}
-	t.Errorf("%s: %v is of kind %v, want %v", what, err, pe.Kind, kinds)
-}
-
 // decode is audio in f as 16-bit samples.
 func decode(f audio.Format, b []byte) []int16 {
 	switch f.Encoding {
