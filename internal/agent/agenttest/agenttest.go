@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/handset-voice/handset/internal/voice"
+	"github.com/handset-voice/handset/internal/voice/voicetest"
 )
 
 // Peer is one agent under test and the runtime it talks to.
@@ -141,14 +142,13 @@ type got struct {
 
 func (g got) text() string { return strings.Join(g.texts, "") }
 
-// readUntil calls Next on its own goroutine until io.EOF, an error, or stop(g); a
-// stream that does none of these within bound fails t.
+// readUntil calls Next until io.EOF, an error, or stop(g); a stream that does none of
+// these within bound fails t.
 func readUntil(t *testing.T, rs voice.ReplyStream, bound time.Duration, stop func(got) bool) got {
 	t.Helper()
-	done := make(chan got, 1)
+	var g got
 	start := time.Now()
-	go func() {
-		var g got
+	voicetest.Bounded(t, bound, rs, "the reply neither ended nor failed", func() {
 		for {
 			c, err := rs.Next()
 			if c.Text != "" {
@@ -162,19 +162,11 @@ func readUntil(t *testing.T, rs voice.ReplyStream, bound time.Duration, stop fun
 					g.err = err
 				}
 				g.took = time.Since(start)
-				done <- g
 				return
 			}
 		}
-	}()
-	select {
-	case g := <-done:
-		return g
-	case <-time.After(bound):
-		_ = rs.Close() // lets the reading goroutine end
-		t.Fatalf("the reply neither ended nor failed within %v", bound)
-		return got{}
-	}
+	})
+	return g
 }
 
 // someText stops a read at the first chunk with text.

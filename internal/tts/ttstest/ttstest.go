@@ -18,8 +18,8 @@ import (
 
 	"github.com/handset-voice/handset/internal/audio"
 	"github.com/handset-voice/handset/internal/audio/audiotest"
-	"github.com/handset-voice/handset/internal/audio/g711"
 	"github.com/handset-voice/handset/internal/voice"
+	"github.com/handset-voice/handset/internal/voice/voicetest"
 )
 
 // Peer is one synthesizer under test and the peer it talks to.
@@ -121,14 +121,13 @@ type read struct {
 	err   error         // what ended it: nil for io.EOF
 }
 
-// readUntil reads rc on its own goroutine until EOF, an error, or stop(audio so far);
-// a reader that does none of these within bound fails t.
+// readUntil reads rc until EOF, an error, or stop(audio so far); a reader that does none
+// of these within bound fails t.
 func readUntil(t *testing.T, rc io.ReadCloser, bound time.Duration, stop func(audio []byte) bool) read {
 	t.Helper()
-	done := make(chan read, 1)
+	var r read
 	start := time.Now()
-	go func() {
-		var r read
+	voicetest.Bounded(t, bound, rc, "the audio neither ended nor failed", func() {
 		buf := make([]byte, 4096)
 		for {
 			n, err := rc.Read(buf)
@@ -141,35 +140,14 @@ func readUntil(t *testing.T, rc io.ReadCloser, bound time.Duration, stop func(au
 					r.err = err
 				}
 				r.took = time.Since(start)
-				done <- r
 				return
 			}
 		}
-	}()
-	select {
-	case r := <-done:
-		return r
-	case <-time.After(bound):
-		_ = rc.Close() // lets the reading goroutine end
-		t.Fatalf("the audio neither ended nor failed within %v", bound)
-		return read{}
-	}
+	})
+	return r
 }
 
-// decode is audio in f as 16-bit samples.
-func decode(f audio.Format, b []byte) []int16 {
-	switch f.Encoding {
-	case audio.Mulaw:
-		return g711.DecodeMulaw(make([]int16, len(b)), b)
-	case audio.Alaw:
-		return g711.DecodeAlaw(make([]int16, len(b)), b)
-	}
-	pcm := make([]int16, len(b)/2)
-	for i := range pcm {
-		pcm[i] = int16(uint16(b[2*i]) | uint16(b[2*i+1])<<8)
-	}
-	return pcm
+// loudest is the level of the loudest 20 ms frame of audio b in f, in dBFS.
+func loudest(f audio.Format, b []byte) float64 {
+	return audiotest.PeakFrameDBFS(audiotest.Decode(f, b), f.Rate)
 }
-
-// loudest is the level of the loudest 20 ms frame of pcm, in dBFS.
-func loudest(pcm []int16, rate int) float64 { return audiotest.PeakFrameDBFS(pcm, rate) }

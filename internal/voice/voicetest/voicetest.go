@@ -56,3 +56,21 @@ func NoneLeft(t testing.TB, before goleak.Option) {
 		goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
 		goleak.IgnoreAnyFunction("net/http.(*conn).serve"))
 }
+
+// Bounded runs read on its own goroutine and waits at most bound for it to return: a
+// stream that neither ends nor fails hangs its reader, and the test must not hang with it.
+// When bound runs out, c is closed (so the reader can end) and t fails, saying what hung.
+func Bounded(t testing.TB, bound time.Duration, c io.Closer, what string, read func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		read()
+	}()
+	select {
+	case <-done:
+	case <-time.After(bound):
+		_ = c.Close()
+		t.Fatalf("%s within %v", what, bound)
+	}
+}
