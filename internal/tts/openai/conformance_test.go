@@ -13,16 +13,17 @@ import (
 
 func TestConformance(t *testing.T) {
 	ttstest.Run(t, func(t *testing.T) ttstest.Peer {
-		// short pauses between chunks: a long text streams for a while, not for minutes
-		fake, err := fakeopenaispeech.Start(fakeopenaispeech.Options{Key: testKey, ChunkEvery: time.Millisecond})
+		// short pauses between chunks: a long text streams for a while, not for minutes; a
+		// tone, which the fake makes much faster than its speech-like sound
+		fake, err := fakeopenaispeech.Start(fakeopenaispeech.Options{Key: testKey, ChunkEvery: time.Millisecond, ToneHz: 440,
+			ChunkBytes: fakeopenaispeech.PCM.Bytes(500 * time.Millisecond)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(fake.Close)
 		synthesizer := func(t *testing.T, key, base string) voice.Synthesizer {
-			// a stalled answer must time out within the suite's patience; the fake makes a
-			// long text's audio whole before it answers, which takes a second or two
-			s, err := openai.New(openai.Options{Key: key, BaseURL: base, HTTPClient: fake.Client(), HeaderTimeout: 5 * time.Second})
+			// a stalled answer must time out within the suite's patience
+			s, err := openai.New(openai.Options{Key: key, BaseURL: base, HTTPClient: fake.Client(), HeaderTimeout: 2 * time.Second})
 			if err != nil {
 				t.Fatal(err)
 			}
