@@ -67,7 +67,7 @@ func conformance(t *testing.T, transport string) {
 			Unreachable:       func(t *testing.T, root string) voice.Agent { return agent(t, testKey, root) },
 			ServerErrorText:   "Help. " + fakehermes.MagicFail500,
 			StallText:         "Help. " + fakehermes.MagicHang,
-			// MalformedText stays empty: the fake has no broken stream to send
+			MalformedText:     "Help. " + fakehermes.MagicCutoff,
 		}
 		if transport == hermes.TransportRuns {
 			p.Aborted = func(_ context.Context, n int) error {
