@@ -90,6 +90,10 @@ var providerMay = []string{"internal/audio/...", "internal/voice", "internal/obs
 	"internal/clock", "internal/carrier/mediastream", "internal/openaiwire", "internal/registry",
 	"internal/doctor", own}
 
+// suiteMay is what a conformance suite may import: the contract and what its tests need
+// to stage a peer; never a provider.
+var suiteMay = []string{"internal/audio/...", "internal/voice", "internal/voice/voicetest", "internal/sim/...", "internal/testpeer"}
+
 var rules = []rule{
 	{"cmd/handset", []string{"internal/cli"}},
 	// the composition root: it wires everything, and nothing imports it
@@ -135,6 +139,11 @@ var rules = []rule{
 	// the HTTP-streaming plumbing the runtimes share: nothing of a runtime
 	{"internal/agent/httpagent/...", append(slices.Clip(providerMay), "internal/agent/httpagent/...")},
 	{"internal/browser/...", providerMay},
+	// the conformance suites every provider of a contract runs from its tests
+	{"internal/stt/stttest", suiteMay},
+	{"internal/tts/ttstest", suiteMay},
+	{"internal/agent/agenttest", suiteMay},
+	{"internal/voice/voicetest", []string{"internal/voice"}},
 
 	// what composes the core and the store
 	{"internal/jobs/...", []string{"internal/call", "internal/carrier", "internal/clock", "internal/obs",
@@ -272,7 +281,8 @@ var thirdParties = []thirdParty{
 	{"go.yaml.in/yaml/v3", []string{"internal/config", "internal/cli"}, nil},
 	{"golang.org/x/sys", []string{"internal/cli"}, nil},
 	{"github.com/google/go-cmp", []string{"internal/store/storetest"}, []string{"..."}},
-	{"go.uber.org/goleak", []string{"internal/carrier/carriertest"}, []string{"..."}},
+	{"go.uber.org/goleak", []string{"internal/carrier/carriertest", "internal/stt/stttest", "internal/tts/ttstest",
+		"internal/agent/agenttest", "internal/voice/voicetest"}, []string{"..."}},
 	{"github.com/chromedp/chromedp", nil, []string{"internal/cli"}},
 }
 

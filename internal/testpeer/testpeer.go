@@ -9,6 +9,7 @@ package testpeer
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"testing"
@@ -96,4 +97,19 @@ func DatabaseURL(t testing.TB) string {
 		Missing(t, PostgreSQL, fmt.Errorf("%s is not set", DatabaseURLEnv))
 	}
 	return u
+}
+
+// NowhereURL is an http:// root on this machine where nothing listens: a port just given
+// up, so a client pointed there is refused at once, as one pointed at a wrong address is.
+func NowhereURL(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return "http://" + addr
 }

@@ -2,10 +2,12 @@ package testpeer
 
 import (
 	"errors"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -161,5 +163,17 @@ func TestFindersGoThroughMissing(t *testing.T) {
 				t.Errorf("%s with %s: passed without saying what it found:\n%s", tc.test, tc.env, out)
 			}
 		}
+	}
+}
+
+func TestNowhereURLRefusesConnections(t *testing.T) {
+	u := NowhereURL(t)
+	resp, err := http.Get(u)
+	if err == nil {
+		resp.Body.Close()
+		t.Fatalf("GET %s answered %s, want the connection refused", u, resp.Status)
+	}
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Errorf("GET %s: %v, want connection refused", u, err)
 	}
 }

@@ -2,9 +2,11 @@ package audiotest
 
 import (
 	"math"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/handset-voice/handset/internal/audio"
 	"github.com/handset-voice/handset/internal/audio/g711"
 )
 
@@ -198,6 +200,32 @@ func TestMixConcatMulaw(t *testing.T) {
 	for i := range pcm {
 		if mu[i] != g711.EncodeMulawSample(pcm[i]) {
 			t.Fatalf("Mulaw[%d] differs from g711", i)
+		}
+	}
+}
+
+func TestDecodeUndoesEachEncoding(t *testing.T) {
+	pcm := SpeechLike(8000, 100*time.Millisecond, 5)
+	le := make([]byte, 2*len(pcm))
+	for i, v := range pcm {
+		le[2*i], le[2*i+1] = byte(v), byte(uint16(v)>>8)
+	}
+	for _, c := range []struct {
+		f   audio.Format
+		b   []byte
+		tol float64 // dB: G.711 keeps about 38 dB of signal to quantisation noise
+	}{
+		{audio.Format{Encoding: audio.PCM16, Rate: 8000}, le, 0},
+		{audio.Telephone, Mulaw(pcm), 0.1},
+		{audio.Format{Encoding: audio.Alaw, Rate: 8000}, g711.EncodeAlaw(make([]byte, len(pcm)), pcm), 0.1},
+	} {
+		got := Decode(c.f, c.b)
+		if len(got) != len(pcm) {
+			t.Fatalf("%v: %d samples, want %d", c.f, len(got), len(pcm))
+		}
+		near(t, c.f.String()+" level", RMSDBFS(got), RMSDBFS(pcm), c.tol)
+		if c.tol == 0 && !slices.Equal(got, pcm) {
+			t.Errorf("%v: samples differ", c.f)
 		}
 	}
 }

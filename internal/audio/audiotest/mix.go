@@ -1,8 +1,10 @@
 package audiotest
 
 import (
+	"encoding/binary"
 	"math"
 
+	"github.com/handset-voice/handset/internal/audio"
 	"github.com/handset-voice/handset/internal/audio/g711"
 )
 
@@ -64,4 +66,19 @@ func Concat(clips ...[]int16) []int16 {
 // Mulaw encodes pcm as G.711 mu-law, one byte per sample.
 func Mulaw(pcm []int16) []byte {
 	return g711.EncodeMulaw(make([]byte, len(pcm)), pcm)
+}
+
+// Decode turns audio in f (PCM16 little-endian, mu-law or A-law) back into samples.
+func Decode(f audio.Format, b []byte) []int16 {
+	switch f.Encoding {
+	case audio.Mulaw:
+		return g711.DecodeMulaw(make([]int16, len(b)), b)
+	case audio.Alaw:
+		return g711.DecodeAlaw(make([]int16, len(b)), b)
+	}
+	pcm := make([]int16, len(b)/2)
+	for i := range pcm {
+		pcm[i] = int16(binary.LittleEndian.Uint16(b[2*i:]))
+	}
+	return pcm
 }

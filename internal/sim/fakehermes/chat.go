@@ -155,6 +155,9 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, model, text stri
 			return false
 		}
 	}
+	if words[MagicCutoff] {
+		return false
+	}
 	if words[MagicFailRun] {
 		ka.data("", chunk(map[string]any{}, "error", map[string]any{"usage": usage,
 			"error":  map[string]any{"message": "Agent run failed (FAILRUN requested)", "type": "server_error"},

@@ -22,6 +22,8 @@
 //	FAILRUN    the run fails (run.failed, or finish_reason "error" on chat)
 //	HANG       send nothing at all, not even keepalives, until the client goes away or
 //	           the run is stopped
+//	CUTOFF     the reply's text, then the stream ends without its end (no finishing
+//	           chunk and [DONE], no run.completed), as a connection lost midway leaves it
 //
 // A chat completion with X-Hermes-Session-Id is a turn of a session whose transcript the
 // server keeps, as Hermes does (sessions.go); Transcript returns it.
@@ -56,6 +58,7 @@ const (
 	MagicZeroUsage = "ZEROUSAGE"
 	MagicFailRun   = "FAILRUN"
 	MagicHang      = "HANG"
+	MagicCutoff    = "CUTOFF"
 )
 
 // WarningText is the fail-open answer a WARNING turn gets, shaped like Hermes' own.
@@ -278,7 +281,8 @@ func magic(text string) map[string]bool {
 	out := map[string]bool{}
 	for _, w := range strings.FieldsFunc(text, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
 		switch w {
-		case MagicSlow, MagicFail400, MagicFail500, MagicToolCall, MagicWarning, MagicZeroUsage, MagicFailRun, MagicHang:
+		case MagicSlow, MagicFail400, MagicFail500, MagicToolCall, MagicWarning, MagicZeroUsage, MagicFailRun, MagicHang,
+			MagicCutoff:
 			out[w] = true
 		}
 	}

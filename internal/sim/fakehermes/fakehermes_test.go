@@ -320,3 +320,22 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+func TestCutoffEndsWithoutTheEnd(t *testing.T) {
+	srv, url := start(t, fakehermes.Options{})
+	id := startRun(t, url, "cut me CUTOFF")
+	events := readAll(t, do(t, "GET", url+"/v1/runs/"+id+"/events", key, "").Body)
+	if !strings.Contains(events, `"event":"message.delta"`) || strings.Contains(events, "run.completed") ||
+		strings.Contains(events, ": stream closed") {
+		t.Errorf("runs events:\n%s", events)
+	}
+	if srv.Abandoned(id) {
+		t.Error("a stream the server cut is recorded as abandoned by the client")
+	}
+	chat := readAll(t, do(t, "POST", url+"/v1/chat/completions", key,
+		`{"stream":true,"messages":[{"role":"user","content":"cut me CUTOFF"}]}`).Body)
+	if !strings.Contains(chat, `"content":"I `) || strings.Contains(chat, "finish_reason\":\"stop") ||
+		strings.Contains(chat, "[DONE]") {
+		t.Errorf("chat stream:\n%s", chat)
+	}
+}

@@ -384,6 +384,10 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if words[MagicCutoff] {
+		ended = true // the server cut it: the client did not leave
+		return
+	}
 	if words[MagicFailRun] {
 		s.setStatus(ru, "failed")
 		ended = ev("run.failed", map[string]any{"error": "Agent run failed (FAILRUN requested)"})

@@ -6,7 +6,8 @@
 // The answer type is Options.Mode unless the caller's text holds a magic word (matched as a
 // whole word, case-sensitive): PLAIN, JSON or SSE choose the type; FAIL500 answers HTTP 500;
 // SLOW sends the first piece at once and the rest Options.SlowEvery apart; HANG sends
-// nothing until the client goes away or the server is closed. The reply text is
+// nothing until the client goes away or the server is closed; BADJSON answers
+// application/json that breaks off mid-object. The reply text is
 // Options.Reply's, by default "You said: <text>." with the magic words left in.
 package fakewebhook
 
@@ -42,6 +43,7 @@ const (
 	MagicFail500 = "FAIL500"
 	MagicSlow    = "SLOW"
 	MagicHang    = "HANG"
+	MagicBadJSON = "BADJSON"
 )
 
 // DefaultSlowEvery is the pause between the pieces of a SLOW reply.
@@ -223,6 +225,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rec *Request, dec
 	case words[MagicHang]:
 		s.wait(r, -1)
 		return 0
+	case words[MagicBadJSON]:
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"text": "You said`)
+		return http.StatusOK
 	}
 	mode := s.opts.Mode
 	switch {
@@ -310,7 +316,7 @@ func magicWords(text string) map[string]bool {
 	out := map[string]bool{}
 	for _, w := range strings.FieldsFunc(text, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
 		switch w {
-		case MagicPlain, MagicJSON, MagicSSE, MagicFail500, MagicSlow, MagicHang:
+		case MagicPlain, MagicJSON, MagicSSE, MagicFail500, MagicSlow, MagicHang, MagicBadJSON:
 			out[w] = true
 		}
 	}

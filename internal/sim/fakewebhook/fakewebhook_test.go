@@ -2,6 +2,7 @@ package fakewebhook
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -163,5 +164,17 @@ func TestMagicWordsWholeWords(t *testing.T) {
 	got := magicWords("SSE, JSONx FAIL500! sse HANG")
 	if !got[MagicSSE] || got[MagicJSON] || !got[MagicFail500] || !got[MagicHang] || len(got) != 3 {
 		t.Errorf("magic words %v", got)
+	}
+}
+
+func TestBadJSONAnswerBreaksOff(t *testing.T) {
+	_, srv := serve(t, Options{})
+	resp, body := post(t, t.Context(), srv.URL, turn("tell me BADJSON"), nil)
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/json" {
+		t.Fatalf("status %d, Content-Type %q", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	var v any
+	if err := json.Unmarshal([]byte(body), &v); err == nil {
+		t.Errorf("answer %q is valid JSON", body)
 	}
 }

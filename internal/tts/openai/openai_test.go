@@ -3,7 +3,6 @@ package openai_test
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"io"
@@ -19,7 +18,6 @@ import (
 
 	"github.com/handset-voice/handset/internal/audio"
 	"github.com/handset-voice/handset/internal/audio/audiotest"
-	"github.com/handset-voice/handset/internal/audio/g711"
 	"github.com/handset-voice/handset/internal/sim/fakeopenaispeech"
 	"github.com/handset-voice/handset/internal/tts/openai"
 	"github.com/handset-voice/handset/internal/voice"
@@ -94,21 +92,6 @@ func synth(t *testing.T, s *openai.Synthesizer, text string, f audio.Format) []b
 	return b
 }
 
-// decode turns audio in f back into samples.
-func decode(f audio.Format, b []byte) []int16 {
-	switch f.Encoding {
-	case audio.Mulaw:
-		return g711.DecodeMulaw(make([]int16, len(b)), b)
-	case audio.Alaw:
-		return g711.DecodeAlaw(make([]int16, len(b)), b)
-	}
-	pcm := make([]int16, len(b)/2)
-	for i := range pcm {
-		pcm[i] = int16(binary.LittleEndian.Uint16(b[2*i:]))
-	}
-	return pcm
-}
-
 func TestNameAndNew(t *testing.T) {
 	s, err := openai.New(openai.Options{})
 	if err != nil || s.Name() != "openai" {
@@ -133,7 +116,7 @@ func TestSpeaksTelephoneAudio(t *testing.T) {
 		t.Errorf("got %v of audio (%d bytes), want %v", got, len(b), want)
 	}
 	// The fake voice is normalised as a cloud TTS is; the telephone conversion keeps it.
-	if db := audiotest.PeakFrameDBFS(decode(audio.Telephone, b), audio.Telephone.Rate); math.Abs(db-audiotest.TTSPeakFrameDBFS) > 1.5 {
+	if db := audiotest.PeakFrameDBFS(audiotest.Decode(audio.Telephone, b), audio.Telephone.Rate); math.Abs(db-audiotest.TTSPeakFrameDBFS) > 1.5 {
 		t.Errorf("loudest frame at %.1f dBFS, want about %.0f", db, audiotest.TTSPeakFrameDBFS)
 	}
 	sp := fake.Speeches()
@@ -181,7 +164,7 @@ func TestFormatConversions(t *testing.T) {
 			t.Errorf("%v: %v of audio (%d bytes), want %v (%d bytes)", f, got, len(b), d, f.Bytes(d))
 			continue
 		}
-		pcm := decode(f, b)
+		pcm := audiotest.Decode(f, b)
 		mid := pcm[len(pcm)/10 : len(pcm)*9/10] // away from the edges of the tone
 		db := audiotest.ToneLevelDB(mid, f.Rate, 1000)
 		if math.Abs(db-(-6.0)) > 0.5 {
