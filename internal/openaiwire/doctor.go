@@ -52,7 +52,7 @@ func SpeechChecks(p registry.Probe, modelEnv string) []doctor.Check {
 			}
 			ids, ok := ModelList(a.Body)
 			if !ok || !slices.Contains(ids, model) {
-				return doctor.WarnResult(fmt.Sprintf("%q is not among the models %s lists (%s)", model, base, firstFew(ids, 5)),
+				return doctor.WarnResult(fmt.Sprintf("%q is not among the models %s lists (%s)", model, base, doctor.FirstFew(ids, 5)),
 					"set "+modelEnv+" to one it serves, unless it takes models it does not list")
 			}
 			return doctor.OKResult(model + " is listed")
@@ -83,12 +83,4 @@ func ModelList(body []byte) ([]string, bool) {
 		ids = append(ids, m.ID)
 	}
 	return ids, true
-}
-
-// firstFew joins up to n items: "a, b, c and 4 more".
-func firstFew(items []string, n int) string {
-	if len(items) <= n {
-		return strings.Join(items, ", ")
-	}
-	return fmt.Sprintf("%s and %d more", strings.Join(items[:n], ", "), len(items)-n)
 }

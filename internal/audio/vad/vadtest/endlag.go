@@ -9,8 +9,7 @@ import (
 
 // EndLag runs the first utterance of SpeechTrack and then two seconds of silence through d
 // (made for 16 kHz), in 20 ms frames: how long after the utterance's last labelled frame d
-// said SpeechEnd. It is how a test sees a detector's end-of-speech setting at work. ok is
-// false when d did not say SpeechStart and then SpeechEnd.
+// said SpeechEnd. ok is false when d did not say SpeechStart and then SpeechEnd.
 func EndLag(t testing.TB, d vad.Detector) (lag time.Duration, ok bool) {
 	t.Helper()
 	tr := SpeechTrack(t)
@@ -29,4 +28,24 @@ func EndLag(t testing.TB, d vad.Detector) (lag time.Duration, ok bool) {
 		}
 	}
 	return 0, false
+}
+
+// CheckEndSetting fails t unless detectors at 16 kHz from newDetector, given the silence
+// that ends speech (HANDSET_VAD_END), take it: 300 ms and 900 ms must end the same
+// utterance about 600 ms apart. It is how a test sees that a VAD built from settings reads
+// that one.
+func CheckEndSetting(t testing.TB, newDetector func(end time.Duration) vad.Detector) {
+	t.Helper()
+	lag := func(end time.Duration) time.Duration {
+		t.Helper()
+		l, ok := EndLag(t, newDetector(end))
+		if !ok {
+			t.Fatalf("ending speech after %v: the detector did not hear the utterance start and end", end)
+		}
+		return l
+	}
+	short, long := lag(300*time.Millisecond), lag(900*time.Millisecond)
+	if diff := long - short; diff < 500*time.Millisecond || diff > 700*time.Millisecond {
+		t.Errorf("speech ended %v after the utterance with 300ms and %v with 900ms: want 600ms between them", short, long)
+	}
 }
