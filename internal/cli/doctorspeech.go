@@ -60,6 +60,9 @@ func (d *doctorRun) vadChecks() []doctor.Check {
 		return []doctor.Check{localCheck(secVAD, "engine", d.bestVAD)}
 	}
 	if p, ok := registry.Find[registry.VAD](choice); ok {
+		if p.Checks == nil {
+			return nil
+		}
 		return p.Checks(d.providerProbe(secVAD, "HANDSET_VAD"))
 	}
 	return []doctor.Check{fixedCheck(secVAD, "engine", resSkip("HANDSET_VAD="+choice+" is not an engine (see config)"))}
