@@ -23,6 +23,7 @@ import (
 	"github.com/handset-voice/handset/internal/agent/openclaw"
 	"github.com/handset-voice/handset/internal/config"
 	"github.com/handset-voice/handset/internal/doctor"
+	"github.com/handset-voice/handset/internal/openaiwire"
 	"github.com/handset-voice/handset/internal/voice"
 )
 
@@ -75,29 +76,10 @@ func rootCause(err error) string { return doctor.RootCause(err) }
 func bodySnippet(b []byte) string { return doctor.Snippet(b) }
 
 // modelList reads an OpenAI-style model list ({"data":[{"id"}]}).
-func modelList(body []byte) ([]string, bool) {
-	var list struct {
-		Data []struct {
-			ID string `json:"id"`
-		} `json:"data"`
-	}
-	if json.Unmarshal(body, &list) != nil || list.Data == nil {
-		return nil, false
-	}
-	ids := make([]string, 0, len(list.Data))
-	for _, m := range list.Data {
-		ids = append(ids, m.ID)
-	}
-	return ids, true
-}
+func modelList(body []byte) ([]string, bool) { return openaiwire.ModelList(body) }
 
 // firstFew joins up to n items: "a, b, c and 4 more".
-func firstFew(items []string, n int) string {
-	if len(items) <= n {
-		return strings.Join(items, ", ")
-	}
-	return fmt.Sprintf("%s and %d more", strings.Join(items[:n], ", "), len(items)-n)
-}
+func firstFew(items []string, n int) string { return doctor.FirstFew(items, n) }
 
 func bearerHeader(key string) map[string]string {
 	if key == "" {

@@ -1,8 +1,11 @@
 package obs
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
+
+	"github.com/handset-voice/handset/internal/registry"
 )
 
 // Verdict is what Diagnose makes of a call: the first broken stage, what went wrong
@@ -293,47 +296,32 @@ type provider struct {
 	slowFix  string // what makes it answer sooner
 }
 
+// sttProvider names a speech-to-text provider as its catalogue entry describes it.
 func sttProvider(name string) provider {
-	switch name {
-	case "deepgram":
-		return provider{name: "Deepgram", keyVar: "DEEPGRAM_API_KEY", url: "HANDSET_DEEPGRAM_URL",
-			keyFix:   "Set DEEPGRAM_API_KEY to a valid key from the Deepgram console (it is sent to HANDSET_DEEPGRAM_URL).",
-			modelFix: "Check HANDSET_DEEPGRAM_MODEL and HANDSET_DEEPGRAM_LANGUAGE name a model and language Deepgram offers."}
-	case "openai":
-		return provider{name: "the OpenAI-compatible transcription server", keyVar: "OPENAI_API_KEY", url: "HANDSET_OPENAI_URL",
-			keyFix:   "Set OPENAI_API_KEY to a key the server at HANDSET_OPENAI_URL accepts.",
-			modelFix: "Check HANDSET_OPENAI_STT_MODEL names a model the server at HANDSET_OPENAI_URL serves."}
-	case "sphinx":
-		return provider{name: "PocketSphinx", urlHint: "; with many callers speaking at once raise HANDSET_SPHINX_DECODERS",
-			modelFix: "Check HANDSET_SPHINX_MODEL is the folder of the US English model (Debian package pocketsphinx-en-us) and `handset version` lists sphinx as ready."}
+	if p, ok := registry.Find[registry.STT](name); ok {
+		return described(p.Info())
 	}
 	return provider{name: nameOr(name, "the STT provider"), keyVar: "the STT key", keyFix: "Check the STT provider's key (HANDSET_STT names the provider).",
 		modelFix: "Check the STT provider's model and language settings."}
 }
 
+// ttsProvider names a text-to-speech provider as its catalogue entry describes it.
 func ttsProvider(name string) provider {
-	switch name {
-	case "elevenlabs":
-		return provider{name: "ElevenLabs", keyVar: "ELEVENLABS_API_KEY", url: "HANDSET_ELEVENLABS_URL",
-			keyFix:   "Set ELEVENLABS_API_KEY to a valid key from your ElevenLabs profile (it is sent to HANDSET_ELEVENLABS_URL).",
-			modelFix: "Check HANDSET_ELEVENLABS_VOICE and HANDSET_ELEVENLABS_MODEL name a voice and model your account has.",
-			slowFix:  "Use a faster voice model (HANDSET_ELEVENLABS_MODEL=eleven_flash_v2_5), or run Handset closer to ElevenLabs."}
-	case "openai":
-		return provider{name: "the OpenAI-compatible speech server", keyVar: "OPENAI_API_KEY", url: "HANDSET_OPENAI_URL",
-			keyFix:   "Set OPENAI_API_KEY to a key the server at HANDSET_OPENAI_URL accepts.",
-			modelFix: "Check HANDSET_OPENAI_TTS_MODEL and HANDSET_OPENAI_TTS_VOICE name a model and voice the server at HANDSET_OPENAI_URL has.",
-			slowFix:  "Use a faster speech model (HANDSET_OPENAI_TTS_MODEL), or a server closer to this host."}
-	case "flite":
-		return provider{name: "flite",
-			modelFix: "Check HANDSET_FLITE_VOICE, and that `handset version` lists flite as ready (it needs a build with -tags embedded).",
-			slowFix:  "flite runs on this host's CPU: the host is short of CPU."}
-	case "espeak":
-		return provider{name: "espeak-ng",
-			modelFix: "Check espeak-ng is installed (apt-get install espeak-ng) and HANDSET_ESPEAK_VOICE is one of `espeak-ng --voices`.",
-			slowFix:  "espeak-ng runs on this host's CPU: the host is short of CPU."}
+	const slowFix = "Use a faster TTS model or provider."
+	if p, ok := registry.Find[registry.TTS](name); ok {
+		d := described(p.Info())
+		d.slowFix = cmp.Or(d.slowFix, slowFix)
+		return d
 	}
 	return provider{name: nameOr(name, "the TTS provider"), keyVar: "the TTS key", keyFix: "Check the TTS provider's key (HANDSET_TTS names the provider).",
-		modelFix: "Check the TTS provider's model and voice settings.", slowFix: "Use a faster TTS model or provider."}
+		modelFix: "Check the TTS provider's model and voice settings.", slowFix: slowFix}
+}
+
+// described is a provider as it describes itself: its title and its hints.
+func described(a registry.About) provider {
+	h := a.Hints
+	return provider{name: a.Title, keyVar: h.KeyVar, keyFix: h.KeyFix, url: h.URLVar, urlHint: h.URLHint,
+		modelFix: h.ModelFix, slowFix: h.SlowFix}
 }
 
 func agentProvider(name string) provider {

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	_ "github.com/handset-voice/handset/internal/providers" // the hints verdicts give come from the catalogue
 )
 
 // want is what a verdict must say: its stage, and words its problem, fix and evidence

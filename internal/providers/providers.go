@@ -3,18 +3,39 @@
 // (docs/architecture.md, adding a provider).
 package providers
 
-import "github.com/handset-voice/handset/internal/registry"
+import (
+	"github.com/handset-voice/handset/internal/audio/vad/silero"
+	"github.com/handset-voice/handset/internal/audio/vad/webrtc"
+	"github.com/handset-voice/handset/internal/registry"
+	"github.com/handset-voice/handset/internal/stt/deepgram"
+	sttopenai "github.com/handset-voice/handset/internal/stt/openai"
+	"github.com/handset-voice/handset/internal/stt/sphinx"
+	"github.com/handset-voice/handset/internal/tts/elevenlabs"
+	"github.com/handset-voice/handset/internal/tts/espeak"
+	"github.com/handset-voice/handset/internal/tts/flite"
+	ttsopenai "github.com/handset-voice/handset/internal/tts/openai"
+)
 
 func init() {
 	registry.Register(
-	// carriers
+		// carriers
 
-	// speech to text
+		// speech to text
+		deepgram.Provider,
+		sttopenai.Provider,
+		sphinx.Provider,
 
-	// text to speech
+		// text to speech
+		elevenlabs.Provider,
+		ttsopenai.Provider,
+		flite.Provider,
+		espeak.Provider,
 
-	// agent runtimes
+		// agent runtimes
 
-	// voice activity detectors
+		// voice activity detectors
+		silero.Provider,
+		webrtc.Provider,
+		energyVAD,
 	)
 }
