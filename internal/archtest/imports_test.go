@@ -100,12 +100,14 @@ var rules = []rule{
 	{"internal/audio/vad/vadtest", []string{"internal/audio/...", "internal/testpeer"}},
 	{"internal/voice", []string{"internal/audio/..."}},
 	{"internal/turn", []string{"internal/voice"}},
-	{"internal/obs", []string{"internal/voice"}},
+	// obs reads what diagnose advises for an agent runtime from the registry
+	{"internal/obs", []string{"internal/voice", "internal/registry"}},
 	{"internal/session", []string{"internal/voice"}},
 	{"internal/openaiwire", []string{"internal/voice"}},
 	{"internal/json5", nil},
 	{"internal/edge", nil},
-	{"internal/config/...", []string{"internal/audio/..."}},
+	// config asks the registry for an agent runtime's defaults (address, model, key)
+	{"internal/config/...", []string{"internal/audio/...", "internal/registry"}},
 	{"internal/doctor", nil},
 	// the catalogue of providers, and the one list that registers them all
 	{"internal/registry", []string{"internal/audio/...", "internal/voice", "internal/doctor"}},
@@ -126,6 +128,9 @@ var rules = []rule{
 	{"internal/stt/...", providerMay},
 	{"internal/tts/...", providerMay},
 	{"internal/agent/...", append(slices.Clip(providerMay), "internal/agent/httpagent/...")},
+	// the one sibling arrow: OpenClaw's HTTP transport is its gateway's OpenAI-compatible
+	// endpoint, which the openai runtime's client speaks
+	{"internal/agent/openclaw", append(slices.Clip(providerMay), "internal/agent/httpagent/...", "internal/agent/openai")},
 	// the HTTP-streaming plumbing the runtimes share: nothing of a runtime
 	{"internal/agent/httpagent/...", append(slices.Clip(providerMay), "internal/agent/httpagent/...")},
 	{"internal/browser/...", providerMay},
@@ -224,7 +229,8 @@ var thirdParties = []thirdParty{
 	{"github.com/prometheus/client_golang", []string{"internal/obs"}, nil},
 	{"github.com/prometheus/client_model", []string{"internal/bench"}, nil},
 	{"github.com/prometheus/common", []string{"internal/bench"}, nil},
-	{"go.yaml.in/yaml/v3", []string{"internal/config", "internal/cli"}, nil},
+	// (hermes: doctor reads ~/.hermes/config.yaml)
+	{"go.yaml.in/yaml/v3", []string{"internal/config", "internal/cli", "internal/agent/hermes"}, nil},
 	{"golang.org/x/sys", []string{"internal/cli"}, nil},
 	{"github.com/google/go-cmp", []string{"internal/store/storetest"}, []string{"..."}},
 	{"go.uber.org/goleak", nil, []string{"..."}},
@@ -298,6 +304,10 @@ func TestRulesCatchWrongArrows(t *testing.T) {
 		{"internal/call", "internal/testpeer"},
 		{"internal/newpackage", "internal/voice"}, // no rule: denied
 		{"internal/agent/openclaw", "internal/agent"},
+		{"internal/agent/hermes", "internal/agent/openai"},
+		{"internal/agent/openai", "internal/agent/openclaw"},
+		{"internal/agent/openclaw", "internal/config"},
+		{"internal/config", "internal/providers"},
 	}
 	for _, b := range bad {
 		if allowed(b[0], b[1]) {
@@ -313,6 +323,8 @@ func TestRulesCatchWrongArrows(t *testing.T) {
 		{"internal/agent/hermes", "internal/agent/httpagent"},
 		{"internal/stt/deepgram", "internal/stt/deepgram/deepgramtest"},
 		{"internal/audio/vad/vadtest", "internal/testpeer"},
+		{"internal/config", "internal/registry"},
+		{"internal/agent/openclaw", "internal/agent/openai"},
 	}
 	for _, g := range good {
 		if !allowed(g[0], g[1]) {

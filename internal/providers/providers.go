@@ -3,18 +3,30 @@
 // (docs/architecture.md, adding a provider).
 package providers
 
-import "github.com/handset-voice/handset/internal/registry"
+import (
+	"github.com/handset-voice/handset/internal/agent/echo"
+	"github.com/handset-voice/handset/internal/agent/hermes"
+	agentopenai "github.com/handset-voice/handset/internal/agent/openai"
+	"github.com/handset-voice/handset/internal/agent/openclaw"
+	"github.com/handset-voice/handset/internal/agent/webhook"
+	"github.com/handset-voice/handset/internal/registry"
+)
 
 func init() {
 	registry.Register(
-	// carriers
+		// carriers
 
-	// speech to text
+		// speech to text
 
-	// text to speech
+		// text to speech
 
-	// agent runtimes
+		// agent runtimes
+		hermes.Provider,
+		openclaw.Provider,
+		agentopenai.Provider,
+		webhook.Provider,
+		echo.Provider,
 
-	// voice activity detectors
+		// voice activity detectors
 	)
 }
