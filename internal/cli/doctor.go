@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 
 	"github.com/handset-voice/handset/internal/config"
@@ -338,32 +337,14 @@ type doctorRun struct {
 	hermesOnce onceValue[hermesHome]
 }
 
-// onceValue computes a value once, for the checks that share one probe. The zero value is
-// ready to use.
-type onceValue[T any] struct {
-	init sync.Once
-	sem  chan struct{} // size 1: one computation at a time
-	done bool
-	v    T
-	err  error
-}
+// onceValue computes a value once, for the checks that share one probe (doctor.Once). The
+// zero value is ready to use.
+type onceValue[T any] struct{ doctor.Once[T] }
 
 // get returns the value, computing it with f the first time. A caller waiting for another
 // one's computation gives up when its own ctx ends.
 func (o *onceValue[T]) get(ctx context.Context, f func(context.Context) (T, error)) (T, error) {
-	o.init.Do(func() { o.sem = make(chan struct{}, 1) })
-	select {
-	case o.sem <- struct{}{}:
-	case <-ctx.Done():
-		var zero T
-		return zero, ctx.Err()
-	}
-	defer func() { <-o.sem }()
-	if !o.done {
-		o.v, o.err = f(ctx)
-		o.done = true
-	}
-	return o.v, o.err
+	return o.Get(ctx, f)
 }
 
 // hermes reads ~/.hermes once.
