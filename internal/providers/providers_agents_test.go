@@ -14,6 +14,7 @@ import (
 
 	"github.com/handset-voice/handset/internal/agent/hermes"
 	"github.com/handset-voice/handset/internal/agent/openclaw"
+	"github.com/handset-voice/handset/internal/doctor"
 	"github.com/handset-voice/handset/internal/registry"
 	"github.com/handset-voice/handset/internal/sim/fakehermes"
 	"github.com/handset-voice/handset/internal/sim/fakeopenai"
@@ -312,4 +313,60 @@ func TestEchoBuiltFromRegistry(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantReplyRepeats(t, turn(t, a))
+}
+
+// checkResults runs runtime name's doctor checks, each in turn, by name.
+func checkResults(t *testing.T, name string, s settings) map[string]doctor.Result {
+	t.Helper()
+	p, _ := registry.Find[registry.Agent](name)
+	client := &http.Client{}
+	out := map[string]doctor.Result{}
+	for _, c := range p.Checks(registry.Probe{Settings: s, Section: "agent", Choice: "HANDSET_AGENT",
+		HTTP: func(string) *http.Client { return client }}) {
+		if c.Section != "agent" {
+			t.Errorf("check %q in section %q, not the probe's", c.Name, c.Section)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		out[c.Name] = c.Run(ctx)
+		cancel()
+	}
+	return out
+}
+
+func TestRuntimesCheckThemselves(t *testing.T) {
+	ai := fakeopenai.New(fakeopenai.Options{Key: "sk-agent", Models: []string{"small-model"}})
+	t.Cleanup(ai.Close)
+	aiSrv := serve(t, ai)
+	hook := fakewebhook.New(fakewebhook.Options{})
+	t.Cleanup(hook.Close)
+	hookSrv := serve(t, hook)
+
+	for _, tc := range []struct {
+		runtime string
+		s       settings
+		want    map[string]doctor.Status
+	}{
+		{"openai", settings{"HANDSET_AGENT_URL": aiSrv.URL + "/v1", "HANDSET_AGENT_KEY": "sk-agent", "HANDSET_AGENT_MODEL": "small-model"},
+			map[string]doctor.Status{"api": doctor.OK, "model": doctor.OK}},
+		{"openai", settings{"HANDSET_AGENT_URL": aiSrv.URL + "/v1", "HANDSET_AGENT_KEY": "sk-agent", "HANDSET_AGENT_MODEL": "large-model"},
+			map[string]doctor.Status{"api": doctor.OK, "model": doctor.Warn}},
+		{"openai", settings{"HANDSET_AGENT_URL": aiSrv.URL + "/v1", "HANDSET_AGENT_KEY": "sk-other"},
+			map[string]doctor.Status{"api": doctor.Fail, "model": doctor.Skip}},
+		{"webhook", settings{"HANDSET_AGENT_URL": hookSrv.URL + "/turn"}, map[string]doctor.Status{"webhook": doctor.OK}},
+		{"webhook", settings{"HANDSET_AGENT_URL": closedURL(t) + "/turn"}, map[string]doctor.Status{"webhook": doctor.Fail}},
+		{"hermes", settings{"HANDSET_AGENT_URL": "https://hermes.invalid/v1"}, map[string]doctor.Status{
+			"api server": doctor.Fail, "key": doctor.Skip, "model": doctor.Skip, "capabilities": doctor.Skip,
+			"api server enabled": doctor.Skip, "gateway status": doctor.Skip}},
+		{"echo", settings{}, map[string]doctor.Status{"runtime": doctor.OK}},
+	} {
+		got := checkResults(t, tc.runtime, tc.s)
+		if len(got) != len(tc.want) {
+			t.Errorf("%s: checks %v, want %v", tc.runtime, got, tc.want)
+		}
+		for name, status := range tc.want {
+			if got[name].Status != status {
+				t.Errorf("%s %v: %q is %s (%s), want %s", tc.runtime, tc.s, name, got[name].Status, got[name].Detail, status)
+			}
+		}
+	}
 }

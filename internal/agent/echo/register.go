@@ -16,8 +16,8 @@ var Provider = registry.Agent{
 			ModelFix: "The echo agent cannot fail on its own: the server log says what happened.",
 			SlowFix:  "The echo agent answers at once: the host is short of CPU.",
 		},
-		Checks: func(registry.Probe) []doctor.Check {
-			return []doctor.Check{doctor.Fixed("agent", "runtime", doctor.OKResult("the built-in echo agent repeats what the caller says: nothing to reach"))}
+		Checks: func(p registry.Probe) []doctor.Check {
+			return []doctor.Check{doctor.Fixed(p.Section, "runtime", doctor.OKResult("the built-in echo agent repeats what the caller says: nothing to reach"))}
 		},
 	},
 	New: func(registry.Build) (voice.Agent, error) { return New(), nil },

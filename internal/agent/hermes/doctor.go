@@ -21,8 +21,6 @@ import (
 	"github.com/handset-voice/handset/internal/voice"
 )
 
-const section = "agent"
-
 // checks are Hermes' doctor checks: its API server, the key, the model, the runs API, and
 // on this machine ~/.hermes and `hermes gateway status`.
 func checks(p registry.Probe) []doctor.Check {
@@ -38,7 +36,7 @@ func checks(p registry.Probe) []doctor.Check {
 	}
 	keyFix := "set HANDSET_AGENT_KEY (now from " + s.Source("HANDSET_AGENT_KEY") + ") to the API_SERVER_KEY in ~/.hermes/.env, the key the Hermes gateway was started with"
 	return []doctor.Check{
-		doctor.Net(section, "api server", func(ctx context.Context) doctor.Result {
+		doctor.Net(p.Section, "api server", func(ctx context.Context) doctor.Result {
 			a, err := doctor.Get(ctx, p.HTTP(base+"/health"), base+"/health", nil)
 			if err != nil {
 				fix := "start it: hermes gateway start (and check HANDSET_AGENT_URL, now " + base + ", from " + s.Source("HANDSET_AGENT_URL") + ")"
@@ -54,7 +52,7 @@ func checks(p registry.Probe) []doctor.Check {
 			}
 			return doctor.OKResult(fmt.Sprintf("Hermes %s (%s) answers at %s", cmp.Or(health.Version, "of unknown version"), cmp.Or(health.Platform, "hermes"), base))
 		}),
-		doctor.Net(section, "key", func(ctx context.Context) doctor.Result {
+		doctor.Net(p.Section, "key", func(ctx context.Context) doctor.Result {
 			if key == "" {
 				return doctor.SkipResult("no key to check (see config)")
 			}
@@ -70,7 +68,7 @@ func checks(p registry.Probe) []doctor.Check {
 			}
 			return doctor.OKResult("accepted (" + s.Source("HANDSET_AGENT_KEY") + ")")
 		}),
-		doctor.Net(section, "model", func(ctx context.Context) doctor.Result {
+		doctor.Net(p.Section, "model", func(ctx context.Context) doctor.Result {
 			if key == "" {
 				return doctor.SkipResult("no key to list models with (see config)")
 			}
@@ -89,7 +87,7 @@ func checks(p registry.Probe) []doctor.Check {
 			}
 			return doctor.OKResult(want + " is served")
 		}),
-		doctor.Net(section, "capabilities", func(ctx context.Context) doctor.Result {
+		doctor.Net(p.Section, "capabilities", func(ctx context.Context) doctor.Result {
 			if key == "" {
 				return doctor.SkipResult("no key (see config)")
 			}
@@ -115,8 +113,8 @@ func checks(p registry.Probe) []doctor.Check {
 			}
 			return doctor.OKResult("runs API with stop: an interrupted turn is stopped on Hermes' side")
 		}),
-		doctor.Local(section, "api server enabled", func(context.Context) doctor.Result { return enabled(p, base, home()) }),
-		doctor.Net(section, "gateway status", func(ctx context.Context) doctor.Result { return gatewayStatus(ctx, p, base) }),
+		doctor.Local(p.Section, "api server enabled", func(context.Context) doctor.Result { return enabled(p, base, home()) }),
+		doctor.Net(p.Section, "gateway status", func(ctx context.Context) doctor.Result { return gatewayStatus(ctx, p, base) }),
 	}
 }
 

@@ -64,8 +64,6 @@ func build(b registry.Build) (voice.Agent, error) {
 	})
 }
 
-const section = "agent"
-
 // checks ask the server for its models, with the key: that answers whether it is there,
 // takes the key, and has the model.
 func checks(p registry.Probe) []doctor.Check {
@@ -87,7 +85,7 @@ func checks(p registry.Probe) []doctor.Check {
 		keyStatus = "set"
 	}
 	return []doctor.Check{
-		doctor.Net(section, "api", func(ctx context.Context) doctor.Result {
+		doctor.Net(p.Section, "api", func(ctx context.Context) doctor.Result {
 			a, err := getModels(ctx)
 			switch {
 			case err != nil:
@@ -104,7 +102,7 @@ func checks(p registry.Probe) []doctor.Check {
 			}
 			return doctor.OKResult(base + " accepts the key")
 		}),
-		doctor.Net(section, "model", func(ctx context.Context) doctor.Result {
+		doctor.Net(p.Section, "model", func(ctx context.Context) doctor.Result {
 			a, err := getModels(ctx)
 			if err != nil || a.Status != http.StatusOK {
 				return doctor.SkipResult("not checked (see api)")

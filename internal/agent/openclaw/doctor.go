@@ -12,8 +12,6 @@ import (
 	"github.com/handset-voice/handset/internal/voice"
 )
 
-const section = "agent"
-
 // namedAgent is the agent HANDSET_AGENT_MODEL names, or "" when it was left at its default.
 func namedAgent(s registry.Settings) string {
 	if s.Source("HANDSET_AGENT_MODEL") != "default" {
@@ -28,7 +26,7 @@ func checks(p registry.Probe) []doctor.Check {
 	s := p.Settings
 	wsURL, httpURL, err := GatewayURLs(gatewayURL(s))
 	if err != nil {
-		return []doctor.Check{doctor.Fixed(section, "gateway", doctor.FailResult(err.Error(), "correct HANDSET_AGENT_URL (see config)"))}
+		return []doctor.Check{doctor.Fixed(p.Section, "gateway", doctor.FailResult(err.Error(), "correct HANDSET_AGENT_URL (see config)"))}
 	}
 	key, named := s.Value("HANDSET_AGENT_KEY"), namedAgent(s)
 	var roster doctor.Once[[]AgentInfo]
@@ -62,7 +60,7 @@ func checks(p registry.Probe) []doctor.Check {
 		return doctor.FailResult(detail, fix)
 	}
 	cs := []doctor.Check{
-		doctor.Net(section, "gateway", func(ctx context.Context) doctor.Result {
+		doctor.Net(p.Section, "gateway", func(ctx context.Context) doctor.Result {
 			agents, err := list(ctx)
 			if err != nil {
 				return failure(err, doctor.FailResult("the gateway at "+wsURL+" did not list its agents: "+err.Error(),
@@ -78,7 +76,7 @@ func checks(p registry.Probe) []doctor.Check {
 			}
 			return doctor.OKResult(fmt.Sprintf("%s accepts the token; %d agent(s): %s", wsURL, len(agents), doctor.FirstFew(ids, 8)))
 		}),
-		doctor.Net(section, "agent", func(ctx context.Context) doctor.Result {
+		doctor.Net(p.Section, "agent", func(ctx context.Context) doctor.Result {
 			agents, err := list(ctx)
 			if err != nil {
 				return doctor.SkipResult("not checked (see gateway)")
@@ -100,7 +98,7 @@ func checks(p registry.Probe) []doctor.Check {
 	}
 	if s.Value("HANDSET_AGENT_TRANSPORT") == "http" {
 		base := httpURL + "/v1"
-		cs = append(cs, doctor.Net(section, "http endpoint", func(ctx context.Context) doctor.Result {
+		cs = append(cs, doctor.Net(p.Section, "http endpoint", func(ctx context.Context) doctor.Result {
 			a, err := doctor.Get(ctx, p.HTTP(base+"/models"), base+"/models", doctor.Bearer(key))
 			switch {
 			case err != nil:

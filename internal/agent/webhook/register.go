@@ -24,7 +24,7 @@ var Provider = registry.Agent{
 			SlowFix:  "Your webhook is slow to send its first text: stream the reply as it is written." + registry.LongTurnFiller,
 		},
 		Checks: func(p registry.Probe) []doctor.Check {
-			return []doctor.Check{doctor.Net("agent", "webhook", func(ctx context.Context) doctor.Result { return reachable(ctx, p) })}
+			return []doctor.Check{doctor.Net(p.Section, "webhook", func(ctx context.Context) doctor.Result { return reachable(ctx, p) })}
 		},
 	},
 	New: func(b registry.Build) (voice.Agent, error) {
