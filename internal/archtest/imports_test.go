@@ -108,12 +108,14 @@ var rules = []rule{
 	{"internal/audio/vad/webrtc", []string{"internal/audio/...", "internal/registry", "internal/doctor"}},
 	{"internal/voice", []string{"internal/audio/..."}},
 	{"internal/turn", []string{"internal/voice"}},
+	// obs reads what diagnose advises for an agent runtime from the registry
 	{"internal/obs", []string{"internal/voice", "internal/registry"}},
 	{"internal/session", []string{"internal/voice"}},
 	{"internal/openaiwire", []string{"internal/voice", "internal/registry", "internal/doctor"}},
 	{"internal/json5", nil},
 	{"internal/edge", nil},
-	{"internal/config/...", []string{"internal/audio/..."}},
+	// config asks the registry for an agent runtime's defaults (address, model, key)
+	{"internal/config/...", []string{"internal/audio/...", "internal/registry"}},
 	{"internal/doctor", nil},
 	// the catalogue of providers, and the one list that registers them all
 	{"internal/registry", []string{"internal/audio/...", "internal/voice", "internal/doctor"}},
@@ -140,6 +142,9 @@ var rules = []rule{
 	{"internal/stt/...", providerMay},
 	{"internal/tts/...", providerMay},
 	{"internal/agent/...", append(slices.Clip(providerMay), "internal/agent/httpagent/...")},
+	// the one sibling arrow: OpenClaw's HTTP transport is its gateway's OpenAI-compatible
+	// endpoint, which the openai runtime's client speaks
+	{"internal/agent/openclaw", append(slices.Clip(providerMay), "internal/agent/httpagent/...", "internal/agent/openai")},
 	// the HTTP-streaming plumbing the runtimes share: nothing of a runtime
 	{"internal/agent/httpagent/...", append(slices.Clip(providerMay), "internal/agent/httpagent/...")},
 	{"internal/browser/...", providerMay},
@@ -282,7 +287,8 @@ var thirdParties = []thirdParty{
 	{"github.com/prometheus/client_golang", []string{"internal/obs"}, nil},
 	{"github.com/prometheus/client_model", []string{"internal/bench"}, nil},
 	{"github.com/prometheus/common", []string{"internal/bench"}, nil},
-	{"go.yaml.in/yaml/v3", []string{"internal/config", "internal/cli"}, nil},
+	// (hermes: doctor reads ~/.hermes/config.yaml)
+	{"go.yaml.in/yaml/v3", []string{"internal/config", "internal/cli", "internal/agent/hermes"}, nil},
 	{"golang.org/x/sys", []string{"internal/cli"}, nil},
 	{"github.com/google/go-cmp", []string{"internal/store/storetest"}, []string{"..."}},
 	{"go.uber.org/goleak", []string{"internal/carrier/carriertest", "internal/stt/stttest", "internal/tts/ttstest",
@@ -363,6 +369,10 @@ func TestRulesCatchWrongArrows(t *testing.T) {
 		{"internal/carrier/carriertest", "internal/carrier/twilio"},
 		{"internal/carrier/telnyx", "internal/carrier/twilio"}, // a sibling carrier
 		{"internal/carrier/twilio", "internal/config"},
+		{"internal/agent/hermes", "internal/agent/openai"},
+		{"internal/agent/openai", "internal/agent/openclaw"},
+		{"internal/agent/openclaw", "internal/config"},
+		{"internal/config", "internal/providers"},
 	}
 	for _, b := range bad {
 		if allowed(b[0], b[1]) {
@@ -382,6 +392,8 @@ func TestRulesCatchWrongArrows(t *testing.T) {
 		{"internal/carrier/twilio", "internal/carrier"},
 		{"internal/carrier/twilio", "internal/doctor"},
 		{"internal/cli", "internal/carrier/twilio"},
+		{"internal/config", "internal/registry"},
+		{"internal/agent/openclaw", "internal/agent/openai"},
 	}
 	for _, g := range good {
 		if !allowed(g[0], g[1]) {

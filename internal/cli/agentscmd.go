@@ -21,7 +21,7 @@ type agentsReport struct {
 
 // sharedAgents are ids that usually name an agent with everything enabled; a phone line
 // to one of them should be a deliberate choice.
-var sharedAgents = map[string]bool{"main": true, "default": true, "master": true, "admin": true}
+var sharedAgents = openclaw.SharedAgents
 
 // runAgents lists the OpenClaw gateway's agents and says which one Handset would use.
 func runAgents(ctx context.Context, env Env, args []string) error {

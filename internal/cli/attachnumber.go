@@ -14,6 +14,7 @@ import (
 	"github.com/handset-voice/handset/internal/carrier"
 	"github.com/handset-voice/handset/internal/carrier/twilio"
 	"github.com/handset-voice/handset/internal/config"
+	"github.com/handset-voice/handset/internal/doctor"
 	"github.com/handset-voice/handset/internal/voice"
 )
 
@@ -246,14 +247,7 @@ func checkWebhookURL(flagName, raw, route string) (warnings []string, err error)
 	return warnings, nil
 }
 
-func isLoopbackHost(host string) bool {
-	h := strings.ToLower(strings.TrimSuffix(host, "."))
-	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
-		return true
-	}
-	ip := net.ParseIP(h)
-	return ip != nil && ip.IsLoopback()
-}
+func isLoopbackHost(host string) bool { return doctor.IsLoopbackHost(host) }
 
 func isPrivateHost(host string) bool {
 	ip := net.ParseIP(host)

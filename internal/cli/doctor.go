@@ -283,7 +283,7 @@ func secretsOf(cfg *config.Config, h hermesHome) []string {
 			out = append(out, s.Reveal())
 		}
 	}
-	if k := h.env[config.HermesKeyVar]; k != "" {
+	if k := h.Env[config.HermesKeyVar]; k != "" {
 		out = append(out, k)
 	}
 	return out

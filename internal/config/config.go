@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/handset-voice/handset/internal/registry"
 )
 
 // Agent runtimes accepted by HANDSET_AGENT.
@@ -274,36 +276,26 @@ func Default() *Config {
 }
 
 // AgentURL is the agent runtime's base URL: HANDSET_AGENT_URL, or the runtime's default when it
-// is empty (Hermes and OpenClaw on localhost, the openai runtime at HANDSET_OPENAI_URL). It is
-// empty for webhook without a URL and for echo.
+// is empty (Hermes and OpenClaw on localhost, the openai runtime at HANDSET_OPENAI_URL), as
+// the runtime says in the registry. It is empty for webhook without a URL and for echo.
 func (c *Config) AgentURL() string {
 	if c.Agent.URL != "" {
 		return c.Agent.URL
 	}
-	switch c.Agent.Runtime {
-	case AgentHermes:
-		return DefaultHermesURL
-	case AgentOpenClaw:
-		return DefaultOpenClawURL
-	case AgentOpenAI:
-		return c.OpenAI.URL
+	if a, ok := registry.Find[registry.Agent](c.Agent.Runtime); ok && a.DefaultURL != nil {
+		return a.DefaultURL(c)
 	}
 	return ""
 }
 
 // AgentModel is the model or agent id sent to the runtime: HANDSET_AGENT_MODEL, or the runtime's
-// default when it is empty.
+// default (from the registry) when it is empty.
 func (c *Config) AgentModel() string {
 	if c.Agent.Model != "" {
 		return c.Agent.Model
 	}
-	switch c.Agent.Runtime {
-	case AgentHermes:
-		return DefaultHermesModel
-	case AgentOpenClaw:
-		return DefaultOpenClawModel
-	case AgentOpenAI:
-		return DefaultOpenAIModel
+	if a, ok := registry.Find[registry.Agent](c.Agent.Runtime); ok {
+		return a.DefaultModel
 	}
 	return ""
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/handset-voice/handset/internal/registry"
 )
 
 // Default file names, looked for in LoadOptions.WorkDir.
@@ -153,28 +155,26 @@ func readSources(opts LoadOptions, table []Setting) (sources, error) {
 	return src, errors.Join(errs...)
 }
 
-// fallBackAgentKey fills an empty agent key from the runtime's own variable. The OpenAI key is
-// only borrowed while the agent talks to the OpenAI root that key belongs to, so it is never
-// sent to some other server named in HANDSET_AGENT_URL.
+// fallBackAgentKey fills an empty agent key from the variable the runtime names in the
+// registry (its KeyVar). A key that is another setting's (OPENAI_API_KEY) is only borrowed
+// while the agent talks to the runtime's default address, the root that key belongs to, so
+// it is never sent to some other server named in HANDSET_AGENT_URL.
 func (c *Config) fallBackAgentKey(env map[string]envValue) {
 	if c.Agent.Key.IsSet() {
 		return
 	}
-	var from string
-	switch c.Agent.Runtime {
-	case AgentHermes:
-		from = HermesKeyVar
-	case AgentOpenClaw:
-		from = OpenClawKeyVar
-	case AgentOpenAI:
-		if c.OpenAI.Key.IsSet() && c.AgentURL() == c.OpenAI.URL {
-			c.Agent.Key = c.OpenAI.Key
-			o := c.info.origin("OPENAI_API_KEY")
-			o.Via = "OPENAI_API_KEY"
+	a, ok := registry.Find[registry.Agent](c.Agent.Runtime)
+	if !ok || a.KeyVar == "" {
+		return
+	}
+	from := a.KeyVar
+	if borrowed, ok := c.fieldOf(from).(*Secret); ok {
+		if borrowed.IsSet() && a.DefaultURL != nil && c.AgentURL() == a.DefaultURL(c) {
+			c.Agent.Key = *borrowed
+			o := c.info.origin(from)
+			o.Via = from
 			c.info.origins["HANDSET_AGENT_KEY"] = o
 		}
-		return
-	default:
 		return
 	}
 	if v, ok := env[from]; ok && strings.TrimSpace(v.value) != "" {

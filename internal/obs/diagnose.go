@@ -324,38 +324,20 @@ func described(a registry.About) provider {
 		modelFix: h.ModelFix, slowFix: h.SlowFix}
 }
 
+// agentProvider names the runtime as the registry describes it (its Title and Hints);
+// an unknown or unset one gets advice that fits any runtime.
 func agentProvider(name string) provider {
-	const filler = " HANDSET_LONG_TURN_MESSAGE fills a long wait."
 	p := provider{name: nameOr(name, "the agent runtime"), keyVar: "HANDSET_AGENT_KEY", url: "HANDSET_AGENT_URL",
 		keyFix:   "Set HANDSET_AGENT_KEY to a key the runtime at HANDSET_AGENT_URL accepts.",
 		modelFix: "Check HANDSET_AGENT_MODEL names a model the runtime has.",
-		slowFix:  "Use a faster model (HANDSET_AGENT_MODEL)." + filler}
-	switch name {
-	case "hermes":
-		p.name, p.urlHint = "Hermes Agent", " and `hermes gateway` is running with API_SERVER_ENABLED=true"
-		p.keyFix = "Set HANDSET_AGENT_KEY (or API_SERVER_KEY) to the API_SERVER_KEY in ~/.hermes/.env."
-		p.modelFix = "Check HANDSET_AGENT_MODEL (hermes-agent by default) and HANDSET_AGENT_TRANSPORT."
-		p.slowFix = "Hermes is slow to start answering: a faster model in Hermes' own configuration, or fewer tools before the first words." + filler
-	case "openclaw":
-		p.name, p.urlHint = "the OpenClaw gateway", " and the gateway is running"
-		p.keyFix = "Set HANDSET_AGENT_KEY (or OPENCLAW_GATEWAY_TOKEN) to the gateway's token."
-		p.modelFix = "Check HANDSET_AGENT_MODEL is openclaw/<agent id> for an agent the gateway has."
-		p.slowFix = "The OpenClaw agent is slow to start answering: a faster model for that agent, or fewer tools before the first words." + filler
-	case "openai":
-		p.name = "the OpenAI-compatible endpoint"
-		p.keyFix = "Set HANDSET_AGENT_KEY (or OPENAI_API_KEY) to a key the server at HANDSET_AGENT_URL accepts."
-		p.modelFix = "Check HANDSET_AGENT_MODEL names a model the server at HANDSET_AGENT_URL serves."
-		p.slowFix = "Use a faster model (HANDSET_AGENT_MODEL) or a server closer to this host." + filler
-	case "webhook":
-		p.name = "your webhook"
-		p.keyFix = "Set HANDSET_AGENT_KEY to the bearer token your webhook expects."
-		p.modelFix = "Your webhook refused Handset's request: compare what it expects with the webhook format in docs/runtimes.md."
-		p.slowFix = "Your webhook is slow to send its first text: stream the reply as it is written." + filler
-	case "echo":
-		p = provider{name: "the echo agent", modelFix: "The echo agent cannot fail on its own: the server log says what happened.",
-			slowFix: "The echo agent answers at once: the host is short of CPU."}
+		slowFix:  "Use a faster model (HANDSET_AGENT_MODEL)." + registry.LongTurnFiller}
+	a, ok := registry.Find[registry.Agent](name)
+	if !ok {
+		return p
 	}
-	return p
+	h := a.Hints
+	return provider{name: a.Title, keyVar: h.KeyVar, keyFix: h.KeyFix, url: h.URLVar, urlHint: h.URLHint,
+		modelFix: cmp.Or(h.ModelFix, p.modelFix), slowFix: cmp.Or(h.SlowFix, p.slowFix)}
 }
 
 // explain turns a stage's first error into a cause and a fix that names the setting.

@@ -57,3 +57,13 @@ func FuzzErrorMessage(f *testing.F) {
 		}
 	})
 }
+
+func TestModelList(t *testing.T) {
+	ids, ok := ModelList([]byte(`{"data":[{"id":"a"},{"id":"b"},{"id":"c"}]}`))
+	if !ok || len(ids) != 3 || ids[2] != "c" {
+		t.Fatalf("ModelList = %v, %v", ids, ok)
+	}
+	if _, ok := ModelList([]byte(`{"models":["a"]}`)); ok {
+		t.Error("a list in another shape read as OpenAI's")
+	}
+}

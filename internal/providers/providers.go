@@ -4,6 +4,11 @@
 package providers
 
 import (
+	"github.com/handset-voice/handset/internal/agent/echo"
+	"github.com/handset-voice/handset/internal/agent/hermes"
+	agentopenai "github.com/handset-voice/handset/internal/agent/openai"
+	"github.com/handset-voice/handset/internal/agent/openclaw"
+	"github.com/handset-voice/handset/internal/agent/webhook"
 	"github.com/handset-voice/handset/internal/audio/vad/silero"
 	"github.com/handset-voice/handset/internal/audio/vad/webrtc"
 	"github.com/handset-voice/handset/internal/registry"
@@ -32,6 +37,11 @@ func init() {
 		espeak.Provider,
 
 		// agent runtimes
+		hermes.Provider,
+		openclaw.Provider,
+		agentopenai.Provider,
+		webhook.Provider,
+		echo.Provider,
 
 		// voice activity detectors
 		silero.Provider,

@@ -67,6 +67,10 @@ type Hints struct {
 	URLHint  string // appended to "check <URLVar>" advice: a provider's own way to be reached
 }
 
+// LongTurnFiller ends an agent runtime's SlowFix: while it is slow, the caller can hear
+// something.
+const LongTurnFiller = " HANDSET_LONG_TURN_MESSAGE fills a long wait."
+
 // Build is what a provider gets when it is built for calls.
 type Build struct {
 	Settings Settings
@@ -91,6 +95,15 @@ type Probe struct {
 	EngineFile func(name string) (string, error)
 	Home       string // HOME of the command, for runtimes that keep files there
 	Demo       bool   // doctor --demo: checking what `handset demo` needs
+
+	// Environ and WorkDir are the command's environment and folder, for checks that run a
+	// runtime's own tool as the user would (`hermes gateway status`, found on its PATH).
+	Environ []string
+	WorkDir string
+	// Dotenv reads a dotenv file as Handset reads its own, for a runtime that keeps its
+	// settings in one (Hermes' ~/.hermes/.env): its variables, and what it could not read
+	// (the variables are those it could). Nil: such files are not read.
+	Dotenv func(path string) (map[string]string, error)
 }
 
 // Provider is one registered provider of any kind: STT, TTS, Agent, VAD or Carrier.
