@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/handset-voice/handset/internal/registry"
 )
 
 // Kind is the type of a setting's value; it decides how the value is parsed and checked.
@@ -241,7 +243,7 @@ func settingTable() []Setting {
 
 		// Agent runtime.
 		{Env: "HANDSET_AGENT", YAML: "agent.runtime", Kind: KindEnum,
-			Allowed:     []string{AgentHermes, AgentOpenClaw, AgentOpenAI, AgentWebhook, AgentEcho},
+			Allowed:     registry.Names(registry.KindAgent),
 			DefaultText: "empty: `handset serve` requires it, `handset demo` uses `echo`",
 			Help:        "The agent runtime that answers the caller.",
 			field:       func(c *Config) any { return &c.Agent.Runtime }},
@@ -308,11 +310,11 @@ func settingTable() []Setting {
 			field: func(c *Config) any { return &c.Session.CallerMemoryAttestation }},
 
 		// Speech to text.
-		{Env: "HANDSET_STT", YAML: "stt.provider", Kind: KindEnum, Allowed: []string{STTDeepgram, STTOpenAI, STTSphinx},
+		{Env: "HANDSET_STT", YAML: "stt.provider", Kind: KindEnum, Allowed: registry.Names(registry.KindSTT),
 			DefaultText: "empty: the command decides (`handset demo` uses `sphinx`)",
 			Help:        "Speech-to-text provider.",
 			field:       func(c *Config) any { return &c.STT.Provider }},
-		{Env: "HANDSET_STT_FALLBACK", YAML: "stt.fallback", Kind: KindEnum, Allowed: []string{STTDeepgram, STTOpenAI, STTSphinx},
+		{Env: "HANDSET_STT_FALLBACK", YAML: "stt.fallback", Kind: KindEnum, Allowed: registry.Names(registry.KindSTT),
 			DefaultText: "empty: none",
 			Help:        "A second speech-to-text provider, other than `HANDSET_STT` and configured like it (its key and URL settings), that hears the caller while the first is down. A call switches to it as soon as the first fails (the caller's words since the last transcript are replayed to it) and stays on it while it works; the next call starts on `HANDSET_STT` again.",
 			field:       func(c *Config) any { return &c.STT.Fallback }},
@@ -340,11 +342,11 @@ func settingTable() []Setting {
 			field: func(c *Config) any { return &c.STT.OpenAIModel }},
 
 		// Text to speech.
-		{Env: "HANDSET_TTS", YAML: "tts.provider", Kind: KindEnum, Allowed: []string{TTSElevenLabs, TTSOpenAI, TTSFlite, TTSEspeak},
+		{Env: "HANDSET_TTS", YAML: "tts.provider", Kind: KindEnum, Allowed: registry.Names(registry.KindTTS),
 			DefaultText: "empty: the command decides (`handset demo` uses `flite`)",
 			Help:        "Text-to-speech provider.",
 			field:       func(c *Config) any { return &c.TTS.Provider }},
-		{Env: "HANDSET_TTS_FALLBACK", YAML: "tts.fallback", Kind: KindEnum, Allowed: []string{TTSElevenLabs, TTSOpenAI, TTSFlite, TTSEspeak},
+		{Env: "HANDSET_TTS_FALLBACK", YAML: "tts.fallback", Kind: KindEnum, Allowed: registry.Names(registry.KindTTS),
 			DefaultText: "empty: none",
 			Help:        "A second text-to-speech provider, other than `HANDSET_TTS` and configured like it, that speaks a sentence the first could not (after one retry, or at once when the first stayed silent past `HANDSET_TTS_TIMEOUT`). After the first fails it speaks first for 30 s.",
 			field:       func(c *Config) any { return &c.TTS.Fallback }},
@@ -389,7 +391,7 @@ func settingTable() []Setting {
 			field: func(c *Config) any { return &c.OpenAI.URL }},
 
 		// Voice activity detection.
-		{Env: "HANDSET_VAD", YAML: "vad.engine", Kind: KindEnum, Allowed: []string{VADSilero, VADWebRTC, VADEnergy},
+		{Env: "HANDSET_VAD", YAML: "vad.engine", Kind: KindEnum, Allowed: registry.Names(registry.KindVAD),
 			DefaultText: "empty: the best engine built in",
 			Help:        "Voice activity detector.",
 			field:       func(c *Config) any { return &c.VAD.Engine }},
