@@ -65,6 +65,17 @@ type Hints struct {
 	ModelFix string // what to do when the model, voice or language is refused
 	SlowFix  string // what to do when it is slow; "" for the generic advice
 	URLHint  string // appended to "check <URLVar>" advice: a provider's own way to be reached
+	// TestFix is what `handset test` says to check when the provider fails its round trip
+	// with err; nil for the generic advice.
+	TestFix func(s Settings, err error) string
+	// MishearFix (speech-to-text) is what to check when it answers but mishears the
+	// probe phrase; nil for the generic advice.
+	MishearFix func(s Settings) string
+}
+
+// Fixed is a TestFix that gives the same advice whatever the error.
+func Fixed(advice string) func(Settings, error) string {
+	return func(Settings, error) string { return advice }
 }
 
 // LongTurnFiller ends an agent runtime's SlowFix: while it is slow, the caller can hear
@@ -170,3 +181,6 @@ func Names(k Kind) []string {
 	}
 	return out
 }
+
+// OfflineTestFix is the TestFix of the offline engines: whether this binary has them.
+const OfflineTestFix = "run `handset version` to see which offline engines this binary has; ./scripts/setup.sh installs them"

@@ -29,6 +29,7 @@ var Provider = registry.Agent{
 			ModelFix: "Check HANDSET_AGENT_MODEL (hermes-agent by default) and HANDSET_AGENT_TRANSPORT.",
 			SlowFix:  "Hermes is slow to start answering: a faster model in Hermes' own configuration, or fewer tools before the first words." + registry.LongTurnFiller,
 			URLHint:  " and `hermes gateway` is running with API_SERVER_ENABLED=true",
+			TestFix:  registry.Fixed("run `handset doctor`; is `hermes gateway` running with API_SERVER_ENABLED=true, and is HANDSET_AGENT_KEY (or API_SERVER_KEY) its key?"),
 		},
 		Checks: checks,
 	},

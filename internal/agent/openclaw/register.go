@@ -42,6 +42,9 @@ var Provider = registry.Agent{
 			ModelFix: "Check HANDSET_AGENT_MODEL is openclaw/<agent id> for an agent the gateway has.",
 			SlowFix:  "The OpenClaw agent is slow to start answering: a faster model for that agent, or fewer tools before the first words." + registry.LongTurnFiller,
 			URLHint:  " and the gateway is running",
+			TestFix: func(s registry.Settings, err error) string {
+				return Fix(s, err, "run `handset doctor` and `handset agents`; is the gateway running, and is OPENCLAW_GATEWAY_TOKEN its token?")
+			},
 		},
 		Checks: checks,
 	},

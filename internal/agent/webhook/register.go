@@ -22,6 +22,7 @@ var Provider = registry.Agent{
 			KeyFix:   "Set HANDSET_AGENT_KEY to the bearer token your webhook expects.",
 			ModelFix: "Your webhook refused Handset's request: compare what it expects with the webhook format in docs/runtimes.md.",
 			SlowFix:  "Your webhook is slow to send its first text: stream the reply as it is written." + registry.LongTurnFiller,
+			TestFix:  registry.Fixed("check that HANDSET_AGENT_URL answers a POST with text, JSON or an SSE stream (docs/runtimes.md)"),
 		},
 		Checks: func(p registry.Probe) []doctor.Check {
 			return []doctor.Check{doctor.Net(p.Section, "webhook", func(ctx context.Context) doctor.Result { return reachable(ctx, p) })}

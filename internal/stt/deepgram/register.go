@@ -21,7 +21,13 @@ var Provider = registry.STT{
 			"HANDSET_DEEPGRAM_LANGUAGE"},
 		Hints: registry.Hints{KeyVar: "DEEPGRAM_API_KEY", URLVar: "HANDSET_DEEPGRAM_URL",
 			KeyFix:   "Set DEEPGRAM_API_KEY to a valid key from the Deepgram console (it is sent to HANDSET_DEEPGRAM_URL).",
-			ModelFix: "Check HANDSET_DEEPGRAM_MODEL and HANDSET_DEEPGRAM_LANGUAGE name a model and language Deepgram offers."},
+			ModelFix: "Check HANDSET_DEEPGRAM_MODEL and HANDSET_DEEPGRAM_LANGUAGE name a model and language Deepgram offers.",
+			TestFix:  registry.Fixed("check DEEPGRAM_API_KEY (and HANDSET_DEEPGRAM_URL); `handset doctor` tests the key"),
+			MishearFix: func(s registry.Settings) string {
+				return fmt.Sprintf("check HANDSET_DEEPGRAM_LANGUAGE (now %s) and HANDSET_DEEPGRAM_MODEL (now %s), and that the TTS voice speaks that language",
+					s.Value("HANDSET_DEEPGRAM_LANGUAGE"), s.Value("HANDSET_DEEPGRAM_MODEL"))
+			},
+		},
 		Checks: func(p registry.Probe) []doctor.Check {
 			return []doctor.Check{doctor.Net(p.Section, "deepgram key", func(ctx context.Context) doctor.Result { return keyCheck(ctx, p) })}
 		},

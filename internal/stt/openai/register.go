@@ -17,7 +17,12 @@ var Provider = registry.STT{
 		Settings: []string{"HANDSET_OPENAI_URL", "OPENAI_API_KEY", "HANDSET_OPENAI_STT_MODEL"},
 		Hints: registry.Hints{KeyVar: "OPENAI_API_KEY", URLVar: "HANDSET_OPENAI_URL",
 			KeyFix:   "Set OPENAI_API_KEY to a key the server at HANDSET_OPENAI_URL accepts.",
-			ModelFix: "Check HANDSET_OPENAI_STT_MODEL names a model the server at HANDSET_OPENAI_URL serves."},
+			ModelFix: "Check HANDSET_OPENAI_STT_MODEL names a model the server at HANDSET_OPENAI_URL serves.",
+			TestFix:  registry.Fixed("check HANDSET_OPENAI_URL, OPENAI_API_KEY and the model setting of the speech server"),
+			MishearFix: func(s registry.Settings) string {
+				return fmt.Sprintf("check HANDSET_OPENAI_STT_MODEL (now %s) on the speech server, and that the TTS voice speaks the caller's language", s.Value("HANDSET_OPENAI_STT_MODEL"))
+			},
+		},
 		Checks: func(p registry.Probe) []doctor.Check {
 			return openaiwire.SpeechChecks(p, "HANDSET_OPENAI_STT_MODEL")
 		},

@@ -17,7 +17,12 @@ var Provider = registry.STT{
 		Settings: []string{"HANDSET_SPHINX_MODEL", "HANDSET_SPHINX_DECODERS"},
 		Offline:  true,
 		Hints: registry.Hints{URLHint: "; with many callers speaking at once raise HANDSET_SPHINX_DECODERS",
-			ModelFix: "Check HANDSET_SPHINX_MODEL is the folder of the US English model (Debian package pocketsphinx-en-us) and `handset version` lists sphinx as ready."},
+			ModelFix: "Check HANDSET_SPHINX_MODEL is the folder of the US English model (Debian package pocketsphinx-en-us) and `handset version` lists sphinx as ready.",
+			TestFix:  registry.Fixed(registry.OfflineTestFix),
+			MishearFix: func(registry.Settings) string {
+				return "sphinx is offline and demo quality, and mishears some voices: for real calls use a cloud STT (HANDSET_STT=deepgram with DEEPGRAM_API_KEY)"
+			},
+		},
 		Checks: func(p registry.Probe) []doctor.Check {
 			return []doctor.Check{doctor.Local(p.Section, providerName, func(context.Context) doctor.Result { return ready(p) })}
 		},

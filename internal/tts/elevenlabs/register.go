@@ -25,7 +25,9 @@ var Provider = registry.TTS{
 		Hints: registry.Hints{KeyVar: "ELEVENLABS_API_KEY", URLVar: "HANDSET_ELEVENLABS_URL",
 			KeyFix:   "Set ELEVENLABS_API_KEY to a valid key from your ElevenLabs profile (it is sent to HANDSET_ELEVENLABS_URL).",
 			ModelFix: "Check HANDSET_ELEVENLABS_VOICE and HANDSET_ELEVENLABS_MODEL name a voice and model your account has.",
-			SlowFix:  "Use a faster voice model (HANDSET_ELEVENLABS_MODEL=eleven_flash_v2_5), or run Handset closer to ElevenLabs."},
+			SlowFix:  "Use a faster voice model (HANDSET_ELEVENLABS_MODEL=eleven_flash_v2_5), or run Handset closer to ElevenLabs.",
+			TestFix:  registry.Fixed("check ELEVENLABS_API_KEY and HANDSET_ELEVENLABS_VOICE; `handset doctor` tests both"),
+		},
 		Checks: checks,
 	},
 	New: func(b registry.Build) (voice.Synthesizer, error) {

@@ -19,7 +19,9 @@ var Provider = registry.TTS{
 		Offline:  true,
 		Hints: registry.Hints{
 			ModelFix: "Check espeak-ng is installed (apt-get install espeak-ng) and HANDSET_ESPEAK_VOICE is one of `espeak-ng --voices`.",
-			SlowFix:  "espeak-ng runs on this host's CPU: the host is short of CPU."},
+			SlowFix:  "espeak-ng runs on this host's CPU: the host is short of CPU.",
+			TestFix:  registry.Fixed(registry.OfflineTestFix),
+		},
 		Checks: func(p registry.Probe) []doctor.Check {
 			return []doctor.Check{doctor.Local(p.Section, name, func(context.Context) doctor.Result { return ready(p) })}
 		},

@@ -18,7 +18,9 @@ var Provider = registry.TTS{
 		Offline:  true,
 		Hints: registry.Hints{
 			ModelFix: "Check HANDSET_FLITE_VOICE, and that `handset version` lists flite as ready (it needs a build with -tags embedded).",
-			SlowFix:  "flite runs on this host's CPU: the host is short of CPU."},
+			SlowFix:  "flite runs on this host's CPU: the host is short of CPU.",
+			TestFix:  registry.Fixed(registry.OfflineTestFix),
+		},
 		Checks: func(p registry.Probe) []doctor.Check {
 			return []doctor.Check{doctor.Local(p.Section, name, func(context.Context) doctor.Result { return ready(p) })}
 		},

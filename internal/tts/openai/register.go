@@ -19,7 +19,9 @@ var Provider = registry.TTS{
 		Hints: registry.Hints{KeyVar: "OPENAI_API_KEY", URLVar: "HANDSET_OPENAI_URL",
 			KeyFix:   "Set OPENAI_API_KEY to a key the server at HANDSET_OPENAI_URL accepts.",
 			ModelFix: "Check HANDSET_OPENAI_TTS_MODEL and HANDSET_OPENAI_TTS_VOICE name a model and voice the server at HANDSET_OPENAI_URL has.",
-			SlowFix:  "Use a faster speech model (HANDSET_OPENAI_TTS_MODEL), or a server closer to this host."},
+			SlowFix:  "Use a faster speech model (HANDSET_OPENAI_TTS_MODEL), or a server closer to this host.",
+			TestFix:  registry.Fixed("check HANDSET_OPENAI_URL, OPENAI_API_KEY and the model setting of the speech server"),
+		},
 		Checks: func(p registry.Probe) []doctor.Check {
 			return openaiwire.SpeechChecks(p, "HANDSET_OPENAI_TTS_MODEL")
 		},
