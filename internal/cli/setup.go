@@ -10,11 +10,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/handset-voice/handset/internal/carrier"
 	"github.com/handset-voice/handset/internal/config"
+	"github.com/handset-voice/handset/internal/registry"
 )
 
 // setupOptions are `handset setup`'s flags.
@@ -273,11 +275,20 @@ func printSetupSecrets(env, projectEnv Env, o setupOptions) {
 		optional bool   // missing is fine
 	}
 	list := []secret{{rt.keyVar, cfg.Agent.Key.IsSet(), "HANDSET_AGENT_KEY", rt.keyHint, rt == offlineOllama}}
-	if cfg.STT.Provider == config.STTDeepgram {
-		list = append(list, secret{"DEEPGRAM_API_KEY", cfg.STT.Deepgram.Key.IsSet(), "DEEPGRAM_API_KEY", "a key from the Deepgram console", false})
+	// The speech providers' keys, each once (one OpenAI key can serve both).
+	var speech []registry.About
+	if p, ok := registry.Find[registry.STT](cfg.STT.Provider); ok {
+		speech = append(speech, p.Info())
 	}
-	if cfg.TTS.Provider == config.TTSElevenLabs {
-		list = append(list, secret{"ELEVENLABS_API_KEY", cfg.TTS.ElevenLabs.Key.IsSet(), "ELEVENLABS_API_KEY", "a key from the ElevenLabs settings", false})
+	if p, ok := registry.Find[registry.TTS](cfg.TTS.Provider); ok {
+		speech = append(speech, p.Info())
+	}
+	for _, p := range speech {
+		key := p.Hints.KeyVar
+		if key == "" || p.Hints.KeyWhere == "" || slices.ContainsFunc(list, func(s secret) bool { return s.names == key }) {
+			continue
+		}
+		list = append(list, secret{key, cfg.Value(key) != "", key, p.Hints.KeyWhere, false})
 	}
 	list = append(list, secret{"TWILIO_ACCOUNT_SID, TWILIO_AUTH_TOKEN", cfg.Twilio.AccountSID != "" && cfg.Twilio.AuthToken.IsSet(),
 		"TWILIO_AUTH_TOKEN", "only phone calls need them", true})

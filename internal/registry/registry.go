@@ -62,6 +62,7 @@ type Hints struct {
 	KeyVar   string // the setting or variable holding its key; "" when it has none
 	URLVar   string // the setting holding its address; "" when it has none
 	KeyFix   string // what to do when the key is refused
+	KeyWhere string // where a key comes from, for setup's list of secrets: "a key from the Deepgram console"
 	ModelFix string // what to do when the model, voice or language is refused
 	SlowFix  string // what to do when it is slow; "" for the generic advice
 	URLHint  string // appended to "check <URLVar>" advice: a provider's own way to be reached

@@ -20,6 +20,7 @@ var Provider = registry.STT{
 		Settings: []string{"DEEPGRAM_API_KEY", "HANDSET_DEEPGRAM_URL", "HANDSET_DEEPGRAM_MODEL",
 			"HANDSET_DEEPGRAM_LANGUAGE"},
 		Hints: registry.Hints{KeyVar: "DEEPGRAM_API_KEY", URLVar: "HANDSET_DEEPGRAM_URL",
+			KeyWhere: "a key from the Deepgram console",
 			KeyFix:   "Set DEEPGRAM_API_KEY to a valid key from the Deepgram console (it is sent to HANDSET_DEEPGRAM_URL).",
 			ModelFix: "Check HANDSET_DEEPGRAM_MODEL and HANDSET_DEEPGRAM_LANGUAGE name a model and language Deepgram offers.",
 			TestFix:  registry.Fixed("check DEEPGRAM_API_KEY (and HANDSET_DEEPGRAM_URL); `handset doctor` tests the key"),

@@ -16,6 +16,7 @@ var Provider = registry.STT{
 		Title:    "the OpenAI-compatible transcription server",
 		Settings: []string{"HANDSET_OPENAI_URL", "OPENAI_API_KEY", "HANDSET_OPENAI_STT_MODEL"},
 		Hints: registry.Hints{KeyVar: "OPENAI_API_KEY", URLVar: "HANDSET_OPENAI_URL",
+			KeyWhere: "a key the speech server at HANDSET_OPENAI_URL accepts",
 			KeyFix:   "Set OPENAI_API_KEY to a key the server at HANDSET_OPENAI_URL accepts.",
 			ModelFix: "Check HANDSET_OPENAI_STT_MODEL names a model the server at HANDSET_OPENAI_URL serves.",
 			TestFix:  registry.Fixed("check HANDSET_OPENAI_URL, OPENAI_API_KEY and the model setting of the speech server"),

@@ -23,6 +23,7 @@ var Provider = registry.TTS{
 		Settings: []string{"ELEVENLABS_API_KEY", "HANDSET_ELEVENLABS_URL", "HANDSET_ELEVENLABS_VOICE",
 			"HANDSET_ELEVENLABS_MODEL", "HANDSET_TTS_TIMEOUT"},
 		Hints: registry.Hints{KeyVar: "ELEVENLABS_API_KEY", URLVar: "HANDSET_ELEVENLABS_URL",
+			KeyWhere: "a key from the ElevenLabs settings",
 			KeyFix:   "Set ELEVENLABS_API_KEY to a valid key from your ElevenLabs profile (it is sent to HANDSET_ELEVENLABS_URL).",
 			ModelFix: "Check HANDSET_ELEVENLABS_VOICE and HANDSET_ELEVENLABS_MODEL name a voice and model your account has.",
 			SlowFix:  "Use a faster voice model (HANDSET_ELEVENLABS_MODEL=eleven_flash_v2_5), or run Handset closer to ElevenLabs.",

@@ -17,6 +17,7 @@ var Provider = registry.TTS{
 		Settings: []string{"HANDSET_OPENAI_URL", "OPENAI_API_KEY", "HANDSET_OPENAI_TTS_MODEL",
 			"HANDSET_OPENAI_TTS_VOICE", "HANDSET_TTS_TIMEOUT"},
 		Hints: registry.Hints{KeyVar: "OPENAI_API_KEY", URLVar: "HANDSET_OPENAI_URL",
+			KeyWhere: "a key the speech server at HANDSET_OPENAI_URL accepts",
 			KeyFix:   "Set OPENAI_API_KEY to a key the server at HANDSET_OPENAI_URL accepts.",
 			ModelFix: "Check HANDSET_OPENAI_TTS_MODEL and HANDSET_OPENAI_TTS_VOICE name a model and voice the server at HANDSET_OPENAI_URL has.",
 			SlowFix:  "Use a faster speech model (HANDSET_OPENAI_TTS_MODEL), or a server closer to this host.",
