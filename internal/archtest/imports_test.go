@@ -90,8 +90,15 @@ var providerMay = []string{"internal/audio/...", "internal/voice", "internal/obs
 
 var rules = []rule{
 	{"cmd/handset", []string{"internal/cli"}},
-	// the composition root: it wires everything, and nothing imports it
+	// the command line: it parses, prints and runs the gateway; nothing imports it
 	{"internal/cli/...", []string{"internal/..."}},
+	// the application, the composition root: it wires everything, and only the command
+	// line imports it
+	{"internal/gateway/...", []string{"internal/..."}},
+	// the offline engines' presence and files, which the gateway and the commands report
+	{"internal/engines", []string{"internal/config", "internal/audio/...", "internal/stt/sphinx", "internal/tts/flite"}},
+	// why a server did not answer, in words, for doctor and the gateway's start-up
+	{"internal/netfail", nil},
 
 	// the core, from the bottom up
 	{"internal/clock", nil},
@@ -158,6 +165,9 @@ func allowed(from, to string) bool {
 	if !ok || under(to, "internal/archtest") || (under(to, "internal/cli") && from != "cmd/handset") {
 		return false
 	}
+	if under(to, "internal/gateway") && !under(from, "internal/cli") && !under(from, "internal/gateway") {
+		return false
+	}
 	return slices.ContainsFunc(r.may, func(p string) bool {
 		if p == own {
 			return to != from && under(to, from)
@@ -212,7 +222,7 @@ var thirdParties = []thirdParty{
 	{"github.com/jackc/pgx/v5", []string{"internal/store/postgres/..."}, nil},
 	{"modernc.org/sqlite", []string{"internal/store/sqlite"}, nil},
 	{"github.com/coder/websocket", []string{"internal/carrier/twilio", "internal/browser", "internal/stt/deepgram",
-		"internal/agent/openclaw", "internal/sim/..."}, []string{"internal/cli", "internal/edge"}},
+		"internal/agent/openclaw", "internal/sim/..."}, []string{"internal/cli", "internal/gateway", "internal/edge"}},
 	{"github.com/tetratelabs/wazero", []string{"internal/audio/vad/webrtc"}, nil},
 	{"github.com/yalue/onnxruntime_go", []string{"internal/audio/vad/silero"}, nil},
 	{"gonum.org/v1/gonum", []string{"internal/audio/echo"}, nil},
@@ -293,6 +303,13 @@ func TestRulesCatchWrongArrows(t *testing.T) {
 		{"internal/call", "internal/testpeer"},
 		{"internal/newpackage", "internal/voice"}, // no rule: denied
 		{"internal/agent/openclaw", "internal/agent"},
+		{"internal/jobs", "internal/gateway"},
+		{"internal/web", "internal/gateway"},
+		{"cmd/handset", "internal/gateway"},
+		{"internal/gateway", "internal/cli"},
+		{"internal/engines", "internal/gateway"},
+		{"internal/engines", "internal/stt/deepgram"},
+		{"internal/netfail", "internal/config"},
 	}
 	for _, b := range bad {
 		if allowed(b[0], b[1]) {
@@ -303,6 +320,10 @@ func TestRulesCatchWrongArrows(t *testing.T) {
 		{"internal/call", "internal/turn"},
 		{"internal/carrier/twilio", "internal/voice"},
 		{"internal/cli", "internal/stt/deepgram"},
+		{"internal/cli", "internal/gateway"},
+		{"internal/gateway", "internal/stt/deepgram"},
+		{"internal/gateway", "internal/engines"},
+		{"internal/cli", "internal/engines"},
 		{"internal/sim/fakedeepgram", "internal/audio/g711"},
 		{"cmd/handset", "internal/cli"},
 		{"internal/agent/hermes", "internal/agent/httpagent"},

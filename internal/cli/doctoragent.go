@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -17,7 +16,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -26,6 +24,8 @@ import (
 	"github.com/handset-voice/handset/internal/agent/openclaw"
 	"github.com/handset-voice/handset/internal/config"
 	"github.com/handset-voice/handset/internal/doctor"
+	"github.com/handset-voice/handset/internal/gateway"
+	"github.com/handset-voice/handset/internal/netfail"
 	"github.com/handset-voice/handset/internal/voice"
 )
 
@@ -79,24 +79,12 @@ func (d *doctorRun) get(ctx context.Context, rawURL string, header map[string]st
 	return httpAnswer{status: resp.StatusCode, body: body, header: resp.Header}, nil
 }
 
-// unreachable describes why a server did not answer: refused, unknown host, TLS, timeout.
-func unreachable(err error) string {
-	var dnsErr *net.DNSError
-	var certErr *tls.CertificateVerificationError
-	var unknownCA x509.UnknownAuthorityError
-	var hostErr x509.HostnameError
-	switch {
-	case errors.Is(err, syscall.ECONNREFUSED):
-		return "connection refused: nothing listens there"
-	case errors.As(err, &dnsErr):
-		return "the host name does not resolve (" + dnsErr.Name + ")"
-	case errors.As(err, &certErr), errors.As(err, &unknownCA), errors.As(err, &hostErr):
-		return "its TLS certificate is not valid: " + rootCause(err)
-	case errors.Is(err, context.DeadlineExceeded):
-		return "no answer in time"
-	}
-	return rootCause(err)
-}
+// unreachable and rootCause describe why a server did not answer, as the gateway's
+// start-up advice does.
+var (
+	unreachable = netfail.Describe
+	rootCause   = netfail.RootCause
+)
 
 // isTLSProblem reports whether err is a certificate problem (a server answered, badly).
 func isTLSProblem(err error) bool {
@@ -104,15 +92,6 @@ func isTLSProblem(err error) bool {
 	var unknownCA x509.UnknownAuthorityError
 	var hostErr x509.HostnameError
 	return errors.As(err, &certErr) || errors.As(err, &unknownCA) || errors.As(err, &hostErr)
-}
-
-// rootCause is the innermost message of a url.Error chain, which repeats the URL otherwise.
-func rootCause(err error) string {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return ue.Err.Error()
-	}
-	return err.Error()
 }
 
 // bodySnippet is a short, single-line excerpt of a body, for details.
@@ -448,12 +427,12 @@ func (d *doctorRun) openClawChecks() []doctor.Check {
 	}
 	// failure says what the shared diagnosis knows about err, or general.
 	failure := func(err error, general doctor.Result) doctor.Result {
-		sym := openClawSymptom(cfg, err)
-		detail, fix, ok := sym.advice(cfg, err)
+		sym := gateway.DiagnoseOpenClaw(cfg, err)
+		detail, fix, ok := sym.Advice(cfg, err)
 		switch {
 		case !ok:
 			return general
-		case sym == ocStarting:
+		case sym.Starting():
 			return resWarn(detail, fix)
 		}
 		return resFail(detail, fix)

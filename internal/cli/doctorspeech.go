@@ -14,6 +14,8 @@ import (
 	"github.com/handset-voice/handset/internal/audio/vad"
 	"github.com/handset-voice/handset/internal/config"
 	"github.com/handset-voice/handset/internal/doctor"
+	"github.com/handset-voice/handset/internal/engines"
+	"github.com/handset-voice/handset/internal/gateway"
 )
 
 // ---- speech to text ----
@@ -194,7 +196,7 @@ func (d *doctorRun) elevenLabsChecks() []doctor.Check {
 
 // engineReady checks the offline engine name, which setting selects.
 func (d *doctorRun) engineReady(name, setting string) doctor.Result {
-	for _, e := range engines(d.cfg) {
+	for _, e := range engines.List(d.cfg) {
 		if e.Name != name {
 			continue
 		}
@@ -202,7 +204,7 @@ func (d *doctorRun) engineReady(name, setting string) doctor.Result {
 		case !e.Linked && name == "espeak":
 			return resFail("espeak-ng is not installed ("+setting+"="+name+")", "apt-get install espeak-ng, or choose another "+setting)
 		case !e.Linked:
-			return resFail(name+" is not in this binary ("+setting+"="+name+"; built without -tags embedded)", setupHint)
+			return resFail(name+" is not in this binary ("+setting+"="+name+"; built without -tags embedded)", engines.SetupHint)
 		case e.Problem != "":
 			return resFail(name+" is linked, but its files are missing", e.Problem)
 		}
@@ -228,13 +230,13 @@ func (d *doctorRun) vadEngine(context.Context) doctor.Result {
 	try := func(name string) error {
 		switch name {
 		case config.VADSilero:
-			f, err := sileroVAD(cfg)
+			f, err := gateway.SileroVAD(cfg)
 			if err != nil {
 				return err
 			}
 			return detectorWorks(f, nil)
 		case config.VADWebRTC:
-			f, closeFn, err := webrtcVAD(cfg)
+			f, closeFn, err := gateway.WebRTCVAD(cfg)
 			if err != nil {
 				return err
 			}
@@ -291,7 +293,7 @@ func (d *doctorRun) engineChecks() []doctor.Check {
 		used[d.cfg.TTS.Provider] = secTTS
 	}
 	var cs []doctor.Check
-	for _, e := range engines(d.cfg) {
+	for _, e := range engines.List(d.cfg) {
 		name := e.Name + " (" + e.Role + ")"
 		state := strings.TrimPrefix(e.String(), name+": ")
 		var r doctor.Result

@@ -13,6 +13,7 @@ import (
 
 	"github.com/handset-voice/handset/internal/audio"
 	"github.com/handset-voice/handset/internal/config"
+	"github.com/handset-voice/handset/internal/gateway"
 	"github.com/handset-voice/handset/internal/session"
 	"github.com/handset-voice/handset/internal/voice"
 )
@@ -60,16 +61,15 @@ func runTest(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	log := newLogger(io.Discard, cfg)
-	st, err := openStore(ctx, cfg)
+	st, err := gateway.OpenStore(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	sec, err := sharedSecrets(ctx, st, cfg)
+	secret, err := gateway.CallerHashSecret(ctx, st, cfg)
 	st.Close()
 	if err != nil {
 		return err
 	}
-	secret := sec.callerHash
 	info := voice.LegInfo{CallID: voice.NewCallID(), Carrier: "test", Direction: voice.Inbound, From: *caller, To: cfg.PhoneNumber, Format: audio.Telephone}
 	sc := session.NewContext(info, secret)
 
@@ -119,7 +119,7 @@ func msSince(t time.Time) float64 { return float64(time.Since(t).Microseconds())
 // probeAgent runs one turn, with the call's session context, to the end of the reply.
 func probeAgent(ctx context.Context, cfg *config.Config, log *slog.Logger, sc session.Context, prompt string, limit time.Duration) probeResult {
 	r := probeResult{Stage: "agent", Provider: cfg.Agent.Runtime}
-	agent, err := buildAgent(cfg, log)
+	agent, err := gateway.BuildAgent(cfg, log)
 	if err != nil {
 		return failed(r, err, agentFix(cfg, err))
 	}
@@ -164,7 +164,7 @@ func probeAgent(ctx context.Context, cfg *config.Config, log *slog.Logger, sc se
 // probeTTS speaks the probe phrase in the phone format and returns the audio.
 func probeTTS(ctx context.Context, cfg *config.Config, log *slog.Logger) (probeResult, []byte) {
 	r := probeResult{Stage: "tts", Provider: cfg.TTS.Provider}
-	tts, err := buildTTS(cfg, log)
+	tts, err := gateway.BuildTTS(cfg, log)
 	if err != nil {
 		return failed(r, err, speechFix(cfg, "tts")), nil
 	}
@@ -204,7 +204,7 @@ func probeTTS(ctx context.Context, cfg *config.Config, log *slog.Logger) (probeR
 // recognizer in real time and waits for its final transcript.
 func probeSTT(ctx context.Context, cfg *config.Config, log *slog.Logger, speech []byte) probeResult {
 	r := probeResult{Stage: "stt", Provider: cfg.STT.Provider}
-	stt, err := buildSTT(cfg, log)
+	stt, err := gateway.BuildSTT(cfg, log)
 	if err != nil {
 		return failed(r, err, speechFix(cfg, "stt"))
 	}
@@ -355,7 +355,7 @@ func agentFix(cfg *config.Config, err error) string {
 	case config.AgentHermes:
 		return "run `handset doctor`; is `hermes gateway` running with API_SERVER_ENABLED=true, and is HANDSET_AGENT_KEY (or API_SERVER_KEY) its key?"
 	case config.AgentOpenClaw:
-		return openClawFix(cfg, err, "run `handset doctor` and `handset agents`; is the gateway running, and is OPENCLAW_GATEWAY_TOKEN its token?")
+		return gateway.OpenClawFix(cfg, err, "run `handset doctor` and `handset agents`; is the gateway running, and is OPENCLAW_GATEWAY_TOKEN its token?")
 	case config.AgentWebhook:
 		return "check that HANDSET_AGENT_URL answers a POST with text, JSON or an SSE stream (docs/runtimes.md)"
 	}

@@ -1,4 +1,4 @@
-package cli
+package gateway
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/handset-voice/handset/internal/agent/openclaw"
 	"github.com/handset-voice/handset/internal/config"
+	"github.com/handset-voice/handset/internal/netfail"
 	"github.com/handset-voice/handset/internal/voice"
 )
 
@@ -17,18 +18,18 @@ import (
 // test`, `handset agents` and serve's start-up all read failures through it, so they say
 // the same thing.
 
-// ocSymptom is one failure Handset knows the fix for.
-type ocSymptom int
+// OpenClawSymptom is one failure Handset knows the fix for.
+type OpenClawSymptom int
 
 const (
-	ocOther         ocSymptom = iota
-	ocStarting                // the gateway said it is starting (or restarting)
-	ocUnreachable             // nothing answered at the address
-	ocNoToken                 // refused, and Handset had no token to send
-	ocBadToken                // refused the token Handset sent
-	ocNoAgentChosen           // several agents, and HANDSET_AGENT_MODEL names none
-	ocUnknownAgent            // the agent HANDSET_AGENT_MODEL names is not on the gateway
-	ocHTTPOff                 // the OpenAI-compatible endpoint is off (HANDSET_AGENT_TRANSPORT=http)
+	ocOther         OpenClawSymptom = iota
+	ocStarting                      // the gateway said it is starting (or restarting)
+	ocUnreachable                   // nothing answered at the address
+	ocNoToken                       // refused, and Handset had no token to send
+	ocBadToken                      // refused the token Handset sent
+	ocNoAgentChosen                 // several agents, and HANDSET_AGENT_MODEL names none
+	ocUnknownAgent                  // the agent HANDSET_AGENT_MODEL names is not on the gateway
+	ocHTTPOff                       // the OpenAI-compatible endpoint is off (HANDSET_AGENT_TRANSPORT=http)
 )
 
 // The gateway's own words for a turn it refuses (openclaw 2026.9.6), over the WebSocket
@@ -38,9 +39,9 @@ const (
 	ocSaysUnknownAgent  = "Unknown agent"
 )
 
-// openClawSymptom reads err, from the gateway's WebSocket (connect, agents.list, a turn),
+// DiagnoseOpenClaw reads err, from the gateway's WebSocket (connect, agents.list, a turn),
 // SelectAgent, or the HTTP endpoint's turn.
-func openClawSymptom(cfg *config.Config, err error) ocSymptom {
+func DiagnoseOpenClaw(cfg *config.Config, err error) OpenClawSymptom {
 	var pe *voice.ProviderError
 	isPE := errors.As(err, &pe)
 	msg := ""
@@ -75,13 +76,16 @@ func openClawSymptom(cfg *config.Config, err error) ocSymptom {
 	return ocOther
 }
 
+// Starting says the gateway is still starting: worth waiting for, not a failure.
+func (s OpenClawSymptom) Starting() bool { return s == ocStarting }
+
 // openClawTokenFix names both variables the token may come from.
 const openClawTokenFix = "set " + config.OpenClawKeyVar + " (or HANDSET_AGENT_KEY) to the gateway's token (gateway.auth.token in ~/.openclaw/openclaw.json)"
 
-// advice is what to say about s, and what to do; ok is false for ocOther, where each
+// Advice is what to say about s, and what to do; ok is false for ocOther, where each
 // command says its own general next step. err may be nil when the symptom was seen
 // another way (doctor's GET /v1/models).
-func (s ocSymptom) advice(cfg *config.Config, err error) (detail, fix string, ok bool) {
+func (s OpenClawSymptom) Advice(cfg *config.Config, err error) (detail, fix string, ok bool) {
 	wsURL, httpURL, _ := openclaw.GatewayURLs(cfg.AgentURL())
 	why := ""
 	if err != nil {
@@ -92,7 +96,7 @@ func (s ocSymptom) advice(cfg *config.Config, err error) (detail, fix string, ok
 		return "the gateway at " + wsURL + " is still starting" + why,
 			"wait for it (calls wait for it too, each turn within HANDSET_AGENT_TURN_TIMEOUT); if it stays so, read the gateway's log (openclaw logs)", true
 	case ocUnreachable:
-		return "no OpenClaw gateway at " + wsURL + ": " + unreachable(err),
+		return "no OpenClaw gateway at " + wsURL + ": " + netfail.Describe(err),
 			"start it (openclaw gateway) and check HANDSET_AGENT_URL (now " + cfg.AgentURL() + ", from " + cfg.Source("HANDSET_AGENT_URL") + ")", true
 	case ocNoToken:
 		return "Handset sent no token (HANDSET_AGENT_KEY and " + config.OpenClawKeyVar + " are empty) and the gateway at " + wsURL + " requires one" + why,
@@ -113,9 +117,9 @@ func (s ocSymptom) advice(cfg *config.Config, err error) (detail, fix string, ok
 	return "", "", false
 }
 
-// openClawFix is the fix for err, or general when Handset knows no better.
-func openClawFix(cfg *config.Config, err error, general string) string {
-	if _, fix, ok := openClawSymptom(cfg, err).advice(cfg, err); ok {
+// OpenClawFix is the fix for err, or general when Handset knows no better.
+func OpenClawFix(cfg *config.Config, err error, general string) string {
+	if _, fix, ok := DiagnoseOpenClaw(cfg, err).Advice(cfg, err); ok {
 		return fix
 	}
 	return general

@@ -1,4 +1,4 @@
-package cli
+package gateway
 
 import (
 	"cmp"
@@ -17,13 +17,13 @@ import (
 	"github.com/handset-voice/handset/internal/voice"
 )
 
-// startupProbe bounds how long start-up waits on a runtime to say what it supports.
-const startupProbe = 10 * time.Second
+// StartupProbe bounds how long start-up waits on a runtime to say what it supports.
+const StartupProbe = 10 * time.Second
 
 func sessionKeys(cfg *config.Config) (session.KeyFactory, error) {
 	keys, err := session.ParseKeyFactory(cfg.Session.KeyFrom, cfg.Session.Key)
 	if err != nil {
-		return nil, &usageError{msg: err.Error(), hint: "see docs/runtimes.md, memory per caller"}
+		return nil, &settingError{msg: err.Error(), hint: "see docs/runtimes.md, memory per caller"}
 	}
 	return keys, nil
 }
@@ -49,7 +49,7 @@ func buildHermes(cfg *config.Config, client *http.Client, log *slog.Logger) (voi
 		return nil, err
 	}
 	// What does this Hermes support? Without the runs API the adapter uses chat.
-	ctx, cancel := context.WithTimeout(context.Background(), startupProbe)
+	ctx, cancel := context.WithTimeout(context.Background(), StartupProbe)
 	defer cancel()
 	if _, err := a.Probe(ctx); err != nil {
 		return nil, fmt.Errorf("Hermes API server at %s: %w (is `hermes gateway` running with API_SERVER_ENABLED=true, and is the key its API_SERVER_KEY?)", cfg.AgentURL(), err)
@@ -115,7 +115,7 @@ func buildOpenClaw(cfg *config.Config, client *http.Client, log *slog.Logger) (v
 }
 
 // chooseOpenClawAgent asks the gateway for its agents and applies the selection rule
-// (SelectAgent), waiting up to startupProbe while the gateway says it is starting. A
+// (SelectAgent), waiting up to StartupProbe while the gateway says it is starting. A
 // gateway that is still starting, or does not answer yet, does not stop start-up: Handset
 // goes on with the agent the configuration names ("" when it names none, which leaves the
 // choice to the gateway: its only agent, or a refusal when it has several), each turn waits
@@ -127,12 +127,12 @@ func chooseOpenClawAgent(cfg *config.Config, opts openclaw.Options, named string
 		return "", err
 	}
 	defer probe.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), startupProbe)
+	ctx, cancel := context.WithTimeout(context.Background(), StartupProbe)
 	defer cancel()
 	agents, err := probe.ListAgents(ctx)
 	if err != nil {
-		sym := openClawSymptom(cfg, err)
-		detail, fix, ok := sym.advice(cfg, err)
+		sym := DiagnoseOpenClaw(cfg, err)
+		detail, fix, ok := sym.Advice(cfg, err)
 		switch {
 		case sym == ocStarting || sym == ocUnreachable:
 			chosen := openclaw.AgentID(named)

@@ -1,4 +1,4 @@
-package cli
+package gateway
 
 import (
 	"context"
@@ -10,13 +10,7 @@ import (
 	"github.com/handset-voice/handset/internal/audio/vad/silero"
 	"github.com/handset-voice/handset/internal/audio/vad/webrtc"
 	"github.com/handset-voice/handset/internal/config"
-)
-
-// Files of the embedded engines, as scripts/engines.sh lays them out.
-const (
-	ortLibFile      = "libonnxruntime.so"
-	sileroModelFile = "silero_vad_v5.onnx"
-	fvadFile        = "fvad.wasm"
+	"github.com/handset-voice/handset/internal/engines"
 )
 
 // buildVAD picks the voice activity detector: the one HANDSET_VAD names, or the best
@@ -24,7 +18,7 @@ const (
 func buildVAD(cfg *config.Config, log *slog.Logger) (func(rate int) (vad.Detector, error), func(), error) {
 	choice := cfg.VAD.Engine
 	if choice == config.VADSilero || choice == "" {
-		f, err := sileroVAD(cfg)
+		f, err := SileroVAD(cfg)
 		if err == nil {
 			log.Info("voice activity detection: silero")
 			return f, func() {}, nil
@@ -35,7 +29,7 @@ func buildVAD(cfg *config.Config, log *slog.Logger) (func(rate int) (vad.Detecto
 		log.Info("silero VAD unavailable, trying webrtc", "why", err)
 	}
 	if choice == config.VADWebRTC || choice == "" {
-		f, closeFn, err := webrtcVAD(cfg)
+		f, closeFn, err := WebRTCVAD(cfg)
 		if err == nil {
 			log.Info("voice activity detection: webrtc")
 			return f, closeFn, nil
@@ -51,15 +45,15 @@ func buildVAD(cfg *config.Config, log *slog.Logger) (func(rate int) (vad.Detecto
 	}, func() {}, nil
 }
 
-func sileroVAD(cfg *config.Config) (func(rate int) (vad.Detector, error), error) {
+func SileroVAD(cfg *config.Config) (func(rate int) (vad.Detector, error), error) {
 	if !silero.Available() {
 		return nil, errors.New("not linked into this build (build with -tags embedded: ./scripts/setup.sh does)")
 	}
-	lib, err := engineFile(cfg, ortLibFile)
+	lib, err := engines.File(cfg, engines.ORTLibFile)
 	if err != nil {
 		return nil, err
 	}
-	model, err := engineFile(cfg, sileroModelFile)
+	model, err := engines.File(cfg, engines.SileroModelFile)
 	if err != nil {
 		return nil, err
 	}
@@ -74,8 +68,8 @@ func sileroVAD(cfg *config.Config) (func(rate int) (vad.Detector, error), error)
 	}, nil
 }
 
-func webrtcVAD(cfg *config.Config) (func(rate int) (vad.Detector, error), func(), error) {
-	path, err := engineFile(cfg, fvadFile)
+func WebRTCVAD(cfg *config.Config) (func(rate int) (vad.Detector, error), func(), error) {
+	path, err := engines.File(cfg, engines.FVADFile)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -1,4 +1,4 @@
-package cli
+package gateway
 
 import (
 	"fmt"
@@ -48,11 +48,11 @@ func notYet(env, value string) error {
 	return fmt.Errorf("%s=%s is not available in this version of handset", env, value)
 }
 
-func buildAgent(cfg *config.Config, log *slog.Logger) (voice.Agent, error) {
+func BuildAgent(cfg *config.Config, log *slog.Logger) (voice.Agent, error) {
 	if cfg.Agent.Runtime == config.AgentEcho {
 		return echo.New(), nil
 	}
-	client, err := agentClient(cfg)
+	client, err := AgentClient(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -83,14 +83,14 @@ func buildAgent(cfg *config.Config, log *slog.Logger) (voice.Agent, error) {
 			Logger:     log,
 		})
 	case "":
-		return nil, &usageError{msg: "HANDSET_AGENT (agent.runtime) is not set", hint: "set HANDSET_AGENT to one of hermes, openclaw, openai, webhook, echo"}
+		return nil, &settingError{msg: "HANDSET_AGENT (agent.runtime) is not set", hint: "set HANDSET_AGENT to one of hermes, openclaw, openai, webhook, echo"}
 	}
 	return nil, notYet("HANDSET_AGENT", cfg.Agent.Runtime)
 }
 
-func buildSTT(cfg *config.Config, log *slog.Logger) (voice.Recognizer, error) {
+func BuildSTT(cfg *config.Config, log *slog.Logger) (voice.Recognizer, error) {
 	if cfg.STT.Provider == "" {
-		return nil, &usageError{msg: "HANDSET_STT (stt.provider) is not set", hint: "set HANDSET_STT=deepgram and DEEPGRAM_API_KEY, or run `handset demo` for the offline engines"}
+		return nil, &settingError{msg: "HANDSET_STT (stt.provider) is not set", hint: "set HANDSET_STT=deepgram and DEEPGRAM_API_KEY, or run `handset demo` for the offline engines"}
 	}
 	return buildRecognizer(cfg, "HANDSET_STT", cfg.STT.Provider, log)
 }
@@ -128,9 +128,9 @@ func buildRecognizer(cfg *config.Config, env, name string, log *slog.Logger) (vo
 	return nil, notYet(env, name)
 }
 
-func buildTTS(cfg *config.Config, log *slog.Logger) (voice.Synthesizer, error) {
+func BuildTTS(cfg *config.Config, log *slog.Logger) (voice.Synthesizer, error) {
 	if cfg.TTS.Provider == "" {
-		return nil, &usageError{msg: "HANDSET_TTS (tts.provider) is not set", hint: "set HANDSET_TTS=elevenlabs and ELEVENLABS_API_KEY, or run `handset demo` for the offline engines"}
+		return nil, &settingError{msg: "HANDSET_TTS (tts.provider) is not set", hint: "set HANDSET_TTS=elevenlabs and ELEVENLABS_API_KEY, or run `handset demo` for the offline engines"}
 	}
 	return buildSynthesizer(cfg, "HANDSET_TTS", cfg.TTS.Provider, log)
 }
@@ -192,13 +192,13 @@ func buildSphinx(cfg *config.Config, env string, log *slog.Logger) (voice.Recogn
 func buildProviders(cfg *config.Config, log *slog.Logger) (providers, error) {
 	var p providers
 	var err error
-	if p.agent, err = buildAgent(cfg, log); err != nil {
+	if p.agent, err = BuildAgent(cfg, log); err != nil {
 		return p, err
 	}
-	if p.stt, err = buildSTT(cfg, log); err != nil {
+	if p.stt, err = BuildSTT(cfg, log); err != nil {
 		return p, err
 	}
-	if p.tts, err = buildTTS(cfg, log); err != nil {
+	if p.tts, err = BuildTTS(cfg, log); err != nil {
 		p.release()
 		return p, err
 	}
