@@ -45,6 +45,8 @@ func buildVAD(cfg *config.Config, log *slog.Logger) (func(rate int) (vad.Detecto
 	}, func() {}, nil
 }
 
+// SileroVAD loads the Silero detector from its engine files (doctor checks it as serve
+// would load it).
 func SileroVAD(cfg *config.Config) (func(rate int) (vad.Detector, error), error) {
 	if !silero.Available() {
 		return nil, errors.New("not linked into this build (build with -tags embedded: ./scripts/setup.sh does)")
@@ -68,6 +70,7 @@ func SileroVAD(cfg *config.Config) (func(rate int) (vad.Detector, error), error)
 	}, nil
 }
 
+// WebRTCVAD loads the WebRTC detector's engine; the func it returns frees it.
 func WebRTCVAD(cfg *config.Config) (func(rate int) (vad.Detector, error), func(), error) {
 	path, err := engines.File(cfg, engines.FVADFile)
 	if err != nil {

@@ -48,6 +48,7 @@ func notYet(env, value string) error {
 	return fmt.Errorf("%s=%s is not available in this version of handset", env, value)
 }
 
+// BuildAgent connects the agent runtime HANDSET_AGENT names.
 func BuildAgent(cfg *config.Config, log *slog.Logger) (voice.Agent, error) {
 	if cfg.Agent.Runtime == config.AgentEcho {
 		return echo.New(), nil
@@ -88,6 +89,7 @@ func BuildAgent(cfg *config.Config, log *slog.Logger) (voice.Agent, error) {
 	return nil, notYet("HANDSET_AGENT", cfg.Agent.Runtime)
 }
 
+// BuildSTT builds the speech-to-text provider HANDSET_STT names.
 func BuildSTT(cfg *config.Config, log *slog.Logger) (voice.Recognizer, error) {
 	if cfg.STT.Provider == "" {
 		return nil, &settingError{msg: "HANDSET_STT (stt.provider) is not set", hint: "set HANDSET_STT=deepgram and DEEPGRAM_API_KEY, or run `handset demo` for the offline engines"}
@@ -128,6 +130,7 @@ func buildRecognizer(cfg *config.Config, env, name string, log *slog.Logger) (vo
 	return nil, notYet(env, name)
 }
 
+// BuildTTS builds the text-to-speech provider HANDSET_TTS names.
 func BuildTTS(cfg *config.Config, log *slog.Logger) (voice.Synthesizer, error) {
 	if cfg.TTS.Provider == "" {
 		return nil, &settingError{msg: "HANDSET_TTS (tts.provider) is not set", hint: "set HANDSET_TTS=elevenlabs and ELEVENLABS_API_KEY, or run `handset demo` for the offline engines"}
