@@ -64,9 +64,11 @@ func Open(ctx context.Context, cfg *config.Config, o Options) (*Gateway, error) 
 	ln, err := net.Listen("tcp", cmp.Or(o.Listen, cfg.Listen))
 	switch {
 	case err != nil && o.Listen == "":
+		stopServer(srv)
 		release()
 		return nil, fmt.Errorf("listen on %s (HANDSET_LISTEN, or --listen): %w", cfg.Listen, err)
 	case err != nil:
+		stopServer(srv)
 		release()
 		return nil, err
 	}
@@ -88,7 +90,16 @@ func (g *Gateway) Serve(ctx context.Context, ready func(addr string)) error {
 // Close frees the providers and the store once Serve has returned (or was never called).
 func (g *Gateway) Close() {
 	_ = g.ln.Close() // already closed when Serve ran
+	stopServer(g.srv)
 	g.release()
+}
+
+// stopServer ends what newServer started, for a server that will not serve: the calls'
+// context and the transcript writer (which must stop before the store closes). Serve ends
+// both itself; ending them twice is harmless.
+func stopServer(s *server) {
+	s.stopCalls()
+	s.lines.Close()
 }
 
 // LogStartup says what an operator should know as a gateway starts: a browser page others

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -23,10 +24,10 @@ import (
 
 const testTwilioToken = "test-auth-token"
 
-// serveWithFakes opens and serves a gateway whose speech and agent providers are fake
+// fakesConfig is the configuration of a gateway whose speech and agent providers are fake
 // Deepgram, ElevenLabs and OpenAI-compatible servers speaking the vendors' protocols; extra
-// adds settings. It returns the gateway's base URL; everything stops with the test.
-func serveWithFakes(t *testing.T, extra ...string) string {
+// adds settings. The fakes stop with the test.
+func fakesConfig(t *testing.T, extra ...string) *config.Config {
 	t.Helper()
 	stt := fakedeepgram.New(fakedeepgram.Options{Key: "dg-key"})
 	tts := fakeelevenlabs.New(fakeelevenlabs.Options{Key: "el-key"})
@@ -51,8 +52,18 @@ func serveWithFakes(t *testing.T, extra ...string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return cfg
+}
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// serveWithFakes opens and serves a gateway on fakesConfig; it returns its base URL, and
+// stops with the test.
+func serveWithFakes(t *testing.T, extra ...string) string {
+	t.Helper()
+	cfg := fakesConfig(t, extra...)
 	ctx, cancel := context.WithCancel(context.Background())
-	gw, err := Open(ctx, cfg, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Listen: "127.0.0.1:0"})
+	gw, err := Open(ctx, cfg, Options{Logger: quiet, Listen: "127.0.0.1:0"})
 	if err != nil {
 		cancel()
 		t.Fatal(err)
@@ -113,4 +124,23 @@ func TestBrowserRate(t *testing.T) {
 	}
 	_ = phone.Hangup()
 	<-phone.Done()
+}
+
+// TestOpenBusyAddress: a gateway that cannot listen says which setting names the address,
+// unless its caller chose the address itself.
+func TestOpenBusyAddress(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	addr := busy.Addr().String()
+	_, err = Open(context.Background(), fakesConfig(t, "HANDSET_LISTEN="+addr), Options{Logger: quiet})
+	if err == nil || !strings.Contains(err.Error(), "listen on "+addr+" (HANDSET_LISTEN, or --listen)") {
+		t.Errorf("HANDSET_LISTEN busy: %v, want an error naming the address and the setting", err)
+	}
+	_, err = Open(context.Background(), fakesConfig(t), Options{Logger: quiet, Listen: addr})
+	if err == nil || strings.Contains(err.Error(), "HANDSET_LISTEN") {
+		t.Errorf("a chosen address busy: %v, want the listener's error alone", err)
+	}
 }
