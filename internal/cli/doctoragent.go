@@ -3,10 +3,7 @@ package cli
 import (
 	"cmp"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -79,20 +76,13 @@ func (d *doctorRun) get(ctx context.Context, rawURL string, header map[string]st
 	return httpAnswer{status: resp.StatusCode, body: body, header: resp.Header}, nil
 }
 
-// unreachable and rootCause describe why a server did not answer, as the gateway's
-// start-up advice does.
+// unreachable, rootCause and isTLSProblem read why a server did not answer, as the
+// gateway's start-up advice does.
 var (
-	unreachable = netfail.Describe
-	rootCause   = netfail.RootCause
+	unreachable  = netfail.Describe
+	rootCause    = netfail.RootCause
+	isTLSProblem = netfail.IsCertificate
 )
-
-// isTLSProblem reports whether err is a certificate problem (a server answered, badly).
-func isTLSProblem(err error) bool {
-	var certErr *tls.CertificateVerificationError
-	var unknownCA x509.UnknownAuthorityError
-	var hostErr x509.HostnameError
-	return errors.As(err, &certErr) || errors.As(err, &unknownCA) || errors.As(err, &hostErr)
-}
 
 // bodySnippet is a short, single-line excerpt of a body, for details.
 func bodySnippet(b []byte) string {

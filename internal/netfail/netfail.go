@@ -16,20 +16,25 @@ import (
 // Describe says why a server did not answer: refused, unknown host, TLS, timeout.
 func Describe(err error) string {
 	var dnsErr *net.DNSError
-	var certErr *tls.CertificateVerificationError
-	var unknownCA x509.UnknownAuthorityError
-	var hostErr x509.HostnameError
 	switch {
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return "connection refused: nothing listens there"
 	case errors.As(err, &dnsErr):
 		return "the host name does not resolve (" + dnsErr.Name + ")"
-	case errors.As(err, &certErr), errors.As(err, &unknownCA), errors.As(err, &hostErr):
+	case IsCertificate(err):
 		return "its TLS certificate is not valid: " + RootCause(err)
 	case errors.Is(err, context.DeadlineExceeded):
 		return "no answer in time"
 	}
 	return RootCause(err)
+}
+
+// IsCertificate reports whether err is a certificate problem (a server answered, badly).
+func IsCertificate(err error) bool {
+	var certErr *tls.CertificateVerificationError
+	var unknownCA x509.UnknownAuthorityError
+	var hostErr x509.HostnameError
+	return errors.As(err, &certErr) || errors.As(err, &unknownCA) || errors.As(err, &hostErr)
 }
 
 // RootCause is the innermost message of a url.Error chain, which repeats the URL otherwise.

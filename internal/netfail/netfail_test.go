@@ -43,8 +43,12 @@ func TestDescribe(t *testing.T) {
 	// A server whose certificate this client does not trust.
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	defer srv.Close()
-	if got := Describe(get(t, srv.URL)); !strings.HasPrefix(got, "its TLS certificate is not valid: ") || strings.Contains(got, srv.URL) {
+	untrusted := get(t, srv.URL)
+	if got := Describe(untrusted); !strings.HasPrefix(got, "its TLS certificate is not valid: ") || strings.Contains(got, srv.URL) {
 		t.Errorf("untrusted certificate: %q, want the cause without the URL", got)
+	}
+	if !IsCertificate(untrusted) || IsCertificate(get(t, closed)) {
+		t.Errorf("IsCertificate: %v for the untrusted certificate, %v for a refusal", IsCertificate(untrusted), IsCertificate(get(t, closed)))
 	}
 
 	if got := Describe(&net.DNSError{Err: "no such host", Name: "nowhere.invalid", IsNotFound: true}); got != "the host name does not resolve (nowhere.invalid)" {
