@@ -73,7 +73,7 @@ stage "go test -tags embedded (offline engines linked through cgo)" \
 # phone call, barge-in at phone levels with Silero, and the demo in headless Chromium (its screenshot lands in test-artifacts/).
 stage "whole calls with the engines, headless Chromium included" \
 	env CGO_ENABLED=1 go test -race -count=1 -tags embedded \
-	-run 'TestRealSpeechThroughEachVAD|TestVADSelection|TestOfflinePhoneCall|TestDemoInChromium|TestVersionReportsEngines' ./internal/cli/
+	-run 'TestRealSpeechThroughEachVAD|TestVADSelection|TestOfflinePhoneCall|TestDemoInChromium|TestVersionReportsEngines' ./internal/cli/ ./internal/gateway/
 
 # Timing is what it measures: without the race detector.
 stage "barge-in at phone levels, every VAD" \

@@ -88,7 +88,7 @@ type rule struct {
 // provider may own its preflight checks.
 var providerMay = []string{"internal/audio/...", "internal/voice", "internal/obs", "internal/session",
 	"internal/clock", "internal/carrier/mediastream", "internal/openaiwire", "internal/registry",
-	"internal/doctor", own}
+	"internal/doctor", "internal/netfail", own}
 
 // suiteMay is what a conformance suite may import: the contract and what its tests need
 // to stage a peer; never a provider.
@@ -96,8 +96,15 @@ var suiteMay = []string{"internal/audio/...", "internal/voice", "internal/voice/
 
 var rules = []rule{
 	{"cmd/handset", []string{"internal/cli"}},
-	// the composition root: it wires everything, and nothing imports it
+	// the command line: it parses, prints and runs the gateway; nothing imports it
 	{"internal/cli/...", []string{"internal/..."}},
+	// the application, the composition root: it wires everything, and only the command
+	// line imports it
+	{"internal/gateway/...", []string{"internal/..."}},
+	// the offline engines' presence and files, which the gateway and the commands report
+	{"internal/engines", []string{"internal/config", "internal/audio/...", "internal/stt/sphinx", "internal/tts/flite"}},
+	// why a server did not answer, in words, for doctor and the gateway's start-up
+	{"internal/netfail", nil},
 
 	// the core, from the bottom up
 	{"internal/clock", nil},
@@ -111,7 +118,7 @@ var rules = []rule{
 	// obs reads what diagnose advises for an agent runtime from the registry
 	{"internal/obs", []string{"internal/voice", "internal/registry"}},
 	{"internal/session", []string{"internal/voice"}},
-	{"internal/openaiwire", []string{"internal/voice", "internal/registry", "internal/doctor"}},
+	{"internal/openaiwire", []string{"internal/voice", "internal/registry", "internal/doctor", "internal/netfail"}},
 	{"internal/json5", nil},
 	{"internal/edge", nil},
 	// config asks the registry for an agent runtime's defaults (address, model, key)
@@ -185,6 +192,9 @@ func ruleFor(from string) (rule, bool) {
 func allowed(from, to string) bool {
 	r, ok := ruleFor(from)
 	if !ok || under(to, "internal/archtest") || (under(to, "internal/cli") && from != "cmd/handset") {
+		return false
+	}
+	if under(to, "internal/gateway") && !under(from, "internal/cli") && !under(from, "internal/gateway") {
 		return false
 	}
 	return slices.ContainsFunc(r.may, func(p string) bool {
@@ -280,7 +290,7 @@ var thirdParties = []thirdParty{
 	{"github.com/jackc/pgx/v5", []string{"internal/store/postgres/..."}, nil},
 	{"modernc.org/sqlite", []string{"internal/store/sqlite"}, nil},
 	{"github.com/coder/websocket", []string{"internal/carrier/twilio", "internal/browser", "internal/stt/deepgram",
-		"internal/agent/openclaw", "internal/sim/..."}, []string{"internal/cli", "internal/edge"}},
+		"internal/agent/openclaw", "internal/sim/..."}, []string{"internal/cli", "internal/gateway", "internal/edge"}},
 	{"github.com/tetratelabs/wazero", []string{"internal/audio/vad/webrtc"}, nil},
 	{"github.com/yalue/onnxruntime_go", []string{"internal/audio/vad/silero"}, nil},
 	{"gonum.org/v1/gonum", []string{"internal/audio/echo"}, nil},
@@ -373,6 +383,13 @@ func TestRulesCatchWrongArrows(t *testing.T) {
 		{"internal/agent/openai", "internal/agent/openclaw"},
 		{"internal/agent/openclaw", "internal/config"},
 		{"internal/config", "internal/providers"},
+		{"internal/jobs", "internal/gateway"},
+		{"internal/web", "internal/gateway"},
+		{"cmd/handset", "internal/gateway"},
+		{"internal/gateway", "internal/cli"},
+		{"internal/engines", "internal/gateway"},
+		{"internal/engines", "internal/stt/deepgram"},
+		{"internal/netfail", "internal/config"},
 	}
 	for _, b := range bad {
 		if allowed(b[0], b[1]) {
@@ -383,6 +400,10 @@ func TestRulesCatchWrongArrows(t *testing.T) {
 		{"internal/call", "internal/turn"},
 		{"internal/carrier/twilio", "internal/voice"},
 		{"internal/cli", "internal/stt/deepgram"},
+		{"internal/cli", "internal/gateway"},
+		{"internal/gateway", "internal/stt/deepgram"},
+		{"internal/gateway", "internal/engines"},
+		{"internal/cli", "internal/engines"},
 		{"internal/sim/fakedeepgram", "internal/audio/g711"},
 		{"cmd/handset", "internal/cli"},
 		{"internal/agent/hermes", "internal/agent/httpagent"},

@@ -7,6 +7,7 @@ import (
 
 	"github.com/handset-voice/handset/internal/agent/openclaw"
 	"github.com/handset-voice/handset/internal/config"
+	"github.com/handset-voice/handset/internal/gateway"
 )
 
 // agentsReport is `handset agents --json`.
@@ -64,7 +65,7 @@ func openClawRoster(ctx context.Context, cfg *config.Config) (agentsReport, erro
 	if o, _ := cfg.Origin("HANDSET_AGENT_MODEL"); o.Kind != config.FromDefault {
 		rep.Named = cfg.AgentModel()
 	}
-	hc, err := agentClient(cfg)
+	hc, err := gateway.AgentClient(cfg)
 	if err != nil {
 		return rep, err
 	}
@@ -73,11 +74,11 @@ func openClawRoster(ctx context.Context, cfg *config.Config) (agentsReport, erro
 		return rep, err
 	}
 	defer client.Close()
-	ctx, cancel := context.WithTimeout(ctx, startupProbe)
+	ctx, cancel := context.WithTimeout(ctx, openclaw.StartupProbe)
 	defer cancel()
 	rep.Agents, err = client.ListAgents(ctx)
 	if err != nil {
-		if detail, fix, ok := openClawSymptom(cfg, err).advice(cfg, err); ok {
+		if detail, fix, ok := openclaw.SymptomOf(cfg, err).Advice(cfg, err); ok {
 			return rep, fmt.Errorf("%s (%s)", detail, fix)
 		}
 		return rep, fmt.Errorf("OpenClaw gateway at %s: %w (is it running? is %s its token?)", wsURL, err, config.OpenClawKeyVar)

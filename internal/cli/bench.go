@@ -21,6 +21,7 @@ import (
 	"github.com/handset-voice/handset/internal/audio/audiotest"
 	"github.com/handset-voice/handset/internal/bench"
 	"github.com/handset-voice/handset/internal/config"
+	"github.com/handset-voice/handset/internal/gateway"
 	"github.com/handset-voice/handset/internal/sim/fakedeepgram"
 	"github.com/handset-voice/handset/internal/sim/fakeelevenlabs"
 	"github.com/handset-voice/handset/internal/sim/fakeopenai"
@@ -336,36 +337,19 @@ func benchInProcess(ctx context.Context, env Env, g *globals, f benchFlags, fk b
 	if err != nil {
 		return nil, err
 	}
-	prov, err := buildProviders(cfg, log)
-	if err != nil {
-		return nil, err
-	}
-	st, err := openStore(ctx, cfg)
-	if err != nil {
-		prov.release()
-		return nil, err
-	}
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	srv, err := newServer(sctx, cfg, prov, st, log, serverOptions{})
-	if err != nil {
-		cancel()
-		st.Close()
-		prov.release()
-		return nil, err
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	gw, err := gateway.Open(sctx, cfg, gateway.Options{Logger: log, Listen: "127.0.0.1:0"})
 	if err != nil {
 		cancel()
 		return nil, err
 	}
-	o.BaseURL = "http://" + ln.Addr().String()
+	o.BaseURL = "http://" + gw.Addr().String()
 	served := make(chan error, 1)
-	go func() { served <- srv.serve(sctx, ln, nil) }()
+	go func() { served <- gw.Serve(sctx, nil) }()
 	return func() {
 		cancel()
 		<-served
-		st.Close()
-		prov.release()
+		gw.Close()
 		_ = os.RemoveAll(dir)
 	}, nil
 }

@@ -13,7 +13,6 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/handset-voice/handset/internal/browser"
 	"github.com/handset-voice/handset/internal/sim/browsercaller"
 )
 
@@ -61,36 +60,6 @@ func TestBrowserCapLeavesRoomForPhones(t *testing.T) {
 		_ = c.Hangup()
 		<-c.Done()
 	}
-}
-
-// TestBrowserRateWholeServer: one address starts only so many browser calls in a while;
-// the next is closed with the reason, and the phone side is untouched.
-func TestBrowserRateWholeServer(t *testing.T) {
-	saved := browserRate
-	browserRate = browser.Rate{Burst: 2, Every: time.Hour}
-	t.Cleanup(func() { browserRate = saved })
-	r := startServe(t, nil, "HANDSET_BROWSER=true")
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	for i := range 2 {
-		c, err := browsercaller.Dial(ctx, r.baseURL(), browsercaller.NewJar())
-		if err != nil {
-			t.Fatalf("browser call %d: %v", i+1, err)
-		}
-		_ = c.Hangup()
-		<-c.Done()
-	}
-	_, err := browsercaller.Dial(ctx, r.baseURL(), browsercaller.NewJar())
-	if err == nil {
-		t.Fatal("a third call within the hour was admitted")
-	}
-	if ce := closeReason(t, err); ce.Code != websocket.StatusTryAgainLater || !strings.HasPrefix(ce.Reason, "too many calls from your address: try again in ") {
-		t.Errorf("the refusal: %v", ce)
-	}
-	phone := r.dial(ctx)
-	waitMark(ctx, t, phone, "t0-end")
-	_ = phone.Hangup()
-	<-phone.Done()
 }
 
 // request sends GET path to the server with the given Host header (and Origin, for the

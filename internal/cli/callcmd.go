@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/handset-voice/handset/internal/config"
+	"github.com/handset-voice/handset/internal/gateway"
 	"github.com/handset-voice/handset/internal/jobs"
 	"github.com/handset-voice/handset/internal/store"
 )
@@ -67,7 +68,7 @@ func runCall(ctx context.Context, env Env, args []string) error {
 	if err := cfg.Validate(config.ValidateOptions{}); err != nil {
 		return err
 	}
-	st, err := openStore(ctx, cfg)
+	st, err := gateway.OpenStore(ctx, cfg)
 	if err != nil {
 		return err
 	}

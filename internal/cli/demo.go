@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/handset-voice/handset/internal/config"
+	"github.com/handset-voice/handset/internal/engines"
 )
 
 // demoGreeting is spoken when a demo call starts, unless HANDSET_FIRST_MESSAGE says otherwise.
@@ -77,12 +78,12 @@ func runDemo(ctx context.Context, env Env, args []string) error {
 		warnSettings(newLogger(env.Stderr, cfg), cfg)
 		return err
 	}
-	srv, ln, release, err := openGateway(ctx, env, cfg)
+	gw, err := openGateway(ctx, env, cfg)
 	if err != nil {
 		return err
 	}
-	defer release()
-	addr := ln.Addr().(*net.TCPAddr)
+	defer gw.Close()
+	addr := gw.Addr().(*net.TCPAddr)
 	fmt.Fprintf(env.Stdout, "handset demo\n  speech to text: %s\n  text to speech: %s\n  agent:          %s (%s)\n",
 		describeSTT(cfg), describeTTS(cfg), cfg.Agent.Runtime, agentNote)
 	if !addr.IP.IsLoopback() {
@@ -97,7 +98,7 @@ func runDemo(ctx context.Context, env Env, args []string) error {
 	} else {
 		fmt.Fprintf(env.Stdout, "Open http://%s/ and press Call.\n", host)
 	}
-	return srv.serve(ctx, ln, env.Ready)
+	return gw.Serve(ctx, env.Ready)
 }
 
 // demoEnginesReady refuses to start without the offline engines the demo is set to use,
@@ -113,7 +114,7 @@ func demoEnginesReady(cfg *config.Config) error {
 // that this binary cannot run.
 func offlineEnginesMissing(cfg *config.Config) []string {
 	var missing []string
-	for _, e := range engines(cfg) {
+	for _, e := range engines.List(cfg) {
 		used := (e.Role == "stt" && e.Name == cfg.STT.Provider) || (e.Role == "tts" && e.Name == cfg.TTS.Provider)
 		if used && e.Problem != "" {
 			missing = append(missing, fmt.Sprintf("%s: %s", e.Name, e.Problem))

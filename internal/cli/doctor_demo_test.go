@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/handset-voice/handset/internal/doctor"
+	"github.com/handset-voice/handset/internal/engines"
 	"github.com/handset-voice/handset/internal/stt/sphinx"
 )
 
@@ -164,7 +165,7 @@ func TestDoctorDemo(t *testing.T) {
 	// Speech left unset: the demo's offline engines are what is checked.
 	_, rep = r.report(append(demo, "HANDSET_STT=", "HANDSET_TTS="), "--demo")
 	stt, tts := findResult(t, rep, "stt", "sphinx"), findResult(t, rep, "tts", "flite")
-	if !sphinx.Available() && (stt.Status != doctor.Fail || stt.Fix != setupHint || tts.Status != doctor.Fail) {
+	if !sphinx.Available() && (stt.Status != doctor.Fail || stt.Fix != engines.SetupHint || tts.Status != doctor.Fail) {
 		t.Errorf("engines not linked: stt %+v, tts %+v", stt, tts)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/handset-voice/handset/internal/doctor"
+	"github.com/handset-voice/handset/internal/engines"
 	"github.com/handset-voice/handset/internal/sim/fakedeepgram"
 	"github.com/handset-voice/handset/internal/sim/fakeelevenlabs"
 	"github.com/handset-voice/handset/internal/sim/fakehermes"
@@ -395,7 +396,7 @@ func TestDoctorFindsBreakage(t *testing.T) {
 	t.Run("engine not linked or model missing", func(t *testing.T) {
 		r.t = t
 		res := r.expect([]string{"HANDSET_STT=sphinx", "HANDSET_SPHINX_MODEL=" + filepath.Join(r.home, "no-model")}, 1, "stt", "sphinx", doctor.Fail, "")
-		want := setupHint
+		want := engines.SetupHint
 		if sphinx.Available() {
 			want = "no-model" // linked: the model check names the missing folder
 		}

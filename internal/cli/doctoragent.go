@@ -11,6 +11,7 @@ import (
 	"github.com/handset-voice/handset/internal/agent/hermes"
 	"github.com/handset-voice/handset/internal/config"
 	"github.com/handset-voice/handset/internal/doctor"
+	"github.com/handset-voice/handset/internal/netfail"
 	"github.com/handset-voice/handset/internal/openaiwire"
 	"github.com/handset-voice/handset/internal/registry"
 
@@ -79,7 +80,7 @@ func (d *doctorRun) get(ctx context.Context, rawURL string, header map[string]st
 	return httpAnswer{status: a.Status, body: a.Body, header: a.Header}, err
 }
 
-func unreachable(err error) string { return doctor.Unreachable(err) }
+func unreachable(err error) string { return netfail.Describe(err) }
 
 // isTLSProblem reports whether err is a certificate problem (a server answered, badly).
 func isTLSProblem(err error) bool {
@@ -89,7 +90,7 @@ func isTLSProblem(err error) bool {
 	return errors.As(err, &certErr) || errors.As(err, &unknownCA) || errors.As(err, &hostErr)
 }
 
-func rootCause(err error) string { return doctor.RootCause(err) }
+func rootCause(err error) string { return netfail.RootCause(err) }
 
 func bodySnippet(b []byte) string { return doctor.Snippet(b) }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/handset-voice/handset/internal/config"
 	"github.com/handset-voice/handset/internal/doctor"
+	"github.com/handset-voice/handset/internal/gateway"
 )
 
 // Sections of doctor's report, in the order they print.
@@ -53,7 +54,7 @@ func (d *doctorRun) checks() []doctor.Check {
 // callerChecks are the carrier's checks, or, when neither a carrier nor the browser page can
 // bring a call, the warning serve also logs at start.
 func (d *doctorRun) callerChecks() []doctor.Check {
-	if msg, fix, ok := noCallers(d.cfg); ok {
+	if msg, fix, ok := gateway.NoCallers(d.cfg); ok {
 		return []doctor.Check{fixedCheck(secCarrier, "calls", resWarn(msg, fix))}
 	}
 	return d.carrierChecks()
@@ -62,7 +63,7 @@ func (d *doctorRun) callerChecks() []doctor.Check {
 // publicURLChecks are the public URL's checks; an unset one is only noted when nothing can
 // call at all, where "browser calls only" would not be true.
 func (d *doctorRun) publicURLChecks() []doctor.Check {
-	if _, _, ok := noCallers(d.cfg); ok && d.cfg.PublicURL == "" {
+	if _, _, ok := gateway.NoCallers(d.cfg); ok && d.cfg.PublicURL == "" {
 		return []doctor.Check{fixedCheck(secPublic, "address", resSkip("not set: no carrier needs it (see carrier)"))}
 	}
 	return d.publicChecks()

@@ -9,6 +9,7 @@ import (
 	"github.com/handset-voice/handset/internal/audio/vad"
 	"github.com/handset-voice/handset/internal/config"
 	"github.com/handset-voice/handset/internal/doctor"
+	"github.com/handset-voice/handset/internal/engines"
 	_ "github.com/handset-voice/handset/internal/providers" // fills the catalogue of providers
 	"github.com/handset-voice/handset/internal/registry"
 )
@@ -23,7 +24,7 @@ func (d *doctorRun) providerProbe(section, choice string) registry.Probe {
 		Section:    section,
 		Choice:     choice,
 		HTTP:       d.clientFor,
-		EngineFile: func(name string) (string, error) { return engineFile(d.cfg, name) },
+		EngineFile: func(name string) (string, error) { return engines.File(d.cfg, name) },
 		Home:       d.home,
 		Demo:       d.demo,
 	}
@@ -76,7 +77,7 @@ func (d *doctorRun) bestVAD(context.Context) doctor.Result {
 			return errors.New("not in this binary's catalogue")
 		}
 		f, release, err := p.New(registry.Build{Settings: d.cfg, Log: slog.New(slog.DiscardHandler),
-			EngineFile: func(name string) (string, error) { return engineFile(d.cfg, name) }})
+			EngineFile: func(name string) (string, error) { return engines.File(d.cfg, name) }})
 		if err != nil {
 			return err
 		}
@@ -105,7 +106,7 @@ func (d *doctorRun) engineChecks() []doctor.Check {
 		used[d.cfg.TTS.Provider] = secTTS
 	}
 	var cs []doctor.Check
-	for _, e := range engines(d.cfg) {
+	for _, e := range engines.List(d.cfg) {
 		name := e.Name + " (" + e.Role + ")"
 		state := strings.TrimPrefix(e.String(), name+": ")
 		var r doctor.Result

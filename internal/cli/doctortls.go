@@ -14,6 +14,7 @@ import (
 
 	"github.com/handset-voice/handset/internal/config"
 	"github.com/handset-voice/handset/internal/doctor"
+	"github.com/handset-voice/handset/internal/gateway"
 )
 
 // expirySoon is when doctor starts warning that the runtime's certificate runs out.
@@ -34,7 +35,7 @@ func (d *doctorRun) agentTLSChecks() []doctor.Check {
 	}
 	var cs []doctor.Check
 	if cfg.Agent.TLSInsecure {
-		detail, fix := insecureAgentWarning, "remove HANDSET_AGENT_TLS_INSECURE (from "+d.origin("HANDSET_AGENT_TLS_INSECURE")+")"
+		detail, fix := gateway.InsecureAgentWarning, "remove HANDSET_AGENT_TLS_INSECURE (from "+d.origin("HANDSET_AGENT_TLS_INSECURE")+")"
 		if u.Scheme != "https" {
 			detail = "HANDSET_AGENT_TLS_INSECURE=true, though the runtime is reached without TLS (" + u.Scheme + "://): it does nothing now, and would skip the certificate check of an https:// runtime"
 		} else {
@@ -54,7 +55,7 @@ func (d *doctorRun) agentTLSChecks() []doctor.Check {
 // warning: calls work, unchecked.
 func (d *doctorRun) agentCertificate(ctx context.Context, u *url.URL) doctor.Result {
 	cfg := d.cfg
-	conf, err := agentTLS(cfg)
+	conf, err := gateway.AgentTLS(cfg)
 	if err != nil {
 		return resSkip("not checked: HANDSET_AGENT_CA_FILE cannot be used (see config)")
 	}
@@ -172,7 +173,7 @@ func doctorAgentClient(cfg *config.Config, own *http.Client) *http.Client {
 	if cfg.Agent.CAFile == "" && !cfg.Agent.TLSInsecure {
 		return own
 	}
-	c, err := agentClient(cfg)
+	c, err := gateway.AgentClient(cfg)
 	if err != nil {
 		return own
 	}

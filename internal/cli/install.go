@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/handset-voice/handset/internal/audio/vad/silero"
+	"github.com/handset-voice/handset/internal/engines"
 )
 
 // installStep is one file handset install copies.
@@ -22,10 +23,10 @@ type installStep struct {
 
 // installOptions are what install works from; runInstall fills them from the process.
 type installOptions struct {
-	exe    string       // the binary to install
-	prefix string       // absolute
-	lookup engineLookup // finds the engine files the binary uses
-	names  []string     // which engine files to copy
+	exe    string         // the binary to install
+	prefix string         // absolute
+	lookup engines.Lookup // finds the engine files the binary uses
+	names  []string       // which engine files to copy
 	dryRun bool
 }
 
@@ -53,7 +54,7 @@ func runInstall(_ context.Context, env Env, args []string) error {
 		p = filepath.Join(env.WorkDir, p)
 	}
 	return install(env.Stdout, installOptions{
-		exe: exe, prefix: filepath.Clean(p), lookup: systemLookup(cfg), names: installEngineFiles(), dryRun: *dryRun,
+		exe: exe, prefix: filepath.Clean(p), lookup: engines.SystemLookup(cfg), names: installEngineFiles(), dryRun: *dryRun,
 	})
 }
 
@@ -61,24 +62,24 @@ func runInstall(_ context.Context, env Env, args []string) error {
 // Silero's only when it is linked in.
 func installEngineFiles() []string {
 	if silero.Available() {
-		return []string{ortLibFile, sileroModelFile, fvadFile}
+		return []string{engines.ORTLibFile, engines.SileroModelFile, engines.FVADFile}
 	}
-	return []string{fvadFile}
+	return []string{engines.FVADFile}
 }
 
 // planInstall lists the copies: the engine files first, the binary last, so an installed
 // binary never runs without its engines.
 func planInstall(o installOptions) ([]installStep, error) {
-	engines := filepath.Join(o.prefix, "share", "handset", "engines")
+	engineDir := filepath.Join(o.prefix, "share", "handset", "engines")
 	var steps []installStep
 	var missing []error
 	for _, n := range o.names {
-		src, err := o.lookup.find(n)
+		src, err := o.lookup.Find(n)
 		if err != nil {
 			missing = append(missing, err)
 			continue
 		}
-		steps = append(steps, installStep{src: src, dst: filepath.Join(engines, n)})
+		steps = append(steps, installStep{src: src, dst: filepath.Join(engineDir, n)})
 	}
 	if len(missing) > 0 {
 		// Installing without them would leave a binary that quietly falls back to the

@@ -10,16 +10,18 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/handset-voice/handset/internal/engines"
 )
 
 // installTree is a fake binary and engines folder, each file with its own mode.
-func installTree(t *testing.T) (root, exe, engines string) {
+func installTree(t *testing.T) (root, exe, engineDir string) {
 	t.Helper()
 	root = t.TempDir()
 	exe = filepath.Join(root, "checkout", "bin", "handset")
-	engines = filepath.Join(root, "checkout", ".cache", "engines")
-	files := map[string]fs.FileMode{exe: 0o750, filepath.Join(engines, ortLibFile): 0o755,
-		filepath.Join(engines, sileroModelFile): 0o640, filepath.Join(engines, fvadFile): 0o644}
+	engineDir = filepath.Join(root, "checkout", ".cache", "engines")
+	files := map[string]fs.FileMode{exe: 0o750, filepath.Join(engineDir, engines.ORTLibFile): 0o755,
+		filepath.Join(engineDir, engines.SileroModelFile): 0o640, filepath.Join(engineDir, engines.FVADFile): 0o644}
 	for f, mode := range files {
 		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
 			t.Fatal(err)
@@ -31,15 +33,15 @@ func installTree(t *testing.T) (root, exe, engines string) {
 			t.Fatal(err)
 		}
 	}
-	return root, exe, engines
+	return root, exe, engineDir
 }
 
 func TestInstallCopies(t *testing.T) {
 	root, exe, _ := installTree(t)
 	prefix := filepath.Join(root, "prefix")
 	// Run from the checkout: the engines come from ./.cache/engines.
-	o := installOptions{exe: exe, prefix: prefix, names: engineFileNames,
-		lookup: engineLookup{exe: exe, wd: filepath.Join(root, "checkout"), getenv: func(string) string { return "" }}}
+	o := installOptions{exe: exe, prefix: prefix, names: engines.FileNames,
+		lookup: engines.Lookup{Exe: exe, WorkDir: filepath.Join(root, "checkout"), Getenv: func(string) string { return "" }}}
 	var out bytes.Buffer
 	if err := install(&out, o); err != nil {
 		t.Fatal(err)
@@ -47,7 +49,7 @@ func TestInstallCopies(t *testing.T) {
 	copies := map[string]string{
 		filepath.Join(prefix, "bin", "handset"): exe,
 	}
-	for _, n := range engineFileNames {
+	for _, n := range engines.FileNames {
 		copies[filepath.Join(prefix, "share", "handset", "engines", n)] = filepath.Join(root, "checkout", ".cache", "engines", n)
 	}
 	for dst, src := range copies {
@@ -77,14 +79,14 @@ func TestInstallCopies(t *testing.T) {
 	// The installed binary, run from anywhere, finds the installed engines, and installing
 	// it again onto itself copies nothing.
 	installed := filepath.Join(prefix, "bin", "handset")
-	elsewhere := engineLookup{exe: installed, wd: t.TempDir(), getenv: func(string) string { return "" }}
-	for _, n := range engineFileNames {
-		if got, err := elsewhere.find(n); err != nil || got != filepath.Join(prefix, "share", "handset", "engines", n) {
+	elsewhere := engines.Lookup{Exe: installed, WorkDir: t.TempDir(), Getenv: func(string) string { return "" }}
+	for _, n := range engines.FileNames {
+		if got, err := elsewhere.Find(n); err != nil || got != filepath.Join(prefix, "share", "handset", "engines", n) {
 			t.Errorf("installed binary finds %s at %q (%v)", n, got, err)
 		}
 	}
 	out.Reset()
-	if err := install(&out, installOptions{exe: installed, prefix: prefix, names: engineFileNames, lookup: elsewhere}); err != nil {
+	if err := install(&out, installOptions{exe: installed, prefix: prefix, names: engines.FileNames, lookup: elsewhere}); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Count(out.String(), "already in place") != 4 || strings.Contains(out.String(), "copied") {
@@ -93,16 +95,16 @@ func TestInstallCopies(t *testing.T) {
 }
 
 func TestInstallDryRun(t *testing.T) {
-	root, exe, engines := installTree(t)
+	root, exe, engineDir := installTree(t)
 	prefix := filepath.Join(root, "prefix")
 	var out bytes.Buffer
-	err := install(&out, installOptions{exe: exe, prefix: prefix, names: engineFileNames, dryRun: true,
-		lookup: engineLookup{explicit: engines, getenv: os.Getenv}})
+	err := install(&out, installOptions{exe: exe, prefix: prefix, names: engines.FileNames, dryRun: true,
+		lookup: engines.Lookup{Explicit: engineDir, Getenv: os.Getenv}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"would copy " + filepath.Join(engines, sileroModelFile) + " -> " + filepath.Join(prefix, "share", "handset", "engines", sileroModelFile) + " (mode 0640)",
+		"would copy " + filepath.Join(engineDir, engines.SileroModelFile) + " -> " + filepath.Join(prefix, "share", "handset", "engines", engines.SileroModelFile) + " (mode 0640)",
 		"would copy " + exe + " -> " + filepath.Join(prefix, "bin", "handset") + " (mode 0750)",
 		"nothing copied",
 	} {
@@ -116,12 +118,12 @@ func TestInstallDryRun(t *testing.T) {
 }
 
 func TestInstallErrors(t *testing.T) {
-	root, exe, engines := installTree(t)
+	root, exe, engineDir := installTree(t)
 	prefix := filepath.Join(root, "prefix")
 
 	t.Run("no engines", func(t *testing.T) {
-		err := install(&bytes.Buffer{}, installOptions{exe: exe, prefix: prefix, names: engineFileNames,
-			lookup: engineLookup{explicit: t.TempDir(), getenv: os.Getenv}})
+		err := install(&bytes.Buffer{}, installOptions{exe: exe, prefix: prefix, names: engines.FileNames,
+			lookup: engines.Lookup{Explicit: t.TempDir(), Getenv: os.Getenv}})
 		if err == nil || !strings.Contains(err.Error(), "fvad.wasm not found") || !strings.Contains(err.Error(), "scripts/engines.sh") {
 			t.Errorf("err %v, want one naming the missing file and the fix", err)
 		}
@@ -145,8 +147,8 @@ func TestInstallErrors(t *testing.T) {
 		if err := os.Mkdir(ro, 0o555); err != nil {
 			t.Fatal(err)
 		}
-		err = install(&bytes.Buffer{}, installOptions{exe: exe, prefix: ro, names: engineFileNames,
-			lookup: engineLookup{explicit: engines, getenv: os.Getenv}})
+		err = install(&bytes.Buffer{}, installOptions{exe: exe, prefix: ro, names: engines.FileNames,
+			lookup: engines.Lookup{Explicit: engineDir, Getenv: os.Getenv}})
 		if err == nil || !strings.Contains(err.Error(), "sudo") {
 			t.Errorf("err %v, want one saying to use sudo or another prefix", err)
 		}
@@ -169,7 +171,7 @@ func TestInstallCommandDryRun(t *testing.T) {
 	if code := Main(context.Background(), []string{"install", "--dry-run", "--prefix", "p"}, env); code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut.String())
 	}
-	if want := " -> " + filepath.Join(work, "p", "share", "handset", "engines", fvadFile); !strings.Contains(out.String(), want) {
+	if want := " -> " + filepath.Join(work, "p", "share", "handset", "engines", engines.FVADFile); !strings.Contains(out.String(), want) {
 		t.Errorf("output lacks %q:\n%s", want, out.String())
 	}
 }
@@ -184,11 +186,11 @@ func TestInstallBuiltBinary(t *testing.T) {
 		t.Fatalf("install said:\n%s", out)
 	}
 	installed := filepath.Join(prefix, "bin", "handset")
-	engines := filepath.Join(prefix, "share", "handset", "engines")
+	engineDir := filepath.Join(prefix, "share", "handset", "engines")
 	out = runBinary(t, installed, t.TempDir(), nil, "version")
 	for _, want := range []string{
-		"webrtc (vad): ready (files in " + engines + ")",
-		fvadFile + "            " + filepath.Join(engines, fvadFile),
+		"webrtc (vad): ready (files in " + engineDir + ")",
+		engines.FVADFile + "            " + filepath.Join(engineDir, engines.FVADFile),
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("installed binary's version lacks %q:\n%s", want, out)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/handset-voice/handset/internal/agent/openclaw"
 	"github.com/handset-voice/handset/internal/doctor"
 	"github.com/handset-voice/handset/internal/obs"
 	"github.com/handset-voice/handset/internal/sim/fakeopenai"
@@ -100,7 +101,7 @@ func TestServeWhileOpenClawStarts(t *testing.T) {
 		var ready atomic.Bool
 		gw, url := ocGateway(t, fakeopenclaw.Options{Token: "gw-token", Agents: agents, StartingRetryAfter: 50 * time.Millisecond,
 			Starting: func() bool { return !ready.Load() }}, nil)
-		r := serveStarting(t, startupProbe+30*time.Second, []string{"hello there"}, ocEnv(url)...)
+		r := serveStarting(t, openclaw.StartupProbe+30*time.Second, []string{"hello there"}, ocEnv(url)...)
 		if !strings.Contains(r.logs.String(), "the OpenClaw gateway is not ready") {
 			t.Errorf("serve did not say it started without the gateway:\n%s", r.logs.String())
 		}

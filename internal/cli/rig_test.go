@@ -14,6 +14,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/handset-voice/handset/internal/audio/audiotest"
+	"github.com/handset-voice/handset/internal/audio/vad/vadtest"
+	"github.com/handset-voice/handset/internal/engines"
 	"github.com/handset-voice/handset/internal/obs"
 	"github.com/handset-voice/handset/internal/sim/fakedeepgram"
 	"github.com/handset-voice/handset/internal/sim/fakeelevenlabs"
@@ -160,6 +162,13 @@ func (r *rig) journalAt(path string) []obs.Event {
 		}
 		time.Sleep(20 * time.Millisecond) // the call finishes on its own goroutine after hang-up
 	}
+}
+
+// repoEngines is the directory holding the engine files (.cache/engines at the module
+// root, where scripts/engines.sh puts them); without them it is a missing peer.
+func repoEngines(t *testing.T) string {
+	t.Helper()
+	return filepath.Dir(vadtest.EngineFile(t, engines.FVADFile))
 }
 
 // speech is caller audio: speech-like sound for d, as 8 kHz mu-law.

@@ -1,5 +1,6 @@
-// Package cli is Handset's command line: one file per subcommand, and wire.go, the only
-// place that turns configuration into concrete providers.
+// Package cli is Handset's command line: one file per subcommand, each parsing its flags,
+// printing, and running what it asks for; the gateway application itself is
+// internal/gateway.
 package cli
 
 import (
@@ -63,6 +64,16 @@ type usageError struct{ msg, hint string }
 
 func (e *usageError) Error() string { return e.msg }
 
+// Hint says what to do about it.
+func (e *usageError) Hint() string { return e.hint }
+
+// hinted is a mistake to fix before running again, with what to do: a usageError, or a
+// setting the gateway cannot use. Main exits 2 for both.
+type hinted interface {
+	error
+	Hint() string
+}
+
 // Main runs the command line and returns the exit code: 0 success, 1 failure, 2 usage.
 func Main(ctx context.Context, args []string, env Env) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
@@ -84,7 +95,7 @@ func Main(ctx context.Context, args []string, env Env) int {
 		return 2
 	}
 	err := cmd.run(ctx, env, rest)
-	var ue *usageError
+	var ue hinted
 	switch {
 	case err == nil:
 		return 0
@@ -93,9 +104,9 @@ func Main(ctx context.Context, args []string, env Env) int {
 	case errors.Is(err, errReported):
 		return 1
 	case errors.As(err, &ue):
-		fmt.Fprintf(env.Stderr, "handset %s: %s\n", name, ue.msg)
-		if ue.hint != "" {
-			fmt.Fprintf(env.Stderr, "hint: %s\n", ue.hint)
+		fmt.Fprintf(env.Stderr, "handset %s: %s\n", name, ue.Error())
+		if h := ue.Hint(); h != "" {
+			fmt.Fprintf(env.Stderr, "hint: %s\n", h)
 		}
 		return 2
 	default:

@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"strings"
 
 	"github.com/handset-voice/handset/internal/config"
+	"github.com/handset-voice/handset/internal/engines"
+	"github.com/handset-voice/handset/internal/gateway"
 )
 
 func runServe(ctx context.Context, env Env, args []string) error {
@@ -32,48 +33,21 @@ func runServe(ctx context.Context, env Env, args []string) error {
 		warnSettings(newLogger(env.Stderr, cfg), cfg)
 		return reportSettings(env.Stderr, "serve", err, engines)
 	}
-	srv, ln, release, err := openGateway(ctx, env, cfg)
+	gw, err := openGateway(ctx, env, cfg)
 	if err != nil {
 		return err
 	}
-	defer release()
-	return srv.serve(ctx, ln, env.Ready)
+	defer gw.Close()
+	return gw.Serve(ctx, env.Ready)
 }
 
-// openGateway builds the providers, the store and the server cfg describes and opens its
-// listener; release frees them once the server has stopped.
-func openGateway(ctx context.Context, env Env, cfg *config.Config) (*server, net.Listener, func(), error) {
+// openGateway says at start what the settings leave to fix, then opens the gateway cfg
+// describes: its providers, store, jobs and listener.
+func openGateway(ctx context.Context, env Env, cfg *config.Config) (*gateway.Gateway, error) {
 	log := newLogger(env.Stderr, cfg)
 	warnSettings(log, cfg)
-	warnBrowserExposed(log, cfg)
-	if msg, fix, ok := noCallers(cfg); ok {
-		log.Warn(msg, "fix", fix)
-	}
-	logEngines(log, cfg)
-	prov, err := buildProviders(cfg, log)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	st, err := openStore(ctx, cfg)
-	if err != nil {
-		prov.release()
-		return nil, nil, nil, err
-	}
-	release := func() {
-		prov.release()
-		_ = st.Close()
-	}
-	srv, err := newServer(ctx, cfg, prov, st, log, serverOptions{jobs: true})
-	if err != nil {
-		release()
-		return nil, nil, nil, err
-	}
-	ln, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		release()
-		return nil, nil, nil, fmt.Errorf("listen on %s (HANDSET_LISTEN, or --listen): %w", cfg.Listen, err)
-	}
-	return srv, ln, release, nil
+	gateway.LogStartup(log, cfg)
+	return gateway.Open(ctx, cfg, gateway.Options{Logger: log, Jobs: true})
 }
 
 // warnSettings logs each name cfg's sources hold that is not a setting, with the closest one.
@@ -88,7 +62,7 @@ func warnSettings(log *slog.Logger, cfg *config.Config) {
 // than one a start.
 func speechEngineProblems(cfg *config.Config) []string {
 	var out []string
-	for _, e := range engines(cfg) {
+	for _, e := range engines.List(cfg) {
 		switch {
 		case e.Problem == "":
 		case e.Role == "stt" && e.Name == cfg.STT.Provider:
@@ -133,14 +107,4 @@ func reportSettings(w io.Writer, cmd string, err error, engines []string) error 
 	}
 	fmt.Fprintln(w, "hint: `handset doctor` checks the settings and the services they name; docs/configuration.md describes each setting")
 	return errReported
-}
-
-// noCallers says when a gateway cannot be called by anyone: no carrier sends it calls and
-// the browser call page is off. It returns the problem and its fix.
-func noCallers(cfg *config.Config) (msg, fix string, ok bool) {
-	if cfg.Browser || cfg.Twilio.AccountSID != "" || cfg.Twilio.AuthToken.IsSet() {
-		return "", "", false
-	}
-	return "no one can call this Handset: no carrier is configured (TWILIO_AUTH_TOKEN is empty) and the browser call page is off (HANDSET_BROWSER is false)",
-		"for phone calls set TWILIO_ACCOUNT_SID, TWILIO_AUTH_TOKEN and HANDSET_PUBLIC_URL, then run `handset attach-number`; to call from a browser on this machine, set HANDSET_BROWSER=true", true
 }

@@ -22,6 +22,8 @@ import (
 	"github.com/handset-voice/handset/internal/audio/wav"
 	"github.com/handset-voice/handset/internal/call"
 	"github.com/handset-voice/handset/internal/config"
+	"github.com/handset-voice/handset/internal/engines"
+	"github.com/handset-voice/handset/internal/gateway"
 	"github.com/handset-voice/handset/internal/obs"
 	"github.com/handset-voice/handset/internal/sim/fakedeepgram"
 	"github.com/handset-voice/handset/internal/sim/fakeelevenlabs"
@@ -158,38 +160,24 @@ func simulate(ctx context.Context, cfg *config.Config, f simulateFlags, log *slo
 		// not call speech; the energy detector hears them.
 		cfg.VAD.Engine = config.VADEnergy
 	}
-	prov, err := buildProviders(cfg, log)
-	if err != nil {
-		return rep, err
-	}
-	defer prov.release()
 	sctx, stop := context.WithCancel(ctx)
 	defer stop()
-	st, err := openStore(ctx, cfg)
-	if err != nil {
-		return rep, err
-	}
-	defer st.Close()
-	srv, err := newServer(sctx, cfg, prov, st, log, serverOptions{})
-	if err != nil {
-		return rep, err
-	}
 	started := make(chan *call.Call, 1)
 	watch := newCallWatch()
-	srv.onCall = func(c *call.Call) {
+	gw, err := gateway.Open(sctx, cfg, gateway.Options{Logger: log, Listen: "127.0.0.1:0", OnCall: func(c *call.Call) {
 		c.Journal().Tee(watch.observe)
 		started <- c
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	}})
 	if err != nil {
 		return rep, err
 	}
+	defer gw.Close()
 	served := make(chan error, 1)
-	go func() { served <- srv.serve(sctx, ln, nil) }()
+	go func() { served <- gw.Serve(sctx, nil) }()
 	defer func() { stop(); <-served }()
 
 	caller, err := twiliocaller.Dial(ctx, twiliocaller.Options{
-		BaseURL: "http://" + ln.Addr().String(), AuthToken: cfg.Twilio.AuthToken.Reveal(), InsecureStreamURL: true,
+		BaseURL: "http://" + gw.Addr().String(), AuthToken: cfg.Twilio.AuthToken.Reveal(), InsecureStreamURL: true,
 	})
 	if err != nil {
 		return rep, fmt.Errorf("simulated caller: %w", err)
@@ -203,7 +191,7 @@ func simulate(ctx context.Context, cfg *config.Config, f simulateFlags, log *slo
 	<-c.Done()
 	rep.CallID = string(c.ID())
 	rep.Journal = filepath.Join(obs.Dir(cfg.DataDir, rep.CallID), "events.jsonl")
-	rep.Agent = prov.agent.Name()
+	rep.Agent = gw.AgentName()
 	rep.STT = cfg.STT.Provider
 	rep.Greeting = cfg.Messages.First
 	events, err := obs.ReadFile(rep.Journal)
@@ -363,7 +351,7 @@ func loadCallerAudio(path string) ([]byte, error) {
 // binary can run it; HANDSET_STT is not set, and the fake STT cannot hear a file. It
 // returns a note saying so, or what to do.
 func offlineAudioSTT(cfg *config.Config) (string, error) {
-	for _, e := range engines(cfg) {
+	for _, e := range engines.List(cfg) {
 		if e.Name == config.STTSphinx && e.Problem != "" {
 			return "", fmt.Errorf("--audio needs a speech recogniser to hear the file: HANDSET_STT is not set, and this binary cannot run the offline one\n"+
 				"  sphinx: %s\n  or: set HANDSET_STT=deepgram with DEEPGRAM_API_KEY (or HANDSET_STT=openai) to hear it with a cloud recogniser", e.Problem)

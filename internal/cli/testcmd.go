@@ -13,6 +13,8 @@ import (
 
 	"github.com/handset-voice/handset/internal/audio"
 	"github.com/handset-voice/handset/internal/config"
+	"github.com/handset-voice/handset/internal/gateway"
+	"github.com/handset-voice/handset/internal/registry"
 	"github.com/handset-voice/handset/internal/session"
 	"github.com/handset-voice/handset/internal/voice"
 )
@@ -60,16 +62,15 @@ func runTest(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	log := newLogger(io.Discard, cfg)
-	st, err := openStore(ctx, cfg)
+	st, err := gateway.OpenStore(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	sec, err := sharedSecrets(ctx, st, cfg)
+	secret, err := gateway.CallerHashSecret(ctx, st, cfg)
 	st.Close()
 	if err != nil {
 		return err
 	}
-	secret := sec.callerHash
 	info := voice.LegInfo{CallID: voice.NewCallID(), Carrier: "test", Direction: voice.Inbound, From: *caller, To: cfg.PhoneNumber, Format: audio.Telephone}
 	sc := session.NewContext(info, secret)
 
@@ -119,7 +120,7 @@ func msSince(t time.Time) float64 { return float64(time.Since(t).Microseconds())
 // probeAgent runs one turn, with the call's session context, to the end of the reply.
 func probeAgent(ctx context.Context, cfg *config.Config, log *slog.Logger, sc session.Context, prompt string, limit time.Duration) probeResult {
 	r := probeResult{Stage: "agent", Provider: cfg.Agent.Runtime}
-	agent, err := buildAgent(cfg, log)
+	agent, err := gateway.BuildAgent(cfg, log)
 	if err != nil {
 		return failed(r, err, agentFix(cfg, err))
 	}
@@ -164,7 +165,7 @@ func probeAgent(ctx context.Context, cfg *config.Config, log *slog.Logger, sc se
 // probeTTS speaks the probe phrase in the phone format and returns the audio.
 func probeTTS(ctx context.Context, cfg *config.Config, log *slog.Logger) (probeResult, []byte) {
 	r := probeResult{Stage: "tts", Provider: cfg.TTS.Provider}
-	tts, err := buildTTS(cfg, log)
+	tts, err := gateway.BuildTTS(cfg, log)
 	if err != nil {
 		return failed(r, err, speechFix(cfg, "tts")), nil
 	}
@@ -204,7 +205,7 @@ func probeTTS(ctx context.Context, cfg *config.Config, log *slog.Logger) (probeR
 // recognizer in real time and waits for its final transcript.
 func probeSTT(ctx context.Context, cfg *config.Config, log *slog.Logger, speech []byte) probeResult {
 	r := probeResult{Stage: "stt", Provider: cfg.STT.Provider}
-	stt, err := buildSTT(cfg, log)
+	stt, err := gateway.BuildSTT(cfg, log)
 	if err != nil {
 		return failed(r, err, speechFix(cfg, "stt"))
 	}
@@ -268,16 +269,11 @@ func judgeHeard(r probeResult, cfg *config.Config, text string) probeResult {
 	return r
 }
 
-// mishearFix is what to check when the STT answers but mishears the TTS.
+// mishearFix is what to check when the STT answers but mishears the TTS: the provider's
+// own advice, or the general one.
 func mishearFix(cfg *config.Config) string {
-	switch cfg.STT.Provider {
-	case config.STTDeepgram:
-		return fmt.Sprintf("check HANDSET_DEEPGRAM_LANGUAGE (now %s) and HANDSET_DEEPGRAM_MODEL (now %s), and that the TTS voice speaks that language",
-			cfg.STT.Deepgram.Language, cfg.STT.Deepgram.Model)
-	case config.STTOpenAI:
-		return fmt.Sprintf("check HANDSET_OPENAI_STT_MODEL (now %s) on the speech server, and that the TTS voice speaks the caller's language", cfg.STT.OpenAIModel)
-	case config.STTSphinx:
-		return "sphinx is offline and demo quality, and mishears some voices: for real calls use a cloud STT (HANDSET_STT=deepgram with DEEPGRAM_API_KEY)"
+	if p, ok := registry.Find[registry.STT](cfg.STT.Provider); ok && p.Hints.MishearFix != nil {
+		return p.Hints.MishearFix(cfg)
 	}
 	return "check the STT's language and model, and that the TTS voice speaks that language"
 }
@@ -348,35 +344,30 @@ func snippet(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// agentFix is the first thing to check when the runtime fails with err: for OpenClaw, the
-// fix doctor gives for the same failure.
+// agentFix is the first thing to check when the runtime fails with err: the runtime's own
+// advice (for OpenClaw, the fix doctor gives for the same failure), or the general one.
 func agentFix(cfg *config.Config, err error) string {
-	switch cfg.Agent.Runtime {
-	case config.AgentHermes:
-		return "run `handset doctor`; is `hermes gateway` running with API_SERVER_ENABLED=true, and is HANDSET_AGENT_KEY (or API_SERVER_KEY) its key?"
-	case config.AgentOpenClaw:
-		return openClawFix(cfg, err, "run `handset doctor` and `handset agents`; is the gateway running, and is OPENCLAW_GATEWAY_TOKEN its token?")
-	case config.AgentWebhook:
-		return "check that HANDSET_AGENT_URL answers a POST with text, JSON or an SSE stream (docs/runtimes.md)"
+	if p, ok := registry.Find[registry.Agent](cfg.Agent.Runtime); ok && p.Hints.TestFix != nil {
+		return p.Hints.TestFix(cfg, err)
 	}
 	return "run `handset doctor`; check HANDSET_AGENT_URL, HANDSET_AGENT_KEY and HANDSET_AGENT_MODEL"
 }
 
 // speechFix names the settings of the configured STT or TTS provider.
 func speechFix(cfg *config.Config, stage string) string {
-	provider := cfg.STT.Provider
+	var about registry.About
+	var ok bool
 	if stage == "tts" {
-		provider = cfg.TTS.Provider
+		var p registry.TTS
+		p, ok = registry.Find[registry.TTS](cfg.TTS.Provider)
+		about = p.Info()
+	} else {
+		var p registry.STT
+		p, ok = registry.Find[registry.STT](cfg.STT.Provider)
+		about = p.Info()
 	}
-	switch provider {
-	case config.STTDeepgram:
-		return "check DEEPGRAM_API_KEY (and HANDSET_DEEPGRAM_URL); `handset doctor` tests the key"
-	case config.TTSElevenLabs:
-		return "check ELEVENLABS_API_KEY and HANDSET_ELEVENLABS_VOICE; `handset doctor` tests both"
-	case config.STTOpenAI:
-		return "check HANDSET_OPENAI_URL, OPENAI_API_KEY and the model setting of the speech server"
-	case config.STTSphinx, config.TTSFlite, config.TTSEspeak:
-		return "run `handset version` to see which offline engines this binary has; ./scripts/setup.sh installs them"
+	if ok && about.Hints.TestFix != nil {
+		return about.Hints.TestFix(cfg, nil)
 	}
 	return "run `handset doctor`"
 }

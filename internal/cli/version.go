@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
+
+	"github.com/handset-voice/handset/internal/engines"
 )
 
 // Set at build time to override what the build's VCS stamp says:
@@ -14,18 +16,6 @@ var (
 	version = "dev"
 	commit  = "unknown"
 )
-
-// buildTags are the tags this binary was built with ("embedded" links the offline engines).
-func buildTags() string {
-	if info, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range info.Settings {
-			if s.Key == "-tags" {
-				return s.Value
-			}
-		}
-	}
-	return ""
-}
 
 // describeBuild is the version and commit to show: the -ldflags -X values when set, else
 // what go build stamped from git (bi may be nil: no build information).
@@ -77,7 +67,7 @@ func runVersion(_ context.Context, env Env, args []string) error {
 		return err
 	}
 	warnSettings(newLogger(env.Stderr, cfg), cfg)
-	tags := buildTags()
+	tags := engines.BuildTags()
 	if tags == "" {
 		tags = "none"
 	}
@@ -85,12 +75,12 @@ func runVersion(_ context.Context, env Env, args []string) error {
 	ver, rev := describeBuild(version, commit, bi)
 	fmt.Fprintf(env.Stdout, "handset %s\ncommit: %s\ngo: %s %s/%s\nbuild tags: %s\nengines:\n",
 		ver, rev, runtime.Version(), runtime.GOOS, runtime.GOARCH, tags)
-	for _, e := range engines(cfg) {
-		fmt.Fprintf(env.Stdout, "  %s\n", e.brief())
+	for _, e := range engines.List(cfg) {
+		fmt.Fprintf(env.Stdout, "  %s\n", e.Brief())
 	}
-	fmt.Fprint(env.Stdout, engineFilesReport(systemLookup(cfg)))
+	fmt.Fprint(env.Stdout, engines.FilesReport(engines.SystemLookup(cfg)))
 	if !strings.Contains(tags, "embedded") {
-		fmt.Fprintf(env.Stdout, "the offline engines need a build with -tags embedded: %s\n", setupHint)
+		fmt.Fprintf(env.Stdout, "the offline engines need a build with -tags embedded: %s\n", engines.SetupHint)
 	}
 	return nil
 }

@@ -2,15 +2,9 @@ package doctor
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
-	"errors"
 	"io"
-	"net"
 	"net/http"
-	"net/url"
 	"strings"
-	"syscall"
 )
 
 // The helpers below are what every provider's checks share: results in one line, checks
@@ -71,34 +65,6 @@ func Get(ctx context.Context, client *http.Client, rawURL string, header map[str
 		return Answer{}, err
 	}
 	return Answer{Status: resp.StatusCode, Body: body, Header: resp.Header}, nil
-}
-
-// Unreachable describes why a server did not answer: refused, unknown host, TLS, timeout.
-func Unreachable(err error) string {
-	var dnsErr *net.DNSError
-	var certErr *tls.CertificateVerificationError
-	var unknownCA x509.UnknownAuthorityError
-	var hostErr x509.HostnameError
-	switch {
-	case errors.Is(err, syscall.ECONNREFUSED):
-		return "connection refused: nothing listens there"
-	case errors.As(err, &dnsErr):
-		return "the host name does not resolve (" + dnsErr.Name + ")"
-	case errors.As(err, &certErr), errors.As(err, &unknownCA), errors.As(err, &hostErr):
-		return "its TLS certificate is not valid: " + RootCause(err)
-	case errors.Is(err, context.DeadlineExceeded):
-		return "no answer in time"
-	}
-	return RootCause(err)
-}
-
-// RootCause is err without the "Get <url>:" wrapping of net/http, which can carry a token.
-func RootCause(err error) string {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return ue.Err.Error()
-	}
-	return err.Error()
 }
 
 // Snippet is a short, single-line excerpt of a body, for details.

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/handset-voice/handset/internal/doctor"
+	"github.com/handset-voice/handset/internal/netfail"
 	"github.com/handset-voice/handset/internal/registry"
 )
 
@@ -34,7 +35,7 @@ func SpeechChecks(p registry.Probe, modelEnv string) []doctor.Check {
 			a, err := getModels(ctx)
 			switch {
 			case err != nil:
-				return doctor.FailResult("no answer from "+base+": "+doctor.Unreachable(err), "check HANDSET_OPENAI_URL (now from "+s.Source("HANDSET_OPENAI_URL")+")")
+				return doctor.FailResult("no answer from "+base+": "+netfail.Describe(err), "check HANDSET_OPENAI_URL (now from "+s.Source("HANDSET_OPENAI_URL")+")")
 			case a.Status == http.StatusUnauthorized || a.Status == http.StatusForbidden:
 				return doctor.FailResult(fmt.Sprintf("%s rejects OPENAI_API_KEY (HTTP %d)", base, a.Status),
 					"set OPENAI_API_KEY to a valid key (now "+keyStatus(s.Value("OPENAI_API_KEY"))+", from "+s.Source("OPENAI_API_KEY")+")")

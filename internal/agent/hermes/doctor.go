@@ -17,6 +17,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/handset-voice/handset/internal/doctor"
+	"github.com/handset-voice/handset/internal/netfail"
 	"github.com/handset-voice/handset/internal/openaiwire"
 	"github.com/handset-voice/handset/internal/registry"
 	"github.com/handset-voice/handset/internal/voice"
@@ -44,7 +45,7 @@ func checks(p registry.Probe) []doctor.Check {
 				if h := home(); h.Dir != "" && h.EnabledBy == "" && doctor.IsLoopback(base) {
 					fix = "enable Hermes' API server: handset setup --enable-hermes, then hermes gateway restart"
 				}
-				return doctor.FailResult("no Hermes API server at "+base+": "+doctor.Unreachable(err), fix)
+				return doctor.FailResult("no Hermes API server at "+base+": "+netfail.Describe(err), fix)
 			}
 			var health struct{ Status, Platform, Version string }
 			if a.Status != http.StatusOK || json.Unmarshal(a.Body, &health) != nil || health.Status != "ok" {

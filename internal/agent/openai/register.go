@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/handset-voice/handset/internal/doctor"
+	"github.com/handset-voice/handset/internal/netfail"
 	"github.com/handset-voice/handset/internal/openaiwire"
 	"github.com/handset-voice/handset/internal/registry"
 	"github.com/handset-voice/handset/internal/voice"
@@ -90,7 +91,7 @@ func checks(p registry.Probe) []doctor.Check {
 			a, err := getModels(ctx)
 			switch {
 			case err != nil:
-				return doctor.FailResult("no answer from "+base+": "+doctor.Unreachable(err),
+				return doctor.FailResult("no answer from "+base+": "+netfail.Describe(err),
 					"start the server or correct HANDSET_AGENT_URL (now from "+s.Source("HANDSET_AGENT_URL")+")")
 			case a.Status == http.StatusUnauthorized || a.Status == http.StatusForbidden:
 				return doctor.FailResult(fmt.Sprintf("%s rejects the key (HTTP %d)", base, a.Status),

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/handset-voice/handset/internal/doctor"
+	"github.com/handset-voice/handset/internal/netfail"
 	"github.com/handset-voice/handset/internal/registry"
 	"github.com/handset-voice/handset/internal/voice"
 )
@@ -93,7 +93,7 @@ func (sym Symptom) Advice(s registry.Settings, err error) (detail, fix string, o
 		return "the gateway at " + wsURL + " is still starting" + why,
 			"wait for it (calls wait for it too, each turn within HANDSET_AGENT_TURN_TIMEOUT); if it stays so, read the gateway's log (openclaw logs)", true
 	case SymptomUnreachable:
-		return "no OpenClaw gateway at " + wsURL + ": " + doctor.Unreachable(err),
+		return "no OpenClaw gateway at " + wsURL + ": " + netfail.Describe(err),
 			"start it (openclaw gateway) and check HANDSET_AGENT_URL (now " + gatewayURL(s) + ", from " + s.Source("HANDSET_AGENT_URL") + ")", true
 	case SymptomNoToken:
 		return "Handset sent no token (HANDSET_AGENT_KEY and " + KeyVar + " are empty) and the gateway at " + wsURL + " requires one" + why,

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/handset-voice/handset/internal/doctor"
+	"github.com/handset-voice/handset/internal/netfail"
 	"github.com/handset-voice/handset/internal/openaiwire"
 	"github.com/handset-voice/handset/internal/registry"
 	"github.com/handset-voice/handset/internal/voice"
@@ -103,7 +104,7 @@ func checks(p registry.Probe) []doctor.Check {
 			a, err := doctor.Get(ctx, p.HTTP(base+"/models"), base+"/models", doctor.Bearer(key))
 			switch {
 			case err != nil:
-				return doctor.FailResult("no answer from "+base+": "+doctor.Unreachable(err), "start the gateway (openclaw gateway) and check HANDSET_AGENT_URL")
+				return doctor.FailResult("no answer from "+base+": "+netfail.Describe(err), "start the gateway (openclaw gateway) and check HANDSET_AGENT_URL")
 			case a.Status == http.StatusNotFound, a.Status == http.StatusUnauthorized, a.Status == http.StatusForbidden,
 				a.Status == http.StatusServiceUnavailable:
 				return failure(&voice.ProviderError{Provider: providerName, Op: "GET /v1/models", Status: a.Status}, doctor.FailResult("", ""))

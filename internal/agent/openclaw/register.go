@@ -54,8 +54,8 @@ var Provider = registry.Agent{
 	KeyVar:       KeyVar,
 }
 
-// startupProbe bounds how long start-up waits on the gateway to list its agents.
-const startupProbe = 10 * time.Second
+// StartupProbe bounds how long start-up waits on the gateway to list its agents.
+const StartupProbe = 10 * time.Second
 
 // gatewayURL is HANDSET_AGENT_URL, or the gateway on this machine.
 func gatewayURL(s registry.Settings) string {
@@ -122,7 +122,7 @@ func build(b registry.Build) (voice.Agent, error) {
 }
 
 // chooseAgent asks the gateway for its agents and applies the selection rule
-// (SelectAgent), waiting up to startupProbe while the gateway says it is starting. A
+// (SelectAgent), waiting up to StartupProbe while the gateway says it is starting. A
 // gateway that is still starting, or does not answer yet, does not stop start-up: Handset
 // goes on with the agent the configuration names ("" when it names none, which leaves the
 // choice to the gateway: its only agent, or a refusal when it has several), each turn waits
@@ -134,7 +134,7 @@ func chooseAgent(s registry.Settings, opts Options, named string, log *slog.Logg
 		return "", err
 	}
 	defer probe.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), startupProbe)
+	ctx, cancel := context.WithTimeout(context.Background(), StartupProbe)
 	defer cancel()
 	agents, err := probe.ListAgents(ctx)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/handset-voice/handset/internal/doctor"
+	"github.com/handset-voice/handset/internal/netfail"
 	"github.com/handset-voice/handset/internal/registry"
 	"github.com/handset-voice/handset/internal/voice"
 )
@@ -46,7 +47,7 @@ func reachable(ctx context.Context, p registry.Probe) doctor.Result {
 	a, err := doctor.Get(ctx, p.HTTP(u), u, nil)
 	switch {
 	case err != nil:
-		return doctor.FailResult("no answer from "+u+": "+doctor.Unreachable(err), "start your webhook server, or correct HANDSET_AGENT_URL")
+		return doctor.FailResult("no answer from "+u+": "+netfail.Describe(err), "start your webhook server, or correct HANDSET_AGENT_URL")
 	case a.Status >= 500:
 		return doctor.WarnResult(fmt.Sprintf("%s answers HTTP %d to a GET", u, a.Status), "check the webhook server's logs; turns are POSTed (handset test sends one)")
 	}

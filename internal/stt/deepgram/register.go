@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/handset-voice/handset/internal/doctor"
+	"github.com/handset-voice/handset/internal/netfail"
 	"github.com/handset-voice/handset/internal/registry"
 	"github.com/handset-voice/handset/internal/voice"
 )
@@ -61,7 +62,7 @@ func keyCheck(ctx context.Context, p registry.Probe) doctor.Result {
 	a, err := doctor.Get(ctx, p.HTTP(base+"/v1/projects"), base+"/v1/projects", h)
 	switch {
 	case err != nil:
-		return doctor.FailResult("no answer from "+base+": "+doctor.Unreachable(err), "check HANDSET_DEEPGRAM_URL (now from "+s.Source("HANDSET_DEEPGRAM_URL")+") and this machine's network")
+		return doctor.FailResult("no answer from "+base+": "+netfail.Describe(err), "check HANDSET_DEEPGRAM_URL (now from "+s.Source("HANDSET_DEEPGRAM_URL")+") and this machine's network")
 	case a.Status == http.StatusUnauthorized || a.Status == http.StatusForbidden:
 		if key == "" {
 			return doctor.FailResult(fmt.Sprintf("%s wants a key (HTTP %d) and DEEPGRAM_API_KEY is missing", base, a.Status), "set DEEPGRAM_API_KEY: create a key in the Deepgram console (API Keys)")

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/handset-voice/handset/internal/doctor"
+	"github.com/handset-voice/handset/internal/netfail"
 	"github.com/handset-voice/handset/internal/registry"
 	"github.com/handset-voice/handset/internal/voice"
 )
@@ -75,7 +76,7 @@ func checks(p registry.Probe) []doctor.Check {
 			a, err := get(ctx)
 			switch {
 			case err != nil:
-				return doctor.FailResult("no answer from "+base+": "+doctor.Unreachable(err), "check HANDSET_ELEVENLABS_URL (now from "+s.Source("HANDSET_ELEVENLABS_URL")+") and this machine's network")
+				return doctor.FailResult("no answer from "+base+": "+netfail.Describe(err), "check HANDSET_ELEVENLABS_URL (now from "+s.Source("HANDSET_ELEVENLABS_URL")+") and this machine's network")
 			case scoped(a):
 				return doctor.WarnResult("the key may not read voices (it lacks the voices_read permission), so the voice was not checked",
 					"give the key voices_read in the ElevenLabs settings, or confirm speech with handset test")

@@ -1,4 +1,4 @@
-package cli
+package gateway
 
 import (
 	"log/slog"

@@ -1,4 +1,4 @@
-package cli
+package engines
 
 import (
 	"os"
@@ -10,16 +10,16 @@ import (
 
 // fakeLookup is a lookup from a temporary tree: working folder T/work, binary
 // T/prefix/bin/handset, and the given environment; nothing of the real process.
-func fakeLookup(t *testing.T, root string, env map[string]string) engineLookup {
+func fakeLookup(t *testing.T, root string, env map[string]string) Lookup {
 	t.Helper()
-	return engineLookup{
-		getenv: func(k string) string { return env[k] },
-		exe:    filepath.Join(root, "prefix", "bin", "handset"),
-		wd:     filepath.Join(root, "work"),
+	return Lookup{
+		Getenv:  func(k string) string { return env[k] },
+		Exe:     filepath.Join(root, "prefix", "bin", "handset"),
+		WorkDir: filepath.Join(root, "work"),
 	}
 }
 
-func placeDirs(ps []enginePlace) []string {
+func placeDirs(ps []Place) []string {
 	out := make([]string, len(ps))
 	for i, p := range ps {
 		out[i] = p.Dir
@@ -50,20 +50,20 @@ func TestEngineLookupOrder(t *testing.T) {
 		if err := os.MkdirAll(writable[i], 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(writable[i], fvadFile), nil, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(writable[i], FVADFile), nil, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		got, err := l.find(fvadFile)
-		if err != nil || got != filepath.Join(writable[i], fvadFile) {
+		got, err := l.Find(FVADFile)
+		if err != nil || got != filepath.Join(writable[i], FVADFile) {
 			t.Errorf("with copies in places %d-4: found %q (%v), want the one in %s", i, got, err, writable[i])
 		}
 	}
 
 	// A folder with the file's name is not the file.
-	if err := os.MkdirAll(filepath.Join(writable[0], sileroModelFile), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(writable[0], SileroModelFile), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := l.find(sileroModelFile); err == nil {
+	if got, err := l.Find(SileroModelFile); err == nil {
 		t.Errorf("found %s, a folder", got)
 	}
 }
@@ -108,16 +108,16 @@ func TestEngineLookupSetting(t *testing.T) {
 	if err := os.MkdirAll(checkout, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(checkout, fvadFile), nil, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(checkout, FVADFile), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 
-	l.explicit = "mine" // relative to the working folder
+	l.Explicit = "mine" // relative to the working folder
 	mine := filepath.Join(root, "work", "mine")
 	if got := placeDirs(l.places()); !slices.Equal(got, []string{mine}) {
 		t.Fatalf("places %q, want only %s", got, mine)
 	}
-	_, err := l.find(fvadFile)
+	_, err := l.Find(FVADFile)
 	if err == nil {
 		t.Fatal("found fvad.wasm outside HANDSET_ENGINES_DIR")
 	}
@@ -135,13 +135,13 @@ func TestEngineFilesReport(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, fvadFile), nil, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, FVADFile), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	got := engineFilesReport(l)
+	got := FilesReport(l)
 	for _, want := range []string{
-		filepath.Join(dir, fvadFile),
-		ortLibFile + "    not found",
+		filepath.Join(dir, FVADFile),
+		ORTLibFile + "    not found",
 		"looked in, in order:\n    " + filepath.Join(root, "work", ".cache", "engines") + " (working folder)\n",
 		"/usr/share/handset/engines (system)",
 	} {
@@ -150,16 +150,16 @@ func TestEngineFilesReport(t *testing.T) {
 		}
 	}
 
-	for _, n := range engineFileNames {
+	for _, n := range FileNames {
 		if err := os.WriteFile(filepath.Join(dir, n), nil, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if got := engineFilesReport(l); strings.Contains(got, "looked in") || strings.Contains(got, "not found") {
+	if got := FilesReport(l); strings.Contains(got, "looked in") || strings.Contains(got, "not found") {
 		t.Errorf("every file is there, yet:\n%s", got)
 	}
 
-	e := engine{Name: "silero", Role: "vad", Linked: true, Files: []string{filepath.Join(dir, ortLibFile), filepath.Join(dir, sileroModelFile)}}
+	e := Engine{Name: "silero", Role: "vad", Linked: true, Files: []string{filepath.Join(dir, ORTLibFile), filepath.Join(dir, SileroModelFile)}}
 	if got, want := e.String(), "silero (vad): ready (files in "+dir+")"; got != want {
 		t.Errorf("engine line %q, want %q", got, want)
 	}

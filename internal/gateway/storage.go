@@ -1,4 +1,4 @@
-package cli
+package gateway
 
 import (
 	"context"
@@ -17,9 +17,9 @@ import (
 // sqliteFile is the SQLite database's name inside the data dir.
 const sqliteFile = "handset.db"
 
-// openStore opens the store the configuration names: PostgreSQL when HANDSET_DATABASE_URL
+// OpenStore opens the store the configuration names: PostgreSQL when HANDSET_DATABASE_URL
 // is set, else SQLite in the data dir.
-func openStore(ctx context.Context, cfg *config.Config) (store.Store, error) {
+func OpenStore(ctx context.Context, cfg *config.Config) (store.Store, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if url := cfg.DatabaseURL.Reveal(); url != "" {

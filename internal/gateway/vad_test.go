@@ -1,4 +1,4 @@
-package cli
+package gateway
 
 import (
 	"io"
@@ -11,14 +11,8 @@ import (
 	"github.com/handset-voice/handset/internal/audio/vad/silero"
 	"github.com/handset-voice/handset/internal/audio/vad/vadtest"
 	"github.com/handset-voice/handset/internal/config"
+	"github.com/handset-voice/handset/internal/engines"
 )
-
-// repoEngines is the directory holding the engine files (.cache/engines at the module
-// root, where scripts/engines.sh puts them); without them it is a missing peer.
-func repoEngines(t *testing.T) string {
-	t.Helper()
-	return filepath.Dir(vadtest.EngineFile(t, fvadFile))
-}
 
 func vadConfig(t *testing.T, engine, dir string) *config.Config {
 	t.Helper()
@@ -33,9 +27,11 @@ func vadConfig(t *testing.T, engine, dir string) *config.Config {
 
 func TestVADSelection(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	engines := repoEngines(t)
+	// .cache/engines at the module root, where scripts/engines.sh puts the files; without
+	// them it is a missing peer.
+	dir := filepath.Dir(vadtest.EngineFile(t, engines.FVADFile))
 
-	newVAD, closeVAD, err := buildVAD(vadConfig(t, "webrtc", engines), log)
+	newVAD, closeVAD, err := buildVAD(vadConfig(t, "webrtc", dir), log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +49,7 @@ func TestVADSelection(t *testing.T) {
 		t.Errorf("missing wasm: err %v, want one naming the file and the fix", err)
 	}
 
-	_, _, err = buildVAD(vadConfig(t, "silero", engines), log)
+	_, _, err = buildVAD(vadConfig(t, "silero", dir), log)
 	if silero.Available() != (err == nil) {
 		t.Errorf("silero linked %v, buildVAD err %v", silero.Available(), err)
 	}

@@ -1,4 +1,4 @@
-package cli
+package gateway
 
 import (
 	"bytes"
@@ -87,7 +87,7 @@ func (j *journalEvents) wait(t *testing.T, what string, match func(obs.Event) bo
 		select {
 		case <-ch:
 		case <-deadline:
-			t.Fatalf("no %s in the journal:\n%s", what, dumpEvents(events[:min(len(events), 40)]))
+			t.Fatalf("no %s in the journal:\n%+v", what, events[:min(len(events), 40)])
 		}
 	}
 }
@@ -157,7 +157,7 @@ func TestAgentTurnTimeoutEveryRuntime(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			agent, err := buildAgent(cfg, slog.New(slog.DiscardHandler))
+			agent, err := BuildAgent(cfg, slog.New(slog.DiscardHandler))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,4 +1,7 @@
-package cli
+// Package engines knows the offline speech engines (PocketSphinx, Flite, eSpeak NG, the
+// Silero and WebRTC voice activity detectors): whether this binary links them, and where
+// their files are found on this machine.
+package engines
 
 import (
 	"fmt"
@@ -6,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 
@@ -15,8 +19,27 @@ import (
 	"github.com/handset-voice/handset/internal/tts/flite"
 )
 
-// engine is one offline speech engine and whether this binary and machine can run it.
-type engine struct {
+// Files of the embedded engines, as scripts/engines.sh lays them out.
+const (
+	ORTLibFile      = "libonnxruntime.so"
+	SileroModelFile = "silero_vad_v5.onnx"
+	FVADFile        = "fvad.wasm"
+)
+
+// BuildTags are the tags this binary was built with ("embedded" links the offline engines).
+func BuildTags() string {
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range info.Settings {
+			if s.Key == "-tags" {
+				return s.Value
+			}
+		}
+	}
+	return ""
+}
+
+// Engine is one offline speech engine and whether this binary and machine can run it.
+type Engine struct {
 	Name   string `json:"name"`
 	Role   string `json:"role"`   // "stt", "tts", "vad"
 	Linked bool   `json:"linked"` // compiled into this binary (or, for a program, found)
@@ -28,12 +51,12 @@ type engine struct {
 	missingFile string
 }
 
-// setupHint is how every missing engine gets installed.
-const setupHint = "run ./scripts/setup.sh (it installs the Debian packages and npm artefacts and builds with -tags embedded)"
+// SetupHint is how every missing engine gets installed.
+const SetupHint = "run ./scripts/setup.sh (it installs the Debian packages and npm artefacts and builds with -tags embedded)"
 
-// engines reports the offline engines: linked into the binary, and their files present.
-func engines(cfg *config.Config) []engine {
-	out := []engine{
+// List reports the offline engines: linked into the binary, and their files present.
+func List(cfg *config.Config) []Engine {
+	out := []Engine{
 		{Name: "sphinx", Role: "stt", Linked: sphinx.Available()},
 		{Name: "flite", Role: "tts", Linked: flite.Available()},
 		{Name: "espeak", Role: "tts"},
@@ -50,24 +73,24 @@ func engines(cfg *config.Config) []engine {
 				e.Problem = "espeak-ng is not installed: apt-get install espeak-ng"
 			}
 		case !e.Linked:
-			e.Problem = "not in this binary (built without -tags embedded): " + setupHint
+			e.Problem = "not in this binary (built without -tags embedded): " + SetupHint
 		case e.Name == "sphinx":
 			if err := sphinx.CheckModel(cfg.STT.Sphinx.Model); err != nil {
 				e.Problem = err.Error()
 			}
 		case e.Name == "silero":
-			e.findFiles(cfg, ortLibFile, sileroModelFile)
+			e.findFiles(cfg, ORTLibFile, SileroModelFile)
 		case e.Name == "webrtc":
-			e.findFiles(cfg, fvadFile)
+			e.findFiles(cfg, FVADFile)
 		}
 	}
 	return out
 }
 
 // findFiles records where the engine's files are, or the first one missing as its problem.
-func (e *engine) findFiles(cfg *config.Config, names ...string) {
+func (e *Engine) findFiles(cfg *config.Config, names ...string) {
 	for _, n := range names {
-		p, err := engineFile(cfg, n)
+		p, err := File(cfg, n)
 		if err != nil {
 			e.Problem, e.Files, e.missingFile = err.Error(), nil, n
 			return
@@ -78,7 +101,7 @@ func (e *engine) findFiles(cfg *config.Config, names ...string) {
 
 // String is one engine for humans: "sphinx (stt): ready", with the folder its files came
 // from, so a binary run from elsewhere shows which copy it loads.
-func (e engine) String() string {
+func (e Engine) String() string {
 	state := "ready"
 	if len(e.Files) > 0 {
 		var dirs []string
@@ -100,18 +123,18 @@ func (e engine) String() string {
 	return fmt.Sprintf("%s (%s): %s", e.Name, e.Role, state)
 }
 
-// brief is String without the list of places looked, for a report that lists them once.
-func (e engine) brief() string {
+// Brief is String without the list of places looked, for a report that lists them once.
+func (e Engine) Brief() string {
 	if e.Linked && e.missingFile != "" {
 		return fmt.Sprintf("%s (%s): linked, but %s was not found", e.Name, e.Role, e.missingFile)
 	}
 	return e.String()
 }
 
-// logEngines says at start-up which offline engines this binary links and can run.
-func logEngines(log *slog.Logger, cfg *config.Config) {
-	attrs := []any{"build_tags", buildTags()}
-	for _, e := range engines(cfg) {
+// Log says at start-up which offline engines this binary links and can run.
+func Log(log *slog.Logger, cfg *config.Config) {
+	attrs := []any{"build_tags", BuildTags()}
+	for _, e := range List(cfg) {
 		state := "ready"
 		if !e.Linked {
 			state = "absent"
@@ -134,58 +157,58 @@ func logEngines(log *slog.Logger, cfg *config.Config) {
 //     ~/.local/share/handset/engines;
 //  5. /usr/local/share/handset/engines, then /usr/share/handset/engines.
 
-// enginePlace is one folder engine files are looked for in, and why it is on the list.
-type enginePlace struct {
+// Place is one folder engine files are looked for in, and why it is on the list.
+type Place struct {
 	Dir, Why string
 }
 
-func (p enginePlace) String() string { return p.Dir + " (" + p.Why + ")" }
+func (p Place) String() string { return p.Dir + " (" + p.Why + ")" }
 
-// engineLookup is what the lookup reads of the process; tests make their own.
-type engineLookup struct {
-	explicit string              // HANDSET_ENGINES_DIR
-	getenv   func(string) string // for XDG_DATA_HOME and HOME
-	exe      string              // the running binary; empty when unknown
-	wd       string              // the working folder, for relative places
+// Lookup is what the lookup reads of the process; tests make their own.
+type Lookup struct {
+	Explicit string              // HANDSET_ENGINES_DIR
+	Getenv   func(string) string // for XDG_DATA_HOME and HOME
+	Exe      string              // the running binary; empty when unknown
+	WorkDir  string              // the working folder, for relative places
 }
 
-// systemLookup is the lookup for this process and configuration.
-func systemLookup(cfg *config.Config) engineLookup {
-	l := engineLookup{explicit: cfg.EnginesDir, getenv: os.Getenv}
-	l.exe, _ = os.Executable()
-	l.wd, _ = os.Getwd()
+// SystemLookup is the lookup for this process and configuration.
+func SystemLookup(cfg *config.Config) Lookup {
+	l := Lookup{Explicit: cfg.EnginesDir, Getenv: os.Getenv}
+	l.Exe, _ = os.Executable()
+	l.WorkDir, _ = os.Getwd()
 	return l
 }
 
 // places are the folders looked in, in order, absolute and each once.
-func (l engineLookup) places() []enginePlace {
+func (l Lookup) places() []Place {
 	abs := func(d string) string {
-		if !filepath.IsAbs(d) && l.wd != "" {
-			d = filepath.Join(l.wd, d)
+		if !filepath.IsAbs(d) && l.WorkDir != "" {
+			d = filepath.Join(l.WorkDir, d)
 		}
 		return filepath.Clean(d)
 	}
-	if l.explicit != "" {
-		return []enginePlace{{abs(l.explicit), "HANDSET_ENGINES_DIR"}}
+	if l.Explicit != "" {
+		return []Place{{abs(l.Explicit), "HANDSET_ENGINES_DIR"}}
 	}
-	var out []enginePlace
+	var out []Place
 	add := func(dir, why string) {
 		dir = abs(dir)
-		if !slices.ContainsFunc(out, func(p enginePlace) bool { return p.Dir == dir }) {
-			out = append(out, enginePlace{dir, why})
+		if !slices.ContainsFunc(out, func(p Place) bool { return p.Dir == dir }) {
+			out = append(out, Place{dir, why})
 		}
 	}
 	add(filepath.Join(".cache", "engines"), "working folder")
-	if l.exe != "" {
-		bin := filepath.Dir(l.exe)
+	if l.Exe != "" {
+		bin := filepath.Dir(l.Exe)
 		add(filepath.Join(bin, "engines"), "beside the binary")
 		add(filepath.Join(bin, "..", "share", "handset", "engines"), "beside the binary")
 		add(filepath.Join(bin, "..", ".cache", "engines"), "beside the binary")
 	}
 	// XDG: a relative XDG_DATA_HOME is invalid and ignored.
-	if d := l.getenv("XDG_DATA_HOME"); filepath.IsAbs(d) {
+	if d := l.Getenv("XDG_DATA_HOME"); filepath.IsAbs(d) {
 		add(filepath.Join(d, "handset", "engines"), "XDG_DATA_HOME")
-	} else if h := l.getenv("HOME"); h != "" {
+	} else if h := l.Getenv("HOME"); h != "" {
 		add(filepath.Join(h, ".local", "share", "handset", "engines"), "XDG data folder")
 	}
 	add("/usr/local/share/handset/engines", "system")
@@ -193,8 +216,8 @@ func (l engineLookup) places() []enginePlace {
 	return out
 }
 
-// find is the first place holding the file name.
-func (l engineLookup) find(name string) (string, error) {
+// Find is the first place holding the file name.
+func (l Lookup) Find(name string) (string, error) {
 	places := l.places()
 	for _, p := range places {
 		f := filepath.Join(p.Dir, name)
@@ -202,16 +225,16 @@ func (l engineLookup) find(name string) (string, error) {
 			return f, nil
 		}
 	}
-	return "", &engineMissingError{name: name, places: places}
+	return "", &missingError{name: name, places: places}
 }
 
-// engineMissingError names a missing engine file and every place looked.
-type engineMissingError struct {
+// missingError names a missing engine file and every place looked.
+type missingError struct {
 	name   string
-	places []enginePlace
+	places []Place
 }
 
-func (e *engineMissingError) Error() string {
+func (e *missingError) Error() string {
 	looked := make([]string, len(e.places))
 	for i, p := range e.places {
 		looked[i] = p.String()
@@ -220,22 +243,22 @@ func (e *engineMissingError) Error() string {
 		e.name, strings.Join(looked, ", "))
 }
 
-// engineFile finds the engine file name for this configuration.
-func engineFile(cfg *config.Config, name string) (string, error) {
-	return systemLookup(cfg).find(name)
+// File finds the engine file name for this configuration.
+func File(cfg *config.Config, name string) (string, error) {
+	return SystemLookup(cfg).Find(name)
 }
 
-// engineFileNames are every engine file, in the order reports list them.
-var engineFileNames = []string{ortLibFile, sileroModelFile, fvadFile}
+// FileNames are every engine file, in the order reports list them.
+var FileNames = []string{ORTLibFile, SileroModelFile, FVADFile}
 
-// engineFilesReport says where each engine file was found, and every place looked when
+// FilesReport says where each engine file was found, and every place looked when
 // one is missing.
-func engineFilesReport(l engineLookup) string {
+func FilesReport(l Lookup) string {
 	var b strings.Builder
 	b.WriteString("engine files:\n")
 	missing := false
-	for _, n := range engineFileNames {
-		p, err := l.find(n)
+	for _, n := range FileNames {
+		p, err := l.Find(n)
 		if err != nil {
 			p, missing = "not found", true
 		}

@@ -1,4 +1,4 @@
-package cli
+package gateway
 
 import (
 	"crypto/tls"
@@ -10,16 +10,16 @@ import (
 	"github.com/handset-voice/handset/internal/config"
 )
 
-// agentTLS is the TLS configuration of every connection to the agent runtime: each
+// AgentTLS is the TLS configuration of every connection to the agent runtime: each
 // adapter's HTTP requests and the OpenClaw WebSocket, in serve, test, agents and doctor
 // alike. It trusts the system's certificate authorities plus those of
 // HANDSET_AGENT_CA_FILE, or, with HANDSET_AGENT_TLS_INSECURE, checks nothing.
-func agentTLS(cfg *config.Config) (*tls.Config, error) {
+func AgentTLS(cfg *config.Config) (*tls.Config, error) {
 	conf := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: cfg.Agent.TLSInsecure}
 	if path := cfg.Agent.CAFile; path != "" {
 		certs, err := config.ReadCAFile(path)
 		if err != nil {
-			return nil, &usageError{msg: fmt.Sprintf("HANDSET_AGENT_CA_FILE (agent.ca_file): %q %v", path, err)}
+			return nil, &settingError{msg: fmt.Sprintf("HANDSET_AGENT_CA_FILE (agent.ca_file): %q %v", path, err)}
 		}
 		pool, err := x509.SystemCertPool()
 		if err != nil {
@@ -33,11 +33,11 @@ func agentTLS(cfg *config.Config) (*tls.Config, error) {
 	return conf, nil
 }
 
-// agentClient is the HTTP client of the agent runtime's connections (see agentTLS). It
+// AgentClient is the HTTP client of the agent runtime's connections (see AgentTLS). It
 // has no overall timeout: the adapters time silence themselves, and a turn that runs tools
 // may take minutes.
-func agentClient(cfg *config.Config) (*http.Client, error) {
-	conf, err := agentTLS(cfg)
+func AgentClient(cfg *config.Config) (*http.Client, error) {
+	conf, err := AgentTLS(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -46,15 +46,15 @@ func agentClient(cfg *config.Config) (*http.Client, error) {
 	return &http.Client{Transport: t}, nil
 }
 
-// insecureAgentWarning is what serve logs at start, and doctor shows, while
+// InsecureAgentWarning is what serve logs at start, and doctor shows, while
 // HANDSET_AGENT_TLS_INSECURE is on.
-const insecureAgentWarning = "HANDSET_AGENT_TLS_INSECURE=true: the agent runtime's certificate is not checked, " +
+const InsecureAgentWarning = "HANDSET_AGENT_TLS_INSECURE=true: the agent runtime's certificate is not checked, " +
 	"so anyone on the path to it can read and answer every turn. Development only: for a private CA set " +
 	"HANDSET_AGENT_CA_FILE to its certificate and remove HANDSET_AGENT_TLS_INSECURE"
 
-// warnInsecureAgent logs insecureAgentWarning when it applies.
+// warnInsecureAgent logs InsecureAgentWarning when it applies.
 func warnInsecureAgent(log *slog.Logger, cfg *config.Config) {
 	if cfg.Agent.TLSInsecure && cfg.Agent.Runtime != config.AgentEcho && cfg.Agent.Runtime != "" {
-		log.Warn(insecureAgentWarning)
+		log.Warn(InsecureAgentWarning)
 	}
 }
