@@ -230,7 +230,7 @@ func checkWebhookURL(flagName, raw, route string) (warnings []string, err error)
 			hint: "drop the user:password@ part; Handset checks X-Twilio-Signature instead"}
 	}
 	host := u.Hostname()
-	loopback := isLoopbackHost(host)
+	loopback := doctor.IsLoopbackHost(host)
 	if u.Scheme == "http" && !loopback {
 		return nil, &usageError{msg: fmt.Sprintf("refusing %s %s: over plain http the caller's audio and Handset's stream token would cross the internet unencrypted", flagName, raw),
 			hint: "use https:// (a reverse proxy with TLS in front of Handset, or a tunnel such as `cloudflared tunnel --url http://127.0.0.1:8080`, gives you an https URL)"}
@@ -246,8 +246,6 @@ func checkWebhookURL(flagName, raw, route string) (warnings []string, err error)
 	}
 	return warnings, nil
 }
-
-func isLoopbackHost(host string) bool { return doctor.IsLoopbackHost(host) }
 
 func isPrivateHost(host string) bool {
 	ip := net.ParseIP(host)

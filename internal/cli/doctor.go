@@ -18,6 +18,7 @@ import (
 
 	"github.com/handset-voice/handset/internal/config"
 	"github.com/handset-voice/handset/internal/doctor"
+	"github.com/handset-voice/handset/internal/netfail"
 )
 
 // doctorReport is `handset doctor --json`.
@@ -172,7 +173,7 @@ func (d *doctorRun) listenFree() doctor.Result {
 	case errors.Is(err, syscall.EADDRINUSE):
 		return resFail(addr+" is in use: another program listens there (a handset demo or serve already running?)", fix)
 	case err != nil:
-		return resFail("cannot listen on "+addr+": "+rootCause(err), fix)
+		return resFail("cannot listen on "+addr+": "+netfail.RootCause(err), fix)
 	}
 	_ = ln.Close()
 	host, port, _ := net.SplitHostPort(addr)

@@ -2,17 +2,12 @@ package cli
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
-	"errors"
 	"net/http"
 	"os"
 
 	"github.com/handset-voice/handset/internal/agent/hermes"
 	"github.com/handset-voice/handset/internal/config"
 	"github.com/handset-voice/handset/internal/doctor"
-	"github.com/handset-voice/handset/internal/netfail"
-	"github.com/handset-voice/handset/internal/openaiwire"
 	"github.com/handset-voice/handset/internal/registry"
 
 	_ "github.com/handset-voice/handset/internal/providers" // the catalogue doctor reads
@@ -79,30 +74,3 @@ func (d *doctorRun) get(ctx context.Context, rawURL string, header map[string]st
 	a, err := doctor.Get(ctx, d.clientFor(rawURL), rawURL, header)
 	return httpAnswer{status: a.Status, body: a.Body, header: a.Header}, err
 }
-
-func unreachable(err error) string { return netfail.Describe(err) }
-
-// isTLSProblem reports whether err is a certificate problem (a server answered, badly).
-func isTLSProblem(err error) bool {
-	var certErr *tls.CertificateVerificationError
-	var unknownCA x509.UnknownAuthorityError
-	var hostErr x509.HostnameError
-	return errors.As(err, &certErr) || errors.As(err, &unknownCA) || errors.As(err, &hostErr)
-}
-
-func rootCause(err error) string { return netfail.RootCause(err) }
-
-func bodySnippet(b []byte) string { return doctor.Snippet(b) }
-
-// modelList reads an OpenAI-style model list ({"data":[{"id"}]}).
-func modelList(body []byte) ([]string, bool) { return openaiwire.ModelList(body) }
-
-// firstFew joins up to n items: "a, b, c and 4 more".
-func firstFew(items []string, n int) string { return doctor.FirstFew(items, n) }
-
-func bearerHeader(key string) map[string]string { return doctor.Bearer(key) }
-
-func isLoopback(rawURL string) bool { return doctor.IsLoopback(rawURL) }
-
-// lookPathIn finds an executable in the PATH of environ (not the process's own).
-func lookPathIn(environ []string, name string) string { return doctor.LookPath(environ, name) }

@@ -10,10 +10,11 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/handset-voice/handset/internal/carrier/twilio"
 	"github.com/handset-voice/handset/internal/config"
 	"github.com/handset-voice/handset/internal/doctor"
 	"github.com/handset-voice/handset/internal/jobs"
+	"github.com/handset-voice/handset/internal/netfail"
+	"github.com/handset-voice/handset/internal/registry"
 	"github.com/handset-voice/handset/internal/store/postgres"
 )
 
@@ -164,17 +165,17 @@ func twilioConfigured(cfg *config.Config) bool {
 	return cfg.Twilio.AccountSID != "" || cfg.Twilio.AuthToken.IsSet()
 }
 
-// carrierChecks are the carrier's own checks of its account and number.
+// carrierChecks are every carrier's own checks of its account and number (a carrier that
+// is not configured says so).
 func (d *doctorRun) carrierChecks() []doctor.Check {
-	cfg := d.cfg
-	_, placeholder := placeholderURL(strings.TrimRight(cfg.PublicURL, "/"))
-	return twilio.Checks(twilio.CheckSettings{
-		Section: secCarrier,
-		REST: twilio.RESTOptions{BaseURL: cfg.Twilio.APIURL, AccountSID: cfg.Twilio.AccountSID,
-			AuthToken: cfg.Twilio.AuthToken.Reveal()},
-		PhoneNumber: cfg.PhoneNumber, PublicURL: cfg.PublicURL, PublicPlaceholder: placeholder,
-		Origin: d.origin,
-	})
+	_, placeholder := placeholderURL(strings.TrimRight(d.cfg.PublicURL, "/"))
+	var cs []doctor.Check
+	for _, c := range registry.All[registry.Carrier]() {
+		p := d.providerProbe(secCarrier, "")
+		p.PublicURLPlaceholder = placeholder
+		cs = append(cs, c.Checks(p)...)
+	}
+	return cs
 }
 
 // ---- public URL ----
@@ -201,13 +202,13 @@ func (d *doctorRun) publicChecks() []doctor.Check {
 	case u.Scheme != "https" && twilioOn:
 		addr = resFail(public+" is not https: Twilio's media streams need wss://, which Handset derives from it",
 			"put Handset behind TLS (a tunnel such as cloudflared or ngrok, or a reverse proxy) and set HANDSET_PUBLIC_URL to its https:// address")
-	case twilioOn && (isLoopbackHost(u.Hostname()) || isPrivateHost(u.Hostname())):
+	case twilioOn && (doctor.IsLoopbackHost(u.Hostname()) || isPrivateHost(u.Hostname())):
 		addr = resWarn(public+" is not an internet address ("+u.Hostname()+" is this machine or a private network): Twilio cannot reach it, so real calls fail",
 			"set HANDSET_PUBLIC_URL to the public https address of your tunnel or domain (fine as it is against a local fake)")
 	case isLocalhostName(u.Hostname()):
 		// Without Twilio: a public address naming this machine is a leftover placeholder.
 		addr = placeholderResult(public, "localhost is this machine, which nothing else reaches at that name", d.origin("HANDSET_PUBLIC_URL"), false)
-	case u.Scheme != "https" && !isLoopback(public):
+	case u.Scheme != "https" && !doctor.IsLoopback(public):
 		addr = resWarn(public+" is not https: browsers only allow the microphone on https pages (or localhost)",
 			"serve Handset over TLS and set HANDSET_PUBLIC_URL to its https:// address")
 	default:
@@ -224,13 +225,13 @@ func (d *doctorRun) publicChecks() []doctor.Check {
 		netCheck(secPublic, "reachable", func(ctx context.Context) doctor.Result {
 			a, err := d.get(ctx, public+"/healthz", nil)
 			switch {
-			case err != nil && isTLSProblem(err):
-				return resFail(public+" answers, but "+unreachable(err), "give the tunnel or proxy a valid certificate for its host name")
+			case err != nil && netfail.IsCertificate(err):
+				return resFail(public+" answers, but "+netfail.Describe(err), "give the tunnel or proxy a valid certificate for its host name")
 			case err != nil:
-				return resWarn(public+" is not reachable: "+unreachable(err)+": start handset serve and your tunnel",
+				return resWarn(public+" is not reachable: "+netfail.Describe(err)+": start handset serve and your tunnel",
 					"start handset serve (it listens on "+listen+") and the tunnel or proxy that forwards "+public+" to it, then run doctor again")
 			case a.status != http.StatusOK || strings.TrimSpace(string(a.body)) != "ok":
-				return resFail(fmt.Sprintf("something else answers at %s/healthz (HTTP %d: %s)", public, a.status, bodySnippet(a.body)),
+				return resFail(fmt.Sprintf("something else answers at %s/healthz (HTTP %d: %s)", public, a.status, doctor.Snippet(a.body)),
 					"point the tunnel or proxy for "+public+" at handset serve on "+listen)
 			}
 			return resOK("Handset answers at " + public + "/healthz")

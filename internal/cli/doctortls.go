@@ -15,6 +15,7 @@ import (
 	"github.com/handset-voice/handset/internal/config"
 	"github.com/handset-voice/handset/internal/doctor"
 	"github.com/handset-voice/handset/internal/gateway"
+	"github.com/handset-voice/handset/internal/netfail"
 )
 
 // expirySoon is when doctor starts warning that the runtime's certificate runs out.
@@ -71,7 +72,7 @@ func (d *doctorRun) agentCertificate(ctx context.Context, u *url.URL) doctor.Res
 			return resFail(addr+" does not speak TLS, though HANDSET_AGENT_URL says https://",
 				"use http:// in HANDSET_AGENT_URL (now "+cfg.AgentURL()+"), or turn TLS on at the runtime")
 		}
-		return resSkip("not checked: no TLS connection to " + addr + ": " + unreachable(err))
+		return resSkip("not checked: no TLS connection to " + addr + ": " + netfail.Describe(err))
 	}
 	chain := conn.(*tls.Conn).ConnectionState().PeerCertificates
 	_ = conn.Close()
@@ -155,7 +156,7 @@ func certNames(c *x509.Certificate) string {
 	if len(names) == 0 {
 		return "no name"
 	}
-	return firstFew(names, 4)
+	return doctor.FirstFew(names, 4)
 }
 
 // issuerName is how a certificate's issuer is known: its common name, or the whole name.

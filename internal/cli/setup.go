@@ -16,6 +16,7 @@ import (
 
 	"github.com/handset-voice/handset/internal/carrier"
 	"github.com/handset-voice/handset/internal/config"
+	"github.com/handset-voice/handset/internal/doctor"
 	"github.com/handset-voice/handset/internal/registry"
 )
 
@@ -245,7 +246,7 @@ func handsetCommand(env Env) string {
 	if err != nil {
 		return "handset"
 	}
-	if p := lookPathIn(env.Environ, "handset"); p != "" && sameFile(p, exe, "") {
+	if p := doctor.LookPath(env.Environ, "handset"); p != "" && sameFile(p, exe, "") {
 		return "handset"
 	}
 	return shellQuote(exe)
@@ -421,7 +422,7 @@ var gatewayWait = 60 * time.Second
 
 // startHermesGateway runs `hermes gateway start` and waits for the API server's /health.
 func startHermesGateway(ctx context.Context, env Env, dir string) error {
-	bin := lookPathIn(env.Environ, "hermes")
+	bin := doctor.LookPath(env.Environ, "hermes")
 	if bin == "" {
 		return errors.New("--start-gateway: the hermes command is not on PATH: install Hermes Agent first")
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/handset-voice/handset/internal/carrier/twilio"
+	"github.com/handset-voice/handset/internal/carrier"
 	"github.com/handset-voice/handset/internal/jobs"
 )
 
@@ -21,10 +21,7 @@ func (s *server) buildRunner() (*jobs.Runner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("HANDSET_QUIET_HOURS: %w", err)
 	}
-	transfers := &jobs.Transfers{Calls: s.calls, Allow: allow}
-	if s.rest != nil {
-		transfers.Carrier = s.rest
-	}
+	transfers := &jobs.Transfers{Calls: s.calls, Allow: allow, Carrier: s.carrier}
 	kinds := map[string]jobs.Kind{
 		jobs.KindTransfer: {Run: transfers.Run, Limit: 8},
 		jobs.KindHandoff: {Run: (&jobs.Handoffs{Store: s.st, Calls: s.calls, Flusher: s,
@@ -32,10 +29,10 @@ func (s *server) buildRunner() (*jobs.Runner, error) {
 	}
 	if err := s.canPlace(); err == nil {
 		calls := &jobs.Calls{
-			Store: s.st, Dialer: s.rest, PublicURL: cfg.PublicURL, From: cfg.PhoneNumber,
+			Store: s.st, Dialer: s.carrier, PublicURL: cfg.PublicURL, From: cfg.PhoneNumber,
 			Agent: s.prov.agent.Name(), HashSecret: s.sec.callerHash,
 			RingTimeout: cfg.Outbound.RingTimeout, MaxCall: cfg.Turn.MaxCall,
-			OnMachine: twilio.MachinePolicy(cfg.Outbound.Machine), Logger: s.log,
+			OnMachine: carrier.MachinePolicy(cfg.Outbound.Machine), Logger: s.log,
 		}
 		kinds[jobs.KindCall] = jobs.Kind{Run: calls.Run, Limit: cfg.Outbound.Concurrency,
 			Throttle: jobs.CallThrottle{Quiet: quiet, Rate: &jobs.RateLimit{N: cfg.Outbound.Rate, Per: time.Minute}}}
@@ -49,7 +46,7 @@ func (s *server) buildRunner() (*jobs.Runner, error) {
 // on one line (it goes into a log line and an API answer).
 func (s *server) canPlace() error {
 	var missing []string
-	if s.rest == nil {
+	if s.carrier == nil {
 		missing = append(missing, "set TWILIO_ACCOUNT_SID and TWILIO_AUTH_TOKEN")
 	}
 	if s.cfg.PhoneNumber == "" {

@@ -12,11 +12,13 @@ import (
 	"time"
 
 	"github.com/handset-voice/handset/internal/call"
+	"github.com/handset-voice/handset/internal/carrier"
 	"github.com/handset-voice/handset/internal/carrier/twilio"
 	"github.com/handset-voice/handset/internal/config"
 	"github.com/handset-voice/handset/internal/edge"
 	"github.com/handset-voice/handset/internal/jobs"
 	"github.com/handset-voice/handset/internal/obs"
+	"github.com/handset-voice/handset/internal/registry"
 	"github.com/handset-voice/handset/internal/session"
 	"github.com/handset-voice/handset/internal/store"
 	"github.com/handset-voice/handset/internal/turn"
@@ -33,7 +35,7 @@ type server struct {
 	sec       secrets
 	node      string
 	keys      session.KeyFactory
-	rest      *twilio.Control // the carrier; nil when Twilio's REST credentials are not set
+	carrier   carrier.Carrier // places and transfers calls; nil when no carrier has an account set
 	calls     *call.Manager
 	callCfg   call.Config
 	runner    *jobs.Runner   // nil when this server runs no jobs (simulate)
@@ -72,12 +74,9 @@ func newServer(ctx context.Context, cfg *config.Config, prov providers, st store
 		lines:     store.NewLineWriter(st, log),
 		metrics:   obs.NewMetrics(),
 	}
-	if cfg.Twilio.AccountSID != "" && cfg.Twilio.AuthToken.IsSet() {
-		if s.rest, err = twilio.NewControl(twilio.RESTOptions{BaseURL: cfg.Twilio.APIURL,
-			AccountSID: cfg.Twilio.AccountSID, AuthToken: cfg.Twilio.AuthToken.Reveal()}); err != nil {
-			stopCalls()
-			return nil, err
-		}
+	if s.carrier, err = configuredCarrier(cfg, log); err != nil {
+		stopCalls()
+		return nil, err
 	}
 	if o.jobs {
 		if s.runner, err = s.buildRunner(); err != nil {
@@ -250,4 +249,15 @@ func (s *server) serve(ctx context.Context, ln net.Listener, ready func(string))
 	}
 	s.log.Info("stopped")
 	return nil
+}
+
+// configuredCarrier is the control of calls of the first carrier in the catalogue whose
+// account the settings give; nil when none has one (browser calls only).
+func configuredCarrier(cfg *config.Config, log *slog.Logger) (carrier.Carrier, error) {
+	for _, c := range registry.All[registry.Carrier]() {
+		if c.Configured(cfg) {
+			return c.New(buildOf(cfg, "", log))
+		}
+	}
+	return nil, nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/handset-voice/handset/internal/agent/webhook"
 	"github.com/handset-voice/handset/internal/audio/vad/silero"
 	"github.com/handset-voice/handset/internal/audio/vad/webrtc"
+	"github.com/handset-voice/handset/internal/carrier/twilio"
 	"github.com/handset-voice/handset/internal/registry"
 	"github.com/handset-voice/handset/internal/stt/deepgram"
 	sttopenai "github.com/handset-voice/handset/internal/stt/openai"
@@ -24,6 +25,7 @@ import (
 func init() {
 	registry.Register(
 		// carriers
+		twilio.Provider,
 
 		// speech to text
 		deepgram.Provider,

@@ -136,6 +136,9 @@ func TestProvidersReadOnlyWhatTheyDeclare(t *testing.T) {
 		rec := &registrytest.Recorder{Settings: cfg}
 		build := registry.Build{Settings: rec, Choice: "HANDSET_TEST", Log: log, HTTP: refuse.Client(), EngineFile: engineFile}
 		switch p := p.(type) {
+		case registry.Carrier:
+			p.Configured(rec)
+			_, _ = p.New(build)
 		case registry.STT:
 			r, _ := p.New(build)
 			release(r)

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"github.com/handset-voice/handset/internal/audio/vad"
+	"github.com/handset-voice/handset/internal/carrier"
 	"github.com/handset-voice/handset/internal/voice"
 )
 
@@ -42,6 +43,10 @@ type VAD struct {
 // jobs, transfers and number management use is the carrier contract (internal/carrier).
 type Carrier struct {
 	About
+	// Configured reports whether the settings give this carrier an account to use.
+	Configured func(Settings) bool
+	// New is the carrier's control of calls and numbers, for a configured carrier.
+	New func(Build) (carrier.Carrier, error)
 }
 
 // Kind says STT.

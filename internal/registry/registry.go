@@ -116,6 +116,9 @@ type Probe struct {
 	// settings in one (Hermes' ~/.hermes/.env): its variables, and what it could not read
 	// (the variables are those it could). Nil: such files are not read.
 	Dotenv func(path string) (map[string]string, error)
+	// PublicURLPlaceholder says HANDSET_PUBLIC_URL is an address reserved for examples, which
+	// cannot be Handset's (a carrier's webhook check says so rather than probing it).
+	PublicURLPlaceholder bool
 }
 
 // Provider is one registered provider of any kind: STT, TTS, Agent, VAD or Carrier.

@@ -1,0 +1,41 @@
+package twilio
+
+import (
+	"github.com/handset-voice/handset/internal/carrier"
+	"github.com/handset-voice/handset/internal/doctor"
+	"github.com/handset-voice/handset/internal/registry"
+)
+
+// Provider is Twilio in the catalogue of providers: its account checks, and its control of
+// calls and numbers. Its webhooks and media streams are served by the gateway's routes.
+var Provider = registry.Carrier{
+	About: registry.About{
+		Name:  "twilio",
+		Title: "Twilio",
+		Settings: []string{"TWILIO_ACCOUNT_SID", "TWILIO_AUTH_TOKEN", "HANDSET_TWILIO_API_URL",
+			"HANDSET_PHONE_NUMBER", "HANDSET_PUBLIC_URL"},
+		Hints: registry.Hints{KeyVar: "TWILIO_AUTH_TOKEN", URLVar: "HANDSET_TWILIO_API_URL",
+			KeyWhere: ConsoleAccountInfo,
+			KeyFix:   "Set TWILIO_ACCOUNT_SID and TWILIO_AUTH_TOKEN from " + ConsoleAccountInfo + "."},
+		Checks: func(p registry.Probe) []doctor.Check {
+			s := p.Settings
+			return Checks(CheckSettings{
+				Section:     p.Section,
+				REST:        restOptions(s),
+				PhoneNumber: s.Value("HANDSET_PHONE_NUMBER"), PublicURL: s.Value("HANDSET_PUBLIC_URL"),
+				PublicPlaceholder: p.PublicURLPlaceholder,
+				Origin:            s.Source,
+			})
+		},
+	},
+	Configured: func(s registry.Settings) bool {
+		return s.Value("TWILIO_ACCOUNT_SID") != "" && s.Value("TWILIO_AUTH_TOKEN") != ""
+	},
+	New: func(b registry.Build) (carrier.Carrier, error) { return NewControl(restOptions(b.Settings)) },
+}
+
+// restOptions are the REST client's settings.
+func restOptions(s registry.Settings) RESTOptions {
+	return RESTOptions{BaseURL: s.Value("HANDSET_TWILIO_API_URL"), AccountSID: s.Value("TWILIO_ACCOUNT_SID"),
+		AuthToken: s.Value("TWILIO_AUTH_TOKEN")}
+}
