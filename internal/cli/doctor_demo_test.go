@@ -9,6 +9,7 @@ import (
 
 	"github.com/handset-voice/handset/internal/doctor"
 	"github.com/handset-voice/handset/internal/engines"
+	"github.com/handset-voice/handset/internal/registry"
 	"github.com/handset-voice/handset/internal/stt/sphinx"
 )
 
@@ -44,7 +45,7 @@ func TestDoctorAfterDemo(t *testing.T) {
 		"handset demo needs none of these settings",
 		"fix: to check the demo's set-up instead, run handset doctor --demo",
 		"  ✗ HANDSET_AGENT: is required\n",
-		"      fix: HANDSET_AGENT (agent.runtime): set it to the agent runtime that answers calls, one of hermes, openclaw, openai, webhook, echo\n",
+		"      fix: HANDSET_AGENT (agent.runtime): set it to the agent runtime that answers calls, one of " + registryNames(registry.KindAgent) + "\n",
 		"  ✗ HANDSET_STT: is required\n",
 		"  ✗ HANDSET_TTS: is required\n",
 		"  - provider: HANDSET_STT is not set (see config)\n",

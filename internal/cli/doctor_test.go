@@ -18,6 +18,7 @@ import (
 
 	"github.com/handset-voice/handset/internal/doctor"
 	"github.com/handset-voice/handset/internal/engines"
+	"github.com/handset-voice/handset/internal/registry"
 	"github.com/handset-voice/handset/internal/sim/fakedeepgram"
 	"github.com/handset-voice/handset/internal/sim/fakeelevenlabs"
 	"github.com/handset-voice/handset/internal/sim/fakehermes"
@@ -381,7 +382,7 @@ func TestDoctorFindsBreakage(t *testing.T) {
 		{"unknown name", []string{"HANDSET_SST=deepgram"}, 0, "config", "HANDSET_SST", doctor.Warn, "rename it HANDSET_STT"},
 		{"no runtime", []string{"HANDSET_AGENT="}, 1, "config", "HANDSET_AGENT", doctor.Fail, "hermes, openclaw"},
 		{"no agent key", []string{"HANDSET_AGENT_KEY="}, 1, "config", "HANDSET_AGENT_KEY", doctor.Fail, "API_SERVER_KEY"},
-		{"no stt", []string{"HANDSET_STT="}, 1, "config", "HANDSET_STT", doctor.Fail, "deepgram, openai, sphinx"},
+		{"no stt", []string{"HANDSET_STT="}, 1, "config", "HANDSET_STT", doctor.Fail, registryNames(registry.KindSTT)},
 		{"vad files missing", []string{"HANDSET_VAD=webrtc", "HANDSET_ENGINES_DIR=" + r.home}, 1, "vad", "engine", doctor.Fail, "engines.sh"},
 	}
 	for _, c := range cases {

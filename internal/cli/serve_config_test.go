@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/handset-voice/handset/internal/registry"
 	"github.com/handset-voice/handset/internal/tts/flite"
 )
 
@@ -49,9 +50,9 @@ func TestServeReportsEverySettingAtOnce(t *testing.T) {
 	}
 	for _, want := range []string{
 		"handset serve: cannot start: 3 settings to fix:\n",
-		"  HANDSET_AGENT (agent.runtime): is required: set it to the agent runtime that answers calls, one of hermes, openclaw, openai, webhook, echo\n",
-		"  HANDSET_STT (stt.provider): is required: set it to the speech-to-text provider, one of deepgram, openai, sphinx\n",
-		"  HANDSET_TTS (tts.provider): is required: set it to the text-to-speech provider, one of elevenlabs, openai, flite, espeak\n",
+		"  HANDSET_AGENT (agent.runtime): is required: set it to the agent runtime that answers calls, one of " + registryNames(registry.KindAgent) + "\n",
+		"  HANDSET_STT (stt.provider): is required: set it to the speech-to-text provider, one of " + registryNames(registry.KindSTT) + "\n",
+		"  HANDSET_TTS (tts.provider): is required: set it to the text-to-speech provider, one of " + registryNames(registry.KindTTS) + "\n",
 		"hint: to try Handset first, with no keys and no settings, run `handset demo`",
 	} {
 		if n := strings.Count(out, want); n != 1 {
@@ -70,7 +71,7 @@ func TestServeReportsEverySettingAtOnce(t *testing.T) {
 	code, out = serveOnce(t, "HANDSET_AGENT=echo", "HANDSET_SST=sphinx", "HANDSET_STT=deepgrm", "HANDSET_TTS=flite", "HANDSET_VAD=webrtcc")
 	for _, want := range []string{
 		`msg="HANDSET_SST is not a Handset setting; did you mean HANDSET_STT?" from=environment`,
-		`HANDSET_STT (stt.provider): "deepgrm" is not one of deepgram, openai, sphinx (did you mean deepgram?) (from environment)`,
+		`HANDSET_STT (stt.provider): "deepgrm" is not one of ` + registryNames(registry.KindSTT) + ` (did you mean deepgram?) (from environment)`,
 		`HANDSET_VAD (vad.engine): "webrtcc" is not one of silero, webrtc, energy (did you mean webrtc?) (from environment)`,
 	} {
 		if n := strings.Count(out, want); n != 1 || code != 1 {

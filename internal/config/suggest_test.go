@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/handset-voice/handset/internal/registry"
 )
 
 // TestUnknownNamesWarn: a HANDSET_* name that is not a setting, in the environment, a dotenv
@@ -133,9 +134,9 @@ func TestRequireSpeech(t *testing.T) {
 		got = append(got, fe.Error())
 	}
 	want := []string{
-		"HANDSET_AGENT (agent.runtime): is required: set it to the agent runtime that answers calls, one of hermes, openclaw, openai, webhook, echo",
-		"HANDSET_STT (stt.provider): is required: set it to the speech-to-text provider, one of deepgram, openai, sphinx",
-		"HANDSET_TTS (tts.provider): is required: set it to the text-to-speech provider, one of elevenlabs, openai, flite, espeak",
+		"HANDSET_AGENT (agent.runtime): is required: set it to the agent runtime that answers calls, one of " + registryNames(registry.KindAgent),
+		"HANDSET_STT (stt.provider): is required: set it to the speech-to-text provider, one of " + registryNames(registry.KindSTT),
+		"HANDSET_TTS (tts.provider): is required: set it to the text-to-speech provider, one of " + registryNames(registry.KindTTS),
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/handset-voice/handset/internal/registry"
 )
 
 func TestDefaultIsValid(t *testing.T) {
@@ -20,7 +21,7 @@ func TestDefaultIsValid(t *testing.T) {
 	}
 	err := c.Validate(ValidateOptions{RequireAgent: true})
 	fe := errorFor(t, err, "HANDSET_AGENT")
-	if want := "HANDSET_AGENT (agent.runtime): is required: set it to the agent runtime that answers calls, one of hermes, openclaw, openai, webhook, echo"; fe.Error() != want {
+	if want := "HANDSET_AGENT (agent.runtime): is required: set it to the agent runtime that answers calls, one of " + registryNames(registry.KindAgent); fe.Error() != want {
 		t.Errorf("got  %s\nwant %s", fe.Error(), want)
 	}
 	if n := len(fieldErrors(t, err)); n != 1 {
@@ -31,7 +32,7 @@ func TestDefaultIsValid(t *testing.T) {
 func TestEnumMessageExample(t *testing.T) {
 	c := mustLoad(t, LoadOptions{WorkDir: t.TempDir(), Environ: []string{"HANDSET_STT=deepgramm"}})
 	err := c.Validate(ValidateOptions{})
-	want := `HANDSET_STT (stt.provider): "deepgramm" is not one of deepgram, openai, sphinx (did you mean deepgram?) (from environment)`
+	want := `HANDSET_STT (stt.provider): "deepgramm" is not one of ` + registryNames(registry.KindSTT) + ` (did you mean deepgram?) (from environment)`
 	if err == nil || err.Error() != want {
 		t.Errorf("got  %v\nwant %s", err, want)
 	}
@@ -171,7 +172,7 @@ func TestSeveralErrorsAtOnce(t *testing.T) {
 	yaml, env := dir+"/handset.yaml", dir+"/.env"
 	want := strings.Join([]string{
 		`HANDSET_LISTEN (listen): "nowhere" is not a host:port address, like 127.0.0.1:8080 or :8080 (from config file ` + yaml + `:1)`,
-		`HANDSET_AGENT (agent.runtime): "hermess" is not one of hermes, openclaw, openai, webhook, echo (did you mean hermes?) (from config file ` + yaml + `:3)`,
+		`HANDSET_AGENT (agent.runtime): "hermess" is not one of ` + registryNames(registry.KindAgent) + ` (did you mean hermes?) (from config file ` + yaml + `:3)`,
 		`HANDSET_TAIL_GRACE (turn.tail_grace): "soon" is not a duration (write it with a unit, like 1500ms, 4s or 60m) (from config file ` + yaml + `:5)`,
 		`HANDSET_FORWARD_STT_WHILE_SPEAKING (turn.forward_stt_while_speaking): "perhaps" is not a boolean (use true, false, 1, 0, yes or no) (from env file ` + env + `:1)`,
 		`HANDSET_LOG_FORMAT (log.format): "xml" is not one of text, json (from environment)`,
@@ -273,7 +274,7 @@ func TestRequirements(t *testing.T) {
 			environ: []string{"HANDSET_STT=deepgram", "HANDSET_TTS=elevenlabs"},
 			opts:    ValidateOptions{RequireAgent: true, RequireKeys: true},
 			want: []string{
-				"HANDSET_AGENT (agent.runtime): is required: set it to the agent runtime that answers calls, one of hermes, openclaw, openai, webhook, echo",
+				"HANDSET_AGENT (agent.runtime): is required: set it to the agent runtime that answers calls, one of " + registryNames(registry.KindAgent),
 				"DEEPGRAM_API_KEY (stt.deepgram.key): is required with HANDSET_STT=deepgram: create a key in the Deepgram console, or choose another HANDSET_STT",
 				"ELEVENLABS_API_KEY (tts.elevenlabs.key): is required with HANDSET_TTS=elevenlabs: create a key in the ElevenLabs settings, or choose another HANDSET_TTS",
 			},
