@@ -201,10 +201,9 @@ func (c *Config) crossCheck(table []Setting, opts ValidateOptions) []FieldError 
 		s, _ := lookupSetting(table, env)
 		errs = append(errs, c.fieldError(s, reason, false))
 	}
-	runtimes := "hermes, openclaw, openai, webhook, echo"
-
 	if opts.RequireAgent && c.Agent.Runtime == "" {
-		add("HANDSET_AGENT", "is required: set it to the agent runtime that answers calls, one of "+runtimes)
+		s, _ := lookupSetting(table, "HANDSET_AGENT")
+		add("HANDSET_AGENT", "is required: set it to the agent runtime that answers calls, one of "+strings.Join(s.Allowed, ", "))
 	}
 	if opts.RequireSpeech && c.STT.Provider == "" {
 		s, _ := lookupSetting(table, "HANDSET_STT")
