@@ -171,6 +171,9 @@ func (d *doctorRun) carrierChecks() []doctor.Check {
 	_, placeholder := placeholderURL(strings.TrimRight(d.cfg.PublicURL, "/"))
 	var cs []doctor.Check
 	for _, c := range registry.All[registry.Carrier]() {
+		if c.Checks == nil {
+			continue
+		}
 		p := d.providerProbe(secCarrier, "")
 		p.PublicURLPlaceholder = placeholder
 		cs = append(cs, c.Checks(p)...)

@@ -38,7 +38,7 @@ func providerChecks[P registry.Provider](d *doctorRun, section, env, name string
 		return []doctor.Check{fixedCheck(section, "provider", resSkip(env+" is not set (see config)"))}
 	case !ok:
 		return []doctor.Check{fixedCheck(section, "provider", resSkip(env+"="+name+" is not a provider (see config)"))}
-	case p.Info().Checks == nil:
+	case p.Info().Checks == nil: // nothing to check before a call (as the echo agent)
 		return nil
 	default:
 		return p.Info().Checks(d.providerProbe(section, env))
