@@ -72,7 +72,7 @@ func TestServeReportsEverySettingAtOnce(t *testing.T) {
 	for _, want := range []string{
 		`msg="HANDSET_SST is not a Handset setting; did you mean HANDSET_STT?" from=environment`,
 		`HANDSET_STT (stt.provider): "deepgrm" is not one of ` + registryNames(registry.KindSTT) + ` (did you mean deepgram?) (from environment)`,
-		`HANDSET_VAD (vad.engine): "webrtcc" is not one of silero, webrtc, energy (did you mean webrtc?) (from environment)`,
+		`HANDSET_VAD (vad.engine): "webrtcc" is not one of ` + registryNames(registry.KindVAD) + ` (did you mean webrtc?) (from environment)`,
 	} {
 		if n := strings.Count(out, want); n != 1 || code != 1 {
 			t.Errorf("exit %d; output says %q %d times, want once:\n%s", code, want, n, out)
