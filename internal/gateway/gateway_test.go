@@ -144,3 +144,16 @@ func TestOpenBusyAddress(t *testing.T) {
 		t.Errorf("a chosen address busy: %v, want the listener's error alone", err)
 	}
 }
+
+// TestOpenRefusedSettingLeavesNothingRunning: a configuration built in code skips
+// Validate, so the gateway itself refuses a bad HANDSET_TRUSTED_PROXIES; what it had started
+// by then (the calls' context, the transcript writer) stops with the refusal, which the
+// package's goroutine check holds it to.
+func TestOpenRefusedSettingLeavesNothingRunning(t *testing.T) {
+	cfg := fakesConfig(t, "HANDSET_LISTEN=127.0.0.1:0")
+	cfg.TrustedProxies = "not-an-address"
+	_, err := Open(context.Background(), cfg, Options{Logger: quiet})
+	if err == nil || !strings.Contains(err.Error(), "HANDSET_TRUSTED_PROXIES") {
+		t.Fatalf("Open = %v, want the refusal naming HANDSET_TRUSTED_PROXIES", err)
+	}
+}

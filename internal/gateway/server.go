@@ -74,14 +74,19 @@ func newServer(ctx context.Context, cfg *config.Config, prov providers, st store
 		lines:     store.NewLineWriter(st, log),
 		metrics:   obs.NewMetrics(),
 	}
-	if s.carrier, err = configuredCarrier(cfg, log); err != nil {
+	// A server that cannot be made stops what it started: the calls' context and the
+	// transcript writer's goroutine.
+	fail := func(err error) (*server, error) {
 		stopCalls()
+		s.lines.Close()
 		return nil, err
+	}
+	if s.carrier, err = configuredCarrier(cfg, log); err != nil {
+		return fail(err)
 	}
 	if o.jobs {
 		if s.runner, err = s.buildRunner(); err != nil {
-			stopCalls()
-			return nil, err
+			return fail(err)
 		}
 		s.live = &jobs.Liveness{Store: st, Node: s.node, LostAfter: cfg.JobLease, Logger: log}
 		sctx, cancel := context.WithTimeout(ctx, storeTimeout)
@@ -90,8 +95,7 @@ func newServer(ctx context.Context, cfg *config.Config, prov providers, st store
 	}
 	proxies, err := config.ParseTrustedProxies(cfg.TrustedProxies)
 	if err != nil { // Validate refuses it first; a Config built in code may not have been
-		stopCalls()
-		return nil, fmt.Errorf("HANDSET_TRUSTED_PROXIES: %w", err)
+		return fail(fmt.Errorf("HANDSET_TRUSTED_PROXIES: %w", err))
 	}
 	s.proxies = proxies
 	twilio.New(twilio.Options{
@@ -109,8 +113,7 @@ func newServer(ctx context.Context, cfg *config.Config, prov providers, st store
 	}
 	callAllow, err := jobs.ParseAllowList(cfg.Outbound.CallAllow)
 	if err != nil {
-		stopCalls()
-		return nil, fmt.Errorf("HANDSET_CALL_ALLOW: %w", err)
+		return fail(fmt.Errorf("HANDSET_CALL_ALLOW: %w", err))
 	}
 	api := web.New(web.Options{
 		Token: sec.apiToken, ToolsToken: cfg.ToolsToken.Reveal(), CallAllow: callAllow,
