@@ -353,6 +353,32 @@ func TestCloseDuringToolCallAborts(t *testing.T) {
 	}
 }
 
+// TestNextAfterCloseReturns: a reader still asking for the reply once it is closed, or
+// waiting for it as it is closed, gets a cancellation at once, not a wait for a context
+// that may never end.
+func TestNextAfterCloseReturns(t *testing.T) {
+	e := setup(t, fakeopenclaw.Options{}, openclaw.Options{Timeout: time.Hour})
+	s, err := e.agent.Reply(context.Background(), req("c1", "TOOLCALL please"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiting := make(chan error, 1)
+	go func() {
+		_, err := collect(t, s) // the tool's progress, then a wait for text that never comes
+		waiting <- err
+	}()
+	s.Close()
+	select {
+	case err := <-waiting:
+		wantKind(t, err, voice.KindCanceled)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Next still waits after Close")
+	}
+	if _, err := s.Next(); err == nil {
+		t.Fatal("Next after Close returned no error")
+	}
+}
+
 func TestAgentCloseAbortsRunningTurns(t *testing.T) {
 	e := setup(t, fakeopenclaw.Options{}, openclaw.Options{})
 	s, err := e.agent.Reply(context.Background(), req("c1", "TOOLCALL please"))

@@ -35,7 +35,7 @@ func (a *Agent) Reply(ctx context.Context, req voice.TurnRequest) (voice.ReplySt
 	if sc.CallID == "" {
 		sc.CallID = voice.CallID(key) // no call id: at least never share a session
 	}
-	r := &run{a: a, ctx: ctx, id: key, sessionKey: a.sessionKey(sc), notify: make(chan struct{}, 1),
+	r := &run{a: a, ctx: ctx, id: key, sessionKey: a.sessionKey(sc), notify: make(chan struct{}, 1), closed: make(chan struct{}),
 		timer: time.NewTimer(a.timeout)}
 	r.params = a.turnParams(r.sessionKey, msg, key, session.Instructions(ctx, a.voicePrompt))
 	if err := a.abortSettled(ctx, r.sessionKey); err != nil {
@@ -101,6 +101,7 @@ type run struct {
 	err         error
 	timer       *time.Timer
 	closeOnce   sync.Once
+	closed      chan struct{} // closed by Close: a Next waiting, or one after, returns
 }
 
 // start sends the turn. A connection lost on the way is reopened once and the turn re-sent
@@ -175,6 +176,8 @@ func (r *run) Next() (voice.ReplyChunk, error) {
 		r.mu.Unlock()
 		select {
 		case <-r.notify:
+		case <-r.closed:
+			return r.end(r.a.fail("chat", voice.KindCanceled, errors.New("the reply was closed")))
 		case <-r.ctx.Done():
 			r.abort()
 			return r.end(r.a.fail("chat", voice.KindCanceled, r.ctx.Err()))
@@ -348,6 +351,7 @@ func (r *run) Close() error {
 		r.terminal.Store(true)
 		r.unregister()
 		r.timer.Stop()
+		close(r.closed)
 	})
 	return nil
 }
