@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/handset-voice/handset/internal/call"
-	"github.com/handset-voice/handset/internal/carrier/twilio"
+	"github.com/handset-voice/handset/internal/carrier"
 	"github.com/handset-voice/handset/internal/clock"
 	"github.com/handset-voice/handset/internal/jobs"
 	"github.com/handset-voice/handset/internal/obs"
@@ -123,11 +123,11 @@ func (s *server) planFor(ctx context.Context, rec store.Call, info voice.LegInfo
 	if err := json.Unmarshal(j.Payload, &job); err != nil {
 		return callPlan{}
 	}
-	policy := twilio.MachinePolicy(job.OnMachine)
+	policy := carrier.MachinePolicy(job.OnMachine)
 	if policy == "" {
-		policy = twilio.MachinePolicy(s.cfg.Outbound.Machine)
+		policy = carrier.MachinePolicy(s.cfg.Outbound.Machine)
 	}
-	return callPlan{firstMessage: job.FirstMessage, voicemail: info.Machine() && policy == twilio.MachineMessage}
+	return callPlan{firstMessage: job.FirstMessage, voicemail: info.Machine() && policy == carrier.MachineMessage}
 }
 
 // endRecord records how a call ended.
@@ -139,35 +139,41 @@ func (s *server) endRecord(id voice.CallID, outcome string) {
 	}
 }
 
-// onStatus records what Twilio's status callbacks say of the calls Handset placed: the
-// carrier's id as soon as it is known, and the end of a call nobody answered (or that a
-// machine answered and Handset declined). An answered call's end is the media node's to
-// record; the carrier's "completed" only closes a call whose media never arrived.
-func (s *server) onStatus(st twilio.Status) {
-	if st.CallID == "" {
+// onProgress records what a carrier reports of the calls Handset placed: the carrier's id
+// as soon as it is known, and the end of a call nobody answered (or that a machine
+// answered and Handset declined). An answered call's end is the media node's to record;
+// the carrier's "completed" only closes a call whose media never arrived.
+func (s *server) onProgress(p carrier.Progress) {
+	if p.CallID == "" {
 		return // an inbound call: its engine records everything
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
-	if st.CallSid != "" {
-		if err := s.st.UpdateCall(ctx, st.CallID, store.CallUpdate{CarrierRef: st.CallSid}); err != nil {
-			s.log.Warn("status callback for an unknown call", "call", st.CallID, "err", err)
+	if p.Ref != "" {
+		if err := s.st.UpdateCall(ctx, p.CallID, store.CallUpdate{CarrierRef: p.Ref}); err != nil {
+			s.log.Warn("status callback for an unknown call", "call", p.CallID, "err", err)
 			return
 		}
 	}
-	if !st.Ended() {
+	if !p.Ended() {
 		return
 	}
-	outcome := st.CallStatus
-	if st.CallStatus == "completed" {
-		if rec, err := s.st.Call(ctx, st.CallID); err != nil || rec.Journal != "" {
+	outcome := string(p.Status)
+	switch {
+	case p.Declined:
+		outcome = declinedOutcome
+	case p.Status == carrier.StatusCompleted:
+		if rec, err := s.st.Call(ctx, p.CallID); err != nil || rec.Journal != "" {
 			return
 		}
 	}
-	if err := s.st.EndCall(ctx, st.CallID, time.Now(), outcome); err != nil {
-		s.log.Warn("call end not recorded", "call", st.CallID, "err", err)
+	if err := s.st.EndCall(ctx, p.CallID, time.Now(), outcome); err != nil {
+		s.log.Warn("call end not recorded", "call", p.CallID, "err", err)
 	}
 }
+
+// declinedOutcome is how a call record says a machine answered and Handset hung up.
+const declinedOutcome = "machine"
 
 // FlushTranscript saves the transcript lines still queued (a handoff reads the call's).
 func (s *server) FlushTranscript(ctx context.Context, _ voice.CallID) error {

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/handset-voice/handset/internal/carrier/twilio"
+	"github.com/handset-voice/handset/internal/carrier"
 	"github.com/handset-voice/handset/internal/store"
 )
 
@@ -23,28 +23,28 @@ type carrierMemory struct {
 	carrier string
 }
 
-var _ twilio.Memory = carrierMemory{}
+var _ carrier.Memory = carrierMemory{}
 
-func (m carrierMemory) Remember(ctx context.Context, a twilio.Answer) (twilio.Answer, bool, error) {
+func (m carrierMemory) Remember(ctx context.Context, a carrier.Answer) (carrier.Answer, bool, error) {
 	kept, first, err := m.st.RememberCarrierCall(ctx, store.CarrierCall{
-		Carrier: m.carrier, Ref: a.CallSid, RequestKey: a.IdempotencyToken, Answer: a.TwiML, CreatedAt: a.At,
+		Carrier: m.carrier, Ref: a.Ref, RequestKey: a.RequestKey, Answer: a.Body, CreatedAt: a.At,
 	})
 	if err != nil {
-		return twilio.Answer{}, false, err
+		return carrier.Answer{}, false, err
 	}
-	return twilio.Answer{
-		CallSid: kept.Ref, IdempotencyToken: kept.RequestKey, TwiML: kept.Answer, At: kept.CreatedAt,
+	return carrier.Answer{
+		Ref: kept.Ref, RequestKey: kept.RequestKey, Body: kept.Answer, At: kept.CreatedAt,
 		Streamed: !kept.StreamedAt.IsZero(),
 	}, first, nil
 }
 
-func (m carrierMemory) Streamed(ctx context.Context, callSid string, at time.Time) error {
-	err := m.st.OpenCarrierStream(ctx, m.carrier, callSid, at)
+func (m carrierMemory) Streamed(ctx context.Context, ref string, at time.Time) error {
+	err := m.st.OpenCarrierStream(ctx, m.carrier, ref, at)
 	switch {
 	case errors.Is(err, store.ErrDuplicate):
-		return twilio.ErrStreamOpened
+		return carrier.ErrStreamOpened
 	case errors.Is(err, store.ErrNotFound):
-		return twilio.ErrCallUnknown
+		return carrier.ErrCallUnknown
 	}
 	return err
 }

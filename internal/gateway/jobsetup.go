@@ -8,6 +8,7 @@ import (
 
 	"github.com/handset-voice/handset/internal/carrier"
 	"github.com/handset-voice/handset/internal/jobs"
+	"github.com/handset-voice/handset/internal/registry"
 )
 
 // buildRunner wires the job kinds this node runs from the configuration.
@@ -64,8 +65,11 @@ func (s *server) canPlace() error {
 // channels are the ways people reach this Handset, each saying whether it can reach them
 // again later (a callback).
 func (s *server) channels() map[string]jobs.Channel {
-	return map[string]jobs.Channel{
-		"twilio":  jobs.ChannelFunc(s.canPlace),
+	ch := map[string]jobs.Channel{
 		"browser": jobs.ChannelFunc(func() error { return errors.New("a browser page cannot be called back once it is closed") }),
 	}
+	for _, c := range registry.All[registry.Carrier]() {
+		ch[c.Name] = jobs.ChannelFunc(s.canPlace)
+	}
+	return ch
 }

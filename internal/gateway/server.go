@@ -13,7 +13,6 @@ import (
 
 	"github.com/handset-voice/handset/internal/call"
 	"github.com/handset-voice/handset/internal/carrier"
-	"github.com/handset-voice/handset/internal/carrier/twilio"
 	"github.com/handset-voice/handset/internal/config"
 	"github.com/handset-voice/handset/internal/edge"
 	"github.com/handset-voice/handset/internal/jobs"
@@ -98,16 +97,9 @@ func newServer(ctx context.Context, cfg *config.Config, prov providers, st store
 		return fail(fmt.Errorf("HANDSET_TRUSTED_PROXIES: %w", err))
 	}
 	s.proxies = proxies
-	twilio.New(twilio.Options{
-		AuthToken:      cfg.Twilio.AuthToken.Reveal(),
-		PublicURL:      cfg.PublicURL,
-		TrustedProxies: proxies,
-		Memory:         carrierMemory{st: st, carrier: "twilio"},
-		Draining:       s.calls.Draining,
-		Admit:          s.admit,
-		OnStatus:       s.onStatus,
-		Logger:         log,
-	}).Register(s.mux)
+	if err := s.mountCarriers(); err != nil {
+		return fail(err)
+	}
 	if cfg.Browser {
 		s.registerBrowser()
 	}
@@ -263,4 +255,24 @@ func configuredCarrier(cfg *config.Config, log *slog.Logger) (carrier.Carrier, e
 		}
 	}
 	return nil, nil
+}
+
+// mountCarriers serves every carrier's webhooks and media streams, configured or not (its
+// routes refuse what they cannot verify), each with its own name on the calls it remembers.
+func (s *server) mountCarriers() error {
+	for _, c := range registry.All[registry.Carrier]() {
+		in := carrier.Inbound{
+			PublicURL:      s.cfg.PublicURL,
+			TrustedProxies: s.proxies,
+			Memory:         carrierMemory{st: s.st, carrier: c.Name},
+			Draining:       s.calls.Draining,
+			Admit:          s.admit,
+			OnProgress:     s.onProgress,
+			Logger:         s.log,
+		}
+		if err := c.Mount(s.mux, in, s.cfg); err != nil {
+			return fmt.Errorf("%s: %w", c.Title, err)
+		}
+	}
+	return nil
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/handset-voice/handset/internal/audio/vad"
 	"github.com/handset-voice/handset/internal/audio/vad/vadtest"
+	"github.com/handset-voice/handset/internal/carrier"
 	"github.com/handset-voice/handset/internal/config"
 	_ "github.com/handset-voice/handset/internal/providers"
 	"github.com/handset-voice/handset/internal/registry"
@@ -139,6 +140,7 @@ func TestProvidersReadOnlyWhatTheyDeclare(t *testing.T) {
 		case registry.Carrier:
 			p.Configured(rec)
 			_, _ = p.New(build)
+			_ = p.Mount(http.NewServeMux(), carrier.Inbound{Memory: nopMemory{}, Logger: log}, rec)
 		case registry.STT:
 			r, _ := p.New(build)
 			release(r)
@@ -172,6 +174,14 @@ func TestProvidersReadOnlyWhatTheyDeclare(t *testing.T) {
 		}
 	}
 }
+
+// nopMemory is a carrier's call memory that remembers nothing: mounting reads none.
+type nopMemory struct{}
+
+func (nopMemory) Remember(_ context.Context, a carrier.Answer) (carrier.Answer, bool, error) {
+	return a, true, nil
+}
+func (nopMemory) Streamed(context.Context, string, time.Time) error { return nil }
 
 // release frees what a built provider holds.
 func release(x any) {

@@ -1,6 +1,8 @@
 package registry
 
 import (
+	"net/http"
+
 	"github.com/handset-voice/handset/internal/audio/vad"
 	"github.com/handset-voice/handset/internal/carrier"
 	"github.com/handset-voice/handset/internal/voice"
@@ -39,14 +41,19 @@ type VAD struct {
 	New func(Build) (detector func(rate int) (vad.Detector, error), release func(), err error)
 }
 
-// Carrier is a telephone carrier. Its calls come in through the gateway's routes; what
-// jobs, transfers and number management use is the carrier contract (internal/carrier).
+// Carrier is a telephone carrier: the routes its calls come in on, and its control of calls
+// and numbers (the carrier contract, internal/carrier) for jobs, transfers and number
+// management.
 type Carrier struct {
 	About
 	// Configured reports whether the settings give this carrier an account to use.
 	Configured func(Settings) bool
 	// New is the carrier's control of calls and numbers, for a configured carrier.
 	New func(Build) (carrier.Carrier, error)
+	// Mount serves the carrier's webhooks and media streams on mux, handing its calls to
+	// the gateway through in. The gateway mounts every carrier, configured or not: a
+	// carrier's routes refuse the requests they cannot verify.
+	Mount func(mux *http.ServeMux, in carrier.Inbound, s Settings) error
 }
 
 // Kind says STT.

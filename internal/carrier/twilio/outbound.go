@@ -38,30 +38,14 @@ func OutboundURLs(publicURL string, id voice.CallID, policy MachinePolicy) (voic
 	return base + VoicePath + "?" + q.Encode(), statusURL
 }
 
-// Status is one call status callback, as Twilio sent it.
-type Status struct {
-	CallID     voice.CallID // Handset's id, for calls Handset placed; empty otherwise
-	CallSid    string
-	CallStatus string // queued, initiated, ringing, in-progress, completed, busy, no-answer, failed, canceled
-	AnsweredBy string
-	Sequence   int // SequenceNumber: callbacks may arrive out of order
-	Duration   time.Duration
-	// Declined is set when Handset itself refused to connect an answered call (a machine
-	// picked up and the policy is hangup): CallStatus is then "machine".
-	Declined bool
-}
-
-// Ended reports whether the status is final.
-func (s Status) Ended() bool { return s.Declined || CallEnded(s.CallStatus) }
-
-func statusFrom(r *http.Request) Status {
+// progressFrom is a status callback as the carrier contract words it.
+func progressFrom(r *http.Request) carrier.Progress {
 	f := r.PostForm
-	seq, _ := strconv.Atoi(f.Get("SequenceNumber"))
 	secs, _ := strconv.Atoi(f.Get("CallDuration"))
-	return Status{
-		CallID: voice.CallID(r.URL.Query().Get(callParam)), CallSid: f.Get("CallSid"),
-		CallStatus: f.Get("CallStatus"), AnsweredBy: f.Get("AnsweredBy"),
-		Sequence: seq, Duration: time.Duration(secs) * time.Second,
+	return carrier.Progress{
+		CallID: voice.CallID(r.URL.Query().Get(callParam)), Ref: f.Get("CallSid"),
+		Status: carrier.Status(f.Get("CallStatus")), AnsweredBy: carrier.AnsweredBy(f.Get("AnsweredBy")),
+		Duration: time.Duration(secs) * time.Second,
 	}
 }
 

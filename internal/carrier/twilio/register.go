@@ -1,13 +1,15 @@
 package twilio
 
 import (
+	"net/http"
+
 	"github.com/handset-voice/handset/internal/carrier"
 	"github.com/handset-voice/handset/internal/doctor"
 	"github.com/handset-voice/handset/internal/registry"
 )
 
-// Provider is Twilio in the catalogue of providers: its account checks, and its control of
-// calls and numbers. Its webhooks and media streams are served by the gateway's routes.
+// Provider is Twilio in the catalogue of providers: its account checks, its control of
+// calls and numbers, and its webhooks and media streams.
 var Provider = registry.Carrier{
 	About: registry.About{
 		Name:  "twilio",
@@ -31,7 +33,23 @@ var Provider = registry.Carrier{
 	Configured: func(s registry.Settings) bool {
 		return s.Value("TWILIO_ACCOUNT_SID") != "" && s.Value("TWILIO_AUTH_TOKEN") != ""
 	},
-	New: func(b registry.Build) (carrier.Carrier, error) { return NewControl(restOptions(b.Settings)) },
+	New:   func(b registry.Build) (carrier.Carrier, error) { return NewControl(restOptions(b.Settings)) },
+	Mount: mount,
+}
+
+// mount serves the voice webhook, the media stream and the status callback on mux.
+func mount(mux *http.ServeMux, in carrier.Inbound, s registry.Settings) error {
+	New(Options{
+		AuthToken:      s.Value("TWILIO_AUTH_TOKEN"),
+		PublicURL:      in.PublicURL,
+		TrustedProxies: in.TrustedProxies,
+		Memory:         in.Memory,
+		Draining:       in.Draining,
+		Admit:          in.Admit,
+		OnProgress:     in.OnProgress,
+		Logger:         in.Logger,
+	}).Register(mux)
+	return nil
 }
 
 // restOptions are the REST client's settings.

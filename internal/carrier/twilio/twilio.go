@@ -23,6 +23,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/handset-voice/handset/internal/audio"
+	"github.com/handset-voice/handset/internal/carrier"
 	"github.com/handset-voice/handset/internal/voice"
 )
 
@@ -39,18 +40,18 @@ type Options struct {
 	TrustedProxies []netip.Prefix
 	// Memory remembers each call's webhook answer and whether its stream opened, for every
 	// node; required.
-	Memory Memory
+	Memory carrier.Memory
 	// Draining, when set, is asked on each voice webhook: while it says true the webhook
 	// answers 503, so Twilio tries the number's fallback URL instead.
 	Draining func() bool
 	// Admit starts a call on leg and returns a channel closed when the call is over. An
 	// error refuses the call (draining, at capacity).
 	Admit func(leg voice.Leg) (<-chan struct{}, error)
-	// OnStatus, when set, is told every status callback (and every outbound call Handset
+	// OnProgress, when set, is told every status callback (and every outbound call Handset
 	// declined because a machine answered). It runs in the HTTP handler: keep it short.
-	OnStatus func(Status)
-	Logger   *slog.Logger
-	Now      func() time.Time
+	OnProgress func(carrier.Progress)
+	Logger     *slog.Logger
+	Now        func() time.Time
 }
 
 // Carrier serves the Twilio endpoints.
@@ -184,8 +185,8 @@ func (c *Carrier) voice(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		c.log.Info("a machine answered: hanging up", "call_sid", sid, "answered_by", answeredBy)
-		if c.opts.OnStatus != nil {
-			c.opts.OnStatus(Status{CallID: voice.CallID(callID), CallSid: sid, CallStatus: "machine", AnsweredBy: answeredBy, Declined: true})
+		if c.opts.OnProgress != nil {
+			c.opts.OnProgress(carrier.Progress{CallID: voice.CallID(callID), Ref: sid, AnsweredBy: carrier.AnsweredBy(answeredBy), Declined: true})
 		}
 		return
 	}
@@ -253,10 +254,10 @@ func (c *Carrier) status(w http.ResponseWriter, r *http.Request) {
 	if !c.checkSignature(w, r, r.PostForm, false) {
 		return
 	}
-	st := statusFrom(r)
-	c.log.Info("call status", "call_sid", st.CallSid, "status", st.CallStatus, "sequence", st.Sequence)
-	if c.opts.OnStatus != nil {
-		c.opts.OnStatus(st)
+	p := progressFrom(r)
+	c.log.Info("call status", "call_sid", p.Ref, "status", p.Status, "sequence", r.PostForm.Get("SequenceNumber"))
+	if c.opts.OnProgress != nil {
+		c.opts.OnProgress(p)
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
@@ -311,10 +312,10 @@ func (c *Carrier) streamOnce(sid string) (websocket.StatusCode, error) {
 	switch {
 	case err == nil:
 		return 0, nil
-	case errors.Is(err, ErrStreamOpened):
+	case errors.Is(err, carrier.ErrStreamOpened):
 		return websocket.StatusPolicyViolation, ErrTokenReused
-	case errors.Is(err, ErrCallUnknown):
-		return websocket.StatusPolicyViolation, ErrCallUnknown
+	case errors.Is(err, carrier.ErrCallUnknown):
+		return websocket.StatusPolicyViolation, carrier.ErrCallUnknown
 	}
 	return websocket.StatusTryAgainLater, fmt.Errorf("call memory unavailable: %w", err)
 }

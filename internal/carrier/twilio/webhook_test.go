@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/handset-voice/handset/internal/carrier"
 	"github.com/handset-voice/handset/internal/sim/twiliocaller"
 	"github.com/handset-voice/handset/internal/voice"
 )
@@ -25,22 +26,22 @@ const testAuthToken = "test-auth-token"
 // once) for one process. Several carriers sharing one play several nodes on one store.
 type mapMemory struct {
 	mu      sync.Mutex
-	answers map[string]Answer
+	answers map[string]carrier.Answer
 	fail    error // every call fails with it when set
 }
 
-func newMapMemory() *mapMemory { return &mapMemory{answers: map[string]Answer{}} }
+func newMapMemory() *mapMemory { return &mapMemory{answers: map[string]carrier.Answer{}} }
 
-func (m *mapMemory) Remember(_ context.Context, a Answer) (Answer, bool, error) {
+func (m *mapMemory) Remember(_ context.Context, a carrier.Answer) (carrier.Answer, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.fail != nil {
-		return Answer{}, false, m.fail
+		return carrier.Answer{}, false, m.fail
 	}
-	if kept, ok := m.answers[a.CallSid]; ok {
+	if kept, ok := m.answers[a.Ref]; ok {
 		return kept, false, nil
 	}
-	m.answers[a.CallSid] = a
+	m.answers[a.Ref] = a
 	return a, true, nil
 }
 
@@ -53,9 +54,9 @@ func (m *mapMemory) Streamed(_ context.Context, sid string, _ time.Time) error {
 	a, ok := m.answers[sid]
 	switch {
 	case !ok:
-		return ErrCallUnknown
+		return carrier.ErrCallUnknown
 	case a.Streamed:
-		return ErrStreamOpened
+		return carrier.ErrStreamOpened
 	}
 	a.Streamed = true
 	m.answers[sid] = a
@@ -90,14 +91,14 @@ type node struct {
 	draining atomic.Bool
 }
 
-func newNode(t *testing.T, mem Memory, opts Options) *node {
+func newNode(t *testing.T, mem carrier.Memory, opts Options) *node {
 	t.Helper()
 	n := &node{mux: http.NewServeMux(), logs: &logBuffer{}}
 	opts.AuthToken = testAuthToken
 	opts.Memory = mem
 	opts.Logger = slog.New(slog.NewTextHandler(n.logs, nil))
 	opts.Draining = n.draining.Load
-	opts.OnStatus = func(Status) { n.statuses.Add(1) }
+	opts.OnProgress = func(carrier.Progress) { n.statuses.Add(1) }
 	opts.Admit = func(leg voice.Leg) (<-chan struct{}, error) {
 		n.admitted.Add(1)
 		done := make(chan struct{})

@@ -16,6 +16,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/handset-voice/handset/internal/carrier"
 	"github.com/handset-voice/handset/internal/carrier/twilio"
 	"github.com/handset-voice/handset/internal/clock"
 	"github.com/handset-voice/handset/internal/sim/twiliocaller"
@@ -88,16 +89,16 @@ type wsConn struct {
 // callMemory is the carrier's call memory in a map (Handset keeps it in its store).
 type callMemory struct {
 	mu      sync.Mutex
-	answers map[string]twilio.Answer
+	answers map[string]carrier.Answer
 }
 
-func (m *callMemory) Remember(_ context.Context, a twilio.Answer) (twilio.Answer, bool, error) {
+func (m *callMemory) Remember(_ context.Context, a carrier.Answer) (carrier.Answer, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if kept, ok := m.answers[a.CallSid]; ok {
+	if kept, ok := m.answers[a.Ref]; ok {
 		return kept, false, nil
 	}
-	m.answers[a.CallSid] = a
+	m.answers[a.Ref] = a
 	return a, true, nil
 }
 
@@ -107,9 +108,9 @@ func (m *callMemory) Streamed(_ context.Context, sid string, _ time.Time) error 
 	a, ok := m.answers[sid]
 	switch {
 	case !ok:
-		return twilio.ErrCallUnknown
+		return carrier.ErrCallUnknown
 	case a.Streamed:
-		return twilio.ErrStreamOpened
+		return carrier.ErrStreamOpened
 	}
 	a.Streamed = true
 	m.answers[sid] = a
@@ -120,9 +121,9 @@ func newHandset(t *testing.T) *handset {
 	t.Helper()
 	h := &handset{t: t, token: DefaultAuthToken, legs: make(chan *leg, 1024), wss: make(chan *wsConn, 64),
 		docs: map[string]doc{}, cbCode: http.StatusNoContent}
-	carrier := twilio.New(twilio.Options{AuthToken: h.token, Admit: h.admit, Memory: &callMemory{answers: map[string]twilio.Answer{}}})
+	tw := twilio.New(twilio.Options{AuthToken: h.token, Admit: h.admit, Memory: &callMemory{answers: map[string]carrier.Answer{}}})
 	mux := http.NewServeMux()
-	carrier.Register(mux)
+	tw.Register(mux)
 	mux.HandleFunc("/cb", func(w http.ResponseWriter, _ *http.Request) {
 		h.mu.Lock()
 		code := h.cbCode
