@@ -5,7 +5,8 @@
 // …) implements it, and internal/carrier/carriertest is the suite every one of them passes.
 //
 // The media side of a call (the carrier's webhooks and media stream) is each carrier's own:
-// it reaches the call engine through voice.Leg, not through this package.
+// it reaches the call engine through voice.Leg, with what the gateway gives it in an
+// Inbound (inbound.go).
 package carrier
 
 import (

@@ -7,6 +7,30 @@ import (
 	"github.com/handset-voice/handset/internal/voice"
 )
 
+// Webhooks are the routes a carrier serves under Handset's public URL, which its numbers
+// are pointed at.
+type Webhooks struct {
+	VoicePath  string // where a number's incoming calls are sent ("/twilio/voice")
+	StatusPath string // where their progress is sent
+	// Same reports whether a number's webhook URL and Handset's reach the same place, as
+	// the carrier compares them.
+	Same func(numberURL, handsetURL string) bool
+}
+
+// VoiceURL is the voice webhook under publicURL; "" when publicURL is.
+func (w Webhooks) VoiceURL(publicURL string) string { return under(publicURL, w.VoicePath) }
+
+// StatusURL is the status webhook under publicURL; "" when publicURL is.
+func (w Webhooks) StatusURL(publicURL string) string { return under(publicURL, w.StatusPath) }
+
+func under(publicURL, path string) string {
+	base := strings.TrimRight(publicURL, "/")
+	if base == "" {
+		return ""
+	}
+	return base + path
+}
+
 // NormalizeNumber writes a phone number in E.164 form: "+1 (415) 555-0100",
 // "+1.415.555.0100" and "0014155550100" all become "+14155550100". A number without + or
 // 00 is taken as North American when it has 10 digits, or 11 starting with 1; any other

@@ -32,3 +32,17 @@ func TestNormalizeNumber(t *testing.T) {
 		}
 	}
 }
+
+// A carrier's webhook URLs hang under Handset's public URL, trailing slash or not, and
+// there are none without one.
+func TestWebhookURLs(t *testing.T) {
+	w := Webhooks{VoicePath: "/c/voice", StatusPath: "/c/status"}
+	for _, base := range []string{"https://h.example", "https://h.example/"} {
+		if v, s := w.VoiceURL(base), w.StatusURL(base); v != "https://h.example/c/voice" || s != "https://h.example/c/status" {
+			t.Errorf("%s: %s, %s", base, v, s)
+		}
+	}
+	if v, s := w.VoiceURL(""), w.StatusURL(""); v != "" || s != "" {
+		t.Errorf("without a public URL: %q, %q", v, s)
+	}
+}

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -12,70 +11,10 @@ import (
 	"strings"
 
 	"github.com/handset-voice/handset/internal/carrier"
-	"github.com/handset-voice/handset/internal/carrier/twilio"
 	"github.com/handset-voice/handset/internal/config"
 	"github.com/handset-voice/handset/internal/doctor"
-	"github.com/handset-voice/handset/internal/voice"
+	"github.com/handset-voice/handset/internal/registry"
 )
-
-// Handset's Twilio routes, as INTERFACE.md names them, and where the account SID and auth
-// token are shown.
-const (
-	twilioVoicePath  = twilio.VoicePath
-	twilioStatusPath = twilio.StatusPath
-	twilioConsole    = twilio.ConsoleAccountInfo
-)
-
-// twilioCarrier builds Twilio's control API from the configuration. Its errors name
-// TWILIO_ACCOUNT_SID and TWILIO_AUTH_TOKEN and say where to find them.
-func twilioCarrier(cfg *config.Config) (*twilio.Control, error) {
-	sid, token := cfg.Twilio.AccountSID, cfg.Twilio.AuthToken
-	switch {
-	case sid == "" && !token.IsSet():
-		return nil, fmt.Errorf("Twilio is not configured: set TWILIO_ACCOUNT_SID (AC…) and TWILIO_AUTH_TOKEN, in the environment or .env; copy both from %s", twilioConsole)
-	case sid == "":
-		return nil, fmt.Errorf("TWILIO_ACCOUNT_SID is not set: copy the Account SID (AC…) that goes with TWILIO_AUTH_TOKEN from %s", twilioConsole)
-	case !token.IsSet():
-		return nil, fmt.Errorf("TWILIO_AUTH_TOKEN is not set: copy the Auth Token of account %s from %s", sid, twilioConsole)
-	}
-	c, err := twilio.NewControl(twilio.RESTOptions{
-		BaseURL:    cfg.Twilio.APIURL,
-		AccountSID: sid,
-		AuthToken:  token.Reveal(),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("%w (the Account SID and Auth Token are under Account Info at https://console.twilio.com)", err)
-	}
-	return c, nil
-}
-
-// explainTwilio turns a REST failure into an error that says what to do about it.
-func explainTwilio(cfg *config.Config, tw *twilio.Control, err error) error {
-	rest := tw.REST()
-	var nf *twilio.NumberNotFoundError
-	if errors.As(err, &nf) {
-		hint := "run `handset numbers` to see them with their voice URLs"
-		if len(nf.Have) == 0 {
-			hint = "buy a number with voice capability in the Twilio console, then run `handset numbers`"
-		}
-		return fmt.Errorf("%s\nhint: %s", nf.Error(), hint)
-	}
-	at := ""
-	if rest.BaseURL() != twilio.DefaultRESTURL {
-		at = " at " + rest.BaseURL() + " (HANDSET_TWILIO_API_URL)"
-	}
-	switch voice.KindOf(err) {
-	case voice.KindAuth:
-		return fmt.Errorf("Twilio%s refused the credentials: the auth token (TWILIO_AUTH_TOKEN, from %s) was rejected for account %s (TWILIO_ACCOUNT_SID, from %s)\n"+
-			"hint: copy the Account SID and the Auth Token of the same account from %s; after rotating the token, use the new primary one\n(%v)",
-			at, cfg.Source("TWILIO_AUTH_TOKEN"), rest.AccountSID(), cfg.Source("TWILIO_ACCOUNT_SID"), twilioConsole, err)
-	case voice.KindTimeout, voice.KindTransient:
-		return fmt.Errorf("could not reach Twilio%s: %w\nhint: check the network, https://status.twilio.com, and HANDSET_TWILIO_API_URL if you set it; then try again", at, err)
-	case voice.KindQuota:
-		return fmt.Errorf("Twilio%s is refusing requests for now (rate limit or account balance): %w\nhint: wait a minute and try again; check the balance in the Twilio console", at, err)
-	}
-	return err
-}
 
 type attachFlags struct {
 	url, statusCallback string
@@ -95,22 +34,24 @@ type attachReport struct {
 func runAttachNumber(ctx context.Context, env Env, args []string) error {
 	fs, g := newFlagSet("attach-number", env)
 	var f attachFlags
-	fs.StringVar(&f.url, "url", "", "voice webhook `URL` Twilio calls for each incoming call (default HANDSET_PUBLIC_URL + /twilio/voice)")
-	fs.StringVar(&f.statusCallback, "status-callback", "", "call status `URL` (default HANDSET_PUBLIC_URL + /twilio/status when set; otherwise left as it is)")
+	first := firstCarrier()
+	hooks := first.Numbers.Webhooks
+	fs.StringVar(&f.url, "url", "", "voice webhook `URL` "+first.Title+" calls for each incoming call (default HANDSET_PUBLIC_URL + "+hooks.VoicePath+")")
+	fs.StringVar(&f.statusCallback, "status-callback", "", "call status `URL` (default HANDSET_PUBLIC_URL + "+hooks.StatusPath+" when set; otherwise left as it is)")
 	fs.BoolVar(&f.asJSON, "json", false, "print a JSON report instead of text")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "Usage: handset attach-number NUMBER [--url URL] [--status-callback URL]")
-		fmt.Fprintln(fs.Output(), "\nPoints the Twilio number's voice webhook at Handset (method POST) and clears any TwiML app on it.")
+		fmt.Fprintf(fs.Output(), "\nPoints the %s number's voice webhook at Handset (method POST) and clears any %s on it.\n", first.Title, first.Numbers.Override)
 		fs.PrintDefaults()
 	}
 	positional, err := parseAttachArgs(fs, args)
 	if err != nil {
 		return err
 	}
-	example := "handset attach-number +14155550100 --url https://voice.example.com/twilio/voice"
+	example := "handset attach-number +14155550100 --url https://voice.example.com" + hooks.VoicePath
 	switch len(positional) {
 	case 0:
-		return &usageError{msg: "missing NUMBER: the Twilio phone number to point at Handset",
+		return &usageError{msg: "missing NUMBER: the " + first.Title + " phone number to point at Handset",
 			hint: example + " (`handset numbers` lists the account's numbers)"}
 	case 1:
 	default:
@@ -130,64 +71,65 @@ func runAttachNumber(ctx context.Context, env Env, args []string) error {
 	if err := cfg.Validate(config.ValidateOptions{}); err != nil {
 		return err
 	}
+	entry := accountCarrier(cfg)
+	hooks = entry.Numbers.Webhooks
 	publicBase := strings.TrimRight(cfg.PublicURL, "/")
 
 	var warnings []string
 	voiceURL := f.url
 	if voiceURL == "" {
 		if publicBase == "" {
-			return &usageError{msg: "no voice URL: pass --url, or set HANDSET_PUBLIC_URL so the URL is HANDSET_PUBLIC_URL" + twilioVoicePath,
-				hint: "set HANDSET_PUBLIC_URL to the public https address Twilio reaches Handset at (a tunnel such as `cloudflared tunnel --url http://127.0.0.1:8080` gives you one), or " + example}
+			return &usageError{msg: "no voice URL: pass --url, or set HANDSET_PUBLIC_URL so the URL is HANDSET_PUBLIC_URL" + hooks.VoicePath,
+				hint: "set HANDSET_PUBLIC_URL to the public https address " + entry.Title + " reaches Handset at (a tunnel such as `cloudflared tunnel --url http://127.0.0.1:8080` gives you one), or " + example}
 		}
-		voiceURL = publicBase + twilioVoicePath
+		voiceURL = hooks.VoiceURL(publicBase)
 	}
-	w, err := checkWebhookURL("--url", voiceURL, twilioVoicePath)
+	w, err := checkWebhookURL(entry, "--url", voiceURL, hooks.VoicePath)
 	if err != nil {
 		return err
 	}
 	warnings = append(warnings, w...)
 	statusURL := f.statusCallback
-	if statusURL == "" && publicBase != "" {
-		statusURL = publicBase + twilioStatusPath
+	if statusURL == "" {
+		statusURL = hooks.StatusURL(publicBase)
 	}
 	if statusURL != "" {
-		w, err := checkWebhookURL("--status-callback", statusURL, twilioStatusPath)
+		w, err := checkWebhookURL(entry, "--status-callback", statusURL, hooks.StatusPath)
 		if err != nil {
 			return err
 		}
 		warnings = append(warnings, w...)
 	}
 
-	tw, err := twilioCarrier(cfg)
+	c, err := entry.Numbers.Open(cfg)
 	if err != nil {
 		return err
 	}
-	var c carrier.Carrier = tw // the same steps for any carrier
 	found, err := c.Number(ctx, number)
 	if err != nil {
-		return explainTwilio(cfg, tw, err)
+		return entry.Numbers.Explain(cfg, err)
 	}
 	attached, err := c.Attach(ctx, found, voiceURL, statusURL)
 	if err != nil {
-		return explainTwilio(cfg, tw, err)
+		return entry.Numbers.Explain(cfg, err)
 	}
 	before, after := numberViewOf(found), numberViewOf(attached)
 	if after.VoiceURL != voiceURL || after.VoiceApplicationSID != "" || !strings.EqualFold(after.VoiceMethod, "POST") {
-		return fmt.Errorf("Twilio accepted the update of %s but now shows voice URL %s %q and TwiML app %q, not POST %q: run `handset numbers` to look again",
-			number, after.VoiceMethod, after.VoiceURL, after.VoiceApplicationSID, voiceURL)
+		return fmt.Errorf("%s accepted the update of %s but now shows voice URL %s %q and %s %q, not POST %q: run `handset numbers` to look again",
+			entry.Title, number, after.VoiceMethod, after.VoiceURL, entry.Numbers.Override, after.VoiceApplicationSID, voiceURL)
 	}
 
 	for _, w := range warnings {
 		fmt.Fprintln(env.Stderr, "warning: "+w)
 	}
-	notes := attachNotes(cfg, number, voiceURL, publicBase)
+	notes := attachNotes(entry, cfg, number, voiceURL, publicBase)
 	if f.asJSON {
 		enc := json.NewEncoder(env.Stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(attachReport{PhoneNumber: number, SID: before.SID, Before: before, After: after,
 			Warnings: warnings, Notes: notes})
 	}
-	printAttach(env.Stdout, tw.REST().AccountSID(), before, after)
+	printAttach(env.Stdout, entry.Numbers, entry.Numbers.AccountID(cfg), before, after)
 	fmt.Fprintf(env.Stdout, "Calls to %s now reach Handset at %s.\n", number, voiceURL)
 	for _, n := range notes {
 		fmt.Fprintln(env.Stdout, "note: "+n)
@@ -216,18 +158,18 @@ func parseAttachArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-// checkWebhookURL checks a URL Twilio is to call: absolute http(s), https unless the host
-// is loopback. It returns warnings about URLs Twilio cannot reach or that miss Handset's
-// route; a refused URL is a usage error.
-func checkWebhookURL(flagName, raw, route string) (warnings []string, err error) {
+// checkWebhookURL checks a URL carrier c is to call: absolute http(s), https unless the
+// host is loopback. It returns warnings about URLs the carrier cannot reach or that miss
+// Handset's route; a refused URL is a usage error.
+func checkWebhookURL(c registry.Carrier, flagName, raw, route string) (warnings []string, err error) {
 	u, perr := url.Parse(raw)
 	if perr != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
 		return nil, &usageError{msg: fmt.Sprintf("%s %q is not an absolute http(s) URL", flagName, raw),
 			hint: "write the whole URL, like https://voice.example.com" + route}
 	}
 	if u.User != nil {
-		return nil, &usageError{msg: fmt.Sprintf("%s %s carries a user name or password: Twilio would send it in every request", flagName, u.Redacted()),
-			hint: "drop the user:password@ part; Handset checks X-Twilio-Signature instead"}
+		return nil, &usageError{msg: fmt.Sprintf("%s %s carries a user name or password: %s would send it in every request", flagName, u.Redacted(), c.Title),
+			hint: "drop the user:password@ part; Handset checks " + c.Numbers.SignatureHeader + " instead"}
 	}
 	host := u.Hostname()
 	loopback := doctor.IsLoopbackHost(host)
@@ -237,12 +179,12 @@ func checkWebhookURL(flagName, raw, route string) (warnings []string, err error)
 	}
 	switch {
 	case loopback:
-		warnings = append(warnings, fmt.Sprintf("Twilio cannot reach %s: %s is this machine, not an internet address, so real calls will fail until %s is a public URL (fine against a local fake or proxy)", raw, host, flagName))
+		warnings = append(warnings, fmt.Sprintf("%s cannot reach %s: %s is this machine, not an internet address, so real calls will fail until %s is a public URL (fine against a local fake or proxy)", c.Title, raw, host, flagName))
 	case isPrivateHost(host):
-		warnings = append(warnings, fmt.Sprintf("Twilio cannot reach %s: %s is a private network address; use the public URL of Handset", raw, host))
+		warnings = append(warnings, fmt.Sprintf("%s cannot reach %s: %s is a private network address; use the public URL of Handset", c.Title, raw, host))
 	}
 	if !strings.HasSuffix(strings.TrimRight(u.Path, "/"), route) {
-		warnings = append(warnings, fmt.Sprintf("Handset answers Twilio at %s, but %s ends in %q: fine behind a proxy that rewrites paths, otherwise use …%s", route, raw, u.Path, route))
+		warnings = append(warnings, fmt.Sprintf("Handset answers %s at %s, but %s ends in %q: fine behind a proxy that rewrites paths, otherwise use …%s", c.Title, route, raw, u.Path, route))
 	}
 	return warnings, nil
 }
@@ -253,7 +195,7 @@ func isPrivateHost(host string) bool {
 }
 
 // attachNotes are the follow-ups after a successful attach.
-func attachNotes(cfg *config.Config, number, voiceURL, publicBase string) []string {
+func attachNotes(c registry.Carrier, cfg *config.Config, number, voiceURL, publicBase string) []string {
 	var notes []string
 	switch {
 	case cfg.PhoneNumber == "":
@@ -262,17 +204,17 @@ func attachNotes(cfg *config.Config, number, voiceURL, publicBase string) []stri
 		notes = append(notes, fmt.Sprintf("HANDSET_PHONE_NUMBER is %s, so outbound calls come from that number, not %s", cfg.PhoneNumber, number))
 	}
 	if publicBase == "" {
-		if base, ok := strings.CutSuffix(voiceURL, twilioVoicePath); ok {
-			notes = append(notes, fmt.Sprintf("set HANDSET_PUBLIC_URL=%s so Handset checks Twilio's signatures against the URL Twilio calls", base))
+		if base, ok := strings.CutSuffix(voiceURL, c.Numbers.Webhooks.VoicePath); ok {
+			notes = append(notes, fmt.Sprintf("set HANDSET_PUBLIC_URL=%s so Handset checks %s's signatures against the URL %s calls", base, c.Title, c.Title))
 		} else {
-			notes = append(notes, "set HANDSET_PUBLIC_URL to the public base URL Twilio calls, so Handset checks Twilio's signatures against it")
+			notes = append(notes, fmt.Sprintf("set HANDSET_PUBLIC_URL to the public base URL %s calls, so Handset checks %s's signatures against it", c.Title, c.Title))
 		}
 	}
 	return notes
 }
 
 // printAttach prints the number's settings before → after.
-func printAttach(w io.Writer, account string, before, after numberView) {
+func printAttach(w io.Writer, nm registry.Numbers, account string, before, after numberView) {
 	fmt.Fprintf(w, "%s (%s, account %s):\n", after.PhoneNumber, after.SID, account)
 	row := func(label, from, to string) {
 		if from == to {
@@ -283,7 +225,7 @@ func printAttach(w io.Writer, account string, before, after numberView) {
 	}
 	row("voice URL", methodURL(before.VoiceMethod, before.VoiceURL), methodURL(after.VoiceMethod, after.VoiceURL))
 	if before.VoiceApplicationSID != "" || after.VoiceApplicationSID != "" {
-		row("TwiML app", orNone(before.VoiceApplicationSID, "(none)"), orNone(after.VoiceApplicationSID, "(cleared)"))
+		row(nm.Override, orNone(before.VoiceApplicationSID, "(none)"), orNone(after.VoiceApplicationSID, "(cleared)"))
 	}
 	row("status callback", orNone(before.StatusCallback, "(none)"), orNone(after.StatusCallback, "(none)"))
 }

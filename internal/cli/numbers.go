@@ -9,16 +9,16 @@ import (
 	"strings"
 
 	"github.com/handset-voice/handset/internal/carrier"
-	"github.com/handset-voice/handset/internal/carrier/twilio"
 	"github.com/handset-voice/handset/internal/config"
+	"github.com/handset-voice/handset/internal/registry"
 )
 
 // Where a number's voice webhook leads, as `handset numbers` reports it.
 const (
-	voiceAtHandset    = "handset"     // POST to HANDSET_PUBLIC_URL/twilio/voice
+	voiceAtHandset    = "handset"     // POST to Handset's voice webhook under HANDSET_PUBLIC_URL
 	voiceHandsetGET   = "handset_get" // Handset's URL, but with GET, which Handset refuses
 	voiceElsewhere    = "elsewhere"   // another URL
-	voiceTwiMLApp     = "twiml_app"   // a TwiML app, which overrides the voice URL
+	voiceOverridden   = "twiml_app"   // something overrides the voice URL (named for Twilio's TwiML app)
 	voiceNone         = "none"        // no voice URL at all
 	voiceUnknownOwner = "unknown"     // HANDSET_PUBLIC_URL is not set, so we cannot tell
 )
@@ -26,17 +26,20 @@ const (
 // numbersReport is what `handset numbers --json` prints.
 type numbersReport struct {
 	Account accountView `json:"account"`
-	// HandsetVoiceURL is HANDSET_PUBLIC_URL + /twilio/voice; empty without a public URL.
+	// HandsetVoiceURL is the carrier's voice webhook under HANDSET_PUBLIC_URL; empty
+	// without a public URL.
 	HandsetVoiceURL string `json:"handset_voice_url"`
 	// PhoneNumber is HANDSET_PHONE_NUMBER, and PhoneNumberFound whether the account has it.
 	PhoneNumber      string         `json:"phone_number"`
 	PhoneNumberFound bool           `json:"phone_number_found"`
 	Numbers          []numberStatus `json:"numbers"`
 	Hints            []string       `json:"hints,omitempty"`
+
+	carrier registry.Carrier // whose account it is, for its words
 }
 
 // accountView is the carrier account as the reports show it, in the field names they
-// have always had (Twilio's).
+// have always had (Twilio's, the first carrier's).
 type accountView struct {
 	SID          string `json:"sid"`
 	FriendlyName string `json:"friendly_name"`
@@ -82,7 +85,7 @@ func runNumbers(ctx context.Context, env Env, args []string) error {
 	asJSON := fs.Bool("json", false, "print a JSON report instead of text")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "Usage: handset numbers [--json]")
-		fmt.Fprintln(fs.Output(), "\nLists the Twilio account's phone numbers and where each one's calls go.")
+		fmt.Fprintf(fs.Output(), "\nLists the %s account's phone numbers and where each one's calls go.\n", firstCarrier().Title)
 		fs.PrintDefaults()
 	}
 	if err := parse(fs, args); err != nil {
@@ -100,13 +103,14 @@ func runNumbers(ctx context.Context, env Env, args []string) error {
 	if err := cfg.Validate(config.ValidateOptions{}); err != nil {
 		return err
 	}
-	tw, err := twilioCarrier(cfg)
+	entry := accountCarrier(cfg)
+	c, err := entry.Numbers.Open(cfg)
 	if err != nil {
 		return err
 	}
-	rep, err := listNumbers(ctx, tw, cfg)
+	rep, err := listNumbers(ctx, entry, c, cfg)
 	if err != nil {
-		return explainTwilio(cfg, tw, err)
+		return entry.Numbers.Explain(cfg, err)
 	}
 	if *asJSON {
 		enc := json.NewEncoder(env.Stdout)
@@ -117,9 +121,9 @@ func runNumbers(ctx context.Context, env Env, args []string) error {
 	return nil
 }
 
-// listNumbers reads the account and its numbers from the carrier and says where each
-// number's calls go.
-func listNumbers(ctx context.Context, c carrier.Carrier, cfg *config.Config) (numbersReport, error) {
+// listNumbers reads the account and its numbers from the carrier c (entry's control) and
+// says where each number's calls go.
+func listNumbers(ctx context.Context, entry registry.Carrier, c carrier.Carrier, cfg *config.Config) (numbersReport, error) {
 	account, err := c.Account(ctx)
 	if err != nil {
 		return numbersReport{}, err
@@ -128,13 +132,11 @@ func listNumbers(ctx context.Context, c carrier.Carrier, cfg *config.Config) (nu
 	if err != nil {
 		return numbersReport{}, err
 	}
-	rep := numbersReport{Account: accountViewOf(account), PhoneNumber: cfg.PhoneNumber, Numbers: []numberStatus{}}
-	if base := strings.TrimRight(cfg.PublicURL, "/"); base != "" {
-		rep.HandsetVoiceURL = base + twilioVoicePath
-	}
+	rep := numbersReport{Account: accountViewOf(account), PhoneNumber: cfg.PhoneNumber, Numbers: []numberStatus{}, carrier: entry}
+	rep.HandsetVoiceURL = entry.Numbers.Webhooks.VoiceURL(cfg.PublicURL)
 	for _, n := range numbers {
 		st := numberStatus{numberView: numberViewOf(n), IsPhoneNumber: n.PhoneNumber == cfg.PhoneNumber && cfg.PhoneNumber != ""}
-		st.Voice, st.VoiceNote = voiceTarget(n, rep.HandsetVoiceURL)
+		st.Voice, st.VoiceNote = voiceTarget(entry.Numbers, n, rep.HandsetVoiceURL)
 		rep.PhoneNumberFound = rep.PhoneNumberFound || st.IsPhoneNumber
 		rep.Numbers = append(rep.Numbers, st)
 	}
@@ -143,18 +145,18 @@ func listNumbers(ctx context.Context, c carrier.Carrier, cfg *config.Config) (nu
 }
 
 // voiceTarget says where calls to n go, given Handset's voice URL (empty when unknown).
-func voiceTarget(n carrier.Number, handsetURL string) (state, note string) {
+func voiceTarget(nm registry.Numbers, n carrier.Number, handsetURL string) (state, note string) {
 	switch {
 	case n.Override != "":
-		return voiceTwiMLApp, fmt.Sprintf("uses a TwiML app %s, which overrides the voice URL", n.Override)
+		return voiceOverridden, fmt.Sprintf("uses a %s %s, which overrides the voice URL", nm.Override, n.Override)
 	case n.VoiceURL == "":
 		return voiceNone, "has no voice URL, so its calls do not reach Handset"
 	case handsetURL == "":
-		if strings.HasSuffix(strings.TrimRight(urlPath(n.VoiceURL), "/"), twilioVoicePath) {
+		if strings.HasSuffix(strings.TrimRight(urlPath(n.VoiceURL), "/"), nm.Webhooks.VoicePath) {
 			return voiceUnknownOwner, "looks like a Handset voice URL; set HANDSET_PUBLIC_URL to check it is this Handset"
 		}
 		return voiceUnknownOwner, "set HANDSET_PUBLIC_URL to check whether it points at Handset"
-	case !twilio.SameWebhookURL(n.VoiceURL, handsetURL):
+	case !nm.Webhooks.Same(n.VoiceURL, handsetURL):
 		return voiceElsewhere, "points elsewhere: " + n.VoiceURL
 	case strings.EqualFold(n.VoiceMethod, "GET"):
 		return voiceHandsetGET, "points at Handset, but with GET; Handset answers POST only"
@@ -173,14 +175,15 @@ func urlPath(raw string) string {
 // numbersHints are the next steps the report suggests.
 func numbersHints(rep numbersReport) []string {
 	var hints []string
+	c := rep.carrier
 	if rep.Account.Status != "" && rep.Account.Status != "active" {
-		hints = append(hints, fmt.Sprintf("the account is %s: it takes no calls until it is active again (check it in the Twilio console)", rep.Account.Status))
+		hints = append(hints, fmt.Sprintf("the account is %s: it takes no calls until it is active again (check it in %s)", rep.Account.Status, c.Numbers.Console))
 	}
 	if len(rep.Numbers) == 0 {
-		return append(hints, "this account has no phone numbers: buy one with voice capability in the Twilio console (Phone Numbers > Manage > Buy a number)")
+		return append(hints, "this account has no phone numbers: buy one with voice capability in "+c.Numbers.BuyNumbers)
 	}
 	if rep.HandsetVoiceURL == "" {
-		hints = append(hints, "HANDSET_PUBLIC_URL is not set, so Handset's voice URL is unknown: set it to the public https address Twilio reaches Handset at")
+		hints = append(hints, "HANDSET_PUBLIC_URL is not set, so Handset's voice URL is unknown: set it to the public https address "+c.Title+" reaches Handset at")
 	}
 	switch {
 	case rep.PhoneNumber == "":
@@ -203,7 +206,7 @@ func (rep numbersReport) print(w io.Writer) {
 	if len(rep.Numbers) == 1 {
 		plural = ""
 	}
-	fmt.Fprintf(w, "Twilio account %q (%s, %s, %s): %d number%s\n", a.FriendlyName, a.SID, a.Type, a.Status, len(rep.Numbers), plural)
+	fmt.Fprintf(w, "%s account %q (%s, %s, %s): %d number%s\n", rep.carrier.Title, a.FriendlyName, a.SID, a.Type, a.Status, len(rep.Numbers), plural)
 	if rep.HandsetVoiceURL != "" {
 		fmt.Fprintf(w, "Handset's voice URL: %s\n", rep.HandsetVoiceURL)
 	}
@@ -215,7 +218,7 @@ func (rep numbersReport) print(w io.Writer) {
 		fmt.Fprintf(w, "\n%s %s  %s  %s%s\n", mark, n.PhoneNumber, n.FriendlyName, n.SID, tag)
 		fmt.Fprintf(w, "    voice URL: %s\n", methodURL(n.VoiceMethod, n.VoiceURL))
 		if n.VoiceApplicationSID != "" {
-			fmt.Fprintf(w, "    TwiML app: %s\n", n.VoiceApplicationSID)
+			fmt.Fprintf(w, "    %s: %s\n", rep.carrier.Numbers.Override, n.VoiceApplicationSID)
 		}
 		if n.StatusCallback != "" {
 			fmt.Fprintf(w, "    status callback: %s\n", n.StatusCallback)

@@ -2,6 +2,7 @@ package providers_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -21,6 +22,7 @@ import (
 	_ "github.com/handset-voice/handset/internal/providers"
 	"github.com/handset-voice/handset/internal/registry"
 	"github.com/handset-voice/handset/internal/registry/registrytest"
+	"github.com/handset-voice/handset/internal/voice"
 )
 
 // every is each registered provider, of every kind.
@@ -141,6 +143,11 @@ func TestProvidersReadOnlyWhatTheyDeclare(t *testing.T) {
 			p.Configured(rec)
 			_, _ = p.New(build)
 			_ = p.Mount(http.NewServeMux(), carrier.Inbound{Memory: nopMemory{}, Logger: log}, rec)
+			if _, err := p.Numbers.Open(rec); err != nil {
+				_ = p.Numbers.Explain(rec, err)
+			}
+			_ = p.Numbers.Explain(rec, &voice.ProviderError{Kind: voice.KindAuth, Err: errors.New("refused")})
+			p.Numbers.AccountID(rec)
 		case registry.STT:
 			r, _ := p.New(build)
 			release(r)
@@ -210,4 +217,20 @@ func TestEnergyVADBuiltFromSettingsEndsSpeechAsSet(t *testing.T) {
 		}
 		return d
 	})
+}
+
+// Every carrier serves its calls' routes and says what the number commands need: the
+// gateway and the commands call these without asking.
+func TestCarriersHaveAnInboundSideAndNumbers(t *testing.T) {
+	for _, c := range registry.All[registry.Carrier]() {
+		n := c.Numbers
+		if c.Mount == nil || n.Open == nil || n.Explain == nil || n.AccountID == nil || n.Webhooks.Same == nil {
+			t.Errorf("carrier %s lacks Mount, or Numbers' Open, Explain, AccountID or Webhooks.Same", c.Name)
+		}
+		if !strings.HasPrefix(n.Webhooks.VoicePath, "/") || !strings.HasPrefix(n.Webhooks.StatusPath, "/") ||
+			n.Override == "" || n.Console == "" || n.BuyNumbers == "" || n.SignatureHeader == "" {
+			t.Errorf("carrier %s: webhooks %+v or words %q %q %q %q missing", c.Name, n.Webhooks,
+				n.Override, n.Console, n.BuyNumbers, n.SignatureHeader)
+		}
+	}
 }

@@ -54,6 +54,28 @@ type Carrier struct {
 	// the gateway through in. The gateway mounts every carrier, configured or not: a
 	// carrier's routes refuse the requests they cannot verify.
 	Mount func(mux *http.ServeMux, in carrier.Inbound, s Settings) error
+	// Numbers is what `handset numbers` and `handset attach-number` need of it.
+	Numbers Numbers
+}
+
+// Numbers is what the number commands need of a carrier beyond the contract: where its
+// numbers are to send their calls, its errors explained for a person at a terminal, and
+// its own words for its account.
+type Numbers struct {
+	// Webhooks are the routes Mount serves, which a number is pointed at.
+	Webhooks carrier.Webhooks
+	// Open is the control of the account the settings name, as New is, with errors that
+	// say which settings are missing or wrong and where their values are found.
+	Open func(Settings) (carrier.Carrier, error)
+	// Explain turns a failure of Open's control into an error that says what to do.
+	Explain func(s Settings, err error) error
+	// AccountID is the account the settings name, as the carrier shows it.
+	AccountID func(Settings) string
+
+	Override        string // what overrides a number's voice URL, by the carrier's name for it: "TwiML app"
+	Console         string // where the account is managed: "the Twilio console"
+	BuyNumbers      string // where a number is bought: "the Twilio console (Phone Numbers > …)"
+	SignatureHeader string // the header the carrier signs its requests with
 }
 
 // Kind says STT.

@@ -9,7 +9,7 @@ import (
 )
 
 // Provider is Twilio in the catalogue of providers: its account checks, its control of
-// calls and numbers, and its webhooks and media streams.
+// calls and numbers, its webhooks and media streams, and its words for number management.
 var Provider = registry.Carrier{
 	About: registry.About{
 		Name:  "twilio",
@@ -33,8 +33,9 @@ var Provider = registry.Carrier{
 	Configured: func(s registry.Settings) bool {
 		return s.Value("TWILIO_ACCOUNT_SID") != "" && s.Value("TWILIO_AUTH_TOKEN") != ""
 	},
-	New:   func(b registry.Build) (carrier.Carrier, error) { return NewControl(restOptions(b.Settings)) },
-	Mount: mount,
+	New:     func(b registry.Build) (carrier.Carrier, error) { return NewControl(restOptions(b.Settings)) },
+	Mount:   mount,
+	Numbers: numbers,
 }
 
 // mount serves the voice webhook, the media stream and the status callback on mux.
