@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -255,7 +256,8 @@ func (c *Carrier) status(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := progressFrom(r)
-	c.log.Info("call status", "call_sid", p.Ref, "status", p.Status, "sequence", r.PostForm.Get("SequenceNumber"))
+	seq, _ := strconv.Atoi(r.PostForm.Get("SequenceNumber")) // callbacks may arrive out of order
+	c.log.Info("call status", "call_sid", p.Ref, "status", string(p.Status), "sequence", seq)
 	if c.opts.OnProgress != nil {
 		c.opts.OnProgress(p)
 	}
