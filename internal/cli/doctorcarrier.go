@@ -81,8 +81,8 @@ func (d *doctorRun) jobSettings() doctor.Result {
 		return resFail(strings.Join(problems, "; "), "fix the settings named; `handset serve` refuses to start with them")
 	}
 	var missing []string
-	if cfg.Twilio.AccountSID == "" || !cfg.Twilio.AuthToken.IsSet() {
-		missing = append(missing, "TWILIO_ACCOUNT_SID and TWILIO_AUTH_TOKEN")
+	if c := phoneCarrier(cfg); !c.Configured(cfg) {
+		missing = append(missing, c.AccountSettings)
 	}
 	if cfg.PhoneNumber == "" {
 		missing = append(missing, "HANDSET_PHONE_NUMBER")
@@ -161,8 +161,16 @@ func probeWrite(dir string) error {
 
 // ---- carrier ----
 
-func twilioConfigured(cfg *config.Config) bool {
-	return cfg.Twilio.AccountSID != "" || cfg.Twilio.AuthToken.IsSet()
+// phoneCarrier is the carrier phone calls come through: the first whose account is begun,
+// or when none is, the catalogue's first (whose set-up the advice then describes).
+func phoneCarrier(cfg *config.Config) registry.Carrier {
+	all := registry.All[registry.Carrier]()
+	for _, c := range all {
+		if c.Started(cfg) {
+			return c
+		}
+	}
+	return all[0]
 }
 
 // carrierChecks are every carrier's own checks of its account and number (a carrier that
@@ -185,11 +193,12 @@ func (d *doctorRun) carrierChecks() []doctor.Check {
 
 func (d *doctorRun) publicChecks() []doctor.Check {
 	cfg := d.cfg
-	twilioOn := twilioConfigured(cfg)
+	phone := phoneCarrier(cfg)
+	phoneOn := phone.Started(cfg)
 	public := strings.TrimRight(cfg.PublicURL, "/")
 	if public == "" {
-		if twilioOn {
-			return []doctor.Check{fixedCheck(secPublic, "address", resFail("HANDSET_PUBLIC_URL is not set: Twilio needs an address to reach Handset, and webhook signatures are checked against it",
+		if phoneOn {
+			return []doctor.Check{fixedCheck(secPublic, "address", resFail("HANDSET_PUBLIC_URL is not set: "+phone.Title+" needs an address to reach Handset, and webhook signatures are checked against it",
 				"set HANDSET_PUBLIC_URL to the https address of your tunnel or domain, like https://voice.example.com"))}
 		}
 		return []doctor.Check{fixedCheck(secPublic, "address", resSkip("not set: browser calls on this machine only"))}
@@ -201,16 +210,16 @@ func (d *doctorRun) publicChecks() []doctor.Check {
 	case err != nil:
 		addr = resFail("HANDSET_PUBLIC_URL does not parse: "+err.Error(), "set it like https://voice.example.com")
 	case placeholder:
-		addr = placeholderResult(public, why, d.origin("HANDSET_PUBLIC_URL"), twilioOn)
-	case u.Scheme != "https" && twilioOn:
-		addr = resFail(public+" is not https: Twilio's media streams need wss://, which Handset derives from it",
+		addr = placeholderResult(public, why, d.origin("HANDSET_PUBLIC_URL"), phone, phoneOn)
+	case u.Scheme != "https" && phoneOn:
+		addr = resFail(public+" is not https: "+phone.Title+"'s media streams need wss://, which Handset derives from it",
 			"put Handset behind TLS (a tunnel such as cloudflared or ngrok, or a reverse proxy) and set HANDSET_PUBLIC_URL to its https:// address")
-	case twilioOn && (doctor.IsLoopbackHost(u.Hostname()) || isPrivateHost(u.Hostname())):
-		addr = resWarn(public+" is not an internet address ("+u.Hostname()+" is this machine or a private network): Twilio cannot reach it, so real calls fail",
+	case phoneOn && (doctor.IsLoopbackHost(u.Hostname()) || isPrivateHost(u.Hostname())):
+		addr = resWarn(public+" is not an internet address ("+u.Hostname()+" is this machine or a private network): "+phone.Title+" cannot reach it, so real calls fail",
 			"set HANDSET_PUBLIC_URL to the public https address of your tunnel or domain (fine as it is against a local fake)")
 	case isLocalhostName(u.Hostname()):
-		// Without Twilio: a public address naming this machine is a leftover placeholder.
-		addr = placeholderResult(public, "localhost is this machine, which nothing else reaches at that name", d.origin("HANDSET_PUBLIC_URL"), false)
+		// Without a carrier: a public address naming this machine is a leftover placeholder.
+		addr = placeholderResult(public, "localhost is this machine, which nothing else reaches at that name", d.origin("HANDSET_PUBLIC_URL"), phone, false)
 	case u.Scheme != "https" && !doctor.IsLoopback(public):
 		addr = resWarn(public+" is not https: browsers only allow the microphone on https pages (or localhost)",
 			"serve Handset over TLS and set HANDSET_PUBLIC_URL to its https:// address")
@@ -271,12 +280,12 @@ func placeholderURL(raw string) (why string, ok bool) {
 var placeholderDomains = []string{"example.com", "example.net", "example.org"}
 
 // placeholderResult is the public_url address check for a placeholder: a failure when
-// Twilio needs the address, a warning when only the browser page is in use.
-func placeholderResult(public, why, origin string, twilioOn bool) doctor.Result {
+// the phone carrier needs the address, a warning when only the browser page is in use.
+func placeholderResult(public, why, origin string, phone registry.Carrier, phoneOn bool) doctor.Result {
 	detail := public + " is a placeholder to replace (" + why + ")"
 	set := "replace HANDSET_PUBLIC_URL (public_url, from " + origin + ") with the https address of your tunnel or domain"
-	if twilioOn {
-		return resFail(detail+": Twilio cannot reach Handset there", set+", then run handset attach-number")
+	if phoneOn {
+		return resFail(detail+": "+phone.Title+" cannot reach Handset there", set+", then run handset attach-number")
 	}
 	return resWarn(detail, set+"; or remove it: browser calls on this machine need no public address")
 }

@@ -3,11 +3,13 @@ package cli
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 
 	"github.com/handset-voice/handset/internal/config"
 	"github.com/handset-voice/handset/internal/doctor"
 	"github.com/handset-voice/handset/internal/gateway"
+	"github.com/handset-voice/handset/internal/registry"
 )
 
 // Sections of doctor's report, in the order they print.
@@ -174,44 +176,38 @@ func (d *doctorRun) secrets() doctor.Result {
 }
 
 // secretsDetail says, for each secret this configuration uses, "set" or "missing" and where
-// it came from, never a value, and whether any is missing.
+// it came from, never a value, and whether any is missing. The secrets are the keys of the
+// providers the settings choose (each provider names its own) and the database's URL.
 func (d *doctorRun) secretsDetail() (string, bool) {
 	cfg := d.cfg
-	type secret struct {
-		env string
-		s   config.Secret
+	var list []string
+	add := func(a registry.About, ok bool) {
+		if ok && a.Hints.KeyVar != "" && !slices.Contains(list, a.Hints.KeyVar) {
+			list = append(list, a.Hints.KeyVar)
+		}
 	}
-	var list []secret
-	switch cfg.Agent.Runtime {
-	case config.AgentHermes, config.AgentOpenClaw, config.AgentOpenAI, config.AgentWebhook:
-		list = append(list, secret{"HANDSET_AGENT_KEY", cfg.Agent.Key})
-	}
-	if cfg.STT.Provider == config.STTDeepgram {
-		list = append(list, secret{"DEEPGRAM_API_KEY", cfg.STT.Deepgram.Key})
-	}
-	if cfg.STT.Provider == config.STTOpenAI || cfg.TTS.Provider == config.TTSOpenAI {
-		list = append(list, secret{"OPENAI_API_KEY", cfg.OpenAI.Key})
-	}
-	if cfg.TTS.Provider == config.TTSElevenLabs {
-		list = append(list, secret{"ELEVENLABS_API_KEY", cfg.TTS.ElevenLabs.Key})
-	}
-	if twilioConfigured(cfg) {
-		list = append(list, secret{"TWILIO_AUTH_TOKEN", cfg.Twilio.AuthToken})
+	agent, ok := registry.Find[registry.Agent](cfg.Agent.Runtime)
+	add(agent.Info(), ok)
+	stt, ok := registry.Find[registry.STT](cfg.STT.Provider)
+	add(stt.Info(), ok)
+	tts, ok := registry.Find[registry.TTS](cfg.TTS.Provider)
+	add(tts.Info(), ok)
+	for _, c := range registry.All[registry.Carrier]() {
+		add(c.Info(), c.Started(cfg))
 	}
 	if cfg.DatabaseURL.IsSet() {
-		list = append(list, secret{"HANDSET_DATABASE_URL", cfg.DatabaseURL})
+		list = append(list, "HANDSET_DATABASE_URL")
 	}
 	if len(list) == 0 {
 		return "this configuration uses no keys", false
 	}
 	parts := make([]string, len(list))
 	missing := false
-	for i, s := range list {
-		parts[i] = s.env + " " + s.s.Status()
-		if s.s.IsSet() {
-			parts[i] += " (" + d.origin(s.env) + ")"
+	for i, env := range list {
+		if cfg.Value(env) != "" {
+			parts[i] = env + " set (" + d.origin(env) + ")"
 		} else {
-			missing = true
+			parts[i], missing = env+" missing", true
 		}
 	}
 	return strings.Join(parts, ", "), missing

@@ -12,10 +12,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strings"
 
 	"github.com/handset-voice/handset/internal/call"
 	"github.com/handset-voice/handset/internal/config"
 	"github.com/handset-voice/handset/internal/engines"
+	"github.com/handset-voice/handset/internal/registry"
 	"github.com/handset-voice/handset/internal/store"
 )
 
@@ -112,14 +114,22 @@ func LogStartup(log *slog.Logger, cfg *config.Config) {
 	engines.Log(log, cfg)
 }
 
-// NoCallers says when a gateway cannot be called by anyone: no carrier sends it calls and
-// the browser call page is off. It returns the problem and its fix.
+// NoCallers says when a gateway cannot be called by anyone: no carrier's account is even
+// begun and the browser call page is off. It returns the problem and its fix.
 func NoCallers(cfg *config.Config) (msg, fix string, ok bool) {
-	if cfg.Browser || cfg.Twilio.AccountSID != "" || cfg.Twilio.AuthToken.IsSet() {
+	if cfg.Browser {
 		return "", "", false
 	}
-	return "no one can call this Handset: no carrier is configured (TWILIO_AUTH_TOKEN is empty) and the browser call page is off (HANDSET_BROWSER is false)",
-		"for phone calls set TWILIO_ACCOUNT_SID, TWILIO_AUTH_TOKEN and HANDSET_PUBLIC_URL, then run `handset attach-number`; to call from a browser on this machine, set HANDSET_BROWSER=true", true
+	var empty, setups []string
+	for _, c := range registry.All[registry.Carrier]() {
+		if c.Started(cfg) {
+			return "", "", false
+		}
+		empty = append(empty, c.Hints.KeyVar+" is empty")
+		setups = append(setups, c.PhoneSetup)
+	}
+	return "no one can call this Handset: no carrier is configured (" + strings.Join(empty, ", ") + ") and the browser call page is off (HANDSET_BROWSER is false)",
+		"for phone calls " + strings.Join(setups, "; or ") + "; to call from a browser on this machine, set HANDSET_BROWSER=true", true
 }
 
 // CallerHashSecret is the key caller hashes are made with: the configured one, or the one

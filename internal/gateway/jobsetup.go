@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/handset-voice/handset/internal/carrier"
+	"github.com/handset-voice/handset/internal/config"
 	"github.com/handset-voice/handset/internal/jobs"
 	"github.com/handset-voice/handset/internal/registry"
 )
@@ -46,20 +47,39 @@ func (s *server) buildRunner() (*jobs.Runner, error) {
 // canPlace says whether this node can place outbound calls, and what is missing if not,
 // on one line (it goes into a log line and an API answer).
 func (s *server) canPlace() error {
+	c, ok := placingCarrier(s.cfg)
+	if !ok {
+		return errors.New("this binary has no carrier")
+	}
 	var missing []string
 	if s.carrier == nil {
-		missing = append(missing, "set TWILIO_ACCOUNT_SID and TWILIO_AUTH_TOKEN")
+		missing = append(missing, "set "+c.AccountSettings)
 	}
 	if s.cfg.PhoneNumber == "" {
-		missing = append(missing, "set HANDSET_PHONE_NUMBER to the Twilio number calls come from")
+		missing = append(missing, "set HANDSET_PHONE_NUMBER to the "+c.Title+" number calls come from")
 	}
 	if s.cfg.PublicURL == "" {
-		missing = append(missing, "set HANDSET_PUBLIC_URL: Twilio fetches an answered call's instructions there")
+		missing = append(missing, "set HANDSET_PUBLIC_URL: "+c.Title+" fetches an answered call's instructions there")
 	}
 	if len(missing) == 0 {
 		return nil
 	}
 	return errors.New(strings.Join(missing, "; "))
+}
+
+// placingCarrier is the carrier outbound calls go through: the first configured one, or
+// when none is, the catalogue's first (whose set-up the messages then describe).
+func placingCarrier(cfg *config.Config) (registry.Carrier, bool) {
+	all := registry.All[registry.Carrier]()
+	for _, c := range all {
+		if c.Configured(cfg) {
+			return c, true
+		}
+	}
+	if len(all) == 0 {
+		return registry.Carrier{}, false
+	}
+	return all[0], true
 }
 
 // channels are the ways people reach this Handset, each saying whether it can reach them

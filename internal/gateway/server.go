@@ -249,10 +249,8 @@ func (s *server) serve(ctx context.Context, ln net.Listener, ready func(string))
 // configuredCarrier is the control of calls of the first carrier in the catalogue whose
 // account the settings give; nil when none has one (browser calls only).
 func configuredCarrier(cfg *config.Config, log *slog.Logger) (carrier.Carrier, error) {
-	for _, c := range registry.All[registry.Carrier]() {
-		if c.Configured(cfg) {
-			return c.New(buildOf(cfg, "", log))
-		}
+	if c, ok := placingCarrier(cfg); ok && c.Configured(cfg) {
+		return c.New(buildOf(cfg, "", log))
 	}
 	return nil, nil
 }

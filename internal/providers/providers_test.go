@@ -141,6 +141,7 @@ func TestProvidersReadOnlyWhatTheyDeclare(t *testing.T) {
 		switch p := p.(type) {
 		case registry.Carrier:
 			p.Configured(rec)
+			p.Started(rec)
 			_, _ = p.New(build)
 			_ = p.Mount(http.NewServeMux(), carrier.Inbound{Memory: nopMemory{}, Logger: log}, rec)
 			if _, err := p.Numbers.Open(rec); err != nil {
@@ -226,6 +227,9 @@ func TestCarriersHaveAnInboundSideAndNumbers(t *testing.T) {
 		n := c.Numbers
 		if c.Mount == nil || n.Open == nil || n.Explain == nil || n.AccountID == nil || n.Webhooks.Same == nil {
 			t.Errorf("carrier %s lacks Mount, or Numbers' Open, Explain, AccountID or Webhooks.Same", c.Name)
+		}
+		if c.Configured == nil || c.Started == nil || c.New == nil || c.AccountSettings == "" || c.PhoneSetup == "" {
+			t.Errorf("carrier %s lacks Configured, Started or New, or the words for its set-up", c.Name)
 		}
 		if !strings.HasPrefix(n.Webhooks.VoicePath, "/") || !strings.HasPrefix(n.Webhooks.StatusPath, "/") ||
 			n.Override == "" || n.Console == "" || n.BuyNumbers == "" || n.SignatureHeader == "" {

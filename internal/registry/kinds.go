@@ -48,6 +48,14 @@ type Carrier struct {
 	About
 	// Configured reports whether the settings give this carrier an account to use.
 	Configured func(Settings) bool
+	// Started reports whether any of its account settings is set: a set-up begun, which
+	// means calls are meant to come through it, complete or not.
+	Started func(Settings) bool
+	// AccountSettings name what gives it an account, for messages: "X and Y".
+	AccountSettings string
+	// PhoneSetup says everything phone calls through it need, for messages: "set X, Y
+	// and HANDSET_PUBLIC_URL, then run `handset attach-number`".
+	PhoneSetup string
 	// New is the carrier's control of calls and numbers, for a configured carrier.
 	New func(Build) (carrier.Carrier, error)
 	// Mount serves the carrier's webhooks and media streams on mux, handing its calls to

@@ -30,6 +30,11 @@ var Provider = registry.Carrier{
 			})
 		},
 	},
+	Started: func(s registry.Settings) bool {
+		return s.Value("TWILIO_ACCOUNT_SID") != "" || s.Value("TWILIO_AUTH_TOKEN") != ""
+	},
+	AccountSettings: "TWILIO_ACCOUNT_SID and TWILIO_AUTH_TOKEN",
+	PhoneSetup:      "set TWILIO_ACCOUNT_SID, TWILIO_AUTH_TOKEN and HANDSET_PUBLIC_URL, then run `handset attach-number`",
 	Configured: func(s registry.Settings) bool {
 		return s.Value("TWILIO_ACCOUNT_SID") != "" && s.Value("TWILIO_AUTH_TOKEN") != ""
 	},
