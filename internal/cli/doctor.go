@@ -100,7 +100,7 @@ func runDoctorDemo(ctx context.Context, env Env, g *globals, home string, asJSON
 	client, done := doctorClient()
 	defer done()
 	d := &doctorRun{cfg: cfg, env: env, home: home, demo: true, client: client, agentHTTP: doctorAgentClient(cfg, client)}
-	cs := append(d.configChecks(), fixedCheck(secAgent, "demo agent", agent))
+	cs := append(d.configChecks(), doctor.Fixed(secAgent, "demo agent", agent))
 	if cfg.Agent.Runtime != config.AgentEcho {
 		cs = append(cs, d.agentChecks()...) // the runtime the demo found, checked as serve's would be
 	}
@@ -108,8 +108,8 @@ func runDoctorDemo(ctx context.Context, env Env, g *globals, home string, asJSON
 	cs = append(cs, d.ttsChecks()...)
 	cs = append(cs, d.vadChecks()...)
 	cs = append(cs,
-		localCheck(secStore, "data dir", func(context.Context) doctor.Result { return d.dataDir() }),
-		localCheck(secBrowser, "listen", func(context.Context) doctor.Result { return d.listenFree() }))
+		doctor.Local(secStore, "data dir", func(context.Context) doctor.Result { return d.dataDir() }),
+		doctor.Local(secBrowser, "listen", func(context.Context) doctor.Result { return d.listenFree() }))
 	results := doctor.Run(ctx, cs, opts)
 	rep := doctorReport{ConfigFile: cfg.ConfigFile(), EnvFiles: cfg.EnvFiles()}
 	return doctorOutput(env, asJSON, rep, results, secretsOf(cfg, d.hermes()))
@@ -137,11 +137,11 @@ func demoSettings(ctx context.Context, env Env, g *globals, noNetwork bool) (cfg
 	case o.Kind != config.FromDefault:
 		cfg, err = reload(nil)
 		if err == nil {
-			agent = resOK(fmt.Sprintf("%s, chosen by HANDSET_AGENT (from %s)", cfg.Agent.Runtime, o))
+			agent = doctor.OKResult(fmt.Sprintf("%s, chosen by HANDSET_AGENT (from %s)", cfg.Agent.Runtime, o))
 		}
 	case noNetwork:
 		cfg, err = reload(map[string]string{"HANDSET_AGENT": config.AgentEcho})
-		agent = resSkip("not probed (--no-network): the demo uses the first of Hermes, OpenClaw and Ollama that answers on this machine, else the echo agent")
+		agent = doctor.SkipResult("not probed (--no-network): the demo uses the first of Hermes, OpenClaw and Ollama that answers on this machine, else the echo agent")
 	default:
 		var said bytes.Buffer // what the demo would print about the runtimes it passed over
 		var why string
@@ -155,7 +155,7 @@ func demoSettings(ctx context.Context, env Env, g *globals, noNetwork bool) (cfg
 				}
 				detail += " (" + strings.Join(lines, "; ") + ")"
 			}
-			agent = resOK(detail)
+			agent = doctor.OKResult(detail)
 		}
 	}
 	return cfg, agent, err
@@ -171,9 +171,9 @@ func (d *doctorRun) listenFree() doctor.Result {
 	ln, err := net.Listen("tcp", addr)
 	switch {
 	case errors.Is(err, syscall.EADDRINUSE):
-		return resFail(addr+" is in use: another program listens there (a handset demo or serve already running?)", fix)
+		return doctor.FailResult(addr+" is in use: another program listens there (a handset demo or serve already running?)", fix)
 	case err != nil:
-		return resFail("cannot listen on "+addr+": "+netfail.RootCause(err), fix)
+		return doctor.FailResult("cannot listen on "+addr+": "+netfail.RootCause(err), fix)
 	}
 	_ = ln.Close()
 	host, port, _ := net.SplitHostPort(addr)
@@ -181,9 +181,9 @@ func (d *doctorRun) listenFree() doctor.Result {
 		host = "127.0.0.1"
 	}
 	if port == "0" {
-		return resOK(addr + ": the demo picks a free port and prints its address")
+		return doctor.OKResult(addr + ": the demo picks a free port and prints its address")
 	}
-	return resOK(addr + " is free: the demo's page will be at http://" + net.JoinHostPort(host, port) + "/")
+	return doctor.OKResult(addr + " is free: the demo's page will be at http://" + net.JoinHostPort(host, port) + "/")
 }
 
 // doctorOutput redacts and prints the results, and turns a failure into exit code 1.

@@ -19,11 +19,11 @@ import (
 func (d *doctorRun) agentChecks() []doctor.Check {
 	name := d.cfg.Agent.Runtime
 	if name == "" {
-		return []doctor.Check{fixedCheck(secAgent, "runtime", resSkip("HANDSET_AGENT is not set (see config)"))}
+		return []doctor.Check{doctor.Fixed(secAgent, "runtime", doctor.SkipResult("HANDSET_AGENT is not set (see config)"))}
 	}
 	a, ok := registry.Find[registry.Agent](name)
 	if !ok {
-		return []doctor.Check{fixedCheck(secAgent, "runtime", resSkip("HANDSET_AGENT="+name+" is not a runtime (see config)"))}
+		return []doctor.Check{doctor.Fixed(secAgent, "runtime", doctor.SkipResult("HANDSET_AGENT="+name+" is not a runtime (see config)"))}
 	}
 	if a.Checks == nil {
 		return nil

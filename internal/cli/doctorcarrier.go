@@ -21,11 +21,11 @@ import (
 // ---- store ----
 
 func (d *doctorRun) storeChecks() []doctor.Check {
-	cs := []doctor.Check{localCheck(secStore, "data dir", func(context.Context) doctor.Result { return d.dataDir() })}
+	cs := []doctor.Check{doctor.Local(secStore, "data dir", func(context.Context) doctor.Result { return d.dataDir() })}
 	if d.cfg.DatabaseURL.IsSet() {
-		cs = append(cs, netCheck(secStore, "database", d.database))
+		cs = append(cs, doctor.Net(secStore, "database", d.database))
 	}
-	cs = append(cs, localCheck(secStore, "jobs", func(context.Context) doctor.Result { return d.jobSettings() }))
+	cs = append(cs, doctor.Local(secStore, "jobs", func(context.Context) doctor.Result { return d.jobSettings() }))
 	return cs
 }
 
@@ -35,16 +35,16 @@ func (d *doctorRun) database(ctx context.Context) doctor.Result {
 	fix := "check HANDSET_DATABASE_URL (" + d.origin("HANDSET_DATABASE_URL") + "): the host, port, user, password and database name, and that PostgreSQL accepts connections from here"
 	switch {
 	case err != nil:
-		return resFail("cannot reach the database: "+redactURL(err.Error(), d.cfg.DatabaseURL.Reveal()), fix)
+		return doctor.FailResult("cannot reach the database: "+redactURL(err.Error(), d.cfg.DatabaseURL.Reveal()), fix)
 	case sc.Version > sc.Newest:
-		return resFail(fmt.Sprintf("the database is at schema version %d, newer than this Handset knows (%d)", sc.Version, sc.Newest),
+		return doctor.FailResult(fmt.Sprintf("the database is at schema version %d, newer than this Handset knows (%d)", sc.Version, sc.Newest),
 			"upgrade handset on this node to the version the other nodes run")
 	case sc.Version == 0:
-		return resOK("reachable and empty: handset serve creates the tables")
+		return doctor.OKResult("reachable and empty: handset serve creates the tables")
 	case sc.Version < sc.Newest:
-		return resOK(fmt.Sprintf("reachable at schema version %d; handset serve migrates it to %d", sc.Version, sc.Newest))
+		return doctor.OKResult(fmt.Sprintf("reachable at schema version %d; handset serve migrates it to %d", sc.Version, sc.Newest))
 	}
-	return resOK(fmt.Sprintf("reachable, schema version %d", sc.Version))
+	return doctor.OKResult(fmt.Sprintf("reachable, schema version %d", sc.Version))
 }
 
 // redactURL keeps a database password out of an error text.
@@ -78,7 +78,7 @@ func (d *doctorRun) jobSettings() doctor.Result {
 		problems = append(problems, "HANDSET_CALL_ALLOW: "+err.Error())
 	}
 	if len(problems) > 0 {
-		return resFail(strings.Join(problems, "; "), "fix the settings named; `handset serve` refuses to start with them")
+		return doctor.FailResult(strings.Join(problems, "; "), "fix the settings named; `handset serve` refuses to start with them")
 	}
 	var missing []string
 	if c := phoneCarrier(cfg); !c.Configured(cfg) {
@@ -98,7 +98,7 @@ func (d *doctorRun) jobSettings() doctor.Result {
 	if cfg.Handoff.URL == "" {
 		notes = append(notes, "no channel handoffs (HANDSET_HANDOFF_URL is empty)")
 	}
-	return resOK(strings.Join(notes, "; "))
+	return doctor.OKResult(strings.Join(notes, "; "))
 }
 
 // dataDir checks that HANDSET_DATA_DIR exists and is writable, or can be created.
@@ -112,14 +112,14 @@ func (d *doctorRun) dataDir() doctor.Result {
 	st, err := os.Stat(dir)
 	switch {
 	case err == nil && !st.IsDir():
-		return resFail(shown+" is a file, not a folder", fix)
+		return doctor.FailResult(shown+" is a file, not a folder", fix)
 	case err == nil:
 		if err := probeWrite(dir); err != nil {
-			return resFail("cannot write in "+shown+": "+err.Error(), fix)
+			return doctor.FailResult("cannot write in "+shown+": "+err.Error(), fix)
 		}
-		return resOK(shown + " is writable (call journals go in " + filepath.Join(shown, "calls") + ")")
+		return doctor.OKResult(shown + " is writable (call journals go in " + filepath.Join(shown, "calls") + ")")
 	case !errors.Is(err, os.ErrNotExist):
-		return resFail("cannot use "+shown+": "+err.Error(), fix)
+		return doctor.FailResult("cannot use "+shown+": "+err.Error(), fix)
 	}
 	// Not there yet: serve creates it, if the nearest existing parent lets it.
 	parent := filepath.Dir(dir)
@@ -127,18 +127,18 @@ func (d *doctorRun) dataDir() doctor.Result {
 		pst, err := os.Stat(parent)
 		switch {
 		case err == nil && !pst.IsDir():
-			return resFail(shown+" cannot be created: "+parent+" is a file", fix)
+			return doctor.FailResult(shown+" cannot be created: "+parent+" is a file", fix)
 		case err == nil:
 			if err := probeWrite(parent); err != nil {
-				return resFail(shown+" does not exist and cannot be created in "+parent+": "+err.Error(), fix)
+				return doctor.FailResult(shown+" does not exist and cannot be created in "+parent+": "+err.Error(), fix)
 			}
-			return resOK(shown + " does not exist yet; handset serve creates it")
+			return doctor.OKResult(shown + " does not exist yet; handset serve creates it")
 		case !errors.Is(err, os.ErrNotExist):
-			return resFail(shown+" cannot be created: "+err.Error(), fix)
+			return doctor.FailResult(shown+" cannot be created: "+err.Error(), fix)
 		}
 		next := filepath.Dir(parent)
 		if next == parent {
-			return resFail(shown+" cannot be created: no parent folder exists", fix)
+			return doctor.FailResult(shown+" cannot be created: no parent folder exists", fix)
 		}
 		parent = next
 	}
@@ -198,55 +198,55 @@ func (d *doctorRun) publicChecks() []doctor.Check {
 	public := strings.TrimRight(cfg.PublicURL, "/")
 	if public == "" {
 		if phoneOn {
-			return []doctor.Check{fixedCheck(secPublic, "address", resFail("HANDSET_PUBLIC_URL is not set: "+phone.Title+" needs an address to reach Handset, and webhook signatures are checked against it",
+			return []doctor.Check{doctor.Fixed(secPublic, "address", doctor.FailResult("HANDSET_PUBLIC_URL is not set: "+phone.Title+" needs an address to reach Handset, and webhook signatures are checked against it",
 				"set HANDSET_PUBLIC_URL to the https address of your tunnel or domain, like https://voice.example.com"))}
 		}
-		return []doctor.Check{fixedCheck(secPublic, "address", resSkip("not set: browser calls on this machine only"))}
+		return []doctor.Check{doctor.Fixed(secPublic, "address", doctor.SkipResult("not set: browser calls on this machine only"))}
 	}
 	u, err := url.Parse(public)
 	why, placeholder := placeholderURL(public)
 	var addr doctor.Result
 	switch {
 	case err != nil:
-		addr = resFail("HANDSET_PUBLIC_URL does not parse: "+err.Error(), "set it like https://voice.example.com")
+		addr = doctor.FailResult("HANDSET_PUBLIC_URL does not parse: "+err.Error(), "set it like https://voice.example.com")
 	case placeholder:
 		addr = placeholderResult(public, why, d.origin("HANDSET_PUBLIC_URL"), phone, phoneOn)
 	case u.Scheme != "https" && phoneOn:
-		addr = resFail(public+" is not https: "+phone.Title+"'s media streams need wss://, which Handset derives from it",
+		addr = doctor.FailResult(public+" is not https: "+phone.Title+"'s media streams need wss://, which Handset derives from it",
 			"put Handset behind TLS (a tunnel such as cloudflared or ngrok, or a reverse proxy) and set HANDSET_PUBLIC_URL to its https:// address")
 	case phoneOn && (doctor.IsLoopbackHost(u.Hostname()) || isPrivateHost(u.Hostname())):
-		addr = resWarn(public+" is not an internet address ("+u.Hostname()+" is this machine or a private network): "+phone.Title+" cannot reach it, so real calls fail",
+		addr = doctor.WarnResult(public+" is not an internet address ("+u.Hostname()+" is this machine or a private network): "+phone.Title+" cannot reach it, so real calls fail",
 			"set HANDSET_PUBLIC_URL to the public https address of your tunnel or domain (fine as it is against a local fake)")
 	case isLocalhostName(u.Hostname()):
 		// Without a carrier: a public address naming this machine is a leftover placeholder.
 		addr = placeholderResult(public, "localhost is this machine, which nothing else reaches at that name", d.origin("HANDSET_PUBLIC_URL"), phone, false)
 	case u.Scheme != "https" && !doctor.IsLoopback(public):
-		addr = resWarn(public+" is not https: browsers only allow the microphone on https pages (or localhost)",
+		addr = doctor.WarnResult(public+" is not https: browsers only allow the microphone on https pages (or localhost)",
 			"serve Handset over TLS and set HANDSET_PUBLIC_URL to its https:// address")
 	default:
-		addr = resOK(public + " (" + d.origin("HANDSET_PUBLIC_URL") + ")")
+		addr = doctor.OKResult(public + " (" + d.origin("HANDSET_PUBLIC_URL") + ")")
 	}
 	if placeholder {
 		// No lookup: a reserved name reaches no server, and saying so adds nothing.
-		return []doctor.Check{fixedCheck(secPublic, "address", addr),
-			fixedCheck(secPublic, "reachable", resSkip("not checked: "+public+" is a placeholder (see address)"))}
+		return []doctor.Check{doctor.Fixed(secPublic, "address", addr),
+			doctor.Fixed(secPublic, "reachable", doctor.SkipResult("not checked: "+public+" is a placeholder (see address)"))}
 	}
 	listen := cfg.Listen
 	return []doctor.Check{
-		fixedCheck(secPublic, "address", addr),
-		netCheck(secPublic, "reachable", func(ctx context.Context) doctor.Result {
+		doctor.Fixed(secPublic, "address", addr),
+		doctor.Net(secPublic, "reachable", func(ctx context.Context) doctor.Result {
 			a, err := d.get(ctx, public+"/healthz", nil)
 			switch {
 			case err != nil && netfail.IsCertificate(err):
-				return resFail(public+" answers, but "+netfail.Describe(err), "give the tunnel or proxy a valid certificate for its host name")
+				return doctor.FailResult(public+" answers, but "+netfail.Describe(err), "give the tunnel or proxy a valid certificate for its host name")
 			case err != nil:
-				return resWarn(public+" is not reachable: "+netfail.Describe(err)+": start handset serve and your tunnel",
+				return doctor.WarnResult(public+" is not reachable: "+netfail.Describe(err)+": start handset serve and your tunnel",
 					"start handset serve (it listens on "+listen+") and the tunnel or proxy that forwards "+public+" to it, then run doctor again")
 			case a.status != http.StatusOK || strings.TrimSpace(string(a.body)) != "ok":
-				return resFail(fmt.Sprintf("something else answers at %s/healthz (HTTP %d: %s)", public, a.status, doctor.Snippet(a.body)),
+				return doctor.FailResult(fmt.Sprintf("something else answers at %s/healthz (HTTP %d: %s)", public, a.status, doctor.Snippet(a.body)),
 					"point the tunnel or proxy for "+public+" at handset serve on "+listen)
 			}
-			return resOK("Handset answers at " + public + "/healthz")
+			return doctor.OKResult("Handset answers at " + public + "/healthz")
 		}),
 	}
 }
@@ -285,9 +285,9 @@ func placeholderResult(public, why, origin string, phone registry.Carrier, phone
 	detail := public + " is a placeholder to replace (" + why + ")"
 	set := "replace HANDSET_PUBLIC_URL (public_url, from " + origin + ") with the https address of your tunnel or domain"
 	if phoneOn {
-		return resFail(detail+": "+phone.Title+" cannot reach Handset there", set+", then run handset attach-number")
+		return doctor.FailResult(detail+": "+phone.Title+" cannot reach Handset there", set+", then run handset attach-number")
 	}
-	return resWarn(detail, set+"; or remove it: browser calls on this machine need no public address")
+	return doctor.WarnResult(detail, set+"; or remove it: browser calls on this machine need no public address")
 }
 
 // isLocalhostName: localhost and its subdomains, the name (not an address) of this machine.

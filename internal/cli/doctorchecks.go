@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"errors"
 	"slices"
 	"strings"
@@ -26,21 +25,6 @@ const (
 	secBrowser = "browser" // doctor --demo: where the demo's page is served
 )
 
-// Results and checks, briefly (internal/doctor has the helpers every provider shares).
-func resOK(detail string) doctor.Result                         { return doctor.OKResult(detail) }
-func resSkip(detail string) doctor.Result                       { return doctor.SkipResult(detail) }
-func resWarn(detail, fix string) doctor.Result                  { return doctor.WarnResult(detail, fix) }
-func resFail(detail, fix string) doctor.Result                  { return doctor.FailResult(detail, fix) }
-func fixedCheck(sec, name string, r doctor.Result) doctor.Check { return doctor.Fixed(sec, name, r) }
-
-func localCheck(sec, name string, run func(context.Context) doctor.Result) doctor.Check {
-	return doctor.Local(sec, name, run)
-}
-
-func netCheck(sec, name string, run func(context.Context) doctor.Result) doctor.Check {
-	return doctor.Net(sec, name, run)
-}
-
 // checks lists every check the configuration calls for, section by section.
 func (d *doctorRun) checks() []doctor.Check {
 	var cs []doctor.Check
@@ -57,7 +41,7 @@ func (d *doctorRun) checks() []doctor.Check {
 // bring a call, the warning serve also logs at start.
 func (d *doctorRun) callerChecks() []doctor.Check {
 	if msg, fix, ok := gateway.NoCallers(d.cfg); ok {
-		return []doctor.Check{fixedCheck(secCarrier, "calls", resWarn(msg, fix))}
+		return []doctor.Check{doctor.Fixed(secCarrier, "calls", doctor.WarnResult(msg, fix))}
 	}
 	return d.carrierChecks()
 }
@@ -66,7 +50,7 @@ func (d *doctorRun) callerChecks() []doctor.Check {
 // call at all, where "browser calls only" would not be true.
 func (d *doctorRun) publicURLChecks() []doctor.Check {
 	if _, _, ok := gateway.NoCallers(d.cfg); ok && d.cfg.PublicURL == "" {
-		return []doctor.Check{fixedCheck(secPublic, "address", resSkip("not set: no carrier needs it (see carrier)"))}
+		return []doctor.Check{doctor.Fixed(secPublic, "address", doctor.SkipResult("not set: no carrier needs it (see carrier)"))}
 	}
 	return d.publicChecks()
 }
@@ -98,16 +82,16 @@ func (d *doctorRun) configChecks() []doctor.Check {
 	if len(files) > 0 {
 		filesDetail = strings.Join(files, "; ")
 	}
-	cs := []doctor.Check{fixedCheck(secConfig, "files", resOK(filesDetail))}
+	cs := []doctor.Check{doctor.Fixed(secConfig, "files", doctor.OKResult(filesDetail))}
 	for _, w := range cfg.Warnings() {
-		cs = append(cs, fixedCheck(secConfig, w.Name, unknownName(w)))
+		cs = append(cs, doctor.Fixed(secConfig, w.Name, unknownName(w)))
 	}
 
 	opts, valid := serveOptions, "every setting is valid for handset serve"
 	if d.demo {
 		opts, valid = config.ValidateOptions{RequireAgent: true, RequireKeys: true}, "every setting the demo uses is valid"
 	} else if nothingForServe(cfg) {
-		cs = append(cs, fixedCheck(secConfig, "handset serve", resWarn(
+		cs = append(cs, doctor.Fixed(secConfig, "handset serve", doctor.WarnResult(
 			"nothing is set up for handset serve, which is what doctor checks: HANDSET_AGENT, HANDSET_STT and HANDSET_TTS are empty. handset demo needs none of these settings",
 			"to check the demo's set-up instead, run handset doctor --demo; to set up serve, run handset setup, or set the three (docs/configuration.md)")))
 	}
@@ -116,17 +100,17 @@ func (d *doctorRun) configChecks() []doctor.Check {
 	switch {
 	case errors.As(err, &ve):
 		for _, fe := range ve.Errors {
-			cs = append(cs, fixedCheck(secConfig, fe.Env, fieldResult(fe)))
+			cs = append(cs, doctor.Fixed(secConfig, fe.Env, fieldResult(fe)))
 		}
 	case err != nil:
-		cs = append(cs, fixedCheck(secConfig, "settings", resFail(err.Error(), "see docs/configuration.md")))
+		cs = append(cs, doctor.Fixed(secConfig, "settings", doctor.FailResult(err.Error(), "see docs/configuration.md")))
 	default:
-		cs = append(cs, fixedCheck(secConfig, "settings", resOK(valid)))
+		cs = append(cs, doctor.Fixed(secConfig, "settings", doctor.OKResult(valid)))
 	}
-	cs = append(cs, fixedCheck(secConfig, "secrets", d.secrets()))
+	cs = append(cs, doctor.Fixed(secConfig, "secrets", d.secrets()))
 	if d.hermesEnv != "" && !d.explicitEnvFiles {
 		if r, ok := d.hermesOnlyForDoctor(); ok {
-			cs = append(cs, fixedCheck(secConfig, "~/.hermes/.env", r))
+			cs = append(cs, doctor.Fixed(secConfig, "~/.hermes/.env", r))
 		}
 	}
 	return cs
@@ -152,7 +136,7 @@ func fieldResult(fe config.FieldError) doctor.Result {
 		}
 	}
 	// The check's name is the setting: the detail does not repeat it.
-	return resFail(strings.TrimPrefix(fe.Error(), name+": "), fix)
+	return doctor.FailResult(strings.TrimPrefix(fe.Error(), name+": "), fix)
 }
 
 // unknownName is the warning for a name that is not a setting, as serve logs it at start.
@@ -162,7 +146,7 @@ func unknownName(w config.Warning) doctor.Result {
 		fix = "rename it " + w.Suggest
 	}
 	// The check's name is the unknown name: the detail does not repeat it.
-	return resWarn("is not a Handset setting, so it is ignored (from "+w.Origin.String()+")", fix)
+	return doctor.WarnResult("is not a Handset setting, so it is ignored (from "+w.Origin.String()+")", fix)
 }
 
 // secrets lists the secrets this configuration uses; a missing one is a warning (the
@@ -170,9 +154,9 @@ func unknownName(w config.Warning) doctor.Result {
 func (d *doctorRun) secrets() doctor.Result {
 	detail, missing := d.secretsDetail()
 	if missing {
-		return resWarn(detail, "fill in the secrets marked missing (in .env, or the environment of handset serve)")
+		return doctor.WarnResult(detail, "fill in the secrets marked missing (in .env, or the environment of handset serve)")
 	}
-	return resOK(detail)
+	return doctor.OKResult(detail)
 }
 
 // secretsDetail says, for each secret this configuration uses, "set" or "missing" and where
@@ -234,6 +218,6 @@ func (d *doctorRun) hermesOnlyForDoctor() (doctor.Result, bool) {
 	for _, f := range d.cfg.EnvFiles() { // the project's .env first, so it keeps winning
 		cmd += " --env-file " + f
 	}
-	return resWarn(strings.Join(from, ", ")+" come(s) from "+d.hermesEnv+", which doctor reads but handset serve does not",
+	return doctor.WarnResult(strings.Join(from, ", ")+" come(s) from "+d.hermesEnv+", which doctor reads but handset serve does not",
 		"start serve with it too: "+cmd+" (or copy the value into the project's .env)"), true
 }

@@ -35,9 +35,9 @@ func (d *doctorRun) providerProbe(section, choice string) registry.Probe {
 func providerChecks[P registry.Provider](d *doctorRun, section, env, name string) []doctor.Check {
 	switch p, ok := registry.Find[P](name); {
 	case name == "":
-		return []doctor.Check{fixedCheck(section, "provider", resSkip(env+" is not set (see config)"))}
+		return []doctor.Check{doctor.Fixed(section, "provider", doctor.SkipResult(env+" is not set (see config)"))}
 	case !ok:
-		return []doctor.Check{fixedCheck(section, "provider", resSkip(env+"="+name+" is not a provider (see config)"))}
+		return []doctor.Check{doctor.Fixed(section, "provider", doctor.SkipResult(env+"="+name+" is not a provider (see config)"))}
 	case p.Info().Checks == nil: // nothing to check before a call (as the echo agent)
 		return nil
 	default:
@@ -58,7 +58,7 @@ func (d *doctorRun) ttsChecks() []doctor.Check {
 func (d *doctorRun) vadChecks() []doctor.Check {
 	choice := d.cfg.VAD.Engine
 	if choice == "" {
-		return []doctor.Check{localCheck(secVAD, "engine", d.bestVAD)}
+		return []doctor.Check{doctor.Local(secVAD, "engine", d.bestVAD)}
 	}
 	if p, ok := registry.Find[registry.VAD](choice); ok {
 		if p.Checks == nil {
@@ -66,7 +66,7 @@ func (d *doctorRun) vadChecks() []doctor.Check {
 		}
 		return p.Checks(d.providerProbe(secVAD, "HANDSET_VAD"))
 	}
-	return []doctor.Check{fixedCheck(secVAD, "engine", resSkip("HANDSET_VAD="+choice+" is not an engine (see config)"))}
+	return []doctor.Check{doctor.Fixed(secVAD, "engine", doctor.SkipResult("HANDSET_VAD="+choice+" is not an engine (see config)"))}
 }
 
 // bestVAD checks that silero, or else webrtc, loads and makes a detector, as serve would.
@@ -85,13 +85,13 @@ func (d *doctorRun) bestVAD(context.Context) doctor.Result {
 	}
 	serr := try("silero")
 	if serr == nil {
-		return resOK("silero (the best available)")
+		return doctor.OKResult("silero (the best available)")
 	}
 	werr := try("webrtc")
 	if werr == nil {
-		return resOK("webrtc (silero unavailable: " + serr.Error() + ")")
+		return doctor.OKResult("webrtc (silero unavailable: " + serr.Error() + ")")
 	}
-	return resWarn("only the energy VAD is available, and it is weak in noise (silero: "+serr.Error()+"; webrtc: "+werr.Error()+")",
+	return doctor.WarnResult("only the energy VAD is available, and it is weak in noise (silero: "+serr.Error()+"; webrtc: "+werr.Error()+")",
 		"run ./scripts/engines.sh for the WebRTC VAD (./scripts/setup.sh also builds Silero in), or set HANDSET_VAD=energy to accept it")
 }
 
@@ -112,13 +112,13 @@ func (d *doctorRun) engineChecks() []doctor.Check {
 		var r doctor.Result
 		switch {
 		case e.Linked && e.Problem == "":
-			r = resOK(state)
+			r = doctor.OKResult(state)
 		case used[e.Name] != "":
-			r = resSkip(state + " (in use: see " + used[e.Name] + ")")
+			r = doctor.SkipResult(state + " (in use: see " + used[e.Name] + ")")
 		default:
-			r = resSkip(state + " (not used by this configuration)")
+			r = doctor.SkipResult(state + " (not used by this configuration)")
 		}
-		cs = append(cs, fixedCheck(secEngines, name, r))
+		cs = append(cs, doctor.Fixed(secEngines, name, r))
 	}
 	return cs
 }

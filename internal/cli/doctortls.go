@@ -42,10 +42,10 @@ func (d *doctorRun) agentTLSChecks() []doctor.Check {
 		} else {
 			fix += "; for a private CA set HANDSET_AGENT_CA_FILE to its certificate instead"
 		}
-		cs = append(cs, fixedCheck(secAgent, "tls", resWarn(detail, fix)))
+		cs = append(cs, doctor.Fixed(secAgent, "tls", doctor.WarnResult(detail, fix)))
 	}
 	if u.Scheme == "https" {
-		cs = append(cs, netCheck(secAgent, "certificate", func(ctx context.Context) doctor.Result { return d.agentCertificate(ctx, u) }))
+		cs = append(cs, doctor.Net(secAgent, "certificate", func(ctx context.Context) doctor.Result { return d.agentCertificate(ctx, u) }))
 	}
 	return cs
 }
@@ -58,7 +58,7 @@ func (d *doctorRun) agentCertificate(ctx context.Context, u *url.URL) doctor.Res
 	cfg := d.cfg
 	conf, err := gateway.AgentTLS(cfg)
 	if err != nil {
-		return resSkip("not checked: HANDSET_AGENT_CA_FILE cannot be used (see config)")
+		return doctor.SkipResult("not checked: HANDSET_AGENT_CA_FILE cannot be used (see config)")
 	}
 	host, addr := u.Hostname(), u.Host
 	if u.Port() == "" {
@@ -69,15 +69,15 @@ func (d *doctorRun) agentCertificate(ctx context.Context, u *url.URL) doctor.Res
 	if err != nil {
 		var recErr tls.RecordHeaderError
 		if errors.As(err, &recErr) {
-			return resFail(addr+" does not speak TLS, though HANDSET_AGENT_URL says https://",
+			return doctor.FailResult(addr+" does not speak TLS, though HANDSET_AGENT_URL says https://",
 				"use http:// in HANDSET_AGENT_URL (now "+cfg.AgentURL()+"), or turn TLS on at the runtime")
 		}
-		return resSkip("not checked: no TLS connection to " + addr + ": " + netfail.Describe(err))
+		return doctor.SkipResult("not checked: no TLS connection to " + addr + ": " + netfail.Describe(err))
 	}
 	chain := conn.(*tls.Conn).ConnectionState().PeerCertificates
 	_ = conn.Close()
 	if len(chain) == 0 {
-		return resFail(addr+" presented no certificate", "give the runtime a certificate")
+		return doctor.FailResult(addr+" presented no certificate", "give the runtime a certificate")
 	}
 	leaf := chain[0]
 	about := fmt.Sprintf("certificate for %s, issued by %s", certNames(leaf), issuerName(leaf))
@@ -89,9 +89,9 @@ func (d *doctorRun) agentCertificate(ctx context.Context, u *url.URL) doctor.Res
 	if cfg.Agent.TLSInsecure {
 		switch r.Status {
 		case doctor.Fail:
-			return resWarn(r.Detail+"; calls work only because HANDSET_AGENT_TLS_INSECURE skips the check", r.Fix+", then remove HANDSET_AGENT_TLS_INSECURE")
+			return doctor.WarnResult(r.Detail+"; calls work only because HANDSET_AGENT_TLS_INSECURE skips the check", r.Fix+", then remove HANDSET_AGENT_TLS_INSECURE")
 		case doctor.OK:
-			return resWarn(r.Detail+": it passes the check, which HANDSET_AGENT_TLS_INSECURE skips", "remove HANDSET_AGENT_TLS_INSECURE: it is not needed")
+			return doctor.WarnResult(r.Detail+": it passes the check, which HANDSET_AGENT_TLS_INSECURE skips", "remove HANDSET_AGENT_TLS_INSECURE: it is not needed")
 		}
 	}
 	return r
@@ -106,10 +106,10 @@ func (d *doctorRun) certificateResult(leaf *x509.Certificate, about, host string
 	switch {
 	case verr == nil:
 		if left := time.Until(leaf.NotAfter); left < expirySoon {
-			return resWarn(fmt.Sprintf("%s, expires in %d day(s) (%s)", about, int(left.Hours()/24), leaf.NotAfter.UTC().Format(time.DateOnly)),
+			return doctor.WarnResult(fmt.Sprintf("%s, expires in %d day(s) (%s)", about, int(left.Hours()/24), leaf.NotAfter.UTC().Format(time.DateOnly)),
 				"renew the runtime's certificate before then: once it expires every turn fails")
 		}
-		return resOK(fmt.Sprintf("%s, valid until %s", about, leaf.NotAfter.UTC().Format(time.DateOnly)))
+		return doctor.OKResult(fmt.Sprintf("%s, valid until %s", about, leaf.NotAfter.UTC().Format(time.DateOnly)))
 	case errors.As(verr, &unknown):
 		fix := "set HANDSET_AGENT_CA_FILE to the PEM certificate of the authority that signed it (" + issuerName(leaf) + ")"
 		if cfg.Agent.CAFile != "" {
@@ -120,18 +120,18 @@ func (d *doctorRun) certificateResult(leaf *x509.Certificate, about, host string
 		if leaf.Subject.String() == leaf.Issuer.String() {
 			what = "itself (a self-signed certificate), which this machine does not trust"
 		}
-		return resFail(about+": it is signed by "+what, fix)
+		return doctor.FailResult(about+": it is signed by "+what, fix)
 	case errors.As(verr, &name):
-		return resFail(fmt.Sprintf("%s: not for %s, the host HANDSET_AGENT_URL names", about, host),
+		return doctor.FailResult(fmt.Sprintf("%s: not for %s, the host HANDSET_AGENT_URL names", about, host),
 			"reach the runtime by a name its certificate holds (set HANDSET_AGENT_URL to it), or give the runtime a certificate that names "+host)
 	case errors.As(verr, &invalid) && invalid.Reason == x509.Expired:
 		when := "expired on " + leaf.NotAfter.UTC().Format(time.DateOnly)
 		if time.Now().Before(leaf.NotBefore) {
 			when = "is not valid before " + leaf.NotBefore.UTC().Format(time.DateOnly)
 		}
-		return resFail(about+": it "+when, "renew the runtime's certificate (or, if it is new, check this machine's clock)")
+		return doctor.FailResult(about+": it "+when, "renew the runtime's certificate (or, if it is new, check this machine's clock)")
 	}
-	return resFail(about+": it is not valid: "+verr.Error(), "give the runtime a certificate that a trusted authority issued for "+host)
+	return doctor.FailResult(about+": it is not valid: "+verr.Error(), "give the runtime a certificate that a trusted authority issued for "+host)
 }
 
 // verifyChain checks chain for host as a TLS client does: roots nil means the system's.
