@@ -82,6 +82,12 @@ type Config struct {
 	DrainTimeout time.Duration
 	EnginesDir   string // HANDSET_ENGINES_DIR
 	Browser      bool   // HANDSET_BROWSER: serve the browser call page
+	// Dashboard serves the operator's pages at /dashboard (HANDSET_DASHBOARD); DashboardToken
+	// (HANDSET_DASHBOARD_TOKEN) signs in to them without the API token's numbers.
+	Dashboard      bool
+	DashboardToken Secret
+	// OTLPEndpoint turns on OpenTelemetry trace export (OTEL_EXPORTER_OTLP_ENDPOINT).
+	OTLPEndpoint string
 	NodeID       string // HANDSET_NODE_ID; empty means host name and process id, see Config.Node
 	// JobLease is how long a job claim lasts without a heartbeat (HANDSET_JOB_LEASE).
 	JobLease time.Duration
@@ -107,11 +113,19 @@ type Config struct {
 	Twilio   TwilioConfig
 	Messages MessagesConfig
 	Turn     TurnConfig
+	Record   RecordConfig
 	Log      LogConfig
 
 	// What Load learned on the way; nil for a Config built by Default. A pointer, so printing a
 	// Config shows an address rather than the bookkeeping.
 	info *loadInfo
+}
+
+// RecordConfig says whether and how calls are recorded.
+type RecordConfig struct {
+	On        bool          // HANDSET_RECORD
+	Notice    string        // HANDSET_RECORD_NOTICE: spoken before anything else; empty: none
+	Retention time.Duration // HANDSET_RECORD_RETENTION: recordings older are deleted; 0 keeps them
 }
 
 // OutboundConfig says when and how Handset places calls.

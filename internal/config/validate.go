@@ -239,6 +239,9 @@ func (c *Config) crossCheck(table []Setting, opts ValidateOptions) []FieldError 
 	if c.ToolsToken.IsSet() && c.ToolsToken.Reveal() == c.APIToken.Reveal() {
 		add("HANDSET_TOOLS_TOKEN", "is the same as HANDSET_API_TOKEN: the tools token must be its own, or it grants everything")
 	}
+	if d := c.DashboardToken; d.IsSet() && (d.Reveal() == c.APIToken.Reveal() || d.Reveal() == c.ToolsToken.Reveal()) {
+		add("HANDSET_DASHBOARD_TOKEN", "is the same as HANDSET_API_TOKEN or HANDSET_TOOLS_TOKEN: the dashboard token must be its own, so it can be handed out (and taken back) alone")
+	}
 	// written so that NaN, which every comparison rejects, fails too
 	if p, err := strconv.ParseFloat(c.VAD.Threshold, 64); err != nil || !(p > 0 && p < 1) {
 		add("HANDSET_VAD_THRESHOLD", fmt.Sprintf("%q is not a probability between 0 and 1 (exclusive), e.g. 0.5", c.VAD.Threshold))

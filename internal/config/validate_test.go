@@ -486,3 +486,24 @@ func TestHistoryLimitRange(t *testing.T) {
 		t.Errorf("default history limit %d, want 200", c.Agent.HistoryLimit)
 	}
 }
+
+// The dashboard token is handed to people who may not see numbers: it must be neither the
+// API token nor the tools token, and a rejected token is never shown.
+func TestDashboardTokenIsItsOwn(t *testing.T) {
+	same, other := strings.Repeat("d", 40), strings.Repeat("o", 40)
+	for _, env := range [][]string{
+		{"HANDSET_API_TOKEN=" + same, "HANDSET_DASHBOARD_TOKEN=" + same},
+		{"HANDSET_API_TOKEN=" + other, "HANDSET_TOOLS_TOKEN=" + same, "HANDSET_DASHBOARD_TOKEN=" + same},
+	} {
+		c := mustLoad(t, LoadOptions{WorkDir: t.TempDir(), Environ: env})
+		err := c.Validate(ValidateOptions{})
+		fe := errorFor(t, err, "HANDSET_DASHBOARD_TOKEN")
+		if !strings.Contains(fe.Reason, "must be its own") || strings.Contains(err.Error(), same) {
+			t.Errorf("%v: got %v", env, err)
+		}
+	}
+	c := mustLoad(t, LoadOptions{WorkDir: t.TempDir(), Environ: []string{"HANDSET_API_TOKEN=" + other, "HANDSET_DASHBOARD_TOKEN=" + same}})
+	if err := c.Validate(ValidateOptions{}); err != nil && strings.Contains(err.Error(), "HANDSET_DASHBOARD_TOKEN") {
+		t.Errorf("a token of its own is refused: %v", err)
+	}
+}

@@ -136,15 +136,16 @@ type Journal struct {
 	start time.Time
 	err   error // first write error; later writes are skipped
 	buf   []byte
-	tee   func(Event)
+	tees  []func(Event)
 }
 
-// Tee also hands every later event to fn (a live view such as the browser call page),
-// after it is written. fn runs under the journal's lock, so it must only enqueue.
+// Tee also hands every later event to fn (a live view such as the browser call page or
+// the dashboard, a trace exporter), after it is written, in the order Tee was called. fn
+// runs under the journal's lock, so it must only enqueue.
 func (j *Journal) Tee(fn func(Event)) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	j.tee = fn
+	j.tees = append(j.tees, fn)
 }
 
 // Dir is where a call's journal lives under the data dir.
@@ -189,8 +190,8 @@ func (j *Journal) Record(now time.Time, e Event) {
 	}
 	j.buf = append(append(j.buf[:0], line...), '\n')
 	_, j.err = j.w.Write(j.buf)
-	if j.tee != nil {
-		j.tee(e)
+	for _, tee := range j.tees {
+		tee(e)
 	}
 }
 

@@ -152,6 +152,13 @@ func TestTeeSeesEachLaterEventStamped(t *testing.T) {
 	if strings.Count(buf.String(), "\n") != 2 {
 		t.Errorf("the tee must not replace the journal: %q", buf.String())
 	}
+	// A second tee (the dashboard beside the browser page) adds to the first.
+	var second []string
+	j.Tee(func(e Event) { second = append(second, e.Type) })
+	j.Record(at(300), Event{Type: CallEnd})
+	if len(seen) != 2 || len(second) != 1 || second[0] != CallEnd {
+		t.Errorf("after a second tee: first saw %d events, second saw %v", len(seen), second)
+	}
 }
 
 // A 100 KB caller transcript, error answer or request field never makes a 100 KB journal

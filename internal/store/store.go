@@ -46,6 +46,18 @@ type Call struct {
 	Outcome    string    // the end reason ("caller_hangup", …); empty while it runs
 	Journal    string    // where its events.jsonl is
 	JobID      int64     // the job that placed it (outbound calls, deliveries); 0 for none
+	// Summary is what the call's journal said of it when it ended; zero while it runs.
+	Summary CallSummary
+}
+
+// CallSummary is what a call's journal says of it, kept with the call when it ends so a
+// list of calls needs no journal: how many caller turns, how many the caller cut short,
+// and diagnose's first broken stage.
+type CallSummary struct {
+	Turns       int
+	Interrupted int    // turns the caller barged in on
+	Stage       string // diagnose's first broken stage (carrier, vad, stt, agent, tts, playout); empty: none
+	Problem     string // diagnose's words for it
 }
 
 // CallUpdate fills in what is learnt about a call after it started: the carrier's id once
@@ -149,11 +161,22 @@ type CarrierCall struct {
 	StreamedAt time.Time // when the media stream opened; zero until it has
 }
 
-// ListCalls filters ListCalls; zero values mean no filter.
+// ListCalls filters ListCalls; zero values mean no filter. Pages are keyset pages: the
+// next page starts Before the last call's StartedAt, with BeforeID its ID (calls started
+// at the same instant are ordered by ID, descending).
 type ListCalls struct {
 	CallerHash string
-	Before     time.Time // started before
-	Limit      int       // default 50
+	Before     time.Time    // started before (or at Before with an ID below BeforeID)
+	BeforeID   voice.CallID // the last call of the previous page; only with Before
+	Since      time.Time    // started at or after
+	Outcome    string       // ended this way ("caller_hangup", …)
+	Carrier    string       // "twilio", "browser", …
+	Live       bool         // only calls still running
+	Broken     bool         // only calls whose summary names a broken stage
+	// Text keeps calls whose transcript has a line with every word of Text (case and
+	// accents aside; the last word may be the start of a word).
+	Text  string
+	Limit int // default 50
 }
 
 // ListJobs filters ListJobs.
@@ -162,7 +185,25 @@ type ListJobs struct {
 	Kind  string
 	Batch string
 	After int64 // only jobs with a larger ID (paging)
-	Limit int   // default 100
+	// Newest lists newest first; with Before, only jobs with a smaller ID (paging back).
+	Newest bool
+	Before int64
+	Limit  int // default 100
+}
+
+// ListSessions pages through callers' sessions, most recently seen first: the next page
+// starts Before the last session's LastSeen, with BeforeHash its caller hash.
+type ListSessions struct {
+	Before     time.Time
+	BeforeHash string
+	Limit      int // default 50
+}
+
+// Batch is the progress of a group of jobs queued together (a dialer list).
+type Batch struct {
+	Name                                string
+	Pending, Running, Completed, Failed int
+	First, Last                         time.Time // its first job's CreatedAt, its latest job's UpdatedAt
 }
 
 // Store keeps calls, transcripts, sessions and jobs. Safe for concurrent use, and for use
