@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # The real peers the test suite talks to, beyond what setup.sh installs: recorded human
 # speech (pocketsphinx-testdata), headless Chromium for the browser page, espeak-ng for its
-# provider, systemd-analyze for the service files setup writes, and the real OpenClaw
-# gateway. Idempotent; test.sh runs it.
+# provider, systemd-analyze for the service files setup writes, axe-core (the accessibility
+# checker the page tests run in Chromium) and the real OpenClaw gateway. Idempotent;
+# test.sh runs it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/apt.sh pocketsphinx-testdata chromium espeak-ng curl systemd
 # A private PostgreSQL for the store tests (.cache/postgres/url), unless
 # HANDSET_TEST_DATABASE_URL names a server to use instead.
 [ -n "${HANDSET_TEST_DATABASE_URL:-}" ] || ./scripts/postgres.sh >/dev/null
+./scripts/axe.sh
 ./scripts/openclaw.sh

@@ -76,6 +76,9 @@ func newSandbox(t *testing.T) *sandbox {
 	for _, f := range []string{"libonnxruntime.so", "silero_vad_v5.onnx", "fvad.wasm"} {
 		s.write(filepath.Join(".cache", "engines", f), "stand-in", 0o644)
 	}
+	// So is axe-core, at the version axe.sh pins, so it needs no npm either.
+	s.write(filepath.Join(".cache", "axe", "axe.min.js"), "stand-in", 0o644)
+	s.write(filepath.Join(".cache", "axe", "version"), axePin(t, src)+"\n", 0o644)
 	// Every Debian package counts as installed; sudo just runs the command.
 	s.stub("dpkg-query", `echo "dpkg-query $*" >>"$STUB_LOG"; echo "install ok installed"`)
 	s.stub("apt-get", `echo "apt-get $*" >>"$STUB_LOG"`)
@@ -109,6 +112,21 @@ echo "handset stand-in"
 	s.env["STUB_HANDSET"] = handset
 	s.env["GIT_CEILING_DIRECTORIES"] = tmp // the copy is not in a git repository
 	return s
+}
+
+// axePin is the package scripts/axe.sh in src pins (axe-core@4.x.y), as it writes it to
+// .cache/axe/version.
+func axePin(t *testing.T, src string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(src, "axe.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^SPEC=(\S+)$`).FindSubmatch(data)
+	if m == nil {
+		t.Fatal("scripts/axe.sh pins no SPEC=")
+	}
+	return string(m[1])
 }
 
 // pathWithoutGo is $PATH with no go or gofmt on it: a directory that holds one is replaced
