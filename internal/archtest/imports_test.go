@@ -176,6 +176,8 @@ var rules = []rule{
 	{"internal/archtest", nil},
 	{"internal/scripttest", nil},
 	{"internal/testpeer", nil},
+	// pages in headless Chromium, checked by axe-core: for tests only, like testpeer
+	{"internal/pagetest", []string{"internal/testpeer"}},
 }
 
 // ruleFor is the most specific rule matching package from, if any.
@@ -305,7 +307,7 @@ var thirdParties = []thirdParty{
 	{"github.com/google/go-cmp", []string{"internal/store/storetest"}, []string{"..."}},
 	{"go.uber.org/goleak", []string{"internal/carrier/carriertest", "internal/stt/stttest", "internal/tts/ttstest",
 		"internal/agent/agenttest", "internal/voice/voicetest"}, []string{"..."}},
-	{"github.com/chromedp/chromedp", nil, []string{"internal/cli"}},
+	{"github.com/chromedp/chromedp", []string{"internal/pagetest"}, []string{"internal/cli"}},
 }
 
 // standard reports whether an import path is the standard library's (no dot in its first
@@ -373,6 +375,8 @@ func TestRulesCatchWrongArrows(t *testing.T) {
 		{"internal/jobs", "internal/web"},
 		{"internal/doctor", "internal/voice"},
 		{"internal/call", "internal/testpeer"},
+		{"internal/call", "internal/pagetest"},
+		{"internal/pagetest", "internal/browser"},
 		{"internal/newpackage", "internal/voice"}, // no rule: denied
 		{"internal/agent/openclaw", "internal/agent"},
 		{"internal/jobs", "internal/carrier/twilio"},
@@ -441,6 +445,8 @@ func TestThirdPartyRulesCatchWrongImports(t *testing.T) {
 		{"internal/call", "go.uber.org/goleak", true, true},
 		{"internal/call", "go.uber.org/goleak", false, false},
 		{"internal/cli", "github.com/chromedp/chromedp", false, false},
+		{"internal/pagetest", "github.com/chromedp/chromedp", false, true},
+		{"internal/browser", "github.com/chromedp/chromedp", false, false},
 		{"internal/call", "example.com/unknown", true, false},
 	} {
 		if got := thirdPartyAllowed(c.from, c.path, c.test); got != c.want {

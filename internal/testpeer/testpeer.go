@@ -1,7 +1,7 @@
 // Package testpeer is the one way a test reaches for a peer: something outside the module
 // it needs (PostgreSQL, the engine files, recorded speech, the OpenClaw install, Chromium,
-// espeak-ng, flite: the Peer values below). Handset's tests come in two tiers. The fast
-// tier (`go test -short ./...`) needs only Go: a missing peer skips the test with the
+// axe-core, espeak-ng, flite: the Peer values below). Handset's tests come in two tiers.
+// The fast tier (`go test -short ./...`) needs only Go: a missing peer skips the test with the
 // command that installs it, and a slow test skips. The full tier (scripts/test.sh) sets
 // HANDSET_TEST_FULL=1, which turns every such skip into a failure, so a peer that went
 // missing cannot pass unseen. Import it only from tests and their helpers.
@@ -36,6 +36,7 @@ var (
 	SphinxEnUS     = Peer{"the PocketSphinx US English model", "sudo apt-get install pocketsphinx-en-us"}
 	OpenClaw       = Peer{"the OpenClaw install in .cache/openclaw", "./scripts/openclaw.sh"}
 	Chromium       = Peer{"chromium", "sudo apt-get install chromium"}
+	AxeCore        = Peer{"axe-core in .cache/axe (the accessibility checker page tests run)", "./scripts/axe.sh"}
 	Espeak         = Peer{"espeak-ng", "sudo apt-get install espeak-ng"}
 	Flite          = Peer{"flite", "sudo apt-get install flite"}
 	Bash           = Peer{"bash", "sudo apt-get install bash"}
