@@ -5,15 +5,14 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/handset-voice/handset/internal/pagetest"
 	"github.com/handset-voice/handset/internal/sim/browsercaller"
-	"github.com/handset-voice/handset/internal/testpeer"
 )
 
 // TestDemoInChromiumWithToken: `handset demo` with HANDSET_BROWSER_TOKEN, in a real
@@ -21,7 +20,6 @@ import (
 // clean URL with its access cookie, and its socket (same origin, the cookie) is let in; a
 // call refused for HANDSET_BROWSER_MAX_CALLS shows why on the page.
 func TestDemoInChromiumWithToken(t *testing.T) {
-	browserPath := testpeer.Program(t, "chromium", testpeer.Chromium)
 	const token = "demo-access-0123456789abcdef"
 	saved := demoProbes
 	demoProbes = []runtimeProbe{{runtime: "hermes", label: "Hermes Agent", url: "http://127.0.0.1:9"}}
@@ -58,24 +56,11 @@ func TestDemoInChromiumWithToken(t *testing.T) {
 		t.Errorf("the demo did not say to open the access link, or showed the token:\n%s", out)
 	}
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(browserPath),
-		chromedp.NoSandbox,
-		chromedp.Flag("use-fake-ui-for-media-stream", true),
-		chromedp.Flag("use-fake-device-for-media-stream", true),
-		chromedp.Flag("autoplay-policy", "no-user-gesture-required"),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.WindowSize(1000, 800),
-	)
-	allocCtx, stopAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer stopAlloc()
-	bctx, stopBrowser := chromedp.NewContext(allocCtx)
-	defer stopBrowser()
-	bctx, stopTimeout := context.WithTimeout(bctx, 120*time.Second)
-	defer stopTimeout()
+	bctx, stopBrowser := pagetest.Start(t, pagetest.Options{FakeMedia: true})
+	defer stopBrowser() // before the demo stops
 	failed := func(format string, args ...any) {
 		t.Helper()
-		screenshot(t, bctx, filepath.Join(artifactDir(t), "demo-chromium-token-failed.png"))
+		pagetest.Screenshot(t, bctx, "demo-chromium-token-failed.png")
 		t.Fatalf(format+"\n%s", append(args, logs.String())...)
 	}
 
@@ -137,7 +122,8 @@ func TestDemoInChromiumWithToken(t *testing.T) {
 	if want := "Handset could not take the call: too many browser calls at once (the limit is 1): try again later"; view.Notice != want {
 		failed("the refused call's notice is %q, want %q", view.Notice, want)
 	}
-	screenshot(t, bctx, filepath.Join(artifactDir(t), "demo-chromium-refused.png"))
+	// The refusal's notice is part of the page a person reads.
+	pagetest.CheckAccessibility(t, bctx, "demo-chromium-refused")
 
 	// Once the other call ends, its place is the page's (the place comes back as the call's
 	// handler returns: a refusal meanwhile is tried again).
@@ -159,7 +145,7 @@ func TestDemoInChromiumWithToken(t *testing.T) {
 			failed("the call was refused: %+v", view)
 		}
 	}
-	screenshot(t, bctx, filepath.Join(artifactDir(t), "demo-chromium-token.png"))
+	pagetest.Screenshot(t, bctx, "demo-chromium-token.png")
 	if err := chromedp.Do(bctx, chromedp.Click("#hangup")); err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,22 +16,8 @@ import (
 	"github.com/handset-voice/handset/internal/audio/audiotest"
 	"github.com/handset-voice/handset/internal/audio/wav"
 	"github.com/handset-voice/handset/internal/obs"
-	"github.com/handset-voice/handset/internal/testpeer"
+	"github.com/handset-voice/handset/internal/pagetest"
 )
-
-// artifactDir is where tests leave files for people (screenshots): $HANDSET_TEST_ARTIFACTS,
-// or test-artifacts/ at the top of the repository.
-func artifactDir(t *testing.T) string {
-	t.Helper()
-	dir := os.Getenv("HANDSET_TEST_ARTIFACTS")
-	if dir == "" {
-		dir = filepath.Join(filepath.Dir(filepath.Dir(repoEngines(t))), "test-artifacts")
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
 
 // pageView is what the test reads off the call page.
 type pageView struct {
@@ -57,8 +42,6 @@ const readPage = `JSON.stringify({
 // real headless Chromium whose microphone is a flite-spoken WAV. The page shows the
 // caller's words transcribed, the agent's reply, and that the reply's audio played.
 func TestDemoInChromium(t *testing.T) {
-	browserPath := testpeer.Program(t, "chromium", testpeer.Chromium)
-	artifacts := artifactDir(t)
 	// The fake microphone loops the file: speech, then a long pause.
 	speech := fliteSpeech(t, "slt", "please book a table for two at seven", 16000)
 	mic := audiotest.Concat(audiotest.Silence(16000, 2500*time.Millisecond), speech, audiotest.Silence(16000, 6*time.Second))
@@ -102,26 +85,17 @@ func TestDemoInChromium(t *testing.T) {
 		t.Errorf("demo did not say what it chose and where to go:\n%s", out)
 	}
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(browserPath),
-		chromedp.NoSandbox, // CI runs as root
-		chromedp.Flag("use-fake-ui-for-media-stream", true),
-		chromedp.Flag("use-fake-device-for-media-stream", true),
-		chromedp.Flag("use-file-for-fake-audio-capture", micPath),
-		chromedp.Flag("autoplay-policy", "no-user-gesture-required"),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.WindowSize(1000, 800),
-	)
-	allocCtx, stopAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer stopAlloc()
-	bctx, stopBrowser := chromedp.NewContext(allocCtx)
-	defer stopBrowser()
-	bctx, stopTimeout := context.WithTimeout(bctx, 120*time.Second)
-	defer stopTimeout()
+	bctx, stopBrowser := pagetest.Start(t, pagetest.Options{Microphone: micPath})
+	defer stopBrowser() // before the demo stops
 
+	// The page is checked as a person meets it: before the call, and in it.
 	url := "http://" + addr + "/"
-	if err := chromedp.Do(bctx, chromedp.Navigate(url), chromedp.WaitVisible("#call"), chromedp.Click("#call")); err != nil {
+	if err := chromedp.Do(bctx, chromedp.Navigate(url), chromedp.WaitVisible("#call")); err != nil {
 		t.Fatalf("open %s: %v", url, err)
+	}
+	pagetest.CheckAccessibility(t, bctx, "demo-chromium-idle")
+	if err := chromedp.Do(bctx, chromedp.Click("#call")); err != nil {
+		t.Fatalf("click Call: %v", err)
 	}
 	var view pageView
 	read := func() {
@@ -145,12 +119,12 @@ func TestDemoInChromium(t *testing.T) {
 	for read(); !done(); read() {
 		select {
 		case <-bctx.Done():
-			screenshot(t, bctx, filepath.Join(artifacts, "demo-chromium-failed.png"))
+			pagetest.Screenshot(t, bctx, "demo-chromium-failed.png")
 			t.Fatalf("the page never showed a transcribed turn and its played reply: %+v\n%s", view, logs.String())
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
-	screenshot(t, bctx, filepath.Join(artifacts, "demo-chromium.png"))
+	pagetest.CheckAccessibility(t, bctx, "demo-chromium")
 	t.Logf("page: %+v", view)
 	if err := chromedp.Do(bctx, chromedp.Click("#hangup")); err != nil {
 		t.Fatal(err)
@@ -175,19 +149,6 @@ func TestDemoInChromium(t *testing.T) {
 		t.Logf("turn %d %q -> %q: speech end to first reply audio %.0f ms (endpoint %.0f + response %.0f)",
 			turn.Turn, turn.Caller, turn.Reply, turn.EndpointMS+turn.ResponseMS, turn.EndpointMS, turn.ResponseMS)
 	}
-}
-
-func screenshot(t *testing.T, ctx context.Context, path string) {
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-	if err != nil {
-		t.Logf("screenshot: %v", err)
-		return
-	}
-	if err := os.WriteFile(path, png, 0o644); err != nil {
-		t.Logf("screenshot: %v", err)
-		return
-	}
-	t.Logf("screenshot saved: %s", path)
 }
 
 func pcmBytes(pcm []int16) []byte {
