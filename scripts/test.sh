@@ -70,7 +70,8 @@ stage "go test -tags embedded (offline engines linked through cgo)" \
 	env CGO_ENABLED=1 go test -race -count=1 -tags embedded ./internal/audio/vad/... ./internal/stt/sphinx/ ./internal/tts/...
 
 # The whole-call tests that need the engines: real speech through each VAD, an offline
-# phone call, barge-in at phone levels with Silero, and the demo in headless Chromium (its screenshot lands in test-artifacts/).
+# phone call, barge-in at phone levels with Silero, and the demo in headless Chromium (its
+# screenshots land in test-artifacts/, and axe-core checks the page for accessibility).
 stage "whole calls with the engines, headless Chromium included" \
 	env CGO_ENABLED=1 go test -race -count=1 -tags embedded \
 	-run 'TestRealSpeechThroughEachVAD|TestVADSelection|TestOfflinePhoneCall|TestDemoInChromium|TestVersionReportsEngines' ./internal/cli/ ./internal/gateway/
