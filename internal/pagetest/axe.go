@@ -192,7 +192,7 @@ var axeText struct {
 // missing, the test ends as testpeer.Missing says.
 func AxeScript(t testing.TB) string {
 	t.Helper()
-	root, err := moduleRoot()
+	root, err := testpeer.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/handset-voice/handset/internal/testpeer"
 )
 
 // results is an audit in the form runAxe returns it: one element inside shadow DOM.
@@ -112,7 +114,7 @@ func TestArtifactDir(t *testing.T) {
 	}
 
 	t.Setenv(ArtifactsEnv, "")
-	root, err := moduleRoot()
+	root, err := testpeer.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,6 @@ package pagetest
 
 import (
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -87,7 +86,7 @@ func ArtifactDir(t testing.TB) string {
 	t.Helper()
 	dir := os.Getenv(ArtifactsEnv)
 	if dir == "" {
-		root, err := moduleRoot()
+		root, err := testpeer.ModuleRoot()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -115,23 +114,4 @@ func Screenshot(t testing.TB, ctx context.Context, name string) string {
 	}
 	t.Logf("screenshot saved: %s", path)
 	return path
-}
-
-// moduleRoot is the directory holding go.mod, above the working directory (a test's
-// working directory is its package's).
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("pagetest: no go.mod above the working directory")
-		}
-		dir = parent
-	}
 }

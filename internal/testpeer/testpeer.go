@@ -8,10 +8,12 @@
 package testpeer
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
 )
 
@@ -113,4 +115,24 @@ func NowhereURL(t testing.TB) string {
 		t.Fatal(err)
 	}
 	return "http://" + addr
+}
+
+// ModuleRoot is the top of the checkout: the nearest directory at or above the working
+// directory (a test's is its package's) that holds go.mod. The scripts install peers under
+// its .cache.
+func ModuleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("no go.mod at or above the working directory")
+		}
+		dir = parent
+	}
 }

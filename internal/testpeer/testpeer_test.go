@@ -177,3 +177,25 @@ func TestNowhereURLRefusesConnections(t *testing.T) {
 		t.Errorf("GET %s: %v, want connection refused", u, err)
 	}
 }
+
+func TestModuleRoot(t *testing.T) {
+	here, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if filepath.Join(root, "internal", "testpeer") != here {
+		t.Errorf("ModuleRoot from %s = %s", here, root)
+	}
+	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
+		t.Errorf("ModuleRoot %s: %v", root, err)
+	}
+
+	t.Chdir(t.TempDir())
+	if root, err := ModuleRoot(); err == nil {
+		t.Errorf("ModuleRoot outside any module = %s", root)
+	}
+}

@@ -181,20 +181,11 @@ func (g *Gateway) removeLocks() int {
 // Root returns the repository root: the nearest directory at or above the working
 // directory that holds go.mod.
 func Root() (string, error) {
-	dir, err := os.Getwd()
+	root, err := testpeer.ModuleRoot()
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("realopenclaw: %w", err)
 	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("realopenclaw: no go.mod above the working directory")
-		}
-		dir = parent
-	}
+	return root, nil
 }
 
 // Install locates the pinned node binary and the openclaw entry point under root.

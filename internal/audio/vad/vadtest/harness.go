@@ -2,6 +2,7 @@ package vadtest
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -141,20 +142,11 @@ func EnginesDir() (string, error) {
 	if d := os.Getenv("HANDSET_ENGINES_DIR"); d != "" {
 		return d, nil
 	}
-	dir, err := os.Getwd()
+	root, err := testpeer.ModuleRoot()
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("vadtest: %w; set HANDSET_ENGINES_DIR", err)
 	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, ".cache", "engines"), nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("vadtest: no go.mod above the working directory; set HANDSET_ENGINES_DIR")
-		}
-		dir = parent
-	}
+	return filepath.Join(root, ".cache", "engines"), nil
 }
 
 // EngineFile is the path of the engine file name (for example "fvad.wasm") in EnginesDir.
