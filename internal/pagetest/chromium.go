@@ -1,7 +1,7 @@
 // Package pagetest tests web pages as a person meets them: in a real headless Chromium
 // (Start), with a full-page screenshot left in test-artifacts/ for people to look at
 // (Screenshot), and checked by axe-core, the accessibility checker, run inside the page
-// (Audit, CheckAccessibility). Chromium and axe-core are peers (internal/testpeer): missing,
+// (RunAxe, CheckAccessibility). Chromium and axe-core are peers (internal/testpeer): missing,
 // they skip a test in the fast tier and fail it in the full tier. Import it only from tests.
 package pagetest
 
