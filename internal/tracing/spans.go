@@ -192,37 +192,40 @@ func (t *turnMarks) add(e *obs.Event) {
 
 // emit turns one finished call into spans and ends them into tracer's processor. The
 // figures come from obs: the verdict from obs.Diagnose, the turns' latencies from
-// obs.Trace (obs.Turns), and each stage span starts and ends at the very events those
-// figures are measured between.
+// obs.Turns, and each stage span starts and ends at the very events those figures are
+// measured between.
 func emit(tracer trace.Tracer, c callEvents) {
 	if len(c.events) == 0 {
 		return
 	}
 	ix := indexJournal(c.events)
-	tr := obs.Trace(c.events)
+	turns := obs.Turns(c.events)
 	verdict := obs.Diagnose(c.events)
-	for i := range tr.Turns {
-		if t := ix.turns[tr.Turns[i].Turn]; t != nil && t.commit != nil {
-			t.summary = &tr.Turns[i]
+	for i := range turns {
+		if t := ix.turns[turns[i].Turn]; t != nil && t.commit != nil {
+			t.summary = &turns[i]
 		}
 	}
-	callStart, callEnd := c.events[0].TS, c.events[len(c.events)-1].TS
+	start := obs.Event{TS: c.events[0].TS} // a journal that lost its call.start still has a trace
 	if ix.start != nil {
-		callStart = ix.start.TS
+		start = *ix.start
 	}
+	callEnd := c.events[len(c.events)-1].TS
 	attrs := []attribute.KeyValue{
 		attribute.String(AttrCallID, c.id),
-		attribute.String(AttrCarrier, tr.Carrier),
-		attribute.String(AttrDirection, tr.Direction),
-		attribute.String(AttrAgent, tr.Agent),
-		attribute.String(AttrSTT, tr.STT),
-		attribute.String(AttrTTS, tr.TTS),
-		attribute.Int(AttrTurns, len(tr.Turns)),
+		attribute.String(AttrCarrier, start.Carrier),
+		attribute.String(AttrDirection, start.Direction),
+		attribute.String(AttrAgent, start.Agent),
+		attribute.String(AttrSTT, start.STT),
+		attribute.String(AttrTTS, start.TTS),
+		attribute.Int(AttrTurns, len(turns)),
 	}
-	attrs = appendNonEmpty(attrs, AttrCallerHash, tr.CallerHash)
-	attrs = appendNonEmpty(attrs, AttrCaller, tr.Caller)
-	attrs = appendNonEmpty(attrs, AttrAttestation, tr.Attestation)
-	attrs = appendNonEmpty(attrs, AttrEndReason, tr.EndReason)
+	attrs = appendNonEmpty(attrs, AttrCallerHash, start.CallerHash)
+	attrs = appendNonEmpty(attrs, AttrCaller, start.Caller)
+	attrs = appendNonEmpty(attrs, AttrAttestation, start.Attestation)
+	if ix.end != nil {
+		attrs = appendNonEmpty(attrs, AttrEndReason, ix.end.Reason)
+	}
 	attrs = appendNonEmpty(attrs, AttrBrokenStage, verdict.Stage)
 	if verdict.Stage != "" {
 		attrs = append(attrs, attribute.String(AttrProblem, verdict.Problem))
@@ -230,7 +233,7 @@ func emit(tracer trace.Tracer, c callEvents) {
 	if c.omitted > 0 {
 		attrs = append(attrs, attribute.Int(AttrEventsOmitted, c.omitted))
 	}
-	ctx, root := tracer.Start(context.Background(), SpanCall, trace.WithTimestamp(callStart),
+	ctx, root := tracer.Start(context.Background(), SpanCall, trace.WithTimestamp(start.TS),
 		trace.WithAttributes(attrs...), trace.WithSpanKind(trace.SpanKindServer))
 	for _, e := range ix.notable {
 		addEvent(root, e)

@@ -118,13 +118,14 @@ func TestExportsToACollector(t *testing.T) {
 	}
 }
 
-// TestTracesEndpointAsGiven: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is the full address; the
-// SDK reads it from the process's environment.
+// TestTracesEndpointAsGiven: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is the full address, and
+// the SDK's other variables apply (read from the process's environment).
 func TestTracesEndpointAsGiven(t *testing.T) {
 	col := tracingtest.New()
 	defer col.Close()
 	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", col.URL()+"/v1/traces")
 	t.Setenv("OTEL_SERVICE_NAME", "front-desk")
+	t.Setenv("OTEL_EXPORTER_OTLP_COMPRESSION", "gzip")
 	x, err := New(Options{Logger: quietLog})
 	if err != nil || x == nil {
 		t.Fatalf("New = %v, %v", x, err)
@@ -139,6 +140,9 @@ func TestTracesEndpointAsGiven(t *testing.T) {
 	}
 	if got := spans[0].Resource["service.name"]; got != "front-desk" {
 		t.Errorf("service.name %v, want OTEL_SERVICE_NAME's front-desk", got)
+	}
+	if accepted, _ := col.Requests(); col.Gzipped() != accepted {
+		t.Errorf("%d of %d requests gzip-compressed, want all (OTEL_EXPORTER_OTLP_COMPRESSION)", col.Gzipped(), accepted)
 	}
 }
 

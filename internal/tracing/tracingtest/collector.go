@@ -41,6 +41,7 @@ type Collector struct {
 	held     chan struct{} // non-nil: requests wait until it is closed
 	accepted int
 	refused  int
+	gzipped  int // requests taken that came gzip-compressed
 	changed  chan struct{} // closed and replaced whenever a request is answered
 }
 
@@ -120,6 +121,9 @@ func (c *Collector) traces(w http.ResponseWriter, r *http.Request) {
 	}
 	c.received = append(c.received, req.GetResourceSpans()...)
 	c.accepted++
+	if r.Header.Get("Content-Encoding") == "gzip" {
+		c.gzipped++
+	}
 	c.notify()
 	c.mu.Unlock()
 	body, err := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
@@ -178,6 +182,13 @@ func (c *Collector) Requests() (accepted, refused int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.accepted, c.refused
+}
+
+// Gzipped says how many of the requests taken came gzip-compressed.
+func (c *Collector) Gzipped() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.gzipped
 }
 
 // ResourceSpans is everything received so far, as sent.
