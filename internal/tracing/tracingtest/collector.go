@@ -41,7 +41,7 @@ type Collector struct {
 	held     chan struct{} // non-nil: requests wait until it is closed
 	accepted int
 	refused  int
-	gzipped  int // requests taken that came gzip-compressed
+	gzipped  int           // requests taken that came gzip-compressed
 	changed  chan struct{} // closed and replaced whenever a request is answered
 }
 
