@@ -94,14 +94,7 @@ func New(o Options) (*Exporter, error) {
 		return nil, nil
 	}
 	log := cmp.Or(o.Logger, slog.Default())
-	var opts []otlptracehttp.Option
-	if o.getenv(envTracesEndpoint) == "" {
-		// The SDK reads OTEL_EXPORTER_OTLP_ENDPOINT itself, but the setting may come from
-		// the configuration file: the traces' path goes on the base address, as the
-		// variable's own rules say.
-		opts = append(opts, otlptracehttp.WithEndpointURL(strings.TrimSuffix(o.Endpoint, "/")+"/v1/traces"))
-	}
-	exp, err := otlptracehttp.New(context.Background(), opts...)
+	exp, err := otlptracehttp.New(context.Background(), o.exporterOptions()...)
 	if err != nil {
 		return nil, fmt.Errorf("OpenTelemetry exporter: %w", err)
 	}

@@ -198,3 +198,32 @@ func TestStuckCollectorNeverBlocksCalls(t *testing.T) {
 		t.Fatalf("Close: %v", err)
 	}
 }
+
+// TestProbe: the probe's empty export is taken by a collector, and fails, at once, on
+// one that refuses it or on an address where nothing listens.
+func TestProbe(t *testing.T) {
+	col := tracingtest.New()
+	defer col.Close()
+	o := Options{Endpoint: col.URL() + "/", Getenv: environ()}
+	if got, want := o.Address(), col.URL()+"/v1/traces"; got != want {
+		t.Errorf("Address = %q, want %q", got, want)
+	}
+	if err := Probe(t.Context(), o); err != nil {
+		t.Fatalf("Probe: %v", err)
+	}
+	if accepted, _ := col.Requests(); accepted != 1 {
+		t.Errorf("the collector took %d requests, want the probe's", accepted)
+	}
+	col.Refuse(tracingtest.Refusal{Status: 503, RetryAfter: "30"})
+	if err := Probe(t.Context(), o); err == nil {
+		t.Error("Probe of a refusing collector succeeded")
+	}
+	if _, refused := col.Requests(); refused != 1 {
+		t.Errorf("%d probes refused, want 1: no retry", refused)
+	}
+	gone := tracingtest.New()
+	gone.Close()
+	if err := Probe(t.Context(), Options{Endpoint: gone.URL(), Getenv: environ()}); err == nil {
+		t.Error("Probe of a closed address succeeded")
+	}
+}
