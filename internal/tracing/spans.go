@@ -21,7 +21,6 @@ const (
 	SpanAgent          = "agent"             // the request → the reply complete (or failed)
 	SpanTTSFirstByte   = "tts.first_byte"    // the first sentence sent to the voice → its first audio
 	SpanPlayout        = "playout"           // the first audio on the wire → played to the end, or interrupted
-	attrPrefix         = "handset."
 	canceledKind       = "canceled"
 	greetingTurnNumber = 0
 )
@@ -50,14 +49,16 @@ type turnMarks struct {
 	notable                []*obs.Event
 }
 
-// start is when the turn began: the caller's speech ending, or the first milestone there is.
+// start is when the turn began: the earliest of the caller's speech ending, the final
+// transcript and the commit, or (the greeting) its first milestone.
 func (t *turnMarks) start() (time.Time, bool) {
+	var from time.Time
 	for _, e := range []*obs.Event{t.speechEnd, t.final, t.commit, t.request, t.ttsRequest, t.firstAudio} {
-		if e != nil {
-			return e.TS, true
+		if e != nil && (from.IsZero() || e.TS.Before(from)) {
+			from = e.TS
 		}
 	}
-	return time.Time{}, false
+	return from, !from.IsZero()
 }
 
 // journalIndex is the call's journal read once for its spans.
@@ -238,8 +239,13 @@ func emit(tracer trace.Tracer, c callEvents) {
 	for _, e := range ix.notable {
 		addEvent(root, e)
 	}
-	for _, t := range ix.order {
-		emitTurn(ctx, tracer, t, callEnd)
+	for i, t := range ix.order {
+		// A turn that never finished playing lasts until the next caller turn, or the end.
+		until := callEnd
+		if i+1 < len(ix.order) && ix.order[i+1].commit != nil {
+			until = ix.order[i+1].commit.TS
+		}
+		emitTurn(ctx, tracer, t, until)
 	}
 	if verdict.Stage != "" {
 		root.SetStatus(codes.Error, verdict.Stage+": "+verdict.Problem)
@@ -247,13 +253,14 @@ func emit(tracer trace.Tracer, c callEvents) {
 	root.End(trace.WithTimestamp(callEnd))
 }
 
-// emitTurn makes a turn's span and its stage spans, each where the journal has both ends.
-func emitTurn(ctx context.Context, tracer trace.Tracer, t *turnMarks, callEnd time.Time) {
+// emitTurn makes a turn's span and its stage spans, each where the journal has both ends;
+// superseded is when the turn stopped being current, should it not have played to its end.
+func emitTurn(ctx context.Context, tracer trace.Tracer, t *turnMarks, superseded time.Time) {
 	from, ok := t.start()
 	if !ok {
 		return
 	}
-	until := callEnd
+	until := superseded
 	if t.playoutEnd != nil {
 		until = t.playoutEnd.TS
 	}
@@ -293,8 +300,8 @@ func emitTurn(ctx context.Context, tracer trace.Tracer, t *turnMarks, callEnd ti
 	stage(SpanAgent, t.request, t.agentEnd, agentFailed)
 	stage(SpanTTSFirstByte, t.ttsRequest, t.ttsByte, "")
 	playoutEnd := t.playoutEnd
-	if playoutEnd == nil && t.firstAudio != nil && !callEnd.Before(t.firstAudio.TS) {
-		playoutEnd = &obs.Event{TS: callEnd} // the call ended while it played
+	if playoutEnd == nil && t.firstAudio != nil {
+		playoutEnd = &obs.Event{TS: superseded} // the next turn, or the call's end, cut it short
 	}
 	stage(SpanPlayout, t.firstAudio, playoutEnd, "", attribute.Bool(AttrInterrupted, t.interrupted))
 	for _, e := range t.notable {

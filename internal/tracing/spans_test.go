@@ -273,3 +273,22 @@ func TestFollowBoundsAPathologicalCall(t *testing.T) {
 		t.Error("the call span does not end at call.end")
 	}
 }
+
+// TestUnfinishedTurnEndsAtTheNext: a turn that never played to its end (its agent failed
+// and nothing was spoken) lasts until the next caller turn is committed, not to the
+// call's end.
+func TestUnfinishedTurnEndsAtTheNext(t *testing.T) {
+	s := newScript().greeting()
+	s.asks(1).after(1, obs.Event{Type: obs.AgentRequest, Turn: 1}).
+		after(250, obs.Event{Type: obs.AgentError, Turn: 1, Kind: "http", Message: "502 Bad Gateway"})
+	s.asks(2)
+	commit2 := s.events[len(s.events)-1].TS
+	s.answers(2).played(2)
+	tr := treeOf(t, recorded(t, s.ends("caller_hangup"), 0))
+	if got := tr.turns[1].EndTime(); !got.Equal(commit2) {
+		t.Errorf("turn 1 ends at %v, want turn 2's commit at %v", got, commit2)
+	}
+	if tr.stages[1][SpanPlayout] != nil || tr.stages[1][SpanAgent] == nil {
+		t.Errorf("turn 1's stages: %v, want the failed agent span and no playout", tr.stages[1])
+	}
+}
