@@ -59,6 +59,25 @@ func played(t *testing.T, ctx context.Context, c *twiliocaller.Call, mark string
 	}
 }
 
+// greetedCall: a call that hears the greeting and hangs up.
+func greetedCall(t *testing.T, ctx context.Context, gw *Gateway) {
+	t.Helper()
+	c := dialTwilio(t, ctx, gw)
+	played(t, ctx, c, "t0-end")
+	hangUp(t, c)
+}
+
+// callSpans counts the call spans among spans.
+func callSpans(spans []tracingtest.Span) int {
+	n := 0
+	for _, s := range spans {
+		if s.Name == tracing.SpanCall {
+			n++
+		}
+	}
+	return n
+}
+
 func hangUp(t *testing.T, c *twiliocaller.Call) {
 	t.Helper()
 	if err := c.Hangup(); err != nil {
@@ -110,14 +129,7 @@ func TestCallTrace(t *testing.T) {
 	played(t, ctx, c, "t2-end")
 	hangUp(t, c)
 
-	if err := col.WaitFor(ctx, func(spans []tracingtest.Span) bool {
-		for _, s := range spans {
-			if s.Name == tracing.SpanCall {
-				return true
-			}
-		}
-		return false
-	}); err != nil {
+	if err := col.WaitFor(ctx, func(spans []tracingtest.Span) bool { return callSpans(spans) == 1 }); err != nil {
 		t.Fatal(err)
 	}
 	id, events := onlyJournal(t, cfg)
@@ -199,28 +211,16 @@ func TestRefusingCollectorDoesNotHoldCalls(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second) // a safety net
 	defer cancel()
 
-	first := dialTwilio(t, ctx, gw)
-	played(t, ctx, first, "t0-end")
-	hangUp(t, first)
+	greetedCall(t, ctx, gw)
 	// The first call's spans are on their way to a collector that does not answer; the
 	// next call is answered and ends all the same.
-	second := dialTwilio(t, ctx, gw)
-	played(t, ctx, second, "t0-end")
-	hangUp(t, second)
+	greetedCall(t, ctx, gw)
 	if accepted, refused := col.Requests(); accepted+refused != 0 {
 		t.Fatalf("the collector answered %d requests while held", accepted+refused)
 	}
 
 	col.Release()
-	if err := col.WaitFor(ctx, func(spans []tracingtest.Span) bool {
-		n := 0
-		for _, s := range spans {
-			if s.Name == tracing.SpanCall {
-				n++
-			}
-		}
-		return n == 2
-	}); err != nil {
+	if err := col.WaitFor(ctx, func(spans []tracingtest.Span) bool { return callSpans(spans) == 2 }); err != nil {
 		t.Fatal(err)
 	}
 	if _, refused := col.Requests(); refused != 1 {
@@ -239,9 +239,7 @@ func TestCloseFlushesTraces(t *testing.T) {
 	gw, stop := serveGateway(t, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second) // a safety net
 	defer cancel()
-	c := dialTwilio(t, ctx, gw)
-	played(t, ctx, c, "t0-end")
-	hangUp(t, c)
+	greetedCall(t, ctx, gw)
 	begun := time.Now()
 	stop()
 	if took := time.Since(begun); took > tracingFlushWithin+5*time.Second {

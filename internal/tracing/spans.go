@@ -152,36 +152,31 @@ func (ix *journalIndex) turnOf(e *obs.Event) *turnMarks {
 }
 
 func (t *turnMarks) add(e *obs.Event) {
+	first := func(p **obs.Event) {
+		if *p == nil {
+			*p = e
+		}
+	}
 	switch e.Type {
 	case obs.AgentRequest:
 		t.request, t.agentEnd = e, nil
 	case obs.AgentFirstToken:
 		t.firstToken = e
 	case obs.AgentDone, obs.AgentError:
-		if t.agentEnd == nil && t.request != nil && e.Kind != canceledKind {
-			t.agentEnd = e
+		if t.request != nil && e.Kind != canceledKind {
+			first(&t.agentEnd)
 		}
 	case obs.TTSRequest:
-		if t.ttsRequest == nil {
-			t.ttsRequest = e
-		}
+		first(&t.ttsRequest)
 	case obs.TTSFirstByte:
-		if t.ttsByte == nil {
-			t.ttsByte = e
-		}
+		first(&t.ttsByte)
 	case obs.PlayoutFirstAudio:
-		if t.firstAudio == nil {
-			t.firstAudio = e
-		}
+		first(&t.firstAudio)
 	case obs.PlayoutDone:
-		if t.playoutEnd == nil {
-			t.playoutEnd = e
-		}
+		first(&t.playoutEnd)
 	case obs.TurnInterrupted:
 		t.interrupted = true
-		if t.playoutEnd == nil {
-			t.playoutEnd = e
-		}
+		first(&t.playoutEnd)
 	}
 	if failure(e) && t.failed == nil {
 		t.failed = e
