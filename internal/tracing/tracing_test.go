@@ -227,3 +227,24 @@ func TestProbe(t *testing.T) {
 		t.Error("Probe of a closed address succeeded")
 	}
 }
+
+// TestCloseIsBounded: Close gives a stuck collector no more than its context's time, and
+// says the spans did not all go.
+func TestCloseIsBounded(t *testing.T) {
+	col := tracingtest.New()
+	defer col.Close()
+	col.Hold()
+	x := exportTo(t, col)
+	play(x, "call-10", healthyCall())
+	const bound = 500 * time.Millisecond
+	ctx, cancel := context.WithTimeout(t.Context(), bound)
+	defer cancel()
+	begun := time.Now()
+	err := x.Close(ctx)
+	if took := time.Since(begun); took > bound+5*time.Second {
+		t.Errorf("Close took %v with a bound of %v", took, bound)
+	}
+	if err == nil {
+		t.Error("Close says all was exported to a collector that answered nothing")
+	}
+}
