@@ -17,7 +17,6 @@ const (
 	AttrEndReason     = "handset.call.end_reason"     // hangup, max_duration, …
 	AttrTurns         = "handset.call.turns"          // caller turns
 	AttrBrokenStage   = "handset.call.broken_stage"   // diagnose's first broken stage
-	AttrProblem       = "handset.call.problem"        // what diagnose found wrong there
 	AttrEventsOmitted = "handset.call.events_omitted" // journal events past the trace's bound
 
 	// the turn span (the figures are obs.Turns', in milliseconds to a tenth)

@@ -222,10 +222,8 @@ func emit(tracer trace.Tracer, c callEvents) {
 	if ix.end != nil {
 		attrs = appendNonEmpty(attrs, AttrEndReason, ix.end.Reason)
 	}
+	// Only the stage: diagnose's words about it may quote the caller.
 	attrs = appendNonEmpty(attrs, AttrBrokenStage, verdict.Stage)
-	if verdict.Stage != "" {
-		attrs = append(attrs, attribute.String(AttrProblem, verdict.Problem))
-	}
 	if c.omitted > 0 {
 		attrs = append(attrs, attribute.Int(AttrEventsOmitted, c.omitted))
 	}
@@ -243,7 +241,7 @@ func emit(tracer trace.Tracer, c callEvents) {
 		emitTurn(ctx, tracer, t, until)
 	}
 	if verdict.Stage != "" {
-		root.SetStatus(codes.Error, verdict.Stage+": "+verdict.Problem)
+		root.SetStatus(codes.Error, "the "+verdict.Stage+" stage is broken: handset diagnose "+c.id+" says why")
 	}
 	root.End(trace.WithTimestamp(callEnd))
 }
