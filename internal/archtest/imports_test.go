@@ -167,6 +167,9 @@ var rules = []rule{
 		"internal/session", "internal/store", "internal/voice"}},
 	{"internal/web/...", []string{"internal/jobs", "internal/obs", "internal/session", "internal/store", "internal/voice"}},
 	{"internal/bench/...", []string{"internal/obs", "internal/sim/..."}},
+	// each call's journal as an OpenTelemetry trace, and the fake collector its tests send to
+	{"internal/tracing", []string{"internal/obs", "internal/tracing/tracingtest"}},
+	{"internal/tracing/tracingtest", nil},
 
 	// the fakes and simulated callers tests and bench use
 	{"internal/sim/...", []string{"internal/audio/...", "internal/clock", "internal/voice", "internal/sim/..."}},
@@ -308,6 +311,9 @@ var thirdParties = []thirdParty{
 	{"go.uber.org/goleak", []string{"internal/carrier/carriertest", "internal/stt/stttest", "internal/tts/ttstest",
 		"internal/agent/agenttest", "internal/voice/voicetest"}, []string{"..."}},
 	{"github.com/chromedp/chromedp", []string{"internal/pagetest"}, []string{"internal/cli"}},
+	{"go.opentelemetry.io/otel", []string{"internal/tracing"}, nil},
+	{"go.opentelemetry.io/proto/otlp", []string{"internal/tracing/tracingtest"}, nil},
+	{"google.golang.org/protobuf", []string{"internal/tracing/tracingtest"}, nil},
 }
 
 // standard reports whether an import path is the standard library's (no dot in its first

@@ -30,7 +30,7 @@ func (d *doctorRun) checks() []doctor.Check {
 	var cs []doctor.Check
 	for _, part := range []func() []doctor.Check{
 		d.configChecks, d.agentChecks, d.agentTLSChecks, d.sttChecks, d.ttsChecks, d.vadChecks,
-		d.engineChecks, d.storeChecks, d.callerChecks, d.publicURLChecks,
+		d.engineChecks, d.storeChecks, d.callerChecks, d.publicURLChecks, d.tracingChecks,
 	} {
 		cs = append(cs, part()...)
 	}

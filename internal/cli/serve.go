@@ -47,7 +47,7 @@ func openGateway(ctx context.Context, env Env, cfg *config.Config) (*gateway.Gat
 	log := newLogger(env.Stderr, cfg)
 	warnSettings(log, cfg)
 	gateway.LogStartup(log, cfg)
-	return gateway.Open(ctx, cfg, gateway.Options{Logger: log, Jobs: true})
+	return gateway.Open(ctx, cfg, gateway.Options{Logger: log, Jobs: true, Version: buildVersion()})
 }
 
 // warnSettings logs each name cfg's sources hold that is not a setting, with the closest one.

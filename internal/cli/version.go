@@ -57,6 +57,13 @@ func describeBuild(ldVersion, ldCommit string, bi *debug.BuildInfo) (ver, rev st
 	return ver, rev
 }
 
+// buildVersion is this binary's version, as `handset version` says it.
+func buildVersion() string {
+	bi, _ := debug.ReadBuildInfo()
+	ver, _ := describeBuild(version, commit, bi)
+	return ver
+}
+
 func runVersion(_ context.Context, env Env, args []string) error {
 	fs, g := newFlagSet("version", env)
 	if err := parse(fs, args); err != nil {

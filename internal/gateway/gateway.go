@@ -31,6 +31,8 @@ type Options struct {
 	Listen string
 	// OnCall, when set, is told of every admitted call (simulate follows its call).
 	OnCall func(*call.Call)
+	// Version is this binary's version (the traces' service.version).
+	Version string
 }
 
 // Gateway is one node, open and listening, until Serve returns and Close frees it.
@@ -57,7 +59,7 @@ func Open(ctx context.Context, cfg *config.Config, o Options) (*Gateway, error) 
 		prov.release()
 		_ = st.Close()
 	}
-	srv, err := newServer(ctx, cfg, prov, st, log, serverOptions{jobs: o.Jobs})
+	srv, err := newServer(ctx, cfg, prov, st, log, serverOptions{jobs: o.Jobs, version: o.Version})
 	if err != nil {
 		release()
 		return nil, err
@@ -97,11 +99,12 @@ func (g *Gateway) Close() {
 }
 
 // stopServer ends what newServer started, for a server that will not serve: the calls'
-// context and the transcript writer (which must stop before the store closes). Serve ends
-// both itself; ending them twice is harmless.
+// context, the transcript writer (which must stop before the store closes) and the trace
+// export. Serve ends the first two itself; ending them twice is harmless.
 func stopServer(s *server) {
 	s.stopCalls()
 	s.lines.Close()
+	s.closeTracing()
 }
 
 // LogStartup says what an operator should know as a gateway starts: a browser page others

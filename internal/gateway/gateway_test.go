@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -29,7 +30,14 @@ const testTwilioToken = "test-auth-token"
 // adds settings. The fakes stop with the test.
 func fakesConfig(t *testing.T, extra ...string) *config.Config {
 	t.Helper()
-	stt := fakedeepgram.New(fakedeepgram.Options{Key: "dg-key"})
+	return fakesConfigHearing(t, nil, extra...)
+}
+
+// fakesConfigHearing is fakesConfig whose fake Deepgram hears the caller say transcripts,
+// one an utterance.
+func fakesConfigHearing(t *testing.T, transcripts []string, extra ...string) *config.Config {
+	t.Helper()
+	stt := fakedeepgram.New(fakedeepgram.Options{Key: "dg-key", Transcripts: transcripts})
 	tts := fakeelevenlabs.New(fakeelevenlabs.Options{Key: "el-key"})
 	agent := fakeopenai.New(fakeopenai.Options{Key: "agent-key"})
 	sttSrv, ttsSrv, agentSrv := httptest.NewServer(stt), httptest.NewServer(tts), httptest.NewServer(agent)
@@ -61,7 +69,14 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 // stops with the test.
 func serveWithFakes(t *testing.T, extra ...string) string {
 	t.Helper()
-	cfg := fakesConfig(t, extra...)
+	gw, _ := serveGateway(t, fakesConfig(t, extra...))
+	return "http://" + gw.Addr().String()
+}
+
+// serveGateway opens and serves a gateway on cfg; stop (also run when the test ends, once)
+// stops serving and closes it.
+func serveGateway(t *testing.T, cfg *config.Config) (gw *Gateway, stop func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	gw, err := Open(ctx, cfg, Options{Logger: quiet, Listen: "127.0.0.1:0"})
 	if err != nil {
@@ -70,14 +85,15 @@ func serveWithFakes(t *testing.T, extra ...string) string {
 	}
 	served := make(chan error, 1)
 	go func() { served <- gw.Serve(ctx, nil) }()
-	t.Cleanup(func() {
+	stop = sync.OnceFunc(func() {
 		cancel()
 		if err := <-served; err != nil {
 			t.Errorf("serve: %v", err)
 		}
 		gw.Close()
 	})
-	return "http://" + gw.Addr().String()
+	t.Cleanup(stop)
+	return gw, stop
 }
 
 // TestBrowserRate: one address starts only so many browser calls in a while; the next is

@@ -20,6 +20,7 @@ import (
 	"github.com/handset-voice/handset/internal/registry"
 	"github.com/handset-voice/handset/internal/session"
 	"github.com/handset-voice/handset/internal/store"
+	"github.com/handset-voice/handset/internal/tracing"
 	"github.com/handset-voice/handset/internal/turn"
 	"github.com/handset-voice/handset/internal/web"
 )
@@ -45,11 +46,13 @@ type server struct {
 	onCall    func(*call.Call)  // told of every admitted call (simulate follows its call)
 	lines     *store.LineWriter // every call's transcript lines, saved off the calls' goroutines
 	proxies   []netip.Prefix    // HANDSET_TRUSTED_PROXIES
+	traces    *tracing.Exporter // each call as an OpenTelemetry trace; nil when off
 }
 
 // serverOptions say which parts of the gateway run.
 type serverOptions struct {
-	jobs bool // claim and run jobs (outbound calls, transfers, handoffs)
+	jobs    bool   // claim and run jobs (outbound calls, transfers, handoffs)
+	version string // this binary's, for the traces
 }
 
 func newServer(ctx context.Context, cfg *config.Config, prov providers, st store.Store, log *slog.Logger, o serverOptions) (*server, error) {
@@ -122,6 +125,9 @@ func newServer(ctx context.Context, cfg *config.Config, prov providers, st store
 	s.mux.Handle("GET /metrics", s.metrics.Handler())
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	s.mux.HandleFunc("GET /readyz", s.readyz)
+	if s.traces, err = newTracing(cfg, o.version, log); err != nil {
+		return fail(err)
+	}
 	return s, nil
 }
 
