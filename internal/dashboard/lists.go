@@ -2,10 +2,10 @@ package dashboard
 
 import (
 	"encoding/json"
-	"slices"
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -286,4 +286,3 @@ func (d *Dashboard) sessionsPage(w http.ResponseWriter, r *http.Request, v viewe
 	}
 	d.render(w, r, http.StatusOK, "sessions", v, map[string]any{"Title": "Sessions", "Sessions": list, "Older": older, "Paged": !before.IsZero()})
 }
-
