@@ -74,15 +74,18 @@ func NewLive() *Live {
 	return &Live{calls: map[voice.CallID]*liveCall{}, list: map[*subscriber]struct{}{}, now: time.Now}
 }
 
-// Observe starts following call id and returns the tee for its journal (obs.Journal.Tee):
-// it only enqueues, so it may run under the journal's lock.
+// Observe returns the tee for call id's journal (obs.Journal.Tee): the hub follows the
+// call from its first event to call.end. The tee only enqueues, so it may run under the
+// journal's lock, which also keeps its calls in order.
 func (l *Live) Observe(id voice.CallID) func(obs.Event) {
-	l.mu.Lock()
-	if _, ok := l.calls[id]; !ok && len(l.calls) < maxLiveCalls {
-		l.calls[id] = &liveCall{id: id, observed: l.now(), state: StateListening, subs: map[*subscriber]struct{}{}}
+	ended := false
+	return func(e obs.Event) {
+		if ended {
+			return // a late event must not bring an ended call back
+		}
+		ended = e.Type == obs.CallEnd
+		l.record(id, e)
 	}
-	l.mu.Unlock()
-	return func(e obs.Event) { l.record(id, e) }
 }
 
 // next is the state after event e in state s.
@@ -114,7 +117,11 @@ func (l *Live) record(id voice.CallID, e obs.Event) {
 	defer l.mu.Unlock()
 	c := l.calls[id]
 	if c == nil {
-		return
+		if len(l.calls) >= maxLiveCalls {
+			return
+		}
+		c = &liveCall{id: id, observed: l.now(), state: StateListening, subs: map[*subscriber]struct{}{}}
+		l.calls[id] = c
 	}
 	switch e.Type {
 	case obs.CallStart:

@@ -32,6 +32,7 @@ func (s *server) admit(leg voice.Leg) (<-chan struct{}, error) {
 	if live, ok := leg.(interface{ Observe(obs.Event) }); ok {
 		journal.Tee(live.Observe) // the browser page shows the call as it happens
 	}
+	s.followOnDashboard(journal, info.CallID)
 	sc := session.NewContext(info, s.sec.callerHash).Require(session.Trust(s.cfg.Session.CallerMemoryAttestation))
 	cc := s.callCfg
 	cc.CallerHash, cc.Caller = sc.CallerHash, string(sc.Caller)
