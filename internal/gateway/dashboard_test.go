@@ -92,6 +92,18 @@ func TestDashboardFollowsACall(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the call was not admitted")
 	}
+	// Once the greeting has played the call is on its live page.
+	err = phone.WaitFor(ctx, func(s twiliocaller.Snapshot) bool {
+		for _, m := range s.Marks() {
+			if m.Name == "t0-end" && m.Echoed {
+				return true
+			}
+		}
+		return s.Ended
+	})
+	if err != nil || phone.Snapshot().Ended {
+		t.Fatalf("the greeting did not play (err %v)", err)
+	}
 	if _, body := getWithToken(t, base+"/dashboard/live"); !strings.Contains(body, `data-call="`+string(id)+`"`) {
 		t.Fatalf("the live page does not list call %s", id)
 	}
@@ -102,17 +114,6 @@ func TestDashboardFollowsACall(t *testing.T) {
 		t.Fatalf("the call's stream: %v %v", err, resp)
 	}
 	defer resp.Body.Close()
-	err = phone.WaitFor(ctx, func(s twiliocaller.Snapshot) bool {
-		for _, m := range s.Marks() {
-			if m.Name == "t0-end" && m.Echoed {
-				return true
-			}
-		}
-		return s.Ended
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	_ = phone.Hangup()
 	<-phone.Done()
 	// The stream replays the call from its start and ends with it.
