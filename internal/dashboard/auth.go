@@ -178,7 +178,7 @@ func (d *Dashboard) requireSignIn(h func(http.ResponseWriter, *http.Request, vie
 		}
 		if ck, err := r.Cookie(sessionCookie); err == nil {
 			if v, _, _, ok := d.sess.check(ck.Value, now); ok {
-				if r.Method == http.MethodPost && !d.postAllowed(r, v.csrf) {
+				if r.Method == http.MethodPost && !d.postAllowed(w, r, v.csrf) {
 					d.log.Info("dashboard: refused a POST without this site's CSRF token or origin", "path", voice.Clip(r.URL.Path, 200))
 					plain(w, http.StatusForbidden, "This form did not come from the dashboard itself (its CSRF token or origin is wrong): reload the page and try again.")
 					return
@@ -209,8 +209,8 @@ func tooMany(w http.ResponseWriter, wait time.Duration) {
 
 // postAllowed: a form posted by the dashboard itself carries csrf and this site's origin
 // (Origin, or the Referer's when a browser sends no Origin).
-func (d *Dashboard) postAllowed(r *http.Request, csrf string) bool {
-	r.Body = http.MaxBytesReader(nil, r.Body, maxForm)
+func (d *Dashboard) postAllowed(w http.ResponseWriter, r *http.Request, csrf string) bool {
+	r.Body = http.MaxBytesReader(w, r.Body, maxForm)
 	if err := r.ParseForm(); err != nil {
 		return false
 	}

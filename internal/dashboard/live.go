@@ -29,6 +29,9 @@ const (
 	maxLiveCalls   = 4096 // calls followed at once; beyond it new calls are not shown
 )
 
+// listed are the events the live list shows, besides those that change a call's state.
+var listed = map[string]bool{obs.CallStart: true, obs.TurnCommit: true, obs.AgentDone: true, obs.CallEnd: true}
+
 var errTooManyViewers = errors.New("too many pages are following live calls: close some and reload")
 
 // liveEvent is one journal event of a live call as pages receive it, with the turn's state
@@ -64,7 +67,7 @@ type liveCall struct {
 type Live struct {
 	mu    sync.Mutex
 	calls map[voice.CallID]*liveCall
-	list  map[*subscriber]struct{} // the live list's pages: every call's events
+	list  map[*subscriber]struct{} // the live list's pages: every call's starts, turns, states and ends
 	subs  int                      // subscribers of every kind
 	now   func() time.Time
 }
@@ -131,6 +134,7 @@ func (l *Live) record(id voice.CallID, e obs.Event) {
 	case obs.AgentDone:
 		c.agent = e.Text
 	}
+	before := c.state
 	c.state = next(c.state, e)
 	ev := liveEvent{Call: id, State: c.state, Event: e}
 	if len(c.backlog) == liveBacklog {
@@ -141,8 +145,10 @@ func (l *Live) record(id voice.CallID, e obs.Event) {
 	for s := range c.subs {
 		l.send(s, ev, c.subs)
 	}
-	for s := range l.list {
-		l.send(s, ev, l.list)
+	if listed[e.Type] || c.state != before {
+		for s := range l.list {
+			l.send(s, ev, l.list)
+		}
 	}
 	if e.Type == obs.CallEnd {
 		for s := range c.subs {

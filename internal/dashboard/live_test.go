@@ -140,11 +140,18 @@ func TestLiveStreamCatchesUpThenFollowsInOrder(t *testing.T) {
 	if m, ok := stream.next(t); ok {
 		t.Fatalf("the stream goes on after the end: %+v", m)
 	}
-	// The list stream saw the same events after its hello (none of the backlog), then stays open.
+	// The list stream saw, after its hello (none of the backlog), the turns, replies, state
+	// changes and the end.
+	state := StateCallerSpeaking
 	for i, e := range events[before:] {
+		s := next(state, e)
+		if s == state && !listed[e.Type] {
+			continue
+		}
+		state = s
 		m, _ := list.next(t)
-		if !strings.Contains(m.data, `"type":"`+e.Type+`"`) {
-			t.Fatalf("list event %d: %+v, want %s", i, m, e.Type)
+		if !strings.Contains(m.data, `"type":"`+e.Type+`"`) || !strings.Contains(m.data, `"state":"`+s+`"`) {
+			t.Fatalf("list event %d: %+v, want %s in state %s", i, m, e.Type, s)
 		}
 	}
 	tee(obs.Event{Type: obs.Clear, MS: 99999}) // a straggler after the end
