@@ -313,7 +313,7 @@ var thirdParties = []thirdParty{
 	{"github.com/google/go-cmp", []string{"internal/store/storetest"}, []string{"..."}},
 	{"go.uber.org/goleak", []string{"internal/carrier/carriertest", "internal/stt/stttest", "internal/tts/ttstest",
 		"internal/agent/agenttest", "internal/voice/voicetest"}, []string{"..."}},
-	{"github.com/chromedp/chromedp", nil, []string{"internal/cli"}},
+	{"github.com/chromedp/chromedp", nil, []string{"internal/cli", "internal/dashboard"}},
 }
 
 // standard reports whether an import path is the standard library's (no dot in its first

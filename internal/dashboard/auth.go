@@ -207,8 +207,7 @@ func tooMany(w http.ResponseWriter, wait time.Duration) {
 	plain(w, http.StatusTooManyRequests, fmt.Sprintf("Too many wrong tokens from your address: try again in %d s.", max(secs, 1)))
 }
 
-// postAllowed: a form posted by the dashboard itself carries csrf and this site's origin
-// (Origin, or the Referer's when a browser sends no Origin).
+// postAllowed: a form posted by the dashboard itself carries csrf and comes from this site.
 func (d *Dashboard) postAllowed(w http.ResponseWriter, r *http.Request, csrf string) bool {
 	r.Body = http.MaxBytesReader(w, r.Body, maxForm)
 	if err := r.ParseForm(); err != nil {
@@ -218,10 +217,19 @@ func (d *Dashboard) postAllowed(w http.ResponseWriter, r *http.Request, csrf str
 	return csrf != "" && subtle.ConstantTimeCompare([]byte(got), []byte(csrf)) == 1 && d.sameSite(r)
 }
 
-// sameSite: the request's Origin (or, without one, its Referer's origin) is this site.
+// sameSite: the request came from this site's own pages. Its Origin says so; but under the
+// pages' no-referrer policy a browser sends "Origin: null" (and no Referer) with a form,
+// and then its Sec-Fetch-Site, which no page can forge, must say same-origin. A client
+// that sends neither may name the page in its Referer.
 func (d *Dashboard) sameSite(r *http.Request) bool {
-	if o := r.Header.Get("Origin"); o != "" {
+	if o := r.Header.Get("Origin"); o != "" && o != "null" {
 		return d.hosts.SameOrigin(r, o)
+	}
+	if site := r.Header.Get("Sec-Fetch-Site"); site != "" {
+		return site == "same-origin"
+	}
+	if r.Header.Get("Origin") == "null" {
+		return false
 	}
 	ref, err := url.Parse(r.Header.Get("Referer"))
 	if err != nil || ref.Host == "" {

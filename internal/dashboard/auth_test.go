@@ -185,10 +185,24 @@ func TestSignInFormNeedsItsOwnCSRFCookieAndOrigin(t *testing.T) {
 	if resp, _ := h.post(t, c, "/dashboard/login", url.Values{"token": {adminToken}, "csrf": {"0" + csrf[1:]}}); resp.StatusCode != http.StatusForbidden {
 		t.Errorf("with a wrong CSRF token: %s", resp.Status)
 	}
-	_, body = h.get(t, c, "/dashboard/login")
-	resp, _ := h.post(t, c, "/dashboard/login", url.Values{"token": {adminToken}, "csrf": {formCSRF(t, body)}}, "Origin", "http://evil.example")
-	if resp.StatusCode != http.StatusForbidden || cookieNamed(resp, sessionCookie) != nil {
-		t.Errorf("from another origin: %s", resp.Status)
+	// A browser under the no-referrer policy sends Origin: null, and says where the form
+	// came from in Sec-Fetch-Site.
+	for _, tc := range []struct {
+		header []string
+		ok     bool
+	}{
+		{[]string{"Origin", "http://evil.example"}, false},
+		{[]string{"Origin", "null"}, false},
+		{[]string{"Origin", "null", "Sec-Fetch-Site", "cross-site"}, false},
+		{[]string{"Origin", "null", "Sec-Fetch-Site", "same-site"}, false},
+		{[]string{"Origin", "", "Referer", "http://evil.example/dashboard/login"}, false},
+		{[]string{"Origin", "null", "Sec-Fetch-Site", "same-origin"}, true},
+	} {
+		_, body = h.get(t, c, "/dashboard/login")
+		resp, _ := h.post(t, c, "/dashboard/login", url.Values{"token": {adminToken}, "csrf": {formCSRF(t, body)}}, tc.header...)
+		if signedIn := cookieNamed(resp, sessionCookie) != nil; signedIn != tc.ok || (!tc.ok && resp.StatusCode != http.StatusForbidden) {
+			t.Errorf("sign-in with %q: %s", tc.header, resp.Status)
+		}
 	}
 }
 
