@@ -26,7 +26,7 @@ const (
 	subscriberBuf  = 256  // events queued per subscriber before it counts as stuck
 	maxSubsPerCall = 16   // pages following one call
 	maxSubsTotal   = 256  // pages following any call, the live list's included
-	maxLiveCalls   = 4096 // calls followed at once; beyond it new calls are not shown
+	maxLiveCalls   = 2048 // calls followed at once; beyond it new calls are not shown
 )
 
 // listed are the events the live list shows, besides those that change a call's state.
@@ -137,11 +137,13 @@ func (l *Live) record(id voice.CallID, e obs.Event) {
 	before := c.state
 	c.state = next(c.state, e)
 	ev := liveEvent{Call: id, State: c.state, Event: e}
-	if len(c.backlog) == liveBacklog {
-		copy(c.backlog, c.backlog[1:])
-		c.backlog = c.backlog[:liveBacklog-1]
+	if e.Type != obs.STTPartial { // partials are many and superseded: a late page needs none
+		if len(c.backlog) == liveBacklog {
+			copy(c.backlog, c.backlog[1:])
+			c.backlog = c.backlog[:liveBacklog-1]
+		}
+		c.backlog = append(c.backlog, ev)
 	}
-	c.backlog = append(c.backlog, ev)
 	for s := range c.subs {
 		l.send(s, ev, c.subs)
 	}
