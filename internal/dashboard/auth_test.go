@@ -286,6 +286,17 @@ func TestForeignHostIsMisdirected(t *testing.T) {
 	}
 }
 
+func TestStaticFilesAreNotListed(t *testing.T) {
+	h := newHarness(t, someCalls())
+	if resp, body := h.get(t, browser(t), "/dashboard/static/"); resp.StatusCode != http.StatusNotFound || strings.Contains(body, "dashboard.js") {
+		t.Errorf("the static folder: %s", resp.Status)
+	}
+	resp, body := h.get(t, browser(t), "/dashboard/static/dashboard.css")
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/css") || !strings.Contains(body, "prefers-color-scheme: dark") {
+		t.Errorf("the style sheet: %s %s", resp.Status, resp.Header.Get("Content-Type"))
+	}
+}
+
 func TestHeaders(t *testing.T) {
 	h := newHarness(t, someCalls())
 	c := h.signIn(t, adminToken)

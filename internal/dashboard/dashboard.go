@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/handset-voice/handset/internal/hostcheck"
@@ -147,6 +148,10 @@ func (d *Dashboard) checkHost(next http.Handler) http.Handler {
 }
 
 func (d *Dashboard) serveStatic(w http.ResponseWriter, r *http.Request) {
+	if strings.HasSuffix(r.URL.Path, "/") {
+		http.NotFound(w, r) // no listing of the files
+		return
+	}
 	w.Header().Set("Cache-Control", "no-cache")
 	d.static.ServeHTTP(w, r)
 }
