@@ -285,3 +285,22 @@ func TestStreamsOutliveServerTimeouts(t *testing.T) {
 		t.Fatalf("after the server's timeouts: %+v, %v", m, ok)
 	}
 }
+
+func TestIdleStreamsGetHeartbeats(t *testing.T) {
+	saved := heartbeat
+	heartbeat = 20 * time.Millisecond
+	t.Cleanup(func() { heartbeat = saved })
+	h, live := liveHarness(t)
+	live.Observe("c_live")(obs.Event{Type: obs.CallStart})
+	s := h.openStream(t, "/dashboard/calls/c_live/events")
+	beats := 0
+	for beats < 3 {
+		line, err := s.r.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasPrefix(line, ":") {
+			beats++
+		}
+	}
+}

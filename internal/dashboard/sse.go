@@ -12,14 +12,14 @@ import (
 	"github.com/handset-voice/handset/internal/voice"
 )
 
-const (
-	// heartbeat is how often an idle stream gets a comment line, so proxies and the
-	// browser know it is alive.
-	heartbeat = 15 * time.Second
-	// writeWindow is the deadline each write extends the stream's by: the server's own
-	// write timeout would otherwise cut every stream after a minute.
-	writeWindow = heartbeat + 30*time.Second
-)
+// heartbeat is how often an idle stream gets a comment line, so proxies and the browser
+// know it is alive; tests shorten it.
+var heartbeat = 15 * time.Second
+
+// writeGrace is how much longer than a heartbeat each write extends the stream's write
+// deadline by: the server's own write timeout would otherwise cut every stream after a
+// minute.
+const writeGrace = 30 * time.Second
 
 // callEvents streams one live call's events: what happened so far, then each as it comes.
 func (d *Dashboard) callEvents(w http.ResponseWriter, r *http.Request, v viewer) {
@@ -63,7 +63,7 @@ func (d *Dashboard) stream(w http.ResponseWriter, r *http.Request, id voice.Call
 	w.WriteHeader(http.StatusOK)
 	out := bufio.NewWriter(w)
 	send := func(event string, data any) error {
-		_ = rc.SetWriteDeadline(time.Now().Add(writeWindow))
+		_ = rc.SetWriteDeadline(time.Now().Add(heartbeat + writeGrace))
 		if event != "" {
 			b, err := json.Marshal(data)
 			if err != nil {
