@@ -122,6 +122,8 @@ var rules = []rule{
 	{"internal/openaiwire", []string{"internal/voice", "internal/registry", "internal/doctor", "internal/netfail"}},
 	{"internal/json5", nil},
 	{"internal/edge", nil},
+	// which Host names the browser-facing pages answer to (DNS rebinding)
+	{"internal/hostcheck", nil},
 	// config asks the registry for an agent runtime's defaults (address, model, key)
 	{"internal/config/...", []string{"internal/audio/...", "internal/registry"}},
 	{"internal/doctor", nil},
@@ -155,7 +157,7 @@ var rules = []rule{
 	{"internal/agent/openclaw", append(slices.Clip(providerMay), "internal/agent/httpagent/...", "internal/agent/openai")},
 	// the HTTP-streaming plumbing the runtimes share: nothing of a runtime
 	{"internal/agent/httpagent/...", append(slices.Clip(providerMay), "internal/agent/httpagent/...")},
-	{"internal/browser/...", providerMay},
+	{"internal/browser/...", append(slices.Clip(providerMay), "internal/hostcheck")},
 	// the conformance suites every provider of a contract runs from its tests
 	{"internal/stt/stttest", suiteMay},
 	{"internal/tts/ttstest", suiteMay},
@@ -165,7 +167,13 @@ var rules = []rule{
 	// what composes the core and the store
 	{"internal/jobs/...", []string{"internal/call", "internal/carrier", "internal/clock", "internal/obs",
 		"internal/session", "internal/store", "internal/voice"}},
-	{"internal/web/...", []string{"internal/jobs", "internal/obs", "internal/session", "internal/store", "internal/voice"}},
+	{"internal/web/...", []string{"internal/jobs", "internal/obs", "internal/session", "internal/store", "internal/voice", "internal/redact"}},
+	// how calls and jobs are shown without the numbers of the people on them (the API's
+	// default view, the dashboard's viewer)
+	{"internal/redact", []string{"internal/jobs", "internal/store", "internal/voice"}},
+	// the operator's pages: the store and journals read through small interfaces
+	{"internal/dashboard/...", []string{"internal/obs", "internal/store", "internal/voice", "internal/session",
+		"internal/hostcheck", "internal/redact"}},
 	{"internal/bench/...", []string{"internal/obs", "internal/sim/..."}},
 	// each call's journal as an OpenTelemetry trace, and the fake collector its tests send to
 	{"internal/tracing", []string{"internal/obs", "internal/tracing/tracingtest"}},
@@ -310,7 +318,7 @@ var thirdParties = []thirdParty{
 	{"github.com/google/go-cmp", []string{"internal/store/storetest"}, []string{"..."}},
 	{"go.uber.org/goleak", []string{"internal/carrier/carriertest", "internal/stt/stttest", "internal/tts/ttstest",
 		"internal/agent/agenttest", "internal/voice/voicetest"}, []string{"..."}},
-	{"github.com/chromedp/chromedp", []string{"internal/pagetest"}, []string{"internal/cli"}},
+	{"github.com/chromedp/chromedp", []string{"internal/pagetest"}, []string{"internal/cli", "internal/dashboard"}},
 	{"go.opentelemetry.io/otel", []string{"internal/tracing"}, nil},
 	{"go.opentelemetry.io/proto/otlp", []string{"internal/tracing/tracingtest"}, nil},
 	{"google.golang.org/protobuf", []string{"internal/tracing/tracingtest"}, nil},

@@ -6,21 +6,16 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"fmt"
-	"github.com/handset-voice/handset/internal/voice"
-	"net"
 	"net/http"
-	"net/netip"
-	"net/url"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/handset-voice/handset/internal/hostcheck"
+	"github.com/handset-voice/handset/internal/voice"
 )
 
-// Who may use the page. A web page on another site can make a visitor's browser send
-// requests to Handset on localhost by pointing its own name at 127.0.0.1 (DNS rebinding):
-// the browser then thinks the page and Handset are one origin. Such requests carry that
-// site's name in Host, so the page, its files and its socket answer only to the names
-// Handset is really reached by. Off loopback a secret keeps strangers out as well.
+// Who may use the page. The page, its files and its socket answer only to the names
+// Handset is really reached by (internal/hostcheck: DNS rebinding). Off loopback a secret
+// keeps strangers out as well.
 
 // accessCookie carries proof of the access token; its value is derived from the token, so
 // a new token ends every old cookie.
@@ -29,132 +24,9 @@ const accessCookie = "handset_access"
 // accessCookieAge is how long a browser keeps its access after opening the token link.
 const accessCookieAge = 30 * 24 * time.Hour
 
-// hostPort is a host name as matched: lower case, without a trailing dot or brackets, an IP
-// in its canonical form; port is "" when none was written.
-type hostPort struct{ name, port string }
-
-// parseHost reads a Host header or a configured entry: name, name:port, [v6], [v6]:port,
-// or a bare IP.
-func parseHost(h string) (hostPort, bool) {
-	if ip, err := netip.ParseAddr(h); err == nil {
-		return hostPort{name: canonIP(ip)}, ip.Zone() == ""
-	}
-	name, port := h, ""
-	if strings.HasPrefix(h, "[") {
-		end := strings.IndexByte(h, ']')
-		if end < 0 {
-			return hostPort{}, false
-		}
-		name, port = h[1:end], h[end+1:]
-		if port != "" && port[0] != ':' {
-			return hostPort{}, false
-		}
-		port = strings.TrimPrefix(port, ":")
-		ip, err := netip.ParseAddr(name)
-		if err != nil || !ip.Is6() || ip.Zone() != "" || (port == "" && strings.HasSuffix(h, ":")) {
-			return hostPort{}, false
-		}
-	} else if i := strings.LastIndexByte(h, ':'); i >= 0 {
-		name, port = h[:i], h[i+1:]
-		if port == "" {
-			return hostPort{}, false
-		}
-	}
-	if port != "" {
-		n, err := strconv.Atoi(port)
-		if err != nil || n < 1 || n > 65535 {
-			return hostPort{}, false
-		}
-		port = strconv.Itoa(n) // "08080" and "8080" are one port
-	}
-	if ip, err := netip.ParseAddr(name); err == nil {
-		return hostPort{name: canonIP(ip), port: port}, ip.Zone() == ""
-	}
-	name = strings.ToLower(strings.TrimSuffix(name, "."))
-	if name == "" || strings.ContainsAny(name, ":/@[] ") {
-		return hostPort{}, false
-	}
-	return hostPort{name: name, port: port}, true
-}
-
-func canonIP(ip netip.Addr) string { return ip.Unmap().WithZone("").String() }
-
-// loopbackNames are what a browser on this machine calls a loopback listener.
-var loopbackNames = []string{"localhost", "127.0.0.1", "::1"}
-
-// hosts decides which Host names the page answers to.
-type hosts struct {
-	named  []hostPort // the public URL's host and HANDSET_BROWSER_HOSTS: any port unless one is given
-	listen string     // HANDSET_LISTEN's host when it is a name (not an IP), lower case
-}
-
-func newHosts(listen string, extra []string) (hosts, []string) {
-	var h hosts
-	var bad []string
-	if name, _, err := net.SplitHostPort(listen); err == nil {
-		if _, err := netip.ParseAddr(name); err != nil && name != "" {
-			h.listen = strings.ToLower(strings.TrimSuffix(name, "."))
-		}
-	}
-	for _, e := range extra {
-		hp, ok := parseHost(strings.TrimSpace(e))
-		if !ok {
-			bad = append(bad, e)
-			continue
-		}
-		h.named = append(h.named, hp)
-	}
-	return h, bad
-}
-
-// allowed reports whether a request for host h, arriving on local (the address the
-// connection reached; invalid when unknown), is for this page.
-func (hs hosts) allowed(h hostPort, local netip.AddrPort) bool {
-	for _, n := range hs.named {
-		if n.name == h.name && (n.port == "" || n.port == h.port || h.port == "" && (n.port == "80" || n.port == "443")) {
-			return true
-		}
-	}
-	if !local.IsValid() {
-		return false
-	}
-	// Names of the listener itself, with the port the connection arrived on: its IP (a
-	// LAN address, or any address of a 0.0.0.0 listener), the listen address's name, and
-	// the loopback names when the connection came over loopback.
-	port := strconv.Itoa(int(local.Port()))
-	if h.port != port && !(h.port == "" && port == "80") {
-		return false
-	}
-	if h.name == canonIP(local.Addr()) || h.name == hs.listen {
-		return true
-	}
-	if local.Addr().Unmap().IsLoopback() {
-		for _, n := range loopbackNames {
-			if h.name == n {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// localAddr is the address the request's connection arrived on.
-func localAddr(r *http.Request) netip.AddrPort {
-	a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
-	if !ok {
-		return netip.AddrPort{}
-	}
-	ap, err := netip.ParseAddrPort(a.String())
-	if err != nil {
-		return netip.AddrPort{}
-	}
-	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
-}
-
 // requestHost is the request's Host, parsed, and whether it is one the page answers to.
-func (c *Channel) requestHost(r *http.Request) (hostPort, bool) {
-	h, ok := parseHost(r.Host)
-	return h, ok && c.hosts.allowed(h, localAddr(r))
+func (c *Channel) requestHost(r *http.Request) (hostcheck.HostPort, bool) {
+	return c.hosts.Request(r)
 }
 
 // checkHost refuses requests for any other Host than the page's own (421: this server
@@ -171,27 +43,9 @@ func (c *Channel) checkHost(next http.Handler) http.Handler {
 	})
 }
 
-// sameOrigin: the socket's Origin names this page itself: the request's Host, with the
-// same port (a missing port is the scheme's default), and a host the page answers to.
+// sameOrigin: the socket's Origin names this page itself.
 func (c *Channel) sameOrigin(r *http.Request) bool {
-	raw := r.Header.Get("Origin")
-	u, err := url.Parse(raw)
-	if raw == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
-		(u.Path != "" && u.Path != "/") || u.User != nil || u.RawQuery != "" {
-		return false
-	}
-	o, ok := parseHost(u.Host)
-	if !ok {
-		return false
-	}
-	if o.port == "" {
-		o.port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
-	}
-	h, ok := c.requestHost(r)
-	if !ok || o.name != h.name || (h.port != "" && h.port != o.port) || (h.port == "" && o.port != "80" && o.port != "443") {
-		return false
-	}
-	return c.hosts.allowed(o, localAddr(r))
+	return c.hosts.SameOrigin(r, r.Header.Get("Origin"))
 }
 
 // tokenMAC is what the access cookie holds and what a presented token is compared by:

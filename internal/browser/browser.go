@@ -43,6 +43,7 @@ import (
 
 	"github.com/handset-voice/handset/internal/audio"
 	"github.com/handset-voice/handset/internal/clock"
+	"github.com/handset-voice/handset/internal/hostcheck"
 	"github.com/handset-voice/handset/internal/voice"
 )
 
@@ -93,7 +94,7 @@ type Options struct {
 type Channel struct {
 	opts   Options
 	log    *slog.Logger
-	hosts  hosts
+	hosts  hostcheck.Hosts
 	access []byte // tokenMAC of the token; nil when the page needs none
 	limit  *limiter
 }
@@ -109,7 +110,7 @@ func New(opts Options) *Channel {
 	}
 	c := &Channel{opts: opts, log: log, limit: newLimiter(opts.MaxCalls, opts.Rate, opts.Clock)}
 	var bad []string
-	c.hosts, bad = newHosts(opts.Listen, opts.Hosts)
+	c.hosts, bad = hostcheck.New(opts.Listen, opts.Hosts)
 	for _, h := range bad {
 		log.Warn("browser page: ignored a host name that is not one", "host", h)
 	}

@@ -33,6 +33,7 @@ func (s *server) admit(leg voice.Leg) (<-chan struct{}, error) {
 		journal.Tee(live.Observe) // the browser page shows the call as it happens
 	}
 	s.traceCall(journal, info.CallID)
+	s.followOnDashboard(journal, info.CallID)
 	sc := session.NewContext(info, s.sec.callerHash).Require(session.Trust(s.cfg.Session.CallerMemoryAttestation))
 	cc := s.callCfg
 	cc.CallerHash, cc.Caller = sc.CallerHash, string(sc.Caller)

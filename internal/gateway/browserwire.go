@@ -14,12 +14,7 @@ var browserRate = browser.DefaultRate
 
 // registerBrowser serves the browser call page, guarded as its settings say.
 func (s *server) registerBrowser() {
-	hosts := s.cfg.BrowserHostList()
-	var secure bool
-	if u, err := url.Parse(s.cfg.PublicURL); err == nil && u.Host != "" {
-		hosts = append(hosts, u.Host)
-		secure = u.Scheme == "https"
-	}
+	hosts, secure := pageHosts(s.cfg)
 	browser.New(browser.Options{
 		Admit: s.admit, Logger: s.log,
 		Listen: s.cfg.Listen, Hosts: hosts,

@@ -14,6 +14,7 @@ import (
 	"github.com/handset-voice/handset/internal/call"
 	"github.com/handset-voice/handset/internal/carrier"
 	"github.com/handset-voice/handset/internal/config"
+	"github.com/handset-voice/handset/internal/dashboard"
 	"github.com/handset-voice/handset/internal/edge"
 	"github.com/handset-voice/handset/internal/jobs"
 	"github.com/handset-voice/handset/internal/obs"
@@ -47,6 +48,7 @@ type server struct {
 	lines     *store.LineWriter // every call's transcript lines, saved off the calls' goroutines
 	proxies   []netip.Prefix    // HANDSET_TRUSTED_PROXIES
 	traces    *tracing.Exporter // each call as an OpenTelemetry trace; nil when off
+	dashLive  *dashboard.Live   // the dashboard's live calls; nil when it is not served
 }
 
 // serverOptions say which parts of the gateway run.
@@ -117,6 +119,7 @@ func newServer(ctx context.Context, cfg *config.Config, prov providers, st store
 		Liveness:   s.live,
 	})
 	api.Register(s.mux)
+	s.mountDashboard()
 	// Profiles on demand, behind the same token: a regression under load can be found.
 	s.mux.Handle("/debug/pprof/", api.Protect(http.HandlerFunc(pprof.Index)))
 	s.mux.Handle("/debug/pprof/profile", api.Protect(http.HandlerFunc(pprof.Profile)))

@@ -3,9 +3,8 @@ package web
 import (
 	"encoding/json"
 	"net/http"
-	"strings"
 
-	"github.com/handset-voice/handset/internal/jobs"
+	"github.com/handset-voice/handset/internal/redact"
 	"github.com/handset-voice/handset/internal/session"
 	"github.com/handset-voice/handset/internal/store"
 	"github.com/handset-voice/handset/internal/voice"
@@ -54,22 +53,20 @@ func (v viewer) call(c store.Call) callView {
 	if !c.EndedAt.IsZero() {
 		cv.EndedAt = &c.EndedAt
 	}
-	person := &cv.From
-	if c.Direction == voice.Outbound {
-		person = &cv.To
-	}
-	if session.Withheld(*person) {
+	if session.Withheld(redact.Person(c)) {
 		cv.Caller = string(session.CallerWithheld)
 	}
 	if !v.admin {
-		*person = ""
+		if c.Direction == voice.Outbound {
+			cv.To = ""
+		} else {
+			cv.From = ""
+		}
 	}
 	return cv
 }
 
-// job is a job as the API shows it. The default view replaces the number an outbound call
-// job dials (a delivery's callback number among them) with its caller hash, in the payload
-// and in the error, which may quote the carrier's words about the number.
+// job is a job as the API shows it; the default view as redact.Job says.
 func (v viewer) job(j store.Job) jobJSON {
 	out := jobJSON{ID: j.ID, Kind: j.Kind, State: j.State, Attempts: j.Attempts, Max: j.MaxAttempts,
 		RunAt: j.RunAt, Node: j.LeaseOwner, Batch: j.Batch, Error: j.Error, CreatedAt: j.CreatedAt, UpdatedAt: j.UpdatedAt}
@@ -79,38 +76,13 @@ func (v viewer) job(j store.Job) jobJSON {
 	if json.Valid(j.Result) {
 		out.Result = j.Result
 	}
-	if v.admin || j.Kind != jobs.KindCall {
-		return out // transfer targets are the agent's own choice, bounded by the allow-list
-	}
-	var payload map[string]json.RawMessage
-	if json.Unmarshal(j.Payload, &payload) != nil {
-		out.Payload = nil // unreadable: it may hold anything
+	if v.admin {
 		return out
 	}
-	var to string
-	_ = json.Unmarshal(payload["to"], &to)
-	delete(payload, "to")
-	stand := "the number"
-	if h := v.callerHash(to); h != "" {
-		stand = "caller " + h
-		if _, ok := payload["caller_hash"]; !ok {
-			payload["caller_hash"], _ = json.Marshal(h)
-		}
-	}
-	out.Payload, _ = json.Marshal(payload)
-	if to = strings.TrimSpace(to); to != "" {
-		pairs := []string{to, stand}
-		if digits := strings.TrimPrefix(to, "+"); digits != to && len(digits) >= 6 {
-			pairs = append(pairs, digits, stand)
-		}
-		out.Error = strings.NewReplacer(pairs...).Replace(out.Error)
+	payload, errMsg := redact.Job(j, v.hash)
+	out.Payload, out.Error = nil, errMsg
+	if json.Valid(payload) {
+		out.Payload = payload
 	}
 	return out
-}
-
-func (v viewer) callerHash(number string) string {
-	if v.hash == nil || number == "" {
-		return ""
-	}
-	return v.hash(number)
 }

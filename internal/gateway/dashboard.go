@@ -1,0 +1,51 @@
+package gateway
+
+import (
+	"net/url"
+
+	"github.com/handset-voice/handset/internal/config"
+	"github.com/handset-voice/handset/internal/dashboard"
+	"github.com/handset-voice/handset/internal/obs"
+	"github.com/handset-voice/handset/internal/session"
+	"github.com/handset-voice/handset/internal/voice"
+)
+
+// mountDashboard serves the operator's pages at /dashboard (HANDSET_DASHBOARD) when the
+// store can list everything they show; calls are followed live from their journals.
+func (s *server) mountDashboard() {
+	if !s.cfg.Dashboard {
+		return
+	}
+	src, ok := s.st.(dashboard.Source)
+	if !ok {
+		s.log.Warn("the dashboard is not served: this store cannot list sessions and dialer batches")
+		return
+	}
+	hosts, secure := pageHosts(s.cfg)
+	s.dashLive = dashboard.NewLive()
+	dashboard.New(dashboard.Options{
+		Source: src, Live: s.dashLive, Logger: s.log,
+		AdminToken: s.sec.apiToken, ViewerToken: s.cfg.DashboardToken.Reveal(),
+		CallerHash: func(n string) string { return session.CallerHash(s.sec.callerHash, n) },
+		Listen:     s.cfg.Listen, Hosts: hosts, Secure: secure,
+	}).Register(s.mux)
+}
+
+// followOnDashboard tees a call's journal into the dashboard's live pages, when served.
+func (s *server) followOnDashboard(j *obs.Journal, id voice.CallID) {
+	if s.dashLive != nil {
+		j.Tee(s.dashLive.Observe(id))
+	}
+}
+
+// pageHosts are the host names the browser-facing pages answer to beyond the listener's
+// own (HANDSET_BROWSER_HOSTS and the public URL's host), and whether the public URL is
+// https (their cookies are then Secure).
+func pageHosts(cfg *config.Config) (hosts []string, secure bool) {
+	hosts = cfg.BrowserHostList()
+	if u, err := url.Parse(cfg.PublicURL); err == nil && u.Host != "" {
+		hosts = append(hosts, u.Host)
+		secure = u.Scheme == "https"
+	}
+	return hosts, secure
+}
