@@ -103,6 +103,9 @@ type Deps struct {
 	// been cut off (then what the caller heard). It runs on the owner goroutine and must
 	// not block.
 	Transcript func(store.TranscriptLine)
+	// Recorder, when set, records the call's audio as it crossed the wire (see
+	// recording.go); nil: not recorded, at no cost.
+	Recorder Recorder
 }
 
 // Sizes of a call's queues.
@@ -225,6 +228,7 @@ func New(ctx context.Context, cfg Config, deps Deps) *Call {
 		}
 	}
 	c.playout.metrics = deps.Metrics
+	c.playout.recorder = deps.Recorder
 	return c
 }
 
@@ -312,6 +316,9 @@ func (c *Call) start() {
 		Agent: c.deps.Agent.Name(), STT: c.deps.STT.Name(), TTS: c.deps.TTS.Name(),
 		TurnConfig: turnCfg,
 	})
+	if c.deps.Recorder != nil {
+		c.deps.Recorder.Start(now) // the recording's zero is the call's
+	}
 	c.vad = c.newVAD()
 	c.startSTT(now)
 	c.goSafe("leg", func() { c.post(legEnded{err: c.deps.Leg.Run(c.ctx, legSink{c})}) })
@@ -493,6 +500,7 @@ func (c *Call) shutdown(reason voice.EndReason) {
 	if text, interrupted, ok := c.history.settled(c.fsm.Turn, now, true); ok {
 		c.transcript(c.fsm.Turn, voice.RoleAssistant, text, now, interrupted)
 	}
+	c.closeRecorder(now)
 	c.deps.Journal.Record(now, obs.Event{Type: obs.CallEnd, Reason: reason.String()})
 	c.log.Info("call ended", "reason", reason.String())
 }
@@ -501,7 +509,11 @@ func (c *Call) shutdown(reason voice.EndReason) {
 type legSink struct{ c *Call }
 
 func (s legSink) Audio(frame []byte) {
-	s.c.received(len(frame) / s.c.info.Format.Encoding.BytesPerSample())
+	now := s.c.deps.Clock.Now()
+	s.c.received(now, len(frame)/s.c.info.Format.Encoding.BytesPerSample())
+	if r := s.c.deps.Recorder; r != nil {
+		r.Caller(now, frame)
+	}
 	s.c.inbound.Push(frame)
 }
 func (s legSink) Mark(name string)  { s.c.post(markEchoed{name: name}) }
