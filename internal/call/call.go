@@ -167,6 +167,8 @@ type Call struct {
 	// the carrier moving the call, not the caller hanging up.
 	transferring bool
 	lastFinalAt  time.Time // the latest STT final not yet committed
+	notice       string    // the recording notice being said (notice.go); empty once heard
+	noticeOpen   *reply    // the notice's reply, its queue open for the greeting (notice.go)
 	timing       turnTiming
 
 	// ttsHoldUntil (unix ns on the call's clock): until then the fallback voice goes
@@ -449,6 +451,7 @@ func (c *Call) step(in turn.Input) {
 	for _, a := range acts {
 		c.do(a)
 	}
+	c.noticeQueued()
 	c.flushHeld() // the machine may listen again: audio held for a new recognizer goes first
 }
 
