@@ -61,7 +61,12 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 // stops with the test.
 func serveWithFakes(t *testing.T, extra ...string) string {
 	t.Helper()
-	cfg := fakesConfig(t, extra...)
+	return serve(t, fakesConfig(t, extra...))
+}
+
+// serve opens and serves a gateway on cfg; it returns its base URL, and stops with the test.
+func serve(t *testing.T, cfg *config.Config) string {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	gw, err := Open(ctx, cfg, Options{Logger: quiet, Listen: "127.0.0.1:0"})
 	if err != nil {
