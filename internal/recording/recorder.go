@@ -38,6 +38,8 @@ const (
 	// this far behind the call's clock (the carrier paused its stream, or its clock is
 	// slower than ours), it is placed by the clock again, leaving silence for the gap.
 	rejoin = 250 * time.Millisecond
+	// chunk is the most one write holds: the writer's buffers are this size, not the ring's.
+	chunk = 500 * time.Millisecond
 )
 
 // headerSize is the size of the canonical 44-byte WAVE header this package writes.
@@ -113,12 +115,12 @@ func New(o Options) (*Recorder, error) {
 		_ = os.Remove(o.Path)
 		return nil, fmt.Errorf("recording: %w", err)
 	}
-	samples := samplesIn(ringSpan, o.Format.Rate)
+	samples, step := samplesIn(ringSpan, o.Format.Rate), samplesIn(chunk, o.Format.Rate)
 	bps := o.Format.Encoding.BytesPerSample()
 	r := &Recorder{
 		path: o.Path, format: o.Format, bps: bps, journal: o.Journal, log: o.Logger, file: f,
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
-		left: make([]int16, samples), righ: make([]int16, samples), out: make([]byte, 4*samples),
+		left: make([]int16, step), righ: make([]int16, step), out: make([]byte, 4*step),
 	}
 	r.zero.Store(-1)
 	for _, t := range []*track{&r.caller, &r.agent} {
@@ -258,22 +260,24 @@ func (r *Recorder) flush(final bool) {
 	if hi <= r.written {
 		return
 	}
-	n := hi - r.written
-	if room := (maxDataBytes - 4*r.written) / 4; n > room {
+	if room := (maxDataBytes - 4*r.written) / 4; hi-r.written > room {
 		r.fail(errors.New("the recording reached the largest size a WAVE file can hold"))
 		return
 	}
-	left, right := r.take(&r.caller, r.left, hi), r.take(&r.agent, r.righ, hi)
-	out := r.out[:4*n]
-	for i := range n {
-		binary.LittleEndian.PutUint16(out[4*i:], uint16(left[i]))
-		binary.LittleEndian.PutUint16(out[4*i+2:], uint16(right[i]))
+	for r.written < hi {
+		to := min(hi, r.written+int64(len(r.left)))
+		left, right := r.take(&r.caller, r.left, to), r.take(&r.agent, r.righ, to)
+		out := r.out[:4*len(left)]
+		for i := range left {
+			binary.LittleEndian.PutUint16(out[4*i:], uint16(left[i]))
+			binary.LittleEndian.PutUint16(out[4*i+2:], uint16(right[i]))
+		}
+		if _, err := r.file.WriteAt(out, headerSize+4*r.written); err != nil {
+			r.fail(err)
+			return
+		}
+		r.written = to
 	}
-	if _, err := r.file.WriteAt(out, headerSize+4*r.written); err != nil {
-		r.fail(err)
-		return
-	}
-	r.written = hi
 	if err := r.patchSizes(); err != nil {
 		r.fail(err)
 	}
