@@ -290,9 +290,11 @@ func (r *Recorder) take(t *track, dst []int16, hi int64) []int16 {
 	dst = dst[:n]
 	ringLen := int64(len(t.ring) / r.bps)
 	t.mu.Lock()
-	for i := range n {
-		off := ((r.written + i) % ringLen) * int64(r.bps)
-		dst[i] = decode(t.ring[off:off+int64(r.bps)], r.format.Encoding)
+	for i := int64(0); i < n; { // the span in at most two runs of the ring
+		off := (r.written + i) % ringLen
+		run := min(n-i, ringLen-off)
+		decode(dst[i:i+run], t.ring[off*int64(r.bps):(off+run)*int64(r.bps)], r.format.Encoding)
+		i += run
 	}
 	r.fillRange(t, r.written, hi, silence)
 	t.base = hi
@@ -398,14 +400,18 @@ func silenceOf(e audio.Encoding) (byte, bool) {
 	return 0, false
 }
 
-func decode(b []byte, e audio.Encoding) int16 {
+// decode turns src, in encoding e, into len(dst) linear samples.
+func decode(dst []int16, src []byte, e audio.Encoding) {
 	switch e {
 	case audio.Mulaw:
-		return g711.DecodeMulawSample(b[0])
+		g711.DecodeMulaw(dst, src)
 	case audio.Alaw:
-		return g711.DecodeAlawSample(b[0])
+		g711.DecodeAlaw(dst, src)
+	default:
+		for i := range dst {
+			dst[i] = int16(binary.LittleEndian.Uint16(src[2*i:]))
+		}
 	}
-	return int16(binary.LittleEndian.Uint16(b))
 }
 
 func fill(b []byte, v byte) {

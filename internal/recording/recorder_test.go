@@ -5,11 +5,13 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/handset-voice/handset/internal/audio"
 	"github.com/handset-voice/handset/internal/audio/audiotest"
+	"github.com/handset-voice/handset/internal/audio/g711"
 	"github.com/handset-voice/handset/internal/obs"
 )
 
@@ -312,5 +314,30 @@ func waitWritten(t *testing.T, path string, samples int) {
 			t.Fatalf("the file does not reach %d samples while the call runs", samples)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestALawLegsAreDecoded(t *testing.T) {
+	r, path, _ := newRecorder(t, audio.Format{Encoding: audio.Alaw, Rate: rate})
+	r.Start(t0)
+	pcm := audiotest.Tone(rate, 440, audio.FrameDuration, 0.5)
+	frame := g711.EncodeAlaw(make([]byte, len(pcm)), pcm)
+	r.Agent(t0.Add(100*time.Millisecond), frame)
+	if err := r.Close(t0.Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	left, right := channels(t, path)
+	want := g711.DecodeAlaw(make([]int16, len(frame)), frame)
+	// A-law has no code for 0: its silence decodes to ±8 (-72 dBFS).
+	alawQuiet := func(pcm []int16) bool {
+		return !slices.ContainsFunc(pcm, func(v int16) bool { return v > 8 || v < -8 })
+	}
+	if !alawQuiet(left) || !alawQuiet(right[:ms(100)]) || len(right) != ms(120) {
+		t.Fatalf("want the frame alone at 100 ms on the agent's channel; %d samples", len(right))
+	}
+	for i, v := range want {
+		if right[ms(100)+i] != v {
+			t.Fatalf("sample %d is %d, want %d", i, right[ms(100)+i], v)
+		}
 	}
 }
