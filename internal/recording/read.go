@@ -1,7 +1,6 @@
 package recording
 
 import (
-	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -94,26 +93,33 @@ func ReadWaveform(path string, buckets int) (Waveform, error) {
 	if frames <= 0 {
 		return w, nil
 	}
-	br := bufio.NewReaderSize(io.LimitReader(f, frames*4), 64<<10)
-	var frame [4]byte
-	for i := range frames {
-		if _, err := io.ReadFull(br, frame[:]); err != nil {
+	// Read in blocks; the peak of a bucket is kept as a sample value, scaled once at the end.
+	buf := make([]byte, 64<<10)
+	callerPeak, agentPeak := make([]int32, buckets), make([]int32, buckets)
+	for i := int64(0); i < frames; {
+		block := buf[:4*min(frames-i, int64(len(buf)/4))]
+		if _, err := io.ReadFull(f, block); err != nil {
 			return Waveform{}, fmt.Errorf("recording: %s: %w", path, err)
 		}
-		b := int(i * int64(buckets) / frames)
-		w.Caller[b] = max(w.Caller[b], level(int16(binary.LittleEndian.Uint16(frame[0:]))))
-		w.Agent[b] = max(w.Agent[b], level(int16(binary.LittleEndian.Uint16(frame[2:]))))
+		for k := 0; k < len(block); k, i = k+4, i+1 {
+			b := i * int64(buckets) / frames
+			callerPeak[b] = max(callerPeak[b], magnitude(block[k:]))
+			agentPeak[b] = max(agentPeak[b], magnitude(block[k+2:]))
+		}
+	}
+	for b := range buckets {
+		w.Caller[b], w.Agent[b] = min(float32(callerPeak[b])/32768, 1), min(float32(agentPeak[b])/32768, 1)
 	}
 	return w, nil
 }
 
-// level is a sample's magnitude as a fraction of full scale.
-func level(s int16) float32 {
-	v := int32(s)
+// magnitude is the absolute value of the little-endian sample at b.
+func magnitude(b []byte) int32 {
+	v := int32(int16(binary.LittleEndian.Uint16(b)))
 	if v < 0 {
 		v = -v
 	}
-	return min(float32(v)/32768, 1)
+	return v
 }
 
 // readHeader checks that r starts with the header this package writes (two-channel PCM16)

@@ -153,3 +153,27 @@ func TestSweepDeletesOnlyOldRecordings(t *testing.T) {
 		t.Errorf("a data dir without calls: %d, %v", n, err)
 	}
 }
+
+// BenchmarkWaveform reads an hour-long recording's waveform (8 kHz): the dashboard's cost of
+// drawing the longest call.
+func BenchmarkWaveform(b *testing.B) {
+	path := filepath.Join(b.TempDir(), FileName)
+	frames := int64(3600 * rate)
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := f.Write(header(rate, uint32(4*frames))); err != nil {
+		b.Fatal(err)
+	}
+	if err := f.Truncate(headerSize + 4*frames); err != nil { // an hour of silence, sparse
+		b.Fatal(err)
+	}
+	_ = f.Close()
+	b.SetBytes(4 * frames)
+	for b.Loop() {
+		if _, err := ReadWaveform(path, 1000); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
