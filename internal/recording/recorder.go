@@ -31,16 +31,27 @@ const FileName = "recording.wav"
 // wakes the writer, and how far behind the latest audio the writer stays, so frames that
 // come a little late (jitter) or are cut by a clear still land in the ring, not the file.
 const (
-	ringSpan  = 4 * time.Second
+	ringSpan  = 3 * time.Second
 	flushSpan = 1500 * time.Millisecond
 	settle    = 500 * time.Millisecond
 	// rejoin: caller audio is placed back to back as the carrier counts it; when it falls
 	// this far behind the call's clock (the carrier paused its stream, or its clock is
 	// slower than ours), it is placed by the clock again, leaving silence for the gap.
 	rejoin = 250 * time.Millisecond
-	// chunk is the most one write holds: the writer's buffers are this size, not the ring's.
-	chunk = 500 * time.Millisecond
 )
+
+// chunkSamples is the most one write holds, per channel. The buffers a write is built in
+// are shared by every call (scratchPool): a call holds one only while it writes.
+const chunkSamples = 2048
+
+type scratch struct {
+	left, right []int16
+	out         []byte
+}
+
+var scratchPool = sync.Pool{New: func() any {
+	return &scratch{left: make([]int16, chunkSamples), right: make([]int16, chunkSamples), out: make([]byte, 4*chunkSamples)}
+}}
 
 // headerSize is the size of the canonical 44-byte WAVE header this package writes.
 const headerSize = 44
@@ -77,10 +88,8 @@ type Recorder struct {
 	done   chan struct{}
 
 	// Owned by the writer goroutine (and Close, once it has stopped).
-	written    int64 // samples per channel in the file
-	left, righ []int16
-	out        []byte
-	closed     bool
+	written int64 // samples per channel in the file
+	closed  bool
 }
 
 // track is one channel's ring: raw frames in the leg's encoding, indexed by sample
@@ -115,12 +124,11 @@ func New(o Options) (*Recorder, error) {
 		_ = os.Remove(o.Path)
 		return nil, fmt.Errorf("recording: %w", err)
 	}
-	samples, step := samplesIn(ringSpan, o.Format.Rate), samplesIn(chunk, o.Format.Rate)
+	samples := samplesIn(ringSpan, o.Format.Rate)
 	bps := o.Format.Encoding.BytesPerSample()
 	r := &Recorder{
 		path: o.Path, format: o.Format, bps: bps, journal: o.Journal, log: o.Logger, file: f,
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
-		left: make([]int16, step), righ: make([]int16, step), out: make([]byte, 4*step),
 	}
 	r.zero.Store(-1)
 	for _, t := range []*track{&r.caller, &r.agent} {
@@ -264,10 +272,12 @@ func (r *Recorder) flush(final bool) {
 		r.fail(errors.New("the recording reached the largest size a WAVE file can hold"))
 		return
 	}
+	buf := scratchPool.Get().(*scratch)
+	defer scratchPool.Put(buf)
 	for r.written < hi {
-		to := min(hi, r.written+int64(len(r.left)))
-		left, right := r.take(&r.caller, r.left, to), r.take(&r.agent, r.righ, to)
-		out := r.out[:4*len(left)]
+		to := min(hi, r.written+chunkSamples)
+		left, right := r.take(&r.caller, buf.left, to), r.take(&r.agent, buf.right, to)
+		out := buf.out[:4*len(left)]
 		for i := range left {
 			binary.LittleEndian.PutUint16(out[4*i:], uint16(left[i]))
 			binary.LittleEndian.PutUint16(out[4*i+2:], uint16(right[i]))
