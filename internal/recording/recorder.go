@@ -42,7 +42,7 @@ const (
 
 // chunkSamples is the most one write holds, per channel. The buffers a write is built in
 // are shared by every call (scratchPool): a call holds one only while it writes.
-const chunkSamples = 2048
+const chunkSamples = 8192 // a flush's worth at 8 kHz: one write
 
 type scratch struct {
 	left, right []int16
@@ -89,6 +89,7 @@ type Recorder struct {
 
 	// Owned by the writer goroutine (and Close, once it has stopped).
 	written int64 // samples per channel in the file
+	head    [headerSize]byte
 	closed  bool
 }
 
@@ -279,8 +280,7 @@ func (r *Recorder) flush(final bool) {
 		left, right := r.take(&r.caller, buf.left, to), r.take(&r.agent, buf.right, to)
 		out := buf.out[:4*len(left)]
 		for i := range left {
-			binary.LittleEndian.PutUint16(out[4*i:], uint16(left[i]))
-			binary.LittleEndian.PutUint16(out[4*i+2:], uint16(right[i]))
+			binary.LittleEndian.PutUint32(out[4*i:], uint32(uint16(left[i]))|uint32(uint16(right[i]))<<16)
 		}
 		if _, err := r.file.WriteAt(out, headerSize+4*r.written); err != nil {
 			r.fail(err)
@@ -324,16 +324,9 @@ func (r *Recorder) fillRange(t *track, from, to int64, silence byte) {
 	}
 }
 
-// patchSizes writes the RIFF and data sizes of what the file holds now.
+// patchSizes rewrites the header with the sizes of what the file holds now (one write).
 func (r *Recorder) patchSizes() error {
-	var b [4]byte
-	data := uint32(4 * r.written)
-	binary.LittleEndian.PutUint32(b[:], 36+data)
-	if _, err := r.file.WriteAt(b[:], 4); err != nil {
-		return err
-	}
-	binary.LittleEndian.PutUint32(b[:], data)
-	_, err := r.file.WriteAt(b[:], 40)
+	_, err := r.file.WriteAt(appendHeader(r.head[:0], r.format.Rate, uint32(4*r.written)), 0)
 	return err
 }
 
@@ -383,7 +376,11 @@ func (r *Recorder) record(at time.Time, e obs.Event) {
 
 // header is the 44-byte header of a two-channel PCM16 WAVE file holding dataBytes.
 func header(rate int, dataBytes uint32) []byte {
-	h := make([]byte, 0, headerSize)
+	return appendHeader(make([]byte, 0, headerSize), rate, dataBytes)
+}
+
+// appendHeader appends header(rate, dataBytes) to h.
+func appendHeader(h []byte, rate int, dataBytes uint32) []byte {
 	h = append(h, "RIFF"...)
 	h = binary.LittleEndian.AppendUint32(h, 36+dataBytes)
 	h = append(h, "WAVEfmt "...)
