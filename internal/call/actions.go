@@ -217,6 +217,9 @@ func (c *Call) onTTSLost(e ttsLost, now time.Time) {
 	if e.kind == sentenceReply || e.kind == sentenceMessage {
 		c.history.lose(e.turn, e.text)
 	}
+	if e.kind == sentenceNotice {
+		c.notice = "" // nor the transcript
+	}
 }
 
 // onAudioOnWire: a turn's first audio reached the carrier (the reply's, or the long-turn

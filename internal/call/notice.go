@@ -38,11 +38,11 @@ func (c *Call) noticeQueued() {
 // noticeHeard: the carrier played the notice through. The transcript gets its line, and
 // the turn machine lets the caller interrupt what follows.
 func (c *Call) noticeHeard(turnN int, mark string, now time.Time) {
-	if c.notice == "" || !c.fsm.Noticing { // a goodbye cut it: the mark came back on the clear
+	if !c.fsm.Noticing { // a goodbye cut it: the mark came back on the clear
 		return
 	}
 	c.deps.Journal.Record(now, obs.Event{Type: obs.PlayoutMark, Turn: turnN, Name: mark})
-	c.transcript(turnN, voice.RoleAssistant, c.notice, now, false)
+	c.transcript(turnN, voice.RoleAssistant, c.notice, now, false) // empty (skipped) if no voice spoke it
 	c.notice = ""
 	c.step(turn.Input{Kind: turn.NoticeHeard, Turn: turnN})
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/handset-voice/handset/internal/clock"
 	"github.com/handset-voice/handset/internal/obs"
 	"github.com/handset-voice/handset/internal/store"
 	"github.com/handset-voice/handset/internal/voice"
@@ -85,5 +86,33 @@ func TestTheGreetingAfterTheNoticeCanBeInterrupted(t *testing.T) {
 	barge := r.interrupt()
 	if barge.Turn != 0 {
 		t.Errorf("barge-in of turn %d, want the greeting's (0)", barge.Turn)
+	}
+}
+
+// A notice no voice could speak was not heard: the transcript does not claim it, the caller
+// hears the error message after the greeting, and the call goes on.
+func TestANoticeNoVoiceSpeaksIsNotTranscribed(t *testing.T) {
+	cfg := testConfig()
+	cfg.Turn.Notice, cfg.Turn.FirstMessage = testNotice, testGreeting
+	clk := clock.NewFake(t0)
+	tts := &fakeTTS{name: "voice", clk: clk, how: func(text string, _ int) ttsMode {
+		if text == testNotice {
+			return speakFail
+		}
+		return speakOK
+	}}
+	r := startRig(t, clk, cfg, Deps{Leg: newTestLeg(clk, playPaced), STT: &scriptedSTT{results: make(chan voice.Transcript)},
+		TTS: tts, Agent: newPushAgent()})
+	r.playOut(0)
+	if !r.has(obs.TTSLost, withText(testNotice)) {
+		t.Fatalf("no tts.lost for the notice:\n%s", r.journal())
+	}
+	for _, l := range r.transcript() {
+		if l.Text == testNotice {
+			t.Errorf("the transcript holds the notice no one heard: %+v", r.transcript())
+		}
+	}
+	if tts.count(testGreeting) == 0 || tts.count(cfg.Turn.ErrorMessage) == 0 {
+		t.Errorf("spoken %+v: want the greeting, then the error message", tts.requests())
 	}
 }
