@@ -133,7 +133,9 @@ var rules = []rule{
 	{"internal/providers", []string{"internal/registry", "internal/carrier/...", "internal/stt/...",
 		"internal/tts/...", "internal/agent/...", "internal/audio/vad/...", "internal/doctor"}},
 	{"internal/call/...", []string{"internal/audio/...", "internal/voice", "internal/turn", "internal/obs",
-		"internal/clock", "internal/store"}},
+		"internal/clock", "internal/store", "internal/recording"}},
+	// a call's two-channel recording, read back for playback and waveforms, and its retention
+	{"internal/recording", []string{"internal/audio/...", "internal/obs", "internal/store", "internal/voice"}},
 
 	// storage: the contract, its two implementations and the suite both pass
 	{"internal/store", []string{"internal/voice"}},

@@ -120,6 +120,8 @@ type Setup struct {
 	// all): the one part of a call that grows with its turns, up to this window. Nil against
 	// a --target, whose settings the bench does not know.
 	HistoryLimit *int `json:"history_limit,omitempty"`
+	// Recorded: every call was recorded (HANDSET_RECORD); false against a --target.
+	Recorded bool `json:"recorded,omitempty"`
 }
 
 // Machine is where the bench ran.
@@ -250,15 +252,18 @@ func (r Report) Print(w io.Writer) {
 	for _, e := range r.Errors.Examples {
 		row("", e)
 	}
-	history := ""
+	notes := ""
 	switch h := r.Setup.HistoryLimit; {
 	case h != nil && *h > 0:
-		history = fmt.Sprintf("; history kept %d messages", *h)
+		notes = fmt.Sprintf("; notes kept %d messages", *h)
 	case h != nil:
-		history = "; history kept whole"
+		notes = "; notes kept whole"
+	}
+	if r.Setup.Recorded {
+		notes += "; calls recorded"
 	}
 	row("setup", fmt.Sprintf("%s, VAD %s, %s; fake agent first token %.0f ms, TTS first byte %.0f ms; ramp %.0f calls/s%s",
-		r.Setup.Mode, r.Setup.VAD, r.Setup.Audio, r.Setup.AgentFirstToken, r.Setup.TTSFirstByte, r.Setup.Ramp, history))
+		r.Setup.Mode, r.Setup.VAD, r.Setup.Audio, r.Setup.AgentFirstToken, r.Setup.TTSFirstByte, r.Setup.Ramp, notes))
 	row("machine", fmt.Sprintf("%d cores, %s, %s", r.Machine.Cores, r.Machine.OS, r.Machine.GoVersion))
 	_ = tw.Flush()
 }

@@ -77,8 +77,15 @@ func (c *Call) armTimer(id turn.TimerID, gen uint32, a turn.Action) {
 }
 
 func (c *Call) say(a turn.Action) {
+	if a.Reason == "notice" {
+		c.reply = c.startNotice(a.Turn, a.Text)
+		return
+	}
 	if c.reply != nil && c.reply.turn == a.Turn {
 		switch a.Reason {
+		case "greeting": // after the notice, in its turn
+			c.history.assistant(a.Turn, a.Text)
+			c.reply.queue.push(sentenceMessage, a.Text)
 		case "filler":
 			c.reply.queue.pushFront(sentence{text: a.Text, kind: sentenceFiller})
 		default: // the error message, after whatever part of the reply is already queued
@@ -137,8 +144,11 @@ func (c *Call) handle(ev any) {
 	case ttsRequested:
 		if c.current(e.turn) {
 			kind := ""
-			if e.kind == sentenceFiller {
+			switch e.kind {
+			case sentenceFiller:
 				kind = "filler"
+			case sentenceNotice:
+				kind = "notice"
 			}
 			j.Record(now, obs.Event{Type: obs.TTSRequest, Turn: e.turn, Text: e.text, Kind: kind})
 			c.step(turn.Input{Kind: turn.SentenceQueued, Turn: e.turn, Text: e.text, Filler: e.kind == sentenceFiller})
@@ -206,6 +216,9 @@ func (c *Call) onTTSLost(e ttsLost, now time.Time) {
 	c.log.Warn("no voice could speak a sentence; the caller did not hear it", "turn", e.turn)
 	if e.kind == sentenceReply || e.kind == sentenceMessage {
 		c.history.lose(e.turn, e.text)
+	}
+	if e.kind == sentenceNotice {
+		c.notice = "" // nor the transcript
 	}
 }
 
@@ -281,6 +294,10 @@ func (c *Call) onMark(name string, now time.Time) {
 		if c.history.heard(t, name, now) {
 			c.deps.Journal.Record(now, obs.Event{Type: obs.PlayoutMark, Turn: t, Name: name})
 		}
+		return
+	}
+	if n, err := fmt.Sscanf(name, noticeMark, &t); err == nil && n == 1 {
+		c.noticeHeard(t, name, now)
 		return
 	}
 	if _, err := fmt.Sscanf(name, "t%d-end", &t); err == nil {

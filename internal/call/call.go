@@ -103,6 +103,9 @@ type Deps struct {
 	// been cut off (then what the caller heard). It runs on the owner goroutine and must
 	// not block.
 	Transcript func(store.TranscriptLine)
+	// Recorder, when set, records the call's audio as it crossed the wire (see
+	// recording.go); nil: not recorded, at no cost.
+	Recorder Recorder
 }
 
 // Sizes of a call's queues.
@@ -164,6 +167,8 @@ type Call struct {
 	// the carrier moving the call, not the caller hanging up.
 	transferring bool
 	lastFinalAt  time.Time // the latest STT final not yet committed
+	notice       string    // the recording notice being said (notice.go); empty once heard
+	noticeOpen   *reply    // the notice's reply, its queue open for the greeting (notice.go)
 	timing       turnTiming
 
 	// ttsHoldUntil (unix ns on the call's clock): until then the fallback voice goes
@@ -225,6 +230,7 @@ func New(ctx context.Context, cfg Config, deps Deps) *Call {
 		}
 	}
 	c.playout.metrics = deps.Metrics
+	c.playout.recorder = deps.Recorder
 	return c
 }
 
@@ -312,6 +318,9 @@ func (c *Call) start() {
 		Agent: c.deps.Agent.Name(), STT: c.deps.STT.Name(), TTS: c.deps.TTS.Name(),
 		TurnConfig: turnCfg,
 	})
+	if c.deps.Recorder != nil {
+		c.deps.Recorder.Start(now) // the recording's zero is the call's
+	}
 	c.vad = c.newVAD()
 	c.startSTT(now)
 	c.goSafe("leg", func() { c.post(legEnded{err: c.deps.Leg.Run(c.ctx, legSink{c})}) })
@@ -442,6 +451,7 @@ func (c *Call) step(in turn.Input) {
 	for _, a := range acts {
 		c.do(a)
 	}
+	c.noticeQueued()
 	c.flushHeld() // the machine may listen again: audio held for a new recognizer goes first
 }
 
@@ -493,6 +503,7 @@ func (c *Call) shutdown(reason voice.EndReason) {
 	if text, interrupted, ok := c.history.settled(c.fsm.Turn, now, true); ok {
 		c.transcript(c.fsm.Turn, voice.RoleAssistant, text, now, interrupted)
 	}
+	c.closeRecorder(now)
 	c.deps.Journal.Record(now, obs.Event{Type: obs.CallEnd, Reason: reason.String()})
 	c.log.Info("call ended", "reason", reason.String())
 }
@@ -501,7 +512,11 @@ func (c *Call) shutdown(reason voice.EndReason) {
 type legSink struct{ c *Call }
 
 func (s legSink) Audio(frame []byte) {
-	s.c.received(len(frame) / s.c.info.Format.Encoding.BytesPerSample())
+	now := s.c.deps.Clock.Now()
+	s.c.received(now, len(frame)/s.c.info.Format.Encoding.BytesPerSample())
+	if r := s.c.deps.Recorder; r != nil {
+		r.Caller(now, frame)
+	}
 	s.c.inbound.Push(frame)
 }
 func (s legSink) Mark(name string)  { s.c.post(markEchoed{name: name}) }

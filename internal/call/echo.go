@@ -80,9 +80,9 @@ const epochRelax = 20 * time.Microsecond
 // carrier sends at exactly its sample rate, so the frames that arrive soonest show its
 // clock: the epoch is the earliest sample 0 could have been sent, and jitter or a burst of
 // late frames never moves it.
-func (c *Call) received(n int) {
+func (c *Call) received(at time.Time, n int) {
 	pos := c.inPos.Add(int64(n))
-	now := c.deps.Clock.Now().UnixNano()
+	now := at.UnixNano()
 	epoch := now - pos*int64(time.Second)/int64(c.info.Format.Rate)
 	if old := c.inEpoch.Load(); old != 0 {
 		epoch = min(epoch, old+int64(epochRelax))

@@ -30,6 +30,7 @@ type playout struct {
 	// position is where on the inbound timeline audio sent now starts to play.
 	position func() int64
 	metrics  *obs.Metrics // frame timing; nil: not measured
+	recorder Recorder     // told every frame sent and every clear; nil: not recorded
 	pair     []byte       // two frames sent as one message (reused)
 	frames   *sync.Pool   // where sent and dropped frames go back (see frameBuf)
 	// parked is true while run waits for a timer or a wake-up with nothing left to do, and
@@ -227,6 +228,9 @@ func (p *playout) run(ctx context.Context) error {
 			if p.echo != nil { // what the carrier still held never plays
 				p.echo.Cleared(p.position())
 			}
+			if p.recorder != nil {
+				p.recorder.Cleared(p.clock.Now())
+			}
 			holdUntil = p.clock.Now().Add(p.drain)
 			idle = true
 			continue
@@ -262,6 +266,9 @@ func (p *playout) run(ctx context.Context) error {
 				p.heard(it.frame.b)
 				if paired {
 					p.heard(next.b)
+				}
+				if p.recorder != nil {
+					p.recorder.Agent(now, msg)
 				}
 			}
 			p.release(it.frame)

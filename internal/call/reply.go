@@ -50,6 +50,7 @@ const (
 	sentenceMessage                     // greeting or re-prompt: also kept in history
 	sentenceError                       // the error message: plays, not history
 	sentenceFiller                      // the long-turn filler: only before the reply starts
+	sentenceNotice                      // the recording notice: plays whole, not history (notice.go)
 )
 
 type sentence struct {
@@ -128,17 +129,24 @@ func (q *sentenceQueue) next(ctx context.Context) (sentence, bool) {
 // startReply begins speaking turn: from the agent when req is set, or the fixed message.
 // The engine closes the queue once the agent is done (or failed).
 func (c *Call) startReply(turn int, req *voice.TurnRequest, fixed ...string) *reply {
+	return c.beginReply(turn, req, req == nil, sentenceMessage, fixed...)
+}
+
+// beginReply starts turn's reply with texts of kind queued; closed: nothing more will be
+// (else the agent, or the engine, closes the queue).
+func (c *Call) beginReply(turn int, req *voice.TurnRequest, closed bool, kind sentenceKind, texts ...string) *reply {
 	ctx, cancel := context.WithCancel(c.ctx)
 	r := &reply{turn: turn, ctx: ctx, cancel: cancel}
 	r.queue.signal = make(chan struct{}, 1)
-	r.queue.push(sentenceMessage, fixed...)
+	r.queue.push(kind, texts...)
+	if closed {
+		r.queue.close()
+	}
 	// Both are counted before either starts, so the first to finish cannot cancel the
 	// context under the other.
 	r.running.Add(1)
 	if req != nil {
 		c.runReply(r, "agent", func() { c.readAgent(r, *req) })
-	} else {
-		r.queue.close()
 	}
 	c.runReply(r, "speaker", func() { c.speak(r) })
 	r.release()

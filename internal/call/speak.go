@@ -50,6 +50,9 @@ func (c *Call) speak(r *reply) {
 		if r.ctx.Err() != nil {
 			return
 		}
+		if s.kind == sentenceNotice { // the carrier says when the caller has heard it
+			c.playout.enqueue(r.turn, nil, fmt.Sprintf(noticeMark, r.turn))
+		}
 		switch {
 		case s.kind == sentenceError && ok:
 			spokeError = true

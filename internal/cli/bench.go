@@ -112,11 +112,12 @@ func runBench(ctx context.Context, env Env, args []string) error {
 	if !f.asJSON {
 		o.Progress = env.Stderr
 	}
-	setup := bench.Setup{VAD: f.vad, Audio: audioNote, AgentFirstToken: ms(f.agentLatency), TTSFirstByte: ms(f.ttsWait), Ramp: f.ramp, HistoryLimit: &cfg.Agent.HistoryLimit}
+	setup := bench.Setup{VAD: f.vad, Audio: audioNote, AgentFirstToken: ms(f.agentLatency), TTSFirstByte: ms(f.ttsWait), Ramp: f.ramp, HistoryLimit: &cfg.Agent.HistoryLimit,
+		Recorded: cfg.Record.On}
 	stop := func() {}
 	switch {
 	case f.target != "":
-		setup.Mode, setup.VAD, setup.HistoryLimit = "target "+f.target, "as configured there", nil
+		setup.Mode, setup.VAD, setup.HistoryLimit, setup.Recorded = "target "+f.target, "as configured there", nil, false
 	default:
 		fakes, stopFakes, err := startBenchFakes(f)
 		if err != nil {
@@ -269,6 +270,8 @@ func benchChild(ctx context.Context, env Env, cfg *config.Config, f benchFlags, 
 	}
 	// The one setting of yours the load keeps: how much of each call's history is held.
 	settings["HANDSET_AGENT_HISTORY_LIMIT"] = strconv.Itoa(cfg.Agent.HistoryLimit)
+	// And whether calls are recorded, so HANDSET_RECORD=true measures what recording costs.
+	settings["HANDSET_RECORD"] = strconv.FormatBool(cfg.Record.On)
 	cmd := exec.Command(exe, "serve")
 	cmd.Dir = env.WorkDir
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}

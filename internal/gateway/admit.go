@@ -44,6 +44,7 @@ func (s *server) admit(leg voice.Leg) (<-chan struct{}, error) {
 		cc.Turn.FirstMessage = plan.firstMessage
 	}
 	cc.Turn.Voicemail = plan.voicemail
+	rec := s.recorderFor(&cc, info, journal)
 	c, err := s.calls.Start(cc, call.Deps{
 		Leg: leg, STT: s.prov.stt, TTS: s.prov.tts, Agent: s.prov.agent, NewVAD: s.prov.newVAD,
 		STTFallback: s.prov.sttFallback, TTSFallback: s.prov.ttsFallback,
@@ -52,8 +53,10 @@ func (s *server) admit(leg voice.Leg) (<-chan struct{}, error) {
 		CallContext: func(ctx context.Context) context.Context { return session.With(ctx, sc) },
 		Transcript:  s.lines.Add,
 		Metrics:     s.metrics,
+		Recorder:    rec,
 	})
 	if err != nil {
+		discardRecording(rec)
 		_ = journal.Close()
 		s.endRecord(info.CallID, "refused: "+err.Error())
 		return nil, err

@@ -69,7 +69,13 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 // stops with the test.
 func serveWithFakes(t *testing.T, extra ...string) string {
 	t.Helper()
-	gw, _ := serveGateway(t, fakesConfig(t, extra...))
+	return serve(t, fakesConfig(t, extra...))
+}
+
+// serve opens and serves a gateway on cfg; it returns its base URL, and stops with the test.
+func serve(t *testing.T, cfg *config.Config) string {
+	t.Helper()
+	gw, _ := serveGateway(t, cfg)
 	return "http://" + gw.Addr().String()
 }
 

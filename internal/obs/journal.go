@@ -79,7 +79,15 @@ const (
 	// TTSLost: no voice could speak a sentence; the caller never heard it, and neither the
 	// agent's history nor the transcript holds it: turn, text.
 	TTSLost = "tts.lost"
-	CallEnd = "call.end"
+	// RecordingStart: the call is being recorded (HANDSET_RECORD): name is the file in the
+	// call's folder; its sample 0 is this event's moment, the call's start.
+	RecordingStart = "recording.start"
+	// RecordingStop: the recording is complete: audio_ms is its length.
+	RecordingStop = "recording.stop"
+	// RecordingError: writing the recording failed (a full disk, …): it stops there and the
+	// call goes on: message.
+	RecordingError = "recording.error"
+	CallEnd        = "call.end"
 )
 
 // Event is one journal line. Fields beyond ts, ms and type are set only where they apply.

@@ -29,6 +29,7 @@ const (
 	Goodbye                  // the server is stopping: say Text, then end the call
 	STTLost                  // no recognizer has heard the caller for a while: nothing hears them
 	STTRestored              // a recognizer hears the caller again
+	NoticeHeard              // the carrier played the recording notice through
 )
 
 var inputNames = [...]string{
@@ -37,6 +38,7 @@ var inputNames = [...]string{
 	AudioOnWire: "audio_on_wire", SpeechQueued: "speech_queued", PlayoutDone: "playout_done",
 	AgentDone: "agent_done", AgentError: "agent_error", AgentProgress: "agent_progress",
 	TimerFired: "timer_fired", Hangup: "hangup", Goodbye: "goodbye", STTLost: "stt_lost", STTRestored: "stt_restored",
+	NoticeHeard: "notice_heard",
 }
 
 func (k InputKind) String() string {

@@ -48,6 +48,11 @@ func (p Phase) String() string {
 
 // Config holds the turn-taking settings (docs/turn-taking.md); zero durations disable.
 type Config struct {
+	// Notice is said first on every call, before the greeting and in the same turn 0, whole:
+	// nothing the caller says or keys interrupts it, and the greeting's barge-in gate
+	// opens only once it has played (NoticeHeard). It is not the agent's words: the engine
+	// keeps it out of the agent's history. Empty: none.
+	Notice          string
 	FirstMessage    string        // greeting spoken when the call starts
 	ErrorMessage    string        // spoken when the agent runtime fails
 	LongTurnMessage string        // filler for slow turns
@@ -104,6 +109,9 @@ type State struct {
 
 	CallerSpeaking bool
 	Reprompted     bool // the silence re-prompt was spoken since the caller last spoke
+	// Noticing: the recording notice has not finished playing; the caller's words and keys
+	// are not heard as a turn or an interruption until it has.
+	Noticing bool
 	// Closing: the goodbye of a stopping server is being said. Nothing the caller does
 	// interrupts it, and the call ends once the carrier has played it.
 	Closing bool
@@ -165,6 +173,11 @@ func Step(s State, in Input, now time.Time) (State, []Action) {
 		// The goodbye is being said: nothing the line carries matters now.
 		return s, nil
 	}
+	if s.Noticing && (in.Kind == Transcript || in.Kind == DTMF) {
+		// Speech over the notice is the gate's to suppress (its audio is replayed once the
+		// agent finishes); words and keys never cut the notice short.
+		return s, nil
+	}
 	var acts []Action
 	switch in.Kind {
 	case CallStarted:
@@ -200,6 +213,8 @@ func Step(s State, in Input, now time.Time) (State, []Action) {
 	case STTRestored:
 		s.Deaf = false
 		acts = s.disarm(nil, TimerDeaf)
+	case NoticeHeard:
+		s, acts = onNoticeHeard(s, now)
 	}
 	return s, acts
 }
@@ -225,6 +240,7 @@ func onGoodbye(s State, in Input) (State, []Action) {
 		acts = s.disarm(acts, id)
 	}
 	s.Closing = true
+	s.Noticing = false
 	s.CallerSpeaking = false
 	s, acts = beginTurn(s, s.Turn+1, acts)
 	return s, append(acts, Action{Kind: Say, Turn: s.Turn, Text: in.Text, Reason: "goodbye"})
@@ -258,14 +274,43 @@ func onCallStarted(s State, _ time.Time) (State, []Action) {
 	if s.Config.MaxCall > 0 {
 		acts = append(acts, s.arm(TimerMaxCall, s.Config.MaxCall))
 	}
-	if s.Config.FirstMessage == "" {
-		if s.Config.Voicemail {
-			return end(s, voice.EndAgentHangup) // nothing to leave
-		}
+	if s.Config.FirstMessage == "" && s.Config.Voicemail {
+		return end(s, voice.EndAgentHangup) // nothing to leave
+	}
+	if s.Config.FirstMessage == "" && s.Config.Notice == "" {
 		return enterIdle(s, acts)
 	}
 	s, acts = beginTurn(s, 0, acts)
-	return s, append(acts, Action{Kind: Say, Turn: 0, Text: s.Config.FirstMessage, Reason: "greeting"})
+	if s.Config.Notice != "" {
+		s.Noticing = true
+		acts = append(acts, Action{Kind: Say, Turn: 0, Text: s.Config.Notice, Reason: "notice"})
+	}
+	if s.Config.FirstMessage != "" {
+		acts = append(acts, Action{Kind: Say, Turn: 0, Text: s.Config.FirstMessage, Reason: "greeting"})
+	}
+	return s, acts
+}
+
+// onNoticeHeard: the notice has played through, so the caller may interrupt what follows
+// it once the barge-in gate, counted from now, opens.
+func onNoticeHeard(s State, _ time.Time) (State, []Action) {
+	if !s.Noticing {
+		return s, nil
+	}
+	s.Noticing = false
+	if s.Phase != Speaking && s.Phase != Draining {
+		return s, nil
+	}
+	return s, openGateLater(&s)
+}
+
+// openGateLater arms the barge-in gate (or opens it at once when there is none).
+func openGateLater(s *State) []Action {
+	if s.Config.BargeInGate <= 0 {
+		s.GateOpen = true
+		return nil
+	}
+	return []Action{s.arm(TimerGate, s.Config.BargeInGate)}
 }
 
 // beginTurn hands the floor to a new agent turn n (dispatch, greeting, re-prompt).
@@ -562,12 +607,12 @@ func onAudioOnWire(s State, in Input, now time.Time) (State, []Action) {
 		s.Phase = Draining
 	}
 	// The gate is anchored on audio really reaching the wire, not on dispatch: a slow
-	// first token must not let line noise cancel a reply the caller never heard.
-	if s.Config.BargeInGate <= 0 {
-		s.GateOpen = true
+	// first token must not let line noise cancel a reply the caller never heard. Behind
+	// the notice it stays shut until the notice has played.
+	if s.Noticing {
 		return s, nil
 	}
-	return s, []Action{s.arm(TimerGate, s.Config.BargeInGate)}
+	return s, openGateLater(&s)
 }
 
 func onSpeechQueued(s State, in Input) State {
@@ -594,6 +639,7 @@ func onPlayoutDone(s State, in Input) (State, []Action) {
 		return s, nil
 	}
 	acts := s.disarm(nil, TimerGate, TimerConfirm, TimerFiller)
+	s.Noticing = false // played to its end, notice and all
 	if s.Closing {
 		return end(s, voice.EndShutdown) // the caller heard the goodbye
 	}
