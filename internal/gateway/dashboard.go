@@ -6,7 +6,9 @@ import (
 	"github.com/handset-voice/handset/internal/config"
 	"github.com/handset-voice/handset/internal/dashboard"
 	"github.com/handset-voice/handset/internal/obs"
+	"github.com/handset-voice/handset/internal/recording"
 	"github.com/handset-voice/handset/internal/session"
+	"github.com/handset-voice/handset/internal/store"
 	"github.com/handset-voice/handset/internal/voice"
 )
 
@@ -28,7 +30,16 @@ func (s *server) mountDashboard() {
 		AdminToken: s.sec.apiToken, ViewerToken: s.cfg.DashboardToken.Reveal(),
 		CallerHash: func(n string) string { return session.CallerHash(s.sec.callerHash, n) },
 		Listen:     s.cfg.Listen, Hosts: hosts, Secure: secure,
+		Recordings: dashboardRecordings{recording.Recordings{DataDir: s.cfg.DataDir}},
 	}).Register(s.mux)
+}
+
+// dashboardRecordings plays this node's recordings on the call page.
+type dashboardRecordings struct{ recording.Recordings }
+
+func (r dashboardRecordings) Waveform(c store.Call, buckets int) (dashboard.Waveform, error) {
+	w, err := r.Recordings.Waveform(c, buckets)
+	return dashboard.Waveform(w), err
 }
 
 // followOnDashboard tees a call's journal into the dashboard's live pages, when served.
