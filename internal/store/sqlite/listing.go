@@ -3,6 +3,8 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -25,17 +27,39 @@ func (s *Store) SummarizeCall(ctx context.Context, id voice.CallID, sum store.Ca
 }
 
 // rareMatches is the most transcript lines a search may match for Calls to start from
-// them; a search matching more walks the calls newest first and checks each call's lines,
-// which finds a page of them quickly because they are common.
+// them; a search matching more takes the calls newest first, a batch at a time, and keeps
+// those with a matching line (searchCommon).
 const rareMatches = 2000
 
 // Calls lists the calls passing every filter of f, newest first, by an index for each
 // filter (migration 0006) and keyset paging (no OFFSET).
 func (s *Store) Calls(ctx context.Context, f store.ListCalls) ([]store.Call, error) {
-	var (
-		where []string
-		args  []any
-	)
+	n := store.ListLimit(f.Limit, 50)
+	words := store.SearchWords(f.Text)
+	if len(words) == 0 {
+		return s.listCalls(ctx, `calls`, nil, f, n)
+	}
+	match := matchQuery(words)
+	var hits int
+	if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM transcript_search
+		WHERE transcript_search MATCH ? LIMIT ?)`, match, rareMatches+1).Scan(&hits); err != nil {
+		return nil, fmt.Errorf("sqlite store: Calls: search: %w", err)
+	}
+	if hits > rareMatches {
+		return s.searchCommon(ctx, match, f, n)
+	}
+	// Few lines match: start from them (CROSS JOIN keeps that order) and sort the few
+	// calls they belong to.
+	return s.listCalls(ctx, `(SELECT DISTINCT tl.call_id FROM transcript_search
+			JOIN transcript_lines tl ON tl.id = transcript_search.rowid
+			WHERE transcript_search MATCH ?) AS hit CROSS JOIN calls ON calls.id = hit.call_id`,
+		[]any{match}, f, n)
+}
+
+// listCalls is SELECT … FROM from (whose parameters are fromArgs) with f's filters other
+// than Text, newest first, at most n.
+func (s *Store) listCalls(ctx context.Context, from string, fromArgs []any, f store.ListCalls, n int) ([]store.Call, error) {
+	where, args := []string{}, fromArgs
 	add := func(cond string, a ...any) { where, args = append(where, cond), append(args, a...) }
 	if f.CallerHash != "" {
 		add("calls.caller_hash = ?", f.CallerHash)
@@ -61,32 +85,12 @@ func (s *Store) Calls(ctx context.Context, f store.ListCalls) ([]store.Call, err
 	if f.Broken {
 		add("calls.summary_stage <> ''")
 	}
-	from := `calls`
-	if words := store.SearchWords(f.Text); len(words) > 0 {
-		match := matchQuery(words)
-		var n int
-		if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM transcript_search
-			WHERE transcript_search MATCH ? LIMIT ?)`, match, rareMatches+1).Scan(&n); err != nil {
-			return nil, fmt.Errorf("sqlite store: Calls: search: %w", err)
-		}
-		if n <= rareMatches {
-			// Few lines match: start from them (CROSS JOIN keeps that order) and sort the
-			// few calls they belong to.
-			from = `(SELECT DISTINCT tl.call_id FROM transcript_search JOIN transcript_lines tl ON tl.id = transcript_search.rowid
-				WHERE transcript_search MATCH ?) AS hit CROSS JOIN calls ON calls.id = hit.call_id`
-			args = append([]any{match}, args...)
-		} else {
-			add(`EXISTS (SELECT 1 FROM transcript_lines tl CROSS JOIN transcript_search
-				WHERE tl.call_id = calls.id AND transcript_search.rowid = tl.id AND transcript_search MATCH ?)`, match)
-		}
-	}
 	q := `SELECT ` + prefixed("calls.", callColumns) + ` FROM ` + from
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
 	q += ` ORDER BY calls.started_at DESC, calls.id DESC LIMIT ?`
-	args = append(args, store.ListLimit(f.Limit, 50))
-	rows, err := s.r.QueryContext(ctx, q, args...)
+	rows, err := s.r.QueryContext(ctx, q, append(args, n)...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite store: Calls: %w", err)
 	}
@@ -100,6 +104,58 @@ func (s *Store) Calls(ctx context.Context, f store.ListCalls) ([]store.Call, err
 		out = append(out, c)
 	}
 	return out, rows.Err()
+}
+
+// searchCommon lists the calls passing f with a line matching match, a word on many
+// lines: it takes the calls passing the other filters newest first, a growing batch at a
+// time, and keeps those with a matching line among the batch's lines. One full-text query
+// per batch, bounded by the batch's line ids, rather than one per call: FTS5 expands a
+// prefix afresh for every query.
+func (s *Store) searchCommon(ctx context.Context, match string, f store.ListCalls, n int) ([]store.Call, error) {
+	var out []store.Call
+	for batch := 4 * n; ; batch = min(2*batch, 4096) {
+		calls, err := s.listCalls(ctx, `calls`, nil, f, batch)
+		if err != nil || len(calls) == 0 {
+			return out, err
+		}
+		ids := make([]string, len(calls))
+		for i, c := range calls {
+			ids[i] = string(c.ID)
+		}
+		list, _ := json.Marshal(ids)
+		rows, err := s.r.QueryContext(ctx, `WITH span AS (SELECT min(id) AS lo, max(id) AS hi FROM transcript_lines
+				WHERE call_id IN (SELECT value FROM json_each(?)))
+			SELECT DISTINCT tl.call_id FROM span CROSS JOIN transcript_search CROSS JOIN transcript_lines tl
+			WHERE transcript_search MATCH ? AND transcript_search.rowid BETWEEN span.lo AND span.hi
+				AND tl.id = transcript_search.rowid`, string(list), match)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite store: Calls: search: %w", err)
+		}
+		matched := map[string]bool{}
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("sqlite store: Calls: search: %w", err)
+			}
+			matched[id] = true
+		}
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			return nil, fmt.Errorf("sqlite store: Calls: search: %w", err)
+		}
+		for _, c := range calls {
+			if matched[string(c.ID)] {
+				if out = append(out, c); len(out) == n {
+					return out, nil
+				}
+			}
+		}
+		if len(calls) < batch {
+			return out, nil
+		}
+		last := calls[len(calls)-1]
+		f.Before, f.BeforeID = last.StartedAt, last.ID
+	}
 }
 
 // matchQuery is an FTS5 query for lines holding every word, the last one as a prefix. The
