@@ -113,7 +113,7 @@ func (s *Store) listCalls(ctx context.Context, from string, fromArgs []any, f st
 // prefix afresh for every query.
 func (s *Store) searchCommon(ctx context.Context, match string, f store.ListCalls, n int) ([]store.Call, error) {
 	var out []store.Call
-	for batch := 4 * n; ; batch = min(2*batch, 4096) {
+	for batch := max(16*n, 256); ; batch = min(4*batch, 8192) {
 		calls, err := s.listCalls(ctx, `calls`, nil, f, batch)
 		if err != nil || len(calls) == 0 {
 			return out, err
