@@ -27,20 +27,66 @@ func (s *Store) SummarizeCall(ctx context.Context, id voice.CallID, sum store.Ca
 	return nil
 }
 
-// rareMatches is the most transcript lines a search may match for Calls to start from
-// them; a search matching more walks the calls newest first and checks each call's lines,
-// which finds a page of them quickly because they are common.
-const rareMatches = 2000
+// Transcript search starts from the calls: it takes the newest calls passing the other
+// filters (walkFirst of them) and keeps those with a matching line, which fills a page at
+// once for a common word. When that page is short, a word on at most rareMatches lines is
+// looked up from its lines (the GIN index) instead, and a commoner one walks on through the
+// remaining calls.
+// Variables so that a test can send every search down each path.
+var (
+	walkFirst   = 1000 // at least; 20 a call of the page asked for
+	walkPerCall = 20
+	rareMatches = 2000
+)
 
-// lineMatches is the condition a transcript line (tl) meets when it holds the words of the
-// tsquery parameter p; it is the expression migration 0006 indexes.
+// lineMatches is the condition of a call having a transcript line that holds the words of
+// the tsquery parameter p.
 func lineMatches(p string) string {
-	return `to_tsvector('simple', handset_search_fold(tl.text)) @@ to_tsquery('simple', handset_search_fold(` + p + `))`
+	return `EXISTS (SELECT 1 FROM transcript_lines tl WHERE tl.call_id = calls.id
+		AND tl.search @@ to_tsquery('simple', handset_search_fold(` + p + `)))`
 }
 
 // Calls lists the calls passing every filter of f, newest first, by an index for each
 // filter (migration 0006) and keyset paging (no OFFSET).
 func (s *Store) Calls(ctx context.Context, f store.ListCalls) ([]store.Call, error) {
+	n := store.ListLimit(f.Limit, 50)
+	words := store.SearchWords(f.Text)
+	if len(words) == 0 {
+		return s.listCalls(ctx, f, n, "", nil)
+	}
+	query := tsQuery(words)
+	// The newest walkFirst calls, each checked for a matching line.
+	first := max(walkFirst, walkPerCall*n)
+	calls, err := s.listCalls(ctx, f, n, lineMatches("$?"), query, first)
+	if err != nil || len(calls) == n {
+		return calls, err
+	}
+	if candidates, err := s.listCalls(ctx, f, first, "", nil); err != nil || len(candidates) < first {
+		return calls, err // every call was checked
+	} else {
+		last := candidates[len(candidates)-1]
+		f.Before, f.BeforeID = last.StartedAt, last.ID
+	}
+	var hits int
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM transcript_lines tl
+		WHERE tl.search @@ to_tsquery('simple', handset_search_fold($1)) LIMIT $2) AS hit`,
+		query, rareMatches+1).Scan(&hits); err != nil {
+		return nil, fmt.Errorf("postgres: list calls: search: %w", err)
+	}
+	var rest []store.Call
+	if hits <= rareMatches {
+		rest, err = s.listCalls(ctx, f, n-len(calls), `calls.id = ANY (ARRAY(SELECT tl.call_id FROM transcript_lines tl
+			WHERE tl.search @@ to_tsquery('simple', handset_search_fold($?))))`, query)
+	} else {
+		rest, err = s.listCalls(ctx, f, n-len(calls), lineMatches("$?"), query)
+	}
+	return append(calls, rest...), err
+}
+
+// listCalls lists the calls passing f's filters other than Text, and cond (with its
+// parameter arg, written $?, unless arg is nil), newest first, at most n. With within,
+// only the newest within calls passing f's other filters are looked at.
+func (s *Store) listCalls(ctx context.Context, f store.ListCalls, n int, cond string, arg any, within ...int) ([]store.Call, error) {
 	var (
 		where []string
 		args  []any
@@ -77,28 +123,30 @@ func (s *Store) Calls(ctx context.Context, f store.ListCalls) ([]store.Call, err
 	if f.Broken {
 		add("calls.summary_stage <> ''")
 	}
-	if words := store.SearchWords(f.Text); len(words) > 0 {
-		query := tsQuery(words)
-		var n int
-		if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM transcript_lines tl
-			WHERE `+lineMatches("$1")+` LIMIT $2) AS hit`, query, rareMatches+1).Scan(&n); err != nil {
-			return nil, fmt.Errorf("postgres: list calls: search: %w", err)
+	const order = ` ORDER BY calls.started_at DESC, calls.id DESC`
+	from := `calls`
+	if len(within) > 0 {
+		// The candidates first, then the condition on them alone.
+		inner := `SELECT * FROM calls`
+		if len(where) > 0 {
+			inner += ` WHERE ` + strings.Join(where, " AND ")
 		}
-		if n <= rareMatches {
-			// Few lines match: start from them (the full-text index) and sort their calls.
-			add(`calls.id = ANY (ARRAY(SELECT tl.call_id FROM transcript_lines tl WHERE `+lineMatches("$?")+`))`, query)
-		} else {
-			// Many do: walk the calls newest first and look at each one's lines (OFFSET 0
-			// keeps the planner from turning this into a scan of every matching line).
-			add(`EXISTS (SELECT 1 FROM transcript_lines tl WHERE tl.call_id = calls.id AND `+lineMatches("$?")+` OFFSET 0)`, query)
-		}
+		args = append(args, within[0])
+		from = `(` + inner + order + ` LIMIT $` + strconv.Itoa(len(args)) + `) AS calls`
+		where = nil
 	}
-	q := `SELECT ` + callColumns + ` FROM calls`
+	switch {
+	case arg != nil:
+		add(cond, arg)
+	case cond != "":
+		add(cond)
+	}
+	q := `SELECT ` + callColumns + ` FROM ` + from
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
-	args = append(args, store.ListLimit(f.Limit, 50))
-	q += ` ORDER BY calls.started_at DESC, calls.id DESC LIMIT $` + strconv.Itoa(len(args))
+	args = append(args, n)
+	q += order + ` LIMIT $` + strconv.Itoa(len(args))
 	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: list calls: %w", err)

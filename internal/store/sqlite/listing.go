@@ -29,7 +29,7 @@ func (s *Store) SummarizeCall(ctx context.Context, id voice.CallID, sum store.Ca
 // rareMatches is the most transcript lines a search may match for Calls to start from
 // them; a search matching more takes the calls newest first, a batch at a time, and keeps
 // those with a matching line (searchCommon).
-const rareMatches = 2000
+var rareMatches = 2000 // a variable so that a test can send every search down each path
 
 // Calls lists the calls passing every filter of f, newest first, by an index for each
 // filter (migration 0006) and keyset paging (no OFFSET).
@@ -39,7 +39,10 @@ func (s *Store) Calls(ctx context.Context, f store.ListCalls) ([]store.Call, err
 	if len(words) == 0 {
 		return s.listCalls(ctx, `calls`, nil, f, n)
 	}
-	match := matchQuery(words)
+	match, err := s.matchQuery(ctx, words)
+	if err != nil || match == "" {
+		return nil, err
+	}
 	var hits int
 	if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM transcript_search
 		WHERE transcript_search MATCH ? LIMIT ?)`, match, rareMatches+1).Scan(&hits); err != nil {
@@ -158,19 +161,59 @@ func (s *Store) searchCommon(ctx context.Context, match string, f store.ListCall
 	}
 }
 
-// matchQuery is an FTS5 query for lines holding every word, the last one as a prefix. The
-// words are letters and digits only (store.SearchWords), quoted all the same so that one
-// spelling an FTS5 keyword (NEAR, AND, OR, NOT) is a plain word.
-func matchQuery(words []string) string {
-	var b strings.Builder
+// maxPrefixTerms is the most words a search spells out for its last word's prefix.
+var maxPrefixTerms = 64 // a variable so that a test can do without
+
+// matchQuery is an FTS5 query for lines holding every word, the last one as a prefix;
+// empty when no line can match. The words are letters and digits only
+// (store.SearchWords), quoted all the same so that one spelling an FTS5 keyword (NEAR, AND,
+// OR, NOT) is a plain word. FTS5 reads a whole prefix's lines for every query (each batch
+// of searchCommon), so the prefix is spelt out as the indexed words it starts, when they
+// are few and the prefix is plain ASCII (folded as the index folds it: lowercased).
+func (s *Store) matchQuery(ctx context.Context, words []string) (string, error) {
+	quote := func(w string) string { return `"` + strings.ReplaceAll(w, `"`, `""`) + `"` }
+	parts := make([]string, len(words))
 	for i, w := range words {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteString(`"` + strings.ReplaceAll(w, `"`, `""`) + `"`)
+		parts[i] = quote(w)
 	}
-	b.WriteByte('*')
-	return b.String()
+	last := words[len(words)-1]
+	parts[len(parts)-1] += "*"
+	if !ascii(last) {
+		return strings.Join(parts, " AND "), nil
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT term FROM transcript_terms WHERE term >= ? AND term < ?
+		ORDER BY term LIMIT ?`, last, last+"\U0010FFFF", maxPrefixTerms+1)
+	if err != nil {
+		return "", fmt.Errorf("sqlite store: Calls: search terms: %w", err)
+	}
+	defer rows.Close()
+	var terms []string
+	for rows.Next() {
+		var t string
+		if err := rows.Scan(&t); err != nil {
+			return "", fmt.Errorf("sqlite store: Calls: search terms: %w", err)
+		}
+		terms = append(terms, quote(t))
+	}
+	if err := rows.Err(); err != nil {
+		return "", fmt.Errorf("sqlite store: Calls: search terms: %w", err)
+	}
+	switch {
+	case len(terms) == 0:
+		return "", nil // no indexed word starts so
+	case len(terms) <= maxPrefixTerms:
+		parts[len(parts)-1] = "(" + strings.Join(terms, " OR ") + ")"
+	}
+	return strings.Join(parts, " AND "), nil
+}
+
+func ascii(w string) bool {
+	for i := 0; i < len(w); i++ {
+		if w[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 // prefixed qualifies each column of a comma-separated list with p ("calls.").

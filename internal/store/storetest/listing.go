@@ -209,8 +209,9 @@ func searchFixture(t *testing.T, s store.Store) {
 		"c6": {"foobar nearby", "foo alone"},
 		"c7": {"hello there", "general kenobi"},
 		"c8": {`He typed "foo* NEAR(- literally`},
+		"c9": {manyWords("pa", 100)},
 	}
-	for i := 1; i <= 8; i++ {
+	for i := 1; i <= 9; i++ {
 		id := fmt.Sprintf("c%d", i)
 		c := sampleCall(id, at(time.Duration(i)*time.Minute))
 		c.Carrier = []string{"twilio", "browser"}[i%2]
@@ -223,10 +224,19 @@ func searchFixture(t *testing.T, s store.Store) {
 	}
 }
 
+// manyWords is a line of n words that start with prefix.
+func manyWords(prefix string, n int) string {
+	words := make([]string, n)
+	for i := range words {
+		words[i] = fmt.Sprintf("%s%03d", prefix, i)
+	}
+	return strings.Join(words, " ")
+}
+
 func testCallSearch(t *testing.T, s store.Store) {
 	ctx := ctxOf(t)
 	searchFixture(t, s)
-	all := []string{"c8", "c7", "c6", "c5", "c4", "c3", "c2", "c1"}
+	all := []string{"c9", "c8", "c7", "c6", "c5", "c4", "c3", "c2", "c1"}
 	cases := []struct {
 		f    store.ListCalls
 		want []string
@@ -238,6 +248,9 @@ func testCallSearch(t *testing.T, s store.Store) {
 		{store.ListCalls{Text: "ord pizza"}, nil},                     // only the last word is
 		{store.ListCalls{Text: "cafe CREME"}, []string{"c4"}},         // accents and case aside
 		{store.ListCalls{Text: "Café"}, []string{"c4"}},               // …both ways
+		{store.ListCalls{Text: "un caf"}, []string{"c4"}},             // a prefix of a folded word
+		{store.ListCalls{Text: "crè"}, []string{"c4"}},                // a prefix with an accent
+		{store.ListCalls{Text: "pa"}, []string{"c9"}},                 // a prefix of many words
 		{store.ListCalls{Text: "hello kenobi"}, nil},                  // two lines of one call are not one line
 		{store.ListCalls{Text: `"foo* NEAR(-`}, []string{"c8", "c5"}}, // query syntax is plain words
 		{store.ListCalls{Text: "-refund"}, []string{"c2", "c1"}},      // not NOT
@@ -245,6 +258,8 @@ func testCallSearch(t *testing.T, s store.Store) {
 		{store.ListCalls{Text: "refund", Carrier: "twilio"}, []string{"c2"}},
 		{store.ListCalls{Text: "refund", Before: at(2 * time.Minute)}, []string{"c1"}},
 		{store.ListCalls{Text: "hello", Limit: 1}, []string{"c7"}},
+		{store.ListCalls{Text: "pa", Carrier: "browser"}, []string{"c9"}},
+		{store.ListCalls{Text: "pa", Carrier: "twilio"}, nil},
 		{store.ListCalls{Text: "nowhere"}, nil},
 		{store.ListCalls{Text: ""}, all},
 		{store.ListCalls{Text: ` !? "" *:- `}, all}, // no word: no filter

@@ -2,7 +2,7 @@
 -- calls.summary_*: what a call's journal said of it when it ended (turns, barge-ins,
 --   diagnose's first broken stage and its words); calls from before are left empty.
 -- Indexes for each filter of the call list, newest first, and a full-text index over
--- transcript lines ('simple' configuration: every word, no stemming). Accents are folded
+-- transcript lines ('simple' configuration: every word, no stemming) on a stored tsvector. Accents are folded
 -- by the unaccent extension when this database lets us create it (it is trusted: a
 -- database owner may); without it handset_search_fold only lowercases.
 
@@ -40,5 +40,7 @@ BEGIN
 END
 $fold$;
 
-CREATE INDEX transcript_lines_search ON transcript_lines
-	USING gin (to_tsvector('simple', handset_search_fold(text)));
+-- Each line's words, kept beside it so that checking a call's lines needs no parsing.
+ALTER TABLE transcript_lines ADD COLUMN search tsvector
+	GENERATED ALWAYS AS (to_tsvector('simple', handset_search_fold(text))) STORED;
+CREATE INDEX transcript_lines_search ON transcript_lines USING gin (search);

@@ -34,3 +34,5 @@ CREATE TRIGGER transcript_search_update AFTER UPDATE OF text ON transcript_lines
 	INSERT INTO transcript_search (rowid, text) VALUES (new.id, new.text);
 END;
 INSERT INTO transcript_search (transcript_search) VALUES ('rebuild');
+-- The index's words, so that a search can spell out the words a prefix stands for.
+CREATE VIRTUAL TABLE transcript_terms USING fts5vocab (transcript_search, 'row');
