@@ -34,16 +34,17 @@ func (s *Store) SummarizeCall(ctx context.Context, id voice.CallID, sum store.Ca
 // remaining calls.
 // Variables so that a test can send every search down each path.
 var (
-	walkFirst   = 1000 // at least; 20 a call of the page asked for
-	walkPerCall = 20
+	walkFirst   = 500 // at least; 10 a call of the page asked for
+	walkPerCall = 10
 	rareMatches = 2000
 )
 
 // lineMatches is the condition of a call having a transcript line that holds the words of
-// the tsquery parameter p.
+// the tsquery parameter p. The query is a subquery so that it is made once, not once a
+// line (pgx prepares statements, and a generic plan would remake it for each).
 func lineMatches(p string) string {
 	return `EXISTS (SELECT 1 FROM transcript_lines tl WHERE tl.call_id = calls.id
-		AND tl.search @@ to_tsquery('simple', handset_search_fold(` + p + `)))`
+		AND tl.search @@ (SELECT to_tsquery('simple', handset_search_fold(` + p + `))))`
 }
 
 // Calls lists the calls passing every filter of f, newest first, by an index for each
@@ -69,14 +70,14 @@ func (s *Store) Calls(ctx context.Context, f store.ListCalls) ([]store.Call, err
 	}
 	var hits int
 	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM transcript_lines tl
-		WHERE tl.search @@ to_tsquery('simple', handset_search_fold($1)) LIMIT $2) AS hit`,
+		WHERE tl.search @@ (SELECT to_tsquery('simple', handset_search_fold($1))) LIMIT $2) AS hit`,
 		query, rareMatches+1).Scan(&hits); err != nil {
 		return nil, fmt.Errorf("postgres: list calls: search: %w", err)
 	}
 	var rest []store.Call
 	if hits <= rareMatches {
 		rest, err = s.listCalls(ctx, f, n-len(calls), `calls.id = ANY (ARRAY(SELECT tl.call_id FROM transcript_lines tl
-			WHERE tl.search @@ to_tsquery('simple', handset_search_fold($?))))`, query)
+			WHERE tl.search @@ (SELECT to_tsquery('simple', handset_search_fold($?)))))`, query)
 	} else {
 		rest, err = s.listCalls(ctx, f, n-len(calls), lineMatches("$?"), query)
 	}
