@@ -135,13 +135,14 @@ func (s *server) planFor(ctx context.Context, rec store.Call, info voice.LegInfo
 	return callPlan{firstMessage: job.FirstMessage, voicemail: info.Machine() && policy == carrier.MachineMessage}
 }
 
-// endRecord records how a call ended.
+// endRecord records how a call ended, and what its journal says of it.
 func (s *server) endRecord(id voice.CallID, outcome string) {
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
 	if err := s.st.EndCall(ctx, id, time.Now(), outcome); err != nil {
 		s.log.Warn("call end not recorded in the store", "call", id, "err", err)
 	}
+	s.summarize(ctx, id) // summary.go
 }
 
 // onProgress records what a carrier reports of the calls Handset placed: the carrier's id

@@ -179,6 +179,19 @@ type ListCalls struct {
 	Limit int // default 50
 }
 
+// MaxListCalls is the most calls, sessions or batches one listing returns, whatever its
+// Limit asks.
+const MaxListCalls = 500
+
+// ListLimit is the number of rows a listing asking for n returns: def when n is not
+// positive, at most MaxListCalls.
+func ListLimit(n, def int) int {
+	if n <= 0 {
+		return def
+	}
+	return min(n, MaxListCalls)
+}
+
 // ListJobs filters ListJobs.
 type ListJobs struct {
 	State JobState
@@ -216,8 +229,13 @@ type Store interface {
 	// EndCall sets EndedAt and Outcome of a running call. A call already ended keeps its
 	// first end (a carrier's status callback may race the engine's own end).
 	EndCall(ctx context.Context, id voice.CallID, endedAt time.Time, outcome string) error
+	// SummarizeCall keeps s with call id (what its journal said when it ended), replacing
+	// any summary it had; ErrNotFound for an unknown call.
+	SummarizeCall(ctx context.Context, id voice.CallID, s CallSummary) error
 	Call(ctx context.Context, id voice.CallID) (Call, error)
-	// Calls lists calls, newest first.
+	// Calls lists the calls that pass every filter of f, newest first (calls started at the
+	// same instant by ID, descending), at most f.Limit (default 50, never more than
+	// MaxListCalls). A Text with no word in it is no filter.
 	Calls(ctx context.Context, f ListCalls) ([]Call, error)
 	AppendTranscript(ctx context.Context, lines []TranscriptLine) error
 	// Transcript returns a call's lines in order (turn, then time).
@@ -229,6 +247,9 @@ type Store interface {
 	TouchSession(ctx context.Context, callerHash, sessionKey string, call voice.CallID, at time.Time) (Session, error)
 	Session(ctx context.Context, callerHash string) (Session, error)
 	SessionByKey(ctx context.Context, sessionKey string) (Session, error)
+	// Sessions lists callers' sessions, most recently seen first (the same LastSeen by
+	// caller hash, descending), at most f.Limit (default 50, never more than MaxListCalls).
+	Sessions(ctx context.Context, f ListSessions) ([]Session, error)
 
 	Enqueue(ctx context.Context, j NewJob) (Job, error)
 	// Claim leases the next due job of one of kinds (all kinds when empty) to owner until
@@ -254,8 +275,12 @@ type Store interface {
 	// ErrNotPending when it is running or finished, which a claimer's result then decides.
 	Cancel(ctx context.Context, id int64, reason string, now time.Time) error
 	Job(ctx context.Context, id int64) (Job, error)
-	// Jobs lists jobs, oldest first.
+	// Jobs lists jobs, oldest first (newest first with f.Newest).
 	Jobs(ctx context.Context, f ListJobs) ([]Job, error)
+	// Batches lists the batches of jobs with their jobs counted by state, the most recently
+	// active first (latest UpdatedAt), at most limit (default 50, never more than
+	// MaxListCalls). Jobs with no batch are in none.
+	Batches(ctx context.Context, limit int) ([]Batch, error)
 
 	// NodeHeartbeat records that node is alive at now, first registering it. Every running
 	// node calls it periodically; a node that stops calling it is lost once the silence is

@@ -170,24 +170,17 @@ type callView struct {
 	Outcome    string       `json:"outcome,omitempty"`
 	JobID      int64        `json:"job_id,omitempty"`
 	Live       bool         `json:"live"`
+	// What the call's journal said of it when it ended (store.CallSummary).
+	Turns       int    `json:"turns"`
+	Interrupted int    `json:"interrupted"`
+	Stage       string `json:"stage,omitempty"`
+	Problem     string `json:"problem,omitempty"`
 }
 
 func (a *API) listCalls(w http.ResponseWriter, r *http.Request) error {
-	q := r.URL.Query()
-	f := store.ListCalls{CallerHash: q.Get("caller_hash")}
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 500 {
-			return fail(http.StatusBadRequest, "limit %q: a whole number from 1 to 500", echo(v))
-		}
-		f.Limit = n
-	}
-	if v := q.Get("before"); v != "" {
-		t, err := time.Parse(time.RFC3339Nano, v)
-		if err != nil {
-			return fail(http.StatusBadRequest, "before %q: an RFC 3339 time, like 2026-11-25T15:00:00Z", echo(v))
-		}
-		f.Before = t
+	f, err := callFilter(r.URL.Query()) // callfilter.go
+	if err != nil {
+		return err
 	}
 	calls, err := a.o.Store.Calls(r.Context(), f)
 	if err != nil {
@@ -197,7 +190,7 @@ func (a *API) listCalls(w http.ResponseWriter, r *http.Request) error {
 	for i, c := range calls {
 		out[i] = a.viewer(r).call(c)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"calls": out})
+	writeJSON(w, http.StatusOK, map[string]any{"calls": out, "next": nextPage(f, calls)})
 	return nil
 }
 

@@ -49,7 +49,8 @@ func (a *API) viewer(r *http.Request) viewer {
 func (v viewer) call(c store.Call) callView {
 	cv := callView{ID: c.ID, Carrier: c.Carrier, CarrierRef: c.CarrierRef, Direction: string(c.Direction),
 		From: c.From, To: c.To, CallerHash: c.CallerHash, Agent: c.Agent, Node: c.Node,
-		StartedAt: c.StartedAt, Outcome: c.Outcome, JobID: c.JobID, Live: c.EndedAt.IsZero()}
+		StartedAt: c.StartedAt, Outcome: c.Outcome, JobID: c.JobID, Live: c.EndedAt.IsZero(),
+		Turns: c.Summary.Turns, Interrupted: c.Summary.Interrupted, Stage: c.Summary.Stage, Problem: c.Summary.Problem}
 	if !c.EndedAt.IsZero() {
 		cv.EndedAt = &c.EndedAt
 	}

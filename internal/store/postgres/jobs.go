@@ -173,15 +173,20 @@ func (s *Store) Job(ctx context.Context, id int64) (store.Job, error) {
 	return j, nil
 }
 
-// Jobs lists jobs, oldest first.
+// Jobs lists jobs, oldest first (newest first with f.Newest); Before and After bound their IDs.
 func (s *Store) Jobs(ctx context.Context, f store.ListJobs) ([]store.Job, error) {
 	limit := f.Limit
 	if limit <= 0 {
 		limit = 100
 	}
+	order := `id`
+	if f.Newest {
+		order = `id DESC`
+	}
 	rows, err := s.pool.Query(ctx, `SELECT `+jobColumns+` FROM jobs
 		WHERE ($1 = '' OR state = $1) AND ($2 = '' OR kind = $2) AND ($3 = '' OR batch = $3) AND id > $4
-		ORDER BY id LIMIT $5`, string(f.State), f.Kind, f.Batch, f.After, limit)
+			AND ($5::bigint <= 0 OR id < $5)
+		ORDER BY `+order+` LIMIT $6`, string(f.State), f.Kind, f.Batch, f.After, f.Before, limit)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: list jobs: %w", err)
 	}

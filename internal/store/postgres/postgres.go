@@ -93,15 +93,19 @@ func notFound(err error, what string, id any) error {
 
 // ---- calls
 
-const callColumns = `id, carrier, carrier_ref, direction, from_number, to_number, caller_hash, agent, node, started_at, ended_at, outcome, journal, job_id`
+const callColumns = `id, carrier, carrier_ref, direction, from_number, to_number, caller_hash, agent, node, started_at, ended_at, outcome, journal, job_id,
+	summary_turns, summary_interrupted, summary_stage, summary_problem`
 
 func scanCall(row pgx.Row) (store.Call, error) {
 	var c store.Call
 	var started time.Time
 	var ended *time.Time
+	var turns, interrupted int32
 	err := row.Scan(&c.ID, &c.Carrier, &c.CarrierRef, &c.Direction, &c.From, &c.To, &c.CallerHash,
-		&c.Agent, &c.Node, &started, &ended, &c.Outcome, &c.Journal, &c.JobID)
+		&c.Agent, &c.Node, &started, &ended, &c.Outcome, &c.Journal, &c.JobID,
+		&turns, &interrupted, &c.Summary.Stage, &c.Summary.Problem)
 	c.StartedAt, c.EndedAt = started.UTC(), fromTS(ended)
+	c.Summary.Turns, c.Summary.Interrupted = int(turns), int(interrupted)
 	return c, err
 }
 
@@ -115,9 +119,10 @@ func (s *Store) StartCall(ctx context.Context, c store.Call) error {
 		started = time.Now()
 	}
 	_, err := s.pool.Exec(ctx, `INSERT INTO calls (`+callColumns+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`,
 		string(c.ID), c.Carrier, c.CarrierRef, string(c.Direction), c.From, c.To, c.CallerHash,
-		c.Agent, c.Node, started.UTC(), ts(c.EndedAt), c.Outcome, c.Journal, c.JobID)
+		c.Agent, c.Node, started.UTC(), ts(c.EndedAt), c.Outcome, c.Journal, c.JobID,
+		int32(c.Summary.Turns), int32(c.Summary.Interrupted), c.Summary.Stage, c.Summary.Problem)
 	if isUniqueViolation(err) {
 		return fmt.Errorf("postgres: start call %s: %w", c.ID, store.ErrDuplicate)
 	}
@@ -167,25 +172,6 @@ func (s *Store) Call(ctx context.Context, id voice.CallID) (store.Call, error) {
 		return store.Call{}, notFound(err, "call", id)
 	}
 	return c, nil
-}
-
-// Calls lists calls, newest first.
-func (s *Store) Calls(ctx context.Context, f store.ListCalls) ([]store.Call, error) {
-	limit := f.Limit
-	if limit <= 0 {
-		limit = 50
-	}
-	rows, err := s.pool.Query(ctx, `SELECT `+callColumns+` FROM calls
-		WHERE ($1 = '' OR caller_hash = $1) AND ($2::timestamptz IS NULL OR started_at < $2)
-		ORDER BY started_at DESC, id DESC LIMIT $3`, f.CallerHash, ts(f.Before), limit)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: list calls: %w", err)
-	}
-	calls, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Call, error) { return scanCall(r) })
-	if err != nil {
-		return nil, fmt.Errorf("postgres: list calls: %w", err)
-	}
-	return calls, nil
 }
 
 // AppendTranscript adds lines to their calls' transcripts, all or none.

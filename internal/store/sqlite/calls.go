@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/handset-voice/handset/internal/store"
@@ -13,7 +12,7 @@ import (
 )
 
 const callColumns = `id, carrier, carrier_ref, direction, from_number, to_number, caller_hash, agent, node,
-	started_at, ended_at, outcome, journal, job_id`
+	started_at, ended_at, outcome, journal, job_id, summary_turns, summary_interrupted, summary_stage, summary_problem`
 
 // StartCall records a new call; ErrDuplicate when its id is taken.
 func (s *Store) StartCall(ctx context.Context, c store.Call) error {
@@ -21,9 +20,10 @@ func (s *Store) StartCall(ctx context.Context, c store.Call) error {
 		return errors.New("sqlite store: StartCall: empty call id")
 	}
 	res, err := s.w.ExecContext(ctx, `INSERT INTO calls (`+callColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
 		string(c.ID), c.Carrier, c.CarrierRef, string(c.Direction), c.From, c.To, c.CallerHash, c.Agent, c.Node,
-		encTime(c.StartedAt), encTime(c.EndedAt), c.Outcome, c.Journal, c.JobID)
+		encTime(c.StartedAt), encTime(c.EndedAt), c.Outcome, c.Journal, c.JobID,
+		c.Summary.Turns, c.Summary.Interrupted, c.Summary.Stage, c.Summary.Problem)
 	if err != nil {
 		return fmt.Errorf("sqlite store: StartCall %s: %w", c.ID, err)
 	}
@@ -78,7 +78,8 @@ func scanCall(sc scanner) (store.Call, error) {
 		started, ended sql.NullString
 	)
 	err := sc.Scan(&id, &c.Carrier, &c.CarrierRef, &dir, &c.From, &c.To, &c.CallerHash, &c.Agent, &c.Node,
-		&started, &ended, &c.Outcome, &c.Journal, &c.JobID)
+		&started, &ended, &c.Outcome, &c.Journal, &c.JobID,
+		&c.Summary.Turns, &c.Summary.Interrupted, &c.Summary.Stage, &c.Summary.Problem)
 	if err != nil {
 		return store.Call{}, err
 	}
@@ -102,47 +103,6 @@ func (s *Store) Call(ctx context.Context, id voice.CallID) (store.Call, error) {
 		return store.Call{}, fmt.Errorf("sqlite store: Call %s: %w", id, err)
 	}
 	return c, nil
-}
-
-// Calls lists calls, newest first.
-func (s *Store) Calls(ctx context.Context, f store.ListCalls) ([]store.Call, error) {
-	var (
-		where []string
-		args  []any
-	)
-	if f.CallerHash != "" {
-		where, args = append(where, "caller_hash = ?"), append(args, f.CallerHash)
-	}
-	if !f.Before.IsZero() {
-		where, args = append(where, "started_at < ?"), append(args, encTime(f.Before))
-	}
-	q := `SELECT ` + callColumns + ` FROM calls`
-	if len(where) > 0 {
-		q += ` WHERE ` + strings.Join(where, " AND ")
-	}
-	q += ` ORDER BY started_at DESC, id DESC LIMIT ?`
-	args = append(args, limit(f.Limit, 50))
-	rows, err := s.r.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite store: Calls: %w", err)
-	}
-	defer rows.Close()
-	var out []store.Call
-	for rows.Next() {
-		c, err := scanCall(rows)
-		if err != nil {
-			return nil, fmt.Errorf("sqlite store: Calls: %w", err)
-		}
-		out = append(out, c)
-	}
-	return out, rows.Err()
-}
-
-func limit(n, def int) int {
-	if n <= 0 {
-		return def
-	}
-	return n
 }
 
 // AppendTranscript adds lines, in one transaction; ErrNotFound when a line's call is

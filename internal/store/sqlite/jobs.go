@@ -266,7 +266,7 @@ func (s *Store) Job(ctx context.Context, id int64) (store.Job, error) {
 	return j, nil
 }
 
-// Jobs lists jobs, oldest first.
+// Jobs lists jobs, oldest first (newest first with f.Newest); Before and After bound their IDs.
 func (s *Store) Jobs(ctx context.Context, f store.ListJobs) ([]store.Job, error) {
 	var (
 		where []string
@@ -284,11 +284,18 @@ func (s *Store) Jobs(ctx context.Context, f store.ListJobs) ([]store.Job, error)
 	if f.After > 0 {
 		where, args = append(where, "id > ?"), append(args, f.After)
 	}
+	if f.Before > 0 {
+		where, args = append(where, "id < ?"), append(args, f.Before)
+	}
 	q := `SELECT ` + jobColumns + ` FROM jobs`
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
-	q += ` ORDER BY id LIMIT ?`
+	if f.Newest {
+		q += ` ORDER BY id DESC LIMIT ?`
+	} else {
+		q += ` ORDER BY id LIMIT ?`
+	}
 	args = append(args, limit(f.Limit, 100))
 	rows, err := s.r.QueryContext(ctx, q, args...)
 	if err != nil {

@@ -79,6 +79,15 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"CarrierCalls/StreamOnce", testCarrierCallStreamOnce},
 		{"CarrierCalls/Concurrent", testCarrierCallConcurrent},
 		{"CarrierCalls/Prune", testCarrierCallPrune},
+		{"Calls/Summary", testCallSummary},
+		{"Calls/Filters", testCallFilters},
+		{"Calls/PagingTies", testCallPagingTies},
+		{"Calls/ListLimitCapped", testCallListLimitCapped},
+		{"Calls/Search", testCallSearch},
+		{"Calls/SearchCommonWord", testCallSearchCommonWord},
+		{"Sessions/List", testSessionsList},
+		{"Jobs/Batches", testBatches},
+		{"Jobs/Newest", testJobsNewest},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
