@@ -12,23 +12,14 @@ import (
 
 	"github.com/handset-voice/handset/internal/call"
 	"github.com/handset-voice/handset/internal/sim/twiliocaller"
-	"github.com/handset-voice/handset/internal/store"
 	"github.com/handset-voice/handset/internal/voice"
 )
 
 const testAPIToken = "dashboard-test-api-token-0123456789"
 
-// listingStore is a store that also lists sessions and batches, as the dashboard needs.
-type listingStore struct{ store.Store }
-
-func (listingStore) Sessions(context.Context, store.ListSessions) ([]store.Session, error) {
-	return nil, nil
-}
-func (listingStore) Batches(context.Context, int) ([]store.Batch, error) { return nil, nil }
-
-// serveWithStore serves a gateway on fakesConfig over st (wrapped by wrap); it returns its
-// base URL and the ids of the calls it admits.
-func serveWithStore(t *testing.T, wrap func(store.Store) store.Store, extra ...string) (string, <-chan voice.CallID) {
+// serveWithStore serves a gateway on fakesConfig; it returns its base URL and the ids of
+// the calls it admits.
+func serveWithStore(t *testing.T, extra ...string) (string, <-chan voice.CallID) {
 	t.Helper()
 	cfg := fakesConfig(t, append([]string{"HANDSET_API_TOKEN=" + testAPIToken}, extra...)...)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -40,7 +31,7 @@ func serveWithStore(t *testing.T, wrap func(store.Store) store.Store, extra ...s
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := newServer(ctx, cfg, prov, wrap(st), quiet, serverOptions{})
+	srv, err := newServer(ctx, cfg, prov, st, quiet, serverOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,10 +67,10 @@ func getWithToken(t *testing.T, url string) (*http.Response, string) {
 	return resp, string(b)
 }
 
-// TestDashboardFollowsACall: with a store that lists what it shows, the dashboard is served,
+// TestDashboardFollowsACall: the dashboard is served,
 // a call in progress is on its live page and stream, and its page shows what was said.
 func TestDashboardFollowsACall(t *testing.T) {
-	base, calls := serveWithStore(t, func(st store.Store) store.Store { return listingStore{st} })
+	base, calls := serveWithStore(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	phone, err := twiliocaller.Dial(ctx, twiliocaller.Options{BaseURL: base, AuthToken: testTwilioToken, InsecureStreamURL: true})
@@ -134,19 +125,14 @@ func TestDashboardFollowsACall(t *testing.T) {
 	}
 }
 
-// TestDashboardNeedsAListingStore: a store without the listings, or HANDSET_DASHBOARD=false,
-// serves no dashboard.
-func TestDashboardNeedsAListingStore(t *testing.T) {
-	plain, _ := serveWithStore(t, func(st store.Store) store.Store { return st })
-	if resp, _ := getWithToken(t, plain+"/dashboard"); resp.StatusCode != http.StatusNotFound {
-		t.Errorf("a store without listings: /dashboard answered %s", resp.Status)
-	}
-	off, _ := serveWithStore(t, func(st store.Store) store.Store { return listingStore{st} }, "HANDSET_DASHBOARD=false")
+// TestDashboardTurnsOff: HANDSET_DASHBOARD=false serves no dashboard; it is on by default.
+func TestDashboardTurnsOff(t *testing.T) {
+	off, _ := serveWithStore(t, "HANDSET_DASHBOARD=false")
 	if resp, _ := getWithToken(t, off+"/dashboard"); resp.StatusCode != http.StatusNotFound {
 		t.Errorf("HANDSET_DASHBOARD=false: /dashboard answered %s", resp.Status)
 	}
-	on, _ := serveWithStore(t, func(st store.Store) store.Store { return listingStore{st} })
+	on, _ := serveWithStore(t)
 	if resp, _ := getWithToken(t, on+"/dashboard"); resp.StatusCode != http.StatusOK {
-		t.Errorf("a listing store: /dashboard answered %s", resp.Status)
+		t.Errorf("by default: /dashboard answered %s", resp.Status)
 	}
 }
