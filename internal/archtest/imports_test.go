@@ -159,7 +159,7 @@ var rules = []rule{
 	{"internal/agent/openclaw", append(slices.Clip(providerMay), "internal/agent/httpagent/...", "internal/agent/openai")},
 	// the HTTP-streaming plumbing the runtimes share: nothing of a runtime
 	{"internal/agent/httpagent/...", append(slices.Clip(providerMay), "internal/agent/httpagent/...")},
-	{"internal/browser/...", append(slices.Clip(providerMay), "internal/hostcheck")},
+	{"internal/browser/...", append(slices.Clip(providerMay), "internal/hostcheck", "internal/edge")},
 	// the conformance suites every provider of a contract runs from its tests
 	{"internal/stt/stttest", suiteMay},
 	{"internal/tts/ttstest", suiteMay},
@@ -175,7 +175,7 @@ var rules = []rule{
 	{"internal/redact", []string{"internal/jobs", "internal/store", "internal/voice"}},
 	// the operator's pages: the store and journals read through small interfaces
 	{"internal/dashboard/...", []string{"internal/obs", "internal/store", "internal/voice", "internal/session",
-		"internal/hostcheck", "internal/redact"}},
+		"internal/hostcheck", "internal/redact", "internal/edge"}},
 	{"internal/bench/...", []string{"internal/obs", "internal/sim/..."}},
 	// each call's journal as an OpenTelemetry trace, and the fake collector its tests send to
 	{"internal/tracing", []string{"internal/obs", "internal/tracing/tracingtest"}},

@@ -35,9 +35,12 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/handset-voice/handset/internal/edge"
 
 	"github.com/coder/websocket"
 
@@ -86,6 +89,9 @@ type Options struct {
 	MaxCalls int
 	// Rate limits new calls per client address; zero means DefaultRate.
 	Rate Rate
+	// TrustedProxies (HANDSET_TRUSTED_PROXIES) are the peers whose X-Forwarded-For names
+	// the client the rate counts against.
+	TrustedProxies []netip.Prefix
 	// Clock times the rate; nil is the wall clock.
 	Clock clock.Clock
 }
@@ -274,7 +280,7 @@ func (c *Channel) socket(w http.ResponseWriter, r *http.Request) {
 		return // Accept answered the client
 	}
 	conn.SetReadLimit(maxMessage)
-	release, refused := c.limit.admit(clientKey(r.RemoteAddr))
+	release, refused := c.limit.admit(edge.Client(r, c.opts.TrustedProxies))
 	if refused != "" {
 		c.log.Warn("refused browser call", "reason", refused)
 		conn.Close(websocket.StatusTryAgainLater, voice.Clip(refused, 120))

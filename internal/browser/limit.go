@@ -104,19 +104,3 @@ func (l *limiter) bucketLocked(addr netip.Prefix, now time.Time) *bucket {
 	l.buckets[addr] = b
 	return b
 }
-
-// clientKey is the address a rate applies to: an IPv4 address, or an IPv6 /64 (one
-// household or host usually holds a whole /64).
-func clientKey(remoteAddr string) netip.Prefix {
-	ap, err := netip.ParseAddrPort(remoteAddr)
-	if err != nil {
-		return netip.Prefix{} // unknown: all such callers share one bucket
-	}
-	ip := ap.Addr().Unmap().WithZone("")
-	bits := 32
-	if ip.Is6() {
-		bits = 64
-	}
-	p, _ := ip.Prefix(bits)
-	return p
-}

@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/handset-voice/handset/internal/edge"
 
 	"github.com/coder/websocket"
 
@@ -19,9 +22,11 @@ import (
 
 func prefix(t *testing.T, remote string) netip.Prefix {
 	t.Helper()
-	p := clientKey(remote)
+	r := httptest.NewRequest(http.MethodGet, "/browser/ws", nil)
+	r.RemoteAddr = remote
+	p := edge.Client(r, nil)
 	if !p.IsValid() {
-		t.Fatalf("clientKey(%q) is not valid", remote)
+		t.Fatalf("the client of %q is not valid", remote)
 	}
 	return p
 }

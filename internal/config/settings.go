@@ -230,7 +230,7 @@ func settingTable() []Setting {
 			Help:  "Public base URL carriers reach, such as `https://voice.example.com`. Used in TwiML and webhooks, and the URL webhook signatures are checked against: set it behind a proxy or tunnel, where the request's own address differs. Its host is also a name the browser call page answers to.",
 			field: func(c *Config) any { return &c.PublicURL }},
 		{Env: "HANDSET_TRUSTED_PROXIES", YAML: "trusted_proxies", Kind: KindString, Default: DefaultTrustedProxies,
-			Help:  "Comma-separated IP addresses and CIDR ranges of the reverse proxies and load balancers in front of Handset, or `none`. Only a peer in this list is believed when it sends `X-Forwarded-Host` and `X-Forwarded-Proto` (the URL a carrier's signature is checked against, when HANDSET_PUBLIC_URL is empty), and only its connections are exempt from the cap on open connections per client address.",
+			Help:  "Comma-separated IP addresses and CIDR ranges of the reverse proxies and load balancers in front of Handset, or `none`. Only a peer in this list is believed when it sends `X-Forwarded-Host` and `X-Forwarded-Proto` (the URL a carrier's signature is checked against, when HANDSET_PUBLIC_URL is empty), only its connections are exempt from the cap on open connections per client address, and only its `X-Forwarded-For` names the client that per-client limits (browser calls, dashboard sign-in tries) count against.",
 			check: checkTrustedProxies,
 			field: func(c *Config) any { return &c.TrustedProxies }},
 		{Env: "HANDSET_DATA_DIR", YAML: "data_dir", Kind: KindString, Default: "./handset-data", Required: true,

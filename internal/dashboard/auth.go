@@ -15,6 +15,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/handset-voice/handset/internal/edge"
+
 	"github.com/handset-voice/handset/internal/voice"
 )
 
@@ -159,7 +161,7 @@ func (d *Dashboard) secure(r *http.Request) bool { return r.TLS != nil || d.o.Se
 func (d *Dashboard) requireSignIn(h func(http.ResponseWriter, *http.Request, viewer)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		now := d.o.Now()
-		addr := clientKey(r.RemoteAddr)
+		addr := edge.Client(r, d.o.TrustedProxies)
 		if auth := r.Header.Get("Authorization"); auth != "" {
 			if wait := d.limit.wait(addr); wait > 0 {
 				tooMany(w, wait)
@@ -284,7 +286,7 @@ func (d *Dashboard) showLogin(w http.ResponseWriter, r *http.Request, status int
 // login checks the sign-in form: its CSRF cookie and origin, the address's allowance of
 // tries, then the token.
 func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
-	addr := clientKey(r.RemoteAddr)
+	addr := edge.Client(r, d.o.TrustedProxies)
 	if wait := d.limit.wait(addr); wait > 0 {
 		d.log.Warn("dashboard: sign-in refused, too many wrong tokens", "addr", addr)
 		tooMany(w, wait)

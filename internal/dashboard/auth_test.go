@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -315,5 +316,26 @@ func TestHeaders(t *testing.T) {
 		if !strings.Contains(path, "static") && resp.Header.Get("Cache-Control") != "no-store" {
 			t.Errorf("%s: Cache-Control %q", path, resp.Header.Get("Cache-Control"))
 		}
+	}
+}
+
+// Behind a trusted proxy each client has its own allowance of wrong tokens: one client
+// guessing does not lock everyone behind the proxy out.
+func TestSignInLimitIsPerClientBehindAProxy(t *testing.T) {
+	h := newHarness(t, someCalls(), func(o *Options) {
+		o.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}
+	})
+	guesser, other := "198.51.100.1", "198.51.100.2"
+	for i := range 5 {
+		resp, _ := h.get(t, browser(t), "/dashboard", "Authorization", "Bearer wrong-"+strconv.Itoa(i), "X-Forwarded-For", guesser)
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("wrong token %d: %s", i+1, resp.Status)
+		}
+	}
+	if resp, _ := h.get(t, browser(t), "/dashboard", "Authorization", "Bearer "+adminToken, "X-Forwarded-For", guesser); resp.StatusCode != http.StatusTooManyRequests {
+		t.Errorf("the guesser after five wrong tokens: %s", resp.Status)
+	}
+	if resp, _ := h.get(t, browser(t), "/dashboard", "Authorization", "Bearer "+adminToken, "X-Forwarded-For", other); resp.StatusCode != http.StatusOK {
+		t.Errorf("another client behind the same proxy: %s", resp.Status)
 	}
 }

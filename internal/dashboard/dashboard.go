@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -62,7 +63,10 @@ type Options struct {
 	// Secure marks the cookies Secure even on plain HTTP requests (HANDSET_PUBLIC_URL is
 	// https: a proxy ends TLS).
 	Secure bool
-	Logger *slog.Logger // nil discards
+	// TrustedProxies (HANDSET_TRUSTED_PROXIES) are the peers whose X-Forwarded-For names
+	// the client the sign-in limit counts against.
+	TrustedProxies []netip.Prefix
+	Logger         *slog.Logger // nil discards
 	// Now is the clock of sessions and the sign-in limit; nil is time.Now.
 	Now func() time.Time
 }

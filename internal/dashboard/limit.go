@@ -92,18 +92,3 @@ func (l *signInLimit) forget(now time.Time) {
 		delete(l.addr, k)
 	}
 }
-
-// clientKey is the address a limit applies to: an IPv4 address, or an IPv6 /64 (one host
-// usually holds a whole /64).
-func clientKey(remoteAddr string) netip.Prefix {
-	ap, err := netip.ParseAddrPort(remoteAddr)
-	if err != nil {
-		return netip.Prefix{}
-	}
-	ip := ap.Addr().Unmap().WithZone("")
-	if ip.Is6() {
-		p, _ := ip.Prefix(64)
-		return p
-	}
-	return netip.PrefixFrom(ip, 32)
-}

@@ -19,7 +19,7 @@ func (s *server) registerBrowser() {
 		Admit: s.admit, Logger: s.log,
 		Listen: s.cfg.Listen, Hosts: hosts,
 		Token: s.cfg.BrowserToken.Reveal(), SecureCookie: secure,
-		MaxCalls: s.cfg.BrowserCallCap(), Rate: browserRate,
+		MaxCalls: s.cfg.BrowserCallCap(), Rate: browserRate, TrustedProxies: s.proxies,
 	}).Register(s.mux)
 }
 

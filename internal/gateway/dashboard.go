@@ -24,7 +24,7 @@ func (s *server) mountDashboard() {
 		Source: s.st, Live: s.dashLive, Logger: s.log,
 		AdminToken: s.sec.apiToken, ViewerToken: s.cfg.DashboardToken.Reveal(),
 		CallerHash: func(n string) string { return session.CallerHash(s.sec.callerHash, n) },
-		Listen:     s.cfg.Listen, Hosts: hosts, Secure: secure,
+		Listen:     s.cfg.Listen, Hosts: hosts, Secure: secure, TrustedProxies: s.proxies,
 		Recordings: dashboardRecordings{recording.Recordings{DataDir: s.cfg.DataDir}},
 	}).Register(s.mux)
 }
