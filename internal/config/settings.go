@@ -516,7 +516,7 @@ func settingTable() []Setting {
 			check: checkToken,
 			field: func(c *Config) any { return &c.DashboardToken }},
 		{Env: "HANDSET_RECORD", YAML: "record.enabled", Kind: KindBool, Default: "false",
-			Help:  "Record each call as a two-channel WAV file (caller left, agent right, in step) in the call's folder, played back in the dashboard. Recording calls is regulated: many places need every party's consent (docs/dashboard.md); `HANDSET_RECORD_NOTICE` says so to callers.",
+			Help:  "Record each call as a two-channel WAV file (caller left, agent right, in step) in the call's folder, played back in the dashboard. Recording calls is regulated: many places need every party's consent (docs/recording.md); `HANDSET_RECORD_NOTICE` says so to callers.",
 			field: func(c *Config) any { return &c.Record.On }},
 		{Env: "HANDSET_RECORD_NOTICE", YAML: "record.notice", Kind: KindString, DefaultText: "empty: no notice",
 			Help:  "Words spoken to every recorded call before anything else (\"This call is recorded.\"); empty: none.",
