@@ -28,8 +28,21 @@ const testViewerToken = "dashboard-test-viewer-token-9876543210"
 // the top). Only call A gets past the first line: "menu" is in its transcript alone.
 var dashboardScript = []string{
 	"what are your opening hours",
-	fakeopenai.MagicLong + " tell me everything about the menu",
-	"stop please",
+	"tell me everything about the menu",
+	"thanks, that is enough",
+}
+
+// menuReply is the long answer call A's caller cuts off after its first sentence.
+const menuReply = "Our menu has three parts. First the starters: soups, salads and bread from our oven. " +
+	"Then the mains: fish of the day, fresh pasta and a vegetable stew. Last the desserts, made each morning."
+
+// dashboardReplies answers the menu question at length, anything else in a sentence.
+func dashboardReplies(messages []fakeopenai.Message) string {
+	said := messages[len(messages)-1].Content
+	if strings.Contains(said, "menu") {
+		return menuReply
+	}
+	return "You said: " + said + ". What else can I do for you?"
 }
 
 // TestDashboardAsAPersonUsesIt: the dashboard as an operator meets it, in Chromium. A
@@ -43,7 +56,7 @@ func TestDashboardAsAPersonUsesIt(t *testing.T) {
 	testpeer.Slow(t, "two phone calls, watched from Chromium")
 	testpeer.Program(t, "chromium", testpeer.Chromium) // before the calls: skip early
 	pagetest.AxeScript(t)
-	cfg := fakesConfigHearing(t, dashboardScript, "HANDSET_RECORD=true", "HANDSET_RECORD_NOTICE="+testNotice,
+	cfg := fakesConfigAnswering(t, dashboardScript, dashboardReplies, "HANDSET_RECORD=true", "HANDSET_RECORD_NOTICE="+testNotice,
 		"HANDSET_API_TOKEN="+testAPIToken, "HANDSET_DASHBOARD_TOKEN="+testViewerToken)
 	gw, _ := serveGateway(t, cfg)
 	base := "http://" + gw.Addr().String()
@@ -318,8 +331,12 @@ func checkCallPage(ctx context.Context, t *testing.T, browser context.Context, b
 				t.Errorf("turn %d: a bar %s titled %q", turn.Turn, bar.Kind, bar.Title)
 				continue
 			}
-			// The page rounds to a millisecond, or a tenth below 100 ms.
-			if shown, _ := strconv.ParseFloat(m[2], 64); math.Abs(shown-pick(turn)) > 0.5 {
+			// The page rounds to a tenth of a millisecond below 100 ms, to a millisecond above.
+			tolerance := 0.05
+			if pick(turn) >= 100 {
+				tolerance = 0.5
+			}
+			if shown, _ := strconv.ParseFloat(m[2], 64); math.Abs(shown-pick(turn)) > tolerance+1e-9 {
 				t.Errorf("turn %d: the page shows %s %s, the journal says %.2f ms", turn.Turn, bar.Kind, m[2], pick(turn))
 			}
 		}
@@ -401,6 +418,10 @@ func watchLiveCall(ctx context.Context, t *testing.T, callTab context.Context, b
 	row := fmt.Sprintf(`tr[data-call=%q]`, idB)
 	if err := chromedp.Do(listTab, chromedp.Navigate(base+"/dashboard/live"), chromedp.WaitVisible(row)); err != nil {
 		t.Fatalf("open the live list: %v", err)
+	}
+	// Judged now, a call whose caller has not spoken yet would read as broken.
+	if judged := evaluate[bool](t, callTab, `!!document.querySelector("section.verdict") || !document.getElementById("diagnosis-later")`); judged {
+		t.Errorf("call B's page diagnoses the call while it runs")
 	}
 	said := dashboardScript[0]
 	if text := evaluate[string](t, callTab, `document.body.textContent`); strings.Contains(text, said) {
