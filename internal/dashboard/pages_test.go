@@ -395,3 +395,23 @@ func TestSessionsPaging(t *testing.T) {
 		t.Errorf("the last page shows %d sessions", n)
 	}
 }
+
+// TestListsCountInWords: a list's caption says "1 call", not "1 calls".
+func TestListsCountInWords(t *testing.T) {
+	src := someCalls()
+	src.sessions = []store.Session{{CallerHash: "ch_alice", Calls: 1}}
+	h := newHarness(t, src)
+	c := h.signIn(t, adminToken)
+	for path, want := range map[string]string{
+		"/dashboard":          "3 calls, newest first",
+		"/dashboard/sessions": "1 caller, most recently seen first",
+	} {
+		if _, body := h.get(t, c, path); !strings.Contains(body, want) {
+			t.Errorf("%s lacks %q", path, want)
+		}
+	}
+	src.calls = src.calls[:1]
+	if _, body := h.get(t, c, "/dashboard"); !strings.Contains(body, "1 call, newest first") {
+		t.Errorf("one call is not counted as one call")
+	}
+}
