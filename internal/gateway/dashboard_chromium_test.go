@@ -353,8 +353,8 @@ func checkCallPage(ctx context.Context, t *testing.T, browser context.Context, b
 	if len(view.CutOff) != 1 {
 		t.Fatalf("the page shows %d cut-off replies, want 1: %+v", len(view.CutOff), view.CutOff)
 	}
-	if cut := view.CutOff[0]; cut.Heard != strings.TrimSpace(heard.Text) || cut.Heard == "" || cut.Unheard == "" {
-		t.Errorf("the cut-off reply shows heard %q and unheard %q; the store says the caller heard %q", cut.Heard, cut.Unheard, heard.Text)
+	if cut := view.CutOff[0]; cut.Heard != strings.TrimSpace(heard.Text) || cut.Heard == "" || cut.Unheard == "" || cut.Heard+" "+cut.Unheard != menuReply {
+		t.Errorf("the cut-off reply shows heard %q and unheard %q; the store says the caller heard %q of %q", cut.Heard, cut.Unheard, heard.Text, menuReply)
 	}
 	if verdict := obs.Diagnose(events); !strings.Contains(view.Verdict, verdict.Problem) {
 		t.Errorf("the page's diagnosis %q lacks the verdict %q", view.Verdict, verdict.Problem)
