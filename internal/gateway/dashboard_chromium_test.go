@@ -444,7 +444,7 @@ func watchLiveCall(ctx context.Context, t *testing.T, callTab context.Context, b
   const caller = lines.findIndex(l => l.Who === "Caller" && l.Text.includes(%q));
   const reply = lines.findIndex((l, i) => i > caller && l.Who === "Agent" && l.Text !== "");
   return caller >= 0 && reply > caller && document.getElementById("live-state").textContent === "listening" && {Lines: lines, States: window.seenStates};
-})()`, said), chromedp.WithPollingTimeout(30*time.Second)))
+})()`, said), onATimer))
 	if err != nil {
 		t.Fatalf("call B's page never showed the caller's words, the reply, and the turn over: %v\n%s", err, evaluate[string](t, callTab, `document.getElementById("live-call").innerText`))
 	}
@@ -462,20 +462,24 @@ func watchLiveCall(ctx context.Context, t *testing.T, callTab context.Context, b
   const tr = document.querySelector(%q);
   const r = {Caller: tr.querySelector(".said-caller").textContent, Agent: tr.querySelector(".said-agent").textContent, States: window.seenStates};
   return r.Agent !== "" && tr.querySelector(".state").textContent === "listening" && r;
-})()`, row)))
+})()`, row), onATimer))
 	if err != nil || got.Caller != said || !inOrder(got.States, "thinking", "speaking", "listening") {
 		t.Errorf("the live list's row for call B: %+v (%v), want %q said, a reply, and the states passing", got, err, said)
 	}
 	pagetest.CheckAccessibility(t, listTab, "dashboard-live")
 
 	hangUp(t, phoneB)
-	if _, err := chromedp.Run(callTab, chromedp.Poll[bool](`document.getElementById("live-state").textContent === "ended"`)); err != nil {
+	if _, err := chromedp.Run(callTab, chromedp.Poll[bool](`document.getElementById("live-state").textContent === "ended"`, onATimer)); err != nil {
 		t.Errorf("call B's page does not show the call ended: %v", err)
 	}
-	if _, err := chromedp.Run(listTab, chromedp.Poll[bool](fmt.Sprintf(`!document.querySelector(%q) && !document.getElementById("live-empty").hidden`, row))); err != nil {
+	if _, err := chromedp.Run(listTab, chromedp.Poll[bool](fmt.Sprintf(`!document.querySelector(%q) && !document.getElementById("live-empty").hidden`, row), onATimer)); err != nil {
 		t.Errorf("call B stays on the live list after it ended: %v", err)
 	}
 }
+
+// onATimer polls the live pages on a timer: of the two tabs open at once one is not in
+// front, and a hidden page may get no animation frames, which chromedp polls on by default.
+var onATimer = chromedp.WithPollingInterval(50 * time.Millisecond)
 
 // inOrder reports whether want appear in seen in this order, others between them.
 func inOrder(seen []string, want ...string) bool {
