@@ -320,7 +320,7 @@ var thirdParties = []thirdParty{
 	{"github.com/google/go-cmp", []string{"internal/store/storetest"}, []string{"..."}},
 	{"go.uber.org/goleak", []string{"internal/carrier/carriertest", "internal/stt/stttest", "internal/tts/ttstest",
 		"internal/agent/agenttest", "internal/voice/voicetest"}, []string{"..."}},
-	{"github.com/chromedp/chromedp", []string{"internal/pagetest"}, []string{"internal/cli", "internal/dashboard"}},
+	{"github.com/chromedp/chromedp", []string{"internal/pagetest"}, []string{"internal/cli", "internal/dashboard", "internal/gateway"}},
 	{"go.opentelemetry.io/otel", []string{"internal/tracing"}, nil},
 	{"go.opentelemetry.io/proto/otlp", []string{"internal/tracing/tracingtest"}, nil},
 	{"google.golang.org/protobuf", []string{"internal/tracing/tracingtest"}, nil},

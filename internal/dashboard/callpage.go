@@ -79,7 +79,12 @@ func (d *Dashboard) callPage(w http.ResponseWriter, r *http.Request, v viewer) {
 		trace := obs.Trace(events)
 		turns := timings(events)
 		data["Trace"] = trace
-		data["Verdict"] = obs.Diagnose(events)
+		// A running call has not reached its later stages yet: judged now, they would read
+		// as broken (a caller who has not spoken yet as a deaf VAD).
+		if !c.EndedAt.IsZero() {
+			data["Verdict"] = obs.Diagnose(events)
+			data["Stages"] = trace.Stages
+		}
 		data["Conversation"] = conversation(events)
 		data["Waterfall"] = waterfall(turns)
 		data["Latency"] = latencyRows(trace.Latency, turns)

@@ -212,6 +212,39 @@ func TestCallPageTellsHeardFromUnheard(t *testing.T) {
 	}
 }
 
+// TestCallPageJudgesOnlyEndedCalls: a running call's page gives no diagnosis nor stage
+// statuses (a caller who has not spoken yet would read as a broken VAD); once the call has
+// ended, the same journal is judged.
+func TestCallPageJudgesOnlyEndedCalls(t *testing.T) {
+	healthy, err := os.ReadFile(filepath.Join("testdata", "healthy.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(healthy), "\n")
+	journal := filepath.Join(t.TempDir(), "events.jsonl")
+	if err := os.WriteFile(journal, []byte(lines[0]+lines[1]), 0o600); err != nil { // call.start, media.first_in
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 5, 5, 10, 0, 0, 0, time.UTC)
+	src := &fakeSource{calls: []store.Call{{ID: "c_now", Direction: voice.Inbound, StartedAt: at, Journal: journal}}}
+	h := newHarness(t, src)
+	c := h.signIn(t, adminToken)
+	_, running := h.get(t, c, "/dashboard/calls/c_now")
+	src.calls[0].EndedAt, src.calls[0].Outcome = at.Add(5*time.Second), "caller_hangup"
+	_, ended := h.get(t, c, "/dashboard/calls/c_now")
+	for _, judged := range []string{`id="verdict-h"`, `id="stages-h"`} {
+		if strings.Contains(running, judged) {
+			t.Errorf("the running call's page has %s", judged)
+		}
+		if !strings.Contains(ended, judged) {
+			t.Errorf("the ended call's page lacks %s", judged)
+		}
+	}
+	if !strings.Contains(running, `id="diagnosis-later"`) || strings.Contains(ended, `id="diagnosis-later"`) {
+		t.Errorf("only the running call's page should say its diagnosis comes when it ends")
+	}
+}
+
 func TestCallPageFallsBackToTheStoredTranscript(t *testing.T) {
 	at := time.Date(2026, 5, 5, 10, 0, 0, 0, time.UTC)
 	src := &fakeSource{calls: []store.Call{{ID: "c_far", Direction: voice.Inbound, StartedAt: at, EndedAt: at.Add(time.Minute),
@@ -360,5 +393,25 @@ func TestSessionsPaging(t *testing.T) {
 	}
 	if n := strings.Count(body, "<tr><td class=\"mono\">"); n != 3 || strings.Contains(body, "rel=\"next\"") {
 		t.Errorf("the last page shows %d sessions", n)
+	}
+}
+
+// TestListsCountInWords: a list's caption says "1 call", not "1 calls".
+func TestListsCountInWords(t *testing.T) {
+	src := someCalls()
+	src.sessions = []store.Session{{CallerHash: "ch_alice", Calls: 1}}
+	h := newHarness(t, src)
+	c := h.signIn(t, adminToken)
+	for path, want := range map[string]string{
+		"/dashboard":          "3 calls, newest first",
+		"/dashboard/sessions": "1 caller, most recently seen first",
+	} {
+		if _, body := h.get(t, c, path); !strings.Contains(body, want) {
+			t.Errorf("%s lacks %q", path, want)
+		}
+	}
+	src.calls = src.calls[:1]
+	if _, body := h.get(t, c, "/dashboard"); !strings.Contains(body, "1 call, newest first") {
+		t.Errorf("one call is not counted as one call")
 	}
 }

@@ -24,6 +24,7 @@ var funcs = template.FuncMap{
 	"seconds": func(d time.Duration) string { return formatDuration(d) },
 	"add2":    func(a, b int) int { return a + b },
 	"add4":    func(a, b, c, d int) int { return a + b + c + d },
+	"count":   count,
 }
 
 func parsePages() map[string]*page {
@@ -110,6 +111,14 @@ func formatDuration(d time.Duration) string {
 		return fmt.Sprintf("%d:%02d", int(d.Minutes()), int(d.Seconds())%60)
 	}
 	return fmt.Sprintf("%d:%02d:%02d", int(d.Hours()), int(d.Minutes())%60, int(d.Seconds())%60)
+}
+
+// count is n things, in the singular for one: "1 call", "2 calls".
+func count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
 }
 
 func percent(part, whole int) int {

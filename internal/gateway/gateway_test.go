@@ -37,9 +37,16 @@ func fakesConfig(t *testing.T, extra ...string) *config.Config {
 // one an utterance.
 func fakesConfigHearing(t *testing.T, transcripts []string, extra ...string) *config.Config {
 	t.Helper()
+	return fakesConfigAnswering(t, transcripts, nil, extra...)
+}
+
+// fakesConfigAnswering is fakesConfigHearing whose fake agent answers with reply's text
+// (nil: the fake's own replies).
+func fakesConfigAnswering(t *testing.T, transcripts []string, reply func([]fakeopenai.Message) string, extra ...string) *config.Config {
+	t.Helper()
 	stt := fakedeepgram.New(fakedeepgram.Options{Key: "dg-key", Transcripts: transcripts})
 	tts := fakeelevenlabs.New(fakeelevenlabs.Options{Key: "el-key"})
-	agent := fakeopenai.New(fakeopenai.Options{Key: "agent-key"})
+	agent := fakeopenai.New(fakeopenai.Options{Key: "agent-key", Reply: reply})
 	sttSrv, ttsSrv, agentSrv := httptest.NewServer(stt), httptest.NewServer(tts), httptest.NewServer(agent)
 	t.Cleanup(func() {
 		agent.Close()
