@@ -62,7 +62,9 @@ func (s *server) admit(leg voice.Leg) (<-chan struct{}, error) {
 		return nil, err
 	}
 	s.metrics.CallStarted(info.Carrier, string(info.Direction))
+	s.ending.Add(1)
 	go func() {
+		defer s.ending.Done()
 		<-c.Done()
 		s.metrics.CallEnded(c.Reason().String())
 		s.endRecord(info.CallID, c.Reason().String())
@@ -133,6 +135,23 @@ func (s *server) planFor(ctx context.Context, rec store.Call, info voice.LegInfo
 		policy = carrier.MachinePolicy(s.cfg.Outbound.Machine)
 	}
 	return callPlan{firstMessage: job.FirstMessage, voicemail: info.Machine() && policy == carrier.MachineMessage}
+}
+
+// endingWithin bounds how long a stopping server waits for its ended calls' records: each
+// is a store write or two and a journal read, each bounded by storeTimeout.
+const endingWithin = 3 * storeTimeout
+
+// waitEnded waits, once the calls are stopped, until every ended call's record is written,
+// so the store is not closed under them (and a command's output is not written to after it
+// returned).
+func (s *server) waitEnded() {
+	done := make(chan struct{})
+	go func() { s.ending.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(endingWithin):
+		s.log.Warn("stopped without the records of some ended calls", "waited", endingWithin)
+	}
 }
 
 // endRecord records how a call ended, and what its journal says of it.

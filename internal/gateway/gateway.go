@@ -99,10 +99,12 @@ func (g *Gateway) Close() {
 }
 
 // stopServer ends what newServer started, for a server that will not serve: the calls'
-// context, the transcript writer (which must stop before the store closes) and the trace
+// context (waiting for the ended calls' records), the transcript writer (which must stop
+// before the store closes) and the trace
 // export. Serve ends the first two itself; ending them twice is harmless.
 func stopServer(s *server) {
 	s.stopCalls()
+	s.waitEnded()
 	s.lines.Close()
 	s.closeTracing()
 }

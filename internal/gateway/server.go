@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"net/netip"
+	"sync"
 	"time"
 
 	"github.com/handset-voice/handset/internal/call"
@@ -46,6 +47,7 @@ type server struct {
 	stopCalls context.CancelFunc
 	onCall    func(*call.Call)  // told of every admitted call (simulate follows its call)
 	lines     *store.LineWriter // every call's transcript lines, saved off the calls' goroutines
+	ending    sync.WaitGroup    // calls whose end is still being recorded (admit)
 	proxies   []netip.Prefix    // HANDSET_TRUSTED_PROXIES
 	traces    *tracing.Exporter // each call as an OpenTelemetry trace; nil when off
 	dashLive  *dashboard.Live   // the dashboard's live calls; nil when it is not served
@@ -235,6 +237,7 @@ func (s *server) serve(ctx context.Context, ln net.Listener, ready func(string))
 	case err := <-errc:
 		s.stopCalls()
 		<-jobsDone
+		s.waitEnded()
 		s.lines.Close()
 		return fmt.Errorf("http server: %w", err)
 	case <-ctx.Done():
@@ -245,6 +248,7 @@ func (s *server) serve(ctx context.Context, ln net.Listener, ready func(string))
 	cancel()
 	s.stopCalls()
 	<-jobsDone // waits on calls the drain just ended, or on its own drain timeout
+	s.waitEnded()
 	s.lines.Close()
 	shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
