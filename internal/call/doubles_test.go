@@ -170,6 +170,23 @@ func later(a, b time.Time) time.Time {
 }
 
 // count is how many of kind were sent; for audio, how many 20 ms frames.
+// firstAudioAfter is when the first audio after the first message of kind (a clear)
+// reached the carrier; zero when none has.
+func (l *testLeg) firstAudioAfter(kind string) time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	seen := false
+	for _, s := range l.sent {
+		switch {
+		case s.kind == kind:
+			seen = true
+		case seen && s.kind == "audio":
+			return s.at
+		}
+	}
+	return time.Time{}
+}
+
 func (l *testLeg) count(kind string) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
