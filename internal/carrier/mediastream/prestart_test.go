@@ -13,7 +13,9 @@ import (
 // recordingSink writes down what a leg hands the call, one line per event.
 type recordingSink struct{ events []string }
 
-func (s *recordingSink) Audio(f []byte)      { s.events = append(s.events, fmt.Sprintf("audio %d×%d", len(f), f[0])) }
+func (s *recordingSink) Audio(f []byte) {
+	s.events = append(s.events, fmt.Sprintf("audio %d×%d", len(f), f[0]))
+}
 func (s *recordingSink) Mark(name string)    { s.events = append(s.events, "mark "+name) }
 func (s *recordingSink) DTMF(digit string)   { s.events = append(s.events, "dtmf "+digit) }
 func (s *recordingSink) Malformed(err error) { s.events = append(s.events, "malformed") }
