@@ -2,6 +2,7 @@ package carriertest
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -26,6 +27,7 @@ func RunMemory(t *testing.T, open func(t *testing.T) carrier.Memory) {
 		{"Alias", testMemoryAlias},
 		{"AliasJoins", testMemoryAliasJoins},
 		{"AliasTaken", testMemoryAliasTaken},
+		{"AliasConcurrent", testMemoryAliasConcurrent},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.run(t, open(t)) })
 	}
@@ -278,5 +280,47 @@ func testMemoryAliasTaken(t *testing.T, m carrier.Memory) {
 	}
 	if err := m.Alias(ctx, "", "x"); err == nil {
 		t.Error("Alias accepted an empty ref")
+	}
+}
+
+// testMemoryAliasConcurrent: words about a call by either name while the names are being
+// joined are all found under the call afterwards: none is left behind under the alias.
+func testMemoryAliasConcurrent(t *testing.T, m carrier.Memory) {
+	ctx := t.Context()
+	const calls = 12
+	var wg sync.WaitGroup
+	errs := make(chan error, calls*4)
+	for i := range calls {
+		call, request := fmt.Sprintf("call-%d", i), fmt.Sprintf("request-%d", i)
+		for _, step := range []func() error{
+			func() error {
+				return m.Progressed(ctx, carrier.Progress{Ref: request, CallID: "h", Status: carrier.StatusQueued}, memoryEpoch)
+			},
+			func() error {
+				return m.Progressed(ctx, carrier.Progress{Ref: call, AnsweredBy: carrier.AnsweredHuman}, memoryEpoch)
+			},
+			func() error { return m.Alias(ctx, call, request) },
+			func() error {
+				return m.Progressed(ctx, carrier.Progress{Ref: request, Status: carrier.StatusCompleted, Duration: time.Second}, memoryEpoch)
+			},
+		} {
+			wg.Go(func() { errs <- step() })
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range calls {
+		want := carrier.Progress{CallID: "h", Ref: fmt.Sprintf("call-%d", i), Status: carrier.StatusCompleted,
+			AnsweredBy: carrier.AnsweredHuman, Duration: time.Second}
+		for _, name := range []string{want.Ref, fmt.Sprintf("request-%d", i)} {
+			if got := progressOf(t, m, name); got != want {
+				t.Errorf("Progress(%s) = %+v, want %+v", name, got, want)
+			}
+		}
 	}
 }
