@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/handset-voice/handset/internal/voice"
@@ -98,4 +100,23 @@ func ClassifyProvider(err error, notFound func(error) bool) error {
 		return err
 	}
 	return Classify(ErrUnreachable, err)
+}
+
+// APIRoot is raw, or def when raw is empty, as the root of a carrier's API: an http(s)
+// URL with a host and no credentials, query or fragment, without a trailing slash. The
+// error names setting (the variable raw came from) and suggests example.
+func APIRoot(setting, raw, def, example string) (string, error) {
+	root := strings.TrimSpace(raw)
+	if root == "" {
+		root = def
+	}
+	u, err := url.Parse(root)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		shown := raw
+		if err == nil {
+			shown = u.Redacted()
+		}
+		return "", fmt.Errorf("%s %q is not an http(s) URL without credentials: leave it empty for %s, or set the root of a proxy or fake like %s", setting, shown, def, example)
+	}
+	return strings.TrimRight(u.String(), "/"), nil
 }

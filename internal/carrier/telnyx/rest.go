@@ -65,19 +65,11 @@ func NewREST(o RESTOptions) (*REST, error) {
 	case strings.TrimSpace(o.APIKey) != o.APIKey || strings.ContainsAny(o.APIKey, " \t\r\n"):
 		return nil, errors.New("TELNYX_API_KEY contains spaces or line breaks: copy the API key from the Telnyx Mission Control Portal again")
 	}
-	base := strings.TrimSpace(o.BaseURL)
-	if base == "" {
-		base = DefaultRESTURL
+	base, err := carrier.APIRoot("HANDSET_TELNYX_API_URL", o.BaseURL, DefaultRESTURL, "http://127.0.0.1:8081/v2")
+	if err != nil {
+		return nil, err
 	}
-	u, err := url.Parse(base)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-		shown := o.BaseURL
-		if err == nil {
-			shown = u.Redacted()
-		}
-		return nil, fmt.Errorf("HANDSET_TELNYX_API_URL %q is not an http(s) URL without credentials: leave it empty for %s, or set the root of a proxy or fake like http://127.0.0.1:8081/v2", shown, DefaultRESTURL)
-	}
-	r := &REST{base: strings.TrimRight(u.String(), "/"), key: o.APIKey, connection: strings.TrimSpace(o.ConnectionID),
+	r := &REST{base: base, key: o.APIKey, connection: strings.TrimSpace(o.ConnectionID),
 		client: o.HTTP, timeout: o.Timeout}
 	if r.client == nil {
 		r.client = &http.Client{}

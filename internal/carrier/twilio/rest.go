@@ -78,19 +78,10 @@ func NewREST(o RESTOptions) (*REST, error) {
 	case strings.TrimSpace(o.AuthToken) != o.AuthToken || strings.ContainsAny(o.AuthToken, " \t\r\n"):
 		return nil, errors.New("TWILIO_AUTH_TOKEN contains spaces or line breaks: copy the Auth Token from the Twilio console again")
 	}
-	base := strings.TrimSpace(o.BaseURL)
-	if base == "" {
-		base = DefaultRESTURL
+	base, err := carrier.APIRoot("HANDSET_TWILIO_API_URL", o.BaseURL, DefaultRESTURL, "http://127.0.0.1:8081")
+	if err != nil {
+		return nil, err
 	}
-	u, err := url.Parse(base)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-		shown := o.BaseURL
-		if err == nil {
-			shown = u.Redacted()
-		}
-		return nil, fmt.Errorf("HANDSET_TWILIO_API_URL %q is not an http(s) URL without credentials: leave it empty for %s, or set the root of a proxy or fake like http://127.0.0.1:8081", shown, DefaultRESTURL)
-	}
-	base = strings.TrimRight(u.String(), "/")
 	base = strings.TrimRight(strings.TrimSuffix(base, restVersion), "/")
 	r := &REST{base: base, sid: sid, token: o.AuthToken, client: o.HTTPClient, timeout: o.Timeout}
 	if r.client == nil {
