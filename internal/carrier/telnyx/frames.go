@@ -1,0 +1,226 @@
+package telnyx
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/handset-voice/handset/internal/carrier/mediastream"
+)
+
+// Media streaming messages, as Telnyx documents them: JSON text frames in snake_case whose
+// numbers (sequence_number, chunk, timestamp) come as strings, though a number is read too.
+
+// inbound is any message Telnyx sends us, read on the slow path.
+type inbound struct {
+	Event          string     `json:"event"`
+	SequenceNumber flexNumber `json:"sequence_number"`
+	StreamID       string     `json:"stream_id"`
+	Start          struct {
+		UserID        string `json:"user_id"`
+		CallControlID string `json:"call_control_id"`
+		ClientState   string `json:"client_state"`
+		From          string `json:"from"`
+		To            string `json:"to"`
+		MediaFormat   struct {
+			Encoding   string     `json:"encoding"`
+			SampleRate flexNumber `json:"sample_rate"`
+			Channels   flexNumber `json:"channels"`
+		} `json:"media_format"`
+	} `json:"start"`
+	Media struct {
+		Track   string `json:"track"`
+		Payload string `json:"payload"`
+	} `json:"media"`
+	Mark struct {
+		Name string `json:"name"`
+	} `json:"mark"`
+	DTMF struct {
+		Digit string `json:"digit"`
+	} `json:"dtmf"`
+	Stop struct {
+		CallControlID string `json:"call_control_id"`
+	} `json:"stop"`
+	// Payload is an `error` message's description.
+	Payload struct {
+		Code   flexNumber `json:"code"`
+		Title  string     `json:"title"`
+		Detail string     `json:"detail"`
+	} `json:"payload"`
+}
+
+// flexNumber reads a JSON number or a string holding one; null or absent is 0.
+type flexNumber int64
+
+func (n *flexNumber) UnmarshalJSON(b []byte) error {
+	v, ok := parseNumber(b)
+	if !ok {
+		return fmt.Errorf("not a number: %.20s", b)
+	}
+	*n = flexNumber(v)
+	return nil
+}
+
+// parseNumber reads a raw JSON value that is an integer, a string holding one, or null,
+// without allocating.
+func parseNumber(raw []byte) (int64, bool) {
+	if string(raw) == "null" {
+		return 0, true
+	}
+	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' {
+		raw = raw[1 : len(raw)-1]
+	}
+	if len(raw) == 0 || len(raw) > 18 {
+		return 0, false
+	}
+	var v int64
+	for i, c := range raw {
+		if c == '-' && i == 0 && len(raw) > 1 {
+			continue
+		}
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		v = v*10 + int64(c-'0')
+	}
+	if raw[0] == '-' {
+		v = -v
+	}
+	return v, true
+}
+
+var errNotMedia = errors.New("not a media message")
+
+// maxMediaPayload bounds one media message's audio (Telnyx allows up to 30 s per
+// message; 16 kHz L16 for 30 s is 960,000 bytes).
+const maxMediaPayload = 1 << 20
+
+// media is one decoded media frame.
+type media struct {
+	audio []byte // in Handset's byte order; valid until the next decode into the same buffer
+	seq   int64  // sequence_number; 0 when absent
+}
+
+// decodeMedia is the per-frame fast path: it finds a `media` message's payload and
+// sequence number and base64-decodes the payload into dst without allocating (dst grows
+// only for a payload larger than any before). swap16 byte-swaps 16-bit samples: L16 comes
+// in network byte order. Anything but media returns errNotMedia.
+func decodeMedia(dst []byte, msg []byte, swap16 bool) (media, []byte, error) {
+	var event, seq, body []byte
+	err := mediastream.Members(msg, func(key, val []byte) {
+		switch string(key) {
+		case "event":
+			event = val
+		case "sequence_number":
+			seq = val
+		case "media":
+			body = val
+		}
+	})
+	if err != nil {
+		return media{}, dst, err
+	}
+	if !bytes.Equal(event, []byte(`"media"`)) {
+		return media{}, dst, errNotMedia
+	}
+	var m media
+	if seq != nil {
+		v, ok := parseNumber(seq)
+		if !ok || v < 0 {
+			return media{}, dst, errors.New("media message with a bad sequence_number")
+		}
+		m.seq = v
+	}
+	if len(body) == 0 || body[0] != '{' {
+		return media{}, dst, errors.New("media message without a media object")
+	}
+	var payload, track []byte
+	if err := mediastream.Members(body, func(key, val []byte) {
+		switch string(key) {
+		case "payload":
+			payload = val
+		case "track":
+			track = val
+		}
+	}); err != nil {
+		return media{}, dst, err
+	}
+	if track != nil && !bytes.Equal(track, []byte(`"inbound"`)) {
+		return media{}, dst, fmt.Errorf("media on track %.20s: Handset asked for the inbound track only", track)
+	}
+	payload, ok := mediastream.PlainString(payload)
+	if !ok {
+		return media{}, dst, errors.New("media message without a plain payload string")
+	}
+	n := base64.StdEncoding.DecodedLen(len(payload))
+	if n > maxMediaPayload {
+		return media{}, dst, fmt.Errorf("media payload of %d bytes is too large", len(payload))
+	}
+	if n > cap(dst) {
+		dst = make([]byte, 0, n)
+	}
+	m.audio, err = mediastream.DecodeBase64(dst, payload)
+	if err != nil {
+		return media{}, dst, fmt.Errorf("media payload: %w", err)
+	}
+	n = len(m.audio)
+	if swap16 {
+		if n%2 != 0 {
+			return media{}, dst, fmt.Errorf("L16 payload of %d bytes is not whole samples", n)
+		}
+		swapBytes(m.audio)
+	}
+	return m, dst, nil
+}
+
+// swapBytes turns 16-bit samples from one byte order into the other, in place. L16 over
+// RTP is big-endian (network byte order); Handset's PCM16 is little-endian.
+func swapBytes(b []byte) {
+	for i := 0; i+1 < len(b); i += 2 {
+		b[i], b[i+1] = b[i+1], b[i]
+	}
+}
+
+// decodeInbound parses any message (the slow path for the rare non-media events).
+func decodeInbound(msg []byte) (inbound, error) {
+	var in inbound
+	if err := json.Unmarshal(msg, &in); err != nil {
+		return in, fmt.Errorf("malformed message: %w", err)
+	}
+	if in.Event == "" {
+		return in, errors.New("message without an event")
+	}
+	return in, nil
+}
+
+// appendMedia appends an outbound media message to dst without allocating: audio in the
+// stream's codec, L16 already in network byte order. Telnyx needs no stream id.
+func appendMedia(dst, audio []byte) []byte {
+	dst = append(dst, `{"event":"media","media":{"payload":"`...)
+	dst = base64.StdEncoding.AppendEncode(dst, audio)
+	return append(dst, `"}}`...)
+}
+
+func appendMark(dst []byte, name string) []byte {
+	dst = append(dst, `{"event":"mark","mark":{"name":`...)
+	dst = mediastream.AppendString(dst, name)
+	return append(dst, `}}`...)
+}
+
+func appendClear(dst []byte) []byte {
+	return append(dst, `{"event":"clear"}`...)
+}
+
+
+// wireAudio is audio as the stream carries it: the same bytes, except L16, whose samples
+// are swapped into network byte order in scratch's storage (grown only when too small).
+func wireAudio(scratch, audio []byte, codec Codec) []byte {
+	if codec != CodecL16 {
+		return audio
+	}
+	scratch = append(scratch[:0], audio...)
+	swapBytes(scratch)
+	return scratch
+}
