@@ -3,8 +3,6 @@ package telnyx
 import (
 	"encoding/json"
 	"time"
-
-	"github.com/handset-voice/handset/internal/carrier"
 )
 
 // Envelope is a Call Control v2 webhook: every event Telnyx posts has this shape.
@@ -22,18 +20,14 @@ type Envelope struct {
 	} `json:"meta"`
 }
 
-// Event types Handset acts on.
+// Event types Handset acts on (the machine detection ones are with MachineVerdict).
 const (
-	EventCallInitiated          = "call.initiated"
-	EventCallAnswered           = "call.answered"
-	EventCallHangup             = "call.hangup"
-	EventMachineDetectionEnded  = "call.machine.detection.ended"
-	EventMachinePremiumEnded    = "call.machine.premium.detection.ended"
-	EventMachineGreetingEnded   = "call.machine.greeting.ended"
-	EventMachinePremiumGreeting = "call.machine.premium.greeting.ended"
-	EventStreamingStarted       = "streaming.started"
-	EventStreamingStopped       = "streaming.stopped"
-	EventStreamingFailed        = "streaming.failed"
+	EventCallInitiated    = "call.initiated"
+	EventCallAnswered     = "call.answered"
+	EventCallHangup       = "call.hangup"
+	EventStreamingStarted = "streaming.started"
+	EventStreamingStopped = "streaming.stopped"
+	EventStreamingFailed  = "streaming.failed"
 )
 
 // CallPayload is the payload of the call.* events: the fields Handset reads.
@@ -61,69 +55,6 @@ type CallPayload struct {
 	EndTime        string `json:"end_time"`
 	// call.machine.* verdicts
 	Result string `json:"result"`
-}
-
-// Hang-up causes Telnyx reports on call.hangup.
-const (
-	CauseCallRejected     = "call_rejected"
-	CauseNormalClearing   = "normal_clearing"
-	CauseOriginatorCancel = "originator_cancel"
-	CauseTimeout          = "timeout"
-	CauseTimeLimit        = "time_limit"
-	CauseUserBusy         = "user_busy"
-	CauseNotFound         = "not_found"
-	CauseNoAnswer         = "no_answer"
-	CauseUnspecified      = "unspecified"
-)
-
-// HangupStatus maps a call.hangup's cause to how the call ended; answered says whether
-// it was answered first. An unknown cause is a failure.
-func HangupStatus(cause string, answered bool) carrier.Status {
-	switch cause {
-	case CauseNormalClearing, CauseTimeLimit:
-		if answered {
-			return carrier.StatusCompleted
-		}
-		return carrier.StatusCanceled
-	case CauseUserBusy:
-		return carrier.StatusBusy
-	case CauseTimeout, CauseNoAnswer:
-		return carrier.StatusNoAnswer
-	case CauseOriginatorCancel:
-		return carrier.StatusCanceled
-	case CauseUnspecified:
-		if answered {
-			return carrier.StatusCompleted
-		}
-		return carrier.StatusFailed
-	}
-	return carrier.StatusFailed
-}
-
-// MachineVerdict maps a machine-detection event's result to Handset's words for who
-// answered. An unknown result is AnsweredUnknown.
-func MachineVerdict(eventType, result string) carrier.AnsweredBy {
-	switch eventType {
-	case EventMachineGreetingEnded, EventMachinePremiumGreeting:
-		switch result {
-		case "beep_detected":
-			return carrier.AnsweredBeep
-		case "ended":
-			return carrier.AnsweredOther
-		}
-		return carrier.AnsweredUnknown
-	}
-	switch result {
-	case "human", "human_residence", "human_business":
-		return carrier.AnsweredHuman
-	case "machine":
-		return carrier.AnsweredMachine
-	case "silence":
-		return carrier.AnsweredSilence
-	case "fax_detected":
-		return carrier.AnsweredFax
-	}
-	return carrier.AnsweredUnknown
 }
 
 // Duration is how long an answered call lasted by its hang-up's start and end times;

@@ -5,64 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/handset-voice/handset/internal/carrier"
 )
-
-func TestHangupStatus(t *testing.T) {
-	cases := []struct {
-		cause    string
-		answered bool
-		want     carrier.Status
-	}{
-		{CauseNormalClearing, true, carrier.StatusCompleted},
-		{CauseNormalClearing, false, carrier.StatusCanceled},
-		{CauseTimeLimit, true, carrier.StatusCompleted},
-		{CauseTimeLimit, false, carrier.StatusCanceled},
-		{CauseUserBusy, false, carrier.StatusBusy},
-		{CauseTimeout, false, carrier.StatusNoAnswer},
-		{CauseNoAnswer, false, carrier.StatusNoAnswer},
-		{CauseOriginatorCancel, false, carrier.StatusCanceled},
-		{CauseCallRejected, false, carrier.StatusFailed},
-		{CauseNotFound, false, carrier.StatusFailed},
-		{CauseUnspecified, true, carrier.StatusCompleted},
-		{CauseUnspecified, false, carrier.StatusFailed},
-		{"something_new", true, carrier.StatusFailed},
-		{"", false, carrier.StatusFailed},
-	}
-	for _, c := range cases {
-		if got := HangupStatus(c.cause, c.answered); got != c.want {
-			t.Errorf("HangupStatus(%q, answered %v) = %q, want %q", c.cause, c.answered, got, c.want)
-		}
-		if !HangupStatus(c.cause, c.answered).Ended() {
-			t.Errorf("HangupStatus(%q) is not an ended status", c.cause)
-		}
-	}
-}
-
-func TestMachineVerdict(t *testing.T) {
-	cases := []struct {
-		event, result string
-		want          carrier.AnsweredBy
-	}{
-		{EventMachineDetectionEnded, "human", carrier.AnsweredHuman},
-		{EventMachineDetectionEnded, "machine", carrier.AnsweredMachine},
-		{EventMachineDetectionEnded, "not_sure", carrier.AnsweredUnknown},
-		{EventMachinePremiumEnded, "human_residence", carrier.AnsweredHuman},
-		{EventMachinePremiumEnded, "human_business", carrier.AnsweredHuman},
-		{EventMachinePremiumEnded, "machine", carrier.AnsweredMachine},
-		{EventMachinePremiumEnded, "silence", carrier.AnsweredSilence},
-		{EventMachinePremiumEnded, "fax_detected", carrier.AnsweredFax},
-		{EventMachineGreetingEnded, "beep_detected", carrier.AnsweredBeep},
-		{EventMachineGreetingEnded, "ended", carrier.AnsweredOther},
-		{EventMachineGreetingEnded, "not_sure", carrier.AnsweredUnknown},
-		{EventMachineGreetingEnded, "human", carrier.AnsweredUnknown},
-	}
-	for _, c := range cases {
-		if got := MachineVerdict(c.event, c.result); got != c.want {
-			t.Errorf("MachineVerdict(%q, %q) = %q, want %q", c.event, c.result, got, c.want)
-		}
-	}
-}
 
 // TestEnvelopeReadsARealEvent decodes a call.initiated shaped as Telnyx sends it, with
 // the fields Handset ignores.

@@ -31,8 +31,9 @@ type inbound struct {
 		} `json:"media_format"`
 	} `json:"start"`
 	Media struct {
-		Track   string `json:"track"`
-		Payload string `json:"payload"`
+		Track   string     `json:"track"`
+		Chunk   flexNumber `json:"chunk"`
+		Payload string     `json:"payload"`
 	} `json:"media"`
 	Mark struct {
 		Name string `json:"name"`
@@ -100,7 +101,17 @@ const maxMediaPayload = 1 << 20
 // media is one decoded media frame.
 type media struct {
 	audio []byte // in Handset's byte order; valid until the next decode into the same buffer
-	seq   int64  // sequence_number; 0 when absent
+	seq   int64  // sequence_number, counted over every message; 0 when absent
+	chunk int64  // media.chunk, counted over media messages only; 0 when absent
+}
+
+// order is the number that puts media frames in order: the chunk, which counts media
+// only, else the sequence number (which other events interleave, leaving gaps).
+func (m media) order() int64 {
+	if m.chunk > 0 {
+		return m.chunk
+	}
+	return m.seq
 }
 
 // decodeMedia is the per-frame fast path: it finds a `media` message's payload and
@@ -136,16 +147,25 @@ func decodeMedia(dst []byte, msg []byte, swap16 bool) (media, []byte, error) {
 	if len(body) == 0 || body[0] != '{' {
 		return media{}, dst, errors.New("media message without a media object")
 	}
-	var payload, track []byte
+	var payload, track, chunk []byte
 	if err := mediastream.Members(body, func(key, val []byte) {
 		switch string(key) {
 		case "payload":
 			payload = val
 		case "track":
 			track = val
+		case "chunk":
+			chunk = val
 		}
 	}); err != nil {
 		return media{}, dst, err
+	}
+	if chunk != nil {
+		v, ok := parseNumber(chunk)
+		if !ok || v < 0 {
+			return media{}, dst, errors.New("media message with a bad chunk")
+		}
+		m.chunk = v
 	}
 	if track != nil && !bytes.Equal(track, []byte(`"inbound"`)) {
 		return media{}, dst, fmt.Errorf("media on track %.20s: Handset asked for the inbound track only", track)

@@ -225,8 +225,8 @@ func FuzzDecodeMedia(f *testing.F) {
 		if jerr != nil {
 			t.Fatalf("fast path accepted what encoding/json refuses (%v): %q", jerr, msg)
 		}
-		if in.Event != "media" || int64(in.SequenceNumber) != m.seq {
-			t.Fatalf("fast path read event media seq %d; slow path %q seq %d", m.seq, in.Event, in.SequenceNumber)
+		if in.Event != "media" || int64(in.SequenceNumber) != m.seq || int64(in.Media.Chunk) != m.chunk {
+			t.Fatalf("fast path read event media seq %d chunk %d; slow path %q seq %d chunk %d", m.seq, m.chunk, in.Event, in.SequenceNumber, in.Media.Chunk)
 		}
 		want, berr := base64.StdEncoding.DecodeString(in.Media.Payload)
 		if berr != nil || !bytes.Equal(want, m.audio) {

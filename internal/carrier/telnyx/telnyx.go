@@ -17,15 +17,12 @@ import (
 
 	"github.com/handset-voice/handset/internal/audio"
 	"github.com/handset-voice/handset/internal/carrier"
+	"github.com/handset-voice/handset/internal/carrier/mediastream"
 	"github.com/handset-voice/handset/internal/voice"
 )
 
-// Handset's Telnyx routes: every call event arrives at WebhookPath; Telnyx dials the
-// media stream at StreamPath.
-const (
-	WebhookPath = "/telnyx/webhook"
-	StreamPath  = "/telnyx/stream"
-)
+// StreamPath is where Telnyx opens a call's media stream (events arrive at WebhookPath).
+const StreamPath = "/telnyx/stream"
 
 // TokenParameter is the stream URL's query parameter that carries the one-time token.
 const TokenParameter = "handset_token"
@@ -55,8 +52,8 @@ func (c Codec) Format() (f audio.Format, ok bool) {
 }
 
 // CommandFunc sends one Call Control command: POST /calls/{callControlID}/actions/{action}
-// with body (JSON). An error means Telnyx did not take it.
-type CommandFunc func(ctx context.Context, callControlID, action string, body []byte) error
+// with body as JSON (REST.Command). An error means Telnyx did not take it.
+type CommandFunc func(ctx context.Context, callControlID, action string, body any) error
 
 // Options configure the carrier's inbound side.
 type Options struct {
@@ -94,11 +91,15 @@ type Options struct {
 
 // Carrier serves the Telnyx endpoints.
 type Carrier struct {
-	opts Options
-	log  *slog.Logger
+	opts   Options
+	codec  Codec
+	tokens *mediastream.Tokens // nil without an API key: every stream is refused
+	once   mediastream.Once
+	log    *slog.Logger
 }
 
-// New returns the carrier. opts.Memory and opts.Command are required.
+// New returns the carrier. opts.Memory and opts.Command are required, and opts.Codec must
+// be one of the Codec values (or empty).
 func New(opts Options) *Carrier {
 	if opts.Memory == nil {
 		panic("telnyx: Options.Memory is required")
@@ -112,7 +113,20 @@ func New(opts Options) *Carrier {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Carrier{opts: opts, log: opts.Logger.With("carrier", "telnyx")}
+	codec := opts.Codec
+	if codec == "" {
+		codec = CodecPCMU
+	}
+	if _, ok := codec.Format(); !ok {
+		panic("telnyx: unknown codec " + string(codec))
+	}
+	log := opts.Logger.With("carrier", Name)
+	c := &Carrier{opts: opts, codec: codec, log: log,
+		once: mediastream.Once{Memory: opts.Memory, Now: opts.Now, Log: log, RefKey: "call_control_id", ContentType: "application/json"}}
+	if opts.APIKey != "" {
+		c.tokens = mediastream.NewTokens(opts.APIKey, Name, mediastream.EncodingJSON)
+	}
+	return c
 }
 
 // Register mounts POST /telnyx/webhook and GET /telnyx/stream. Telnyx transfers by
@@ -122,10 +136,3 @@ func (c *Carrier) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET "+StreamPath, c.stream)
 }
 
-func (c *Carrier) webhook(w http.ResponseWriter, r *http.Request) {
-	http.Error(w, "not implemented yet", http.StatusNotImplemented)
-}
-
-func (c *Carrier) stream(w http.ResponseWriter, r *http.Request) {
-	http.Error(w, "not implemented yet", http.StatusNotImplemented)
-}
