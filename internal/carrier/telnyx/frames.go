@@ -120,18 +120,24 @@ func (m media) order() int64 {
 // in network byte order. Anything but media returns errNotMedia.
 func decodeMedia(dst []byte, msg []byte, swap16 bool) (media, []byte, error) {
 	var event, seq, body []byte
+	escaped := false
 	err := mediastream.Members(msg, func(key, val []byte) {
-		switch string(key) {
-		case "event":
+		switch {
+		case bytes.IndexByte(key, '\\') >= 0:
+			escaped = true
+		case keyIs(key, "event"):
 			event = val
-		case "sequence_number":
+		case keyIs(key, "sequence_number"):
 			seq = val
-		case "media":
+		case keyIs(key, "media"):
 			body = val
 		}
 	})
 	if err != nil {
 		return media{}, dst, err
+	}
+	if escaped {
+		return media{}, dst, errNotMedia // a key spelled with escapes: the slow path reads it
 	}
 	if !bytes.Equal(event, []byte(`"media"`)) {
 		return media{}, dst, errNotMedia
@@ -149,16 +155,21 @@ func decodeMedia(dst []byte, msg []byte, swap16 bool) (media, []byte, error) {
 	}
 	var payload, track, chunk []byte
 	if err := mediastream.Members(body, func(key, val []byte) {
-		switch string(key) {
-		case "payload":
+		switch {
+		case bytes.IndexByte(key, '\\') >= 0:
+			escaped = true
+		case keyIs(key, "payload"):
 			payload = val
-		case "track":
+		case keyIs(key, "track"):
 			track = val
-		case "chunk":
+		case keyIs(key, "chunk"):
 			chunk = val
 		}
 	}); err != nil {
 		return media{}, dst, err
+	}
+	if escaped {
+		return media{}, dst, errors.New("media message with an escaped key")
 	}
 	if chunk != nil {
 		v, ok := parseNumber(chunk)
@@ -193,6 +204,12 @@ func decodeMedia(dst []byte, msg []byte, swap16 bool) (media, []byte, error) {
 		swapBytes(m.audio)
 	}
 	return m, dst, nil
+}
+
+// keyIs matches a member's key as encoding/json does (case-insensitively), so the fast
+// path and the slow path read a message the same way.
+func keyIs(key []byte, name string) bool {
+	return string(key) == name || bytes.EqualFold(key, []byte(name))
 }
 
 // swapBytes turns 16-bit samples from one byte order into the other, in place. L16 over
