@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"testing"
 	"time"
-
 )
 
 // TestEnvelopeReadsARealEvent decodes a call.initiated shaped as Telnyx sends it, with

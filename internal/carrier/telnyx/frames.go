@@ -250,7 +250,6 @@ func appendClear(dst []byte) []byte {
 	return append(dst, `{"event":"clear"}`...)
 }
 
-
 // wireAudio is audio as the stream carries it: the same bytes, except L16, whose samples
 // are swapped into network byte order in scratch's storage (grown only when too small).
 func wireAudio(scratch, audio []byte, codec Codec) []byte {

@@ -135,4 +135,3 @@ func (c *Carrier) Register(mux *http.ServeMux) {
 	mux.HandleFunc("POST "+WebhookPath, c.webhook)
 	mux.HandleFunc("GET "+StreamPath, c.stream)
 }
-
