@@ -70,6 +70,9 @@ type Env struct {
 	TransferredTo func(ref string) string
 	// Requests is how many requests have reached the vendor's API so far.
 	Requests func() int
+	// OneWebhook: the carrier sends every event of a number's calls to one URL (Telnyx's
+	// application webhook), so Attach is given the same URL for voice and status.
+	OneWebhook bool
 }
 
 // Factory builds a carrier against a fake of its vendor holding a, failing as f says. It

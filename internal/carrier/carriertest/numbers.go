@@ -59,6 +59,9 @@ func testAttach(t *testing.T, newCarrier Factory) {
 		t.Fatalf("Number: %v", err)
 	}
 	voiceURL, statusURL := "https://voice.example.com/hook/voice", "https://voice.example.com/hook/status"
+	if env.OneWebhook {
+		statusURL = voiceURL
+	}
 	after, err := env.Carrier.Attach(ctx, n, voiceURL, statusURL)
 	if err != nil {
 		t.Fatalf("Attach: %v", err)

@@ -92,16 +92,19 @@ func (c *Control) dialRequest(d carrier.Dial) (CallRequest, error) {
 	if err != nil {
 		return CallRequest{}, err
 	}
-	state, err := EncodeClientState(ClientState{CallID: d.CallID, Machine: d.OnMachine})
-	if err != nil {
-		return CallRequest{}, err
-	}
-	return CallRequest{
+	req := CallRequest{
 		ConnectionID: c.rest.connection, To: to, From: from,
 		TimeoutSecs: wholeSeconds(d.RingTimeout), TimeLimitSecs: wholeSeconds(d.MaxDuration),
-		WebhookURL: hook, ClientState: state, CommandID: "dial:" + string(d.CallID),
-		AnsweringMachineDetection: AMDMode(d.OnMachine),
-	}, nil
+		WebhookURL: hook, AnsweringMachineDetection: AMDMode(d.OnMachine),
+	}
+	if d.CallID == "" { // nothing of Handset's to carry: a call no record follows
+		return req, nil
+	}
+	if req.ClientState, err = EncodeClientState(ClientState{CallID: d.CallID, Machine: d.OnMachine}); err != nil {
+		return CallRequest{}, err
+	}
+	req.CommandID = "dial:" + string(d.CallID)
+	return req, nil
 }
 
 // webhookURL is WebhookPath under publicURL, which must be an http(s) URL.
