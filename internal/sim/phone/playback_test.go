@@ -119,4 +119,3 @@ func BenchmarkPlaybackSteady(b *testing.B) {
 		p.due(now)
 	}
 }
-
