@@ -33,13 +33,17 @@ type VendorOptions struct {
 	// auth token). Empty generates one; Settings reports it either way. A kit whose
 	// signatures are asymmetric (Telnyx) treats it as the seed of its key pair.
 	Secret string
+	// Numbers are the account's phone numbers (E.164), the ones outbound calls may come
+	// from and inbound calls ring; empty gives the kit one.
+	Numbers []string
 	// Answer decides the outcome of each outbound call the vendor places, by the number
-	// dialled; nil answers every call as a person.
+	// dialled; nil answers every call as a person who holds a second and hangs up.
 	Answer func(to string) Callee
 	// Lean and Echo apply to every simulated caller the vendor connects (see phone.Options).
 	Lean bool
 	Echo *phone.EchoOptions
-	// HTTPClient is how the vendor reaches Handset; default http.DefaultClient.
+	// HTTPClient is how the vendor reaches Handset; default http.DefaultClient. A kit
+	// accepts a ws:// stream URL, since the Handset it serves listens on plain http.
 	HTTPClient *http.Client
 	Clock      clock.Clock  // default the wall clock
 	Logger     *slog.Logger // default discards
@@ -48,25 +52,36 @@ type VendorOptions struct {
 // Outcome is how a callee answers an outbound call.
 type Outcome string
 
-// Outcomes a callee can have.
+// Outcomes a callee can have. The zero Outcome is Person.
 const (
-	Person  Outcome = "person"
-	Machine Outcome = "machine"
-	Busy    Outcome = "busy"
-	Nobody  Outcome = "no-answer"
-	Failed  Outcome = "failed"
+	Person    Outcome = "person"
+	Machine   Outcome = "machine"   // an answering machine; detection says so at once
+	Voicemail Outcome = "voicemail" // an answering machine whose greeting ends in a beep
+	Busy      Outcome = "busy"
+	Nobody    Outcome = "no-answer"
+	Failed    Outcome = "failed"
 )
 
 // Callee is what the far end of an outbound call does.
 type Callee struct {
 	Outcome Outcome
-	// RingFor is how long the phone rings before the outcome; zero answers at once.
+	// RingFor is how long the phone rings before the outcome; zero takes the kit's
+	// default (a short ring).
 	RingFor time.Duration
+	// Hold is how long an answered callee stays on the line when Talk is nil; zero
+	// takes the kit's default.
+	Hold time.Duration
+	// Talk, when set, is the answered callee: the call lasts until it returns (then the
+	// callee hangs up) or Handset ends it. An error is recorded by the vendor.
+	Talk func(ctx context.Context, p phone.Phone) error
 }
 
 // CallOptions describe one inbound call.
 type CallOptions struct {
 	From, To string // E.164; empty takes the kit's defaults
+	// PublicURL is the base URL Handset believes the vendor reaches it by (its public
+	// URL), which signatures cover; empty means handsetURL.
+	PublicURL string
 	// Ref is the carrier's id for the call; empty generates one.
 	Ref string
 	// Params are carrier-specific extras for the webhook (Twilio: form parameters such as
