@@ -100,10 +100,6 @@ func (o Options) withDefaults() Options {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	if o.Echo != nil {
-		e := o.Echo.withDefaults() // a copy: the caller may reuse its EchoOptions
-		o.Echo = &e
-	}
 	return o
 }
 
