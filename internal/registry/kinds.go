@@ -87,8 +87,8 @@ const (
 
 // CarrierSetting is one setting a carrier declares (Carrier.Declares).
 type CarrierSetting struct {
-	Env     string      // its environment variable: TELNYX_API_KEY
-	YAML    string      // its key under carriers.<carrier name> in handset.yaml: api_key
+	Env     string      // its environment variable, the name users set
+	YAML    string      // its key under carriers.<carrier name> in handset.yaml, in lower snake case
 	Kind    SettingKind // how it is read and shown; "" is SettingString
 	Default string      // its value when unset; "" for none
 	Allowed []string    // the values an enum accepts
