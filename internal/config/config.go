@@ -104,16 +104,16 @@ type Config struct {
 	Outbound OutboundConfig
 	Handoff  HandoffConfig
 
-	Agent    AgentConfig
-	Session  SessionConfig
-	STT      STTConfig
-	TTS      TTSConfig
-	OpenAI   OpenAIConfig
-	VAD      VADConfig
-	Twilio   TwilioConfig
+	Agent   AgentConfig
+	Session SessionConfig
+	STT     STTConfig
+	TTS     TTSConfig
+	OpenAI  OpenAIConfig
+	VAD     VADConfig
+	Twilio  TwilioConfig
 	// Carrier is HANDSET_CARRIER: the carrier outbound calls go through; empty: the only
 	// configured one, else the first configured in the catalogue's order.
-	Carrier string
+	Carrier  string
 	Messages MessagesConfig
 	Turn     TurnConfig
 	Record   RecordConfig
