@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -32,7 +31,7 @@ type rig struct {
 	env     carriertest.Env
 	fake    *telnyxsim.Server
 	control *telnyx.Control
-	ledger  *testLedger
+	ledger  *carriertest.Memory
 }
 
 func newRig(t *testing.T, a carriertest.Account, f carriertest.Fault, o telnyxsim.Options) *rig {
@@ -45,7 +44,7 @@ func newRig(t *testing.T, a carriertest.Account, f carriertest.Fault, o telnyxsi
 	o.HTTP = client
 	o.Callee = func(to string) telnyxsim.Callee { return callee(a.Callees[to]) }
 	fake := telnyxsim.New(o)
-	ledger := newTestLedger()
+	ledger := carriertest.NewMemory()
 	handset := httptest.NewServer(webhookTaker(t, fake.PublicKeyBase64(), ledger))
 	api := httptest.NewServer(fake)
 	ro := telnyx.RESTOptions{BaseURL: api.URL + "/v2", APIKey: fake.APIKey(), ConnectionID: fake.ConnectionID(), HTTP: client}
@@ -108,7 +107,7 @@ func callee(c carriertest.Callee) telnyxsim.Callee {
 
 // webhookTaker is Handset's webhook route as far as the ledger needs it: it checks the
 // Ed25519 signature over "timestamp|body" itself and records what each event says.
-func webhookTaker(t *testing.T, publicKey string, ledger *testLedger) http.Handler {
+func webhookTaker(t *testing.T, publicKey string, ledger carrier.Memory) http.Handler {
 	key, err := base64.StdEncoding.DecodeString(publicKey)
 	if err != nil || len(key) != ed25519.PublicKeySize {
 		t.Fatalf("public key %q: %v", publicKey, err)
@@ -158,46 +157,10 @@ func webhookTaker(t *testing.T, publicKey string, ledger *testLedger) http.Handl
 		default:
 			progress.AnsweredBy = telnyx.MachineVerdict(e.Data.EventType, p.Result)
 		}
-		ledger.Progressed(progress)
+		if err := ledger.Progressed(r.Context(), progress, time.Now()); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
 		w.WriteHeader(http.StatusOK)
 	})
-}
-
-// testLedger is the call ledger as the carrier contract describes it: an ended status is
-// never replaced, a verdict is kept once set.
-type testLedger struct {
-	mu    sync.Mutex
-	calls map[string]carrier.Progress
-}
-
-func newTestLedger() *testLedger { return &testLedger{calls: map[string]carrier.Progress{}} }
-
-func (l *testLedger) Remember(_ context.Context, a carrier.Answer) (carrier.Answer, bool, error) {
-	return a, true, nil
-}
-
-func (l *testLedger) Streamed(context.Context, string, time.Time) error { return nil }
-
-func (l *testLedger) Progressed(p carrier.Progress) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	old := l.calls[p.Ref]
-	if old.Ended() {
-		return
-	}
-	if p.Status != "" {
-		old.Status = p.Status
-	}
-	if old.AnsweredBy == "" {
-		old.AnsweredBy = p.AnsweredBy
-	}
-	old.Ref, old.CallID = p.Ref, p.CallID
-	l.calls[p.Ref] = old
-}
-
-func (l *testLedger) Progress(_ context.Context, ref string) (carrier.Progress, bool, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	p, ok := l.calls[ref]
-	return p, ok, nil
 }

@@ -30,11 +30,6 @@ type Control struct {
 
 var _ carrier.Carrier = (*Control)(nil)
 
-// progressLedger is the part of carrier.Memory that reads what a call's webhooks said.
-type progressLedger interface {
-	Progress(ctx context.Context, ref string) (carrier.Progress, bool, error)
-}
-
 // NewControl checks o and returns Telnyx's control API reading call progress from memory
 // (nil: only whether a call is alive is known). It makes no request.
 func NewControl(o RESTOptions, memory carrier.Memory) (*Control, error) {
@@ -139,9 +134,9 @@ func AMDMode(policy carrier.MachinePolicy) string {
 func (c *Control) Call(ctx context.Context, ref string) (carrier.Call, error) {
 	var p carrier.Progress
 	known := false
-	if l, ok := c.memory.(progressLedger); ok {
+	if c.memory != nil {
 		var err error
-		if p, known, err = l.Progress(ctx, ref); err != nil {
+		if p, known, err = c.memory.Progress(ctx, ref); err != nil {
 			return carrier.Call{}, carrier.Classify(carrier.ErrUnreachable, fmt.Errorf("telnyx: read the call ledger: %w", err))
 		}
 	}
@@ -169,16 +164,10 @@ func (c *Control) Call(ctx context.Context, ref string) (carrier.Call, error) {
 	// retries webhooks). Say what the REST knows.
 	if call.Status == carrier.StatusInProgress {
 		call.Status, call.Duration = carrier.StatusCompleted, info.Duration()
-	} else if !c.hasLedger() {
+	} else if c.memory == nil {
 		call.Status = carrier.StatusCompleted
 	}
 	return call, nil
-}
-
-// hasLedger reports whether Call can read webhook progress.
-func (c *Control) hasLedger() bool {
-	_, ok := c.memory.(progressLedger)
-	return ok
 }
 
 // Hangup sends actions/hangup. A call that has already ended (422 with code 90018, or

@@ -43,7 +43,11 @@ func restOptions(s registry.Settings) RESTOptions {
 
 // newControl is the control jobs and transfers use.
 func newControl(b registry.Build) (carrier.Carrier, error) {
-	return NewControl(restOptions(b.Settings), nil)
+	var memory carrier.Memory
+	if b.Memory != nil {
+		memory = b.Memory(Name)
+	}
+	return NewControl(restOptions(b.Settings), memory)
 }
 
 // openAccount is the control of the account the settings name, with errors that say
