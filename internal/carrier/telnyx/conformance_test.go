@@ -164,3 +164,8 @@ func webhookTaker(t *testing.T, publicKey string, ledger carrier.Memory) http.Ha
 		w.WriteHeader(http.StatusOK)
 	})
 }
+
+// newControlWithout is a control of r's fake without TELNYX_CONNECTION_ID.
+func newControlWithout(r *rig) (*telnyx.Control, error) {
+	return telnyx.NewControl(telnyx.RESTOptions{BaseURL: r.control.REST().BaseURL(), APIKey: r.fake.APIKey()}, nil)
+}

@@ -1,3 +1,6 @@
+// Package telnyx is Telnyx (Call Control v2) as a carrier: its REST client and control of
+// calls and numbers (carrier.Carrier, reading how calls went from the call ledger its
+// signed webhooks fill), and the webhook, answer and media stream side of a call.
 package telnyx
 
 import (
