@@ -114,11 +114,15 @@ func (c *Carrier) answerInbound(w http.ResponseWriter, r *http.Request, ev event
 		http.Error(w, "answer failed: "+voice.Clip(err.Error(), 200), http.StatusBadGateway)
 		return
 	}
-	if sent {
-		c.log.Info("answered call", "call_control_id", ccid, "attestation", attest)
-		if err := c.progress(r.Context(), carrier.Progress{Ref: ccid, Status: carrier.StatusInProgress}, false); err != nil {
-			c.log.Warn("answered call not kept in the ledger", "call_control_id", ccid, "err", err)
-		}
+	if !sent {
+		// The call's stream is open: this is a replay (or a retry too late to matter).
+		c.log.Warn("refused a repeat of a connected call's first event", "call_control_id", ccid, "event_id", voice.Clip(ev.id, 64))
+		http.Error(w, "call already connected", http.StatusConflict)
+		return
+	}
+	c.log.Info("answered call", "call_control_id", ccid, "attestation", attest)
+	if err := c.progress(r.Context(), carrier.Progress{Ref: ccid, Status: carrier.StatusInProgress}, false); err != nil {
+		c.log.Warn("answered call not kept in the ledger", "call_control_id", ccid, "err", err)
 	}
 	w.WriteHeader(http.StatusOK)
 }

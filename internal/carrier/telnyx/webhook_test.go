@@ -280,7 +280,8 @@ func TestAnswerFailureIsRetriedWithTheSameCommandID(t *testing.T) {
 }
 
 // TestRepeatedEventAfterTheStreamOpenedSendsNothing: once the call's stream is open, a
-// repeat of its first event (a late retry, a replay) is acknowledged and changes nothing.
+// repeat of its first event (a replay within the signature's tolerance) is refused with
+// 409, as Twilio's is, and changes nothing.
 func TestRepeatedEventAfterTheStreamOpenedSendsNothing(t *testing.T) {
 	r := newRig(t, nil)
 	body := eventBody("e1", EventCallInitiated, inboundCall("v3:call1"))
@@ -290,8 +291,8 @@ func TestRepeatedEventAfterTheStreamOpenedSendsNothing(t *testing.T) {
 	if err := r.memory.Streamed(context.Background(), "v3:call1", r.now); err != nil {
 		t.Fatal(err)
 	}
-	if w := r.post(body); w.Code != http.StatusOK {
-		t.Fatalf("repeat: status %d", w.Code)
+	if w := r.post(body); w.Code != http.StatusConflict {
+		t.Fatalf("repeat: status %d, want 409", w.Code)
 	}
 	if n := len(r.sent()); n != 1 {
 		t.Fatalf("%d commands, want the one answer", n)
