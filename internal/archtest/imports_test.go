@@ -404,7 +404,7 @@ func TestRulesCatchWrongArrows(t *testing.T) {
 		{"internal/web", "internal/carrier/twilio"},
 		{"internal/carrier", "internal/carrier/twilio"},
 		{"internal/carrier/carriertest", "internal/carrier/twilio"},
-		{"internal/carrier/telnyx", "internal/carrier/twilio"}, // a sibling carrier
+		{"internal/carrier/telnyx", "internal/carrier/twilio"},           // a sibling carrier
 		{"internal/carrier/telnyx/telnyxsim", "internal/carrier/telnyx"}, // a fake never imports what it fakes
 		{"internal/carrier/twilio", "internal/config"},
 		{"internal/agent/hermes", "internal/agent/openai"},
