@@ -141,4 +141,3 @@ func (v *vendor) Replay(ctx context.Context, handsetURL string) (int, error) {
 	resp, err := twiliocaller.PostWebhook(ctx, o, nil)
 	return resp.Status, err
 }
-
