@@ -8,7 +8,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-
 func seq(n int, from byte) []byte {
 	b := make([]byte, n)
 	for i := range b {
