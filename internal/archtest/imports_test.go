@@ -131,7 +131,8 @@ var rules = []rule{
 	{"internal/registry", []string{"internal/audio/...", "internal/voice", "internal/doctor", "internal/carrier"}},
 	{"internal/registry/registrytest", []string{"internal/registry"}},
 	{"internal/providers", []string{"internal/registry", "internal/carrier/...", "internal/stt/...",
-		"internal/tts/...", "internal/agent/...", "internal/audio/vad/...", "internal/doctor"}},
+		"internal/tts/...", "internal/agent/...", "internal/audio/vad/...", "internal/doctor",
+		"internal/sim/simkit", "internal/sim/twiliokit"}}, // and the carriers' simulator kits
 	{"internal/call/...", []string{"internal/audio/...", "internal/voice", "internal/turn", "internal/obs",
 		"internal/clock", "internal/store", "internal/recording"}},
 	// a call's two-channel recording, read back for playback and waveforms, and its retention

@@ -10,23 +10,27 @@ import (
 
 	"github.com/handset-voice/handset/internal/call"
 	"github.com/handset-voice/handset/internal/obs"
+	"github.com/handset-voice/handset/internal/sim/phone"
+	"github.com/handset-voice/handset/internal/sim/simkit"
 	"github.com/handset-voice/handset/internal/sim/twiliocaller"
 	"github.com/handset-voice/handset/internal/testpeer"
 	"github.com/handset-voice/handset/internal/voice"
 )
 
-// TestWholeCall drives `handset serve` through a simulated Twilio caller: the greeting,
-// two turns answered in order, a barge-in that stops a long reply with exactly one clear,
-// and the journal of it all.
-func TestWholeCall(t *testing.T) {
-	r := startServe(t, []string{
+// TestWholeCall drives `handset serve` through each carrier's simulated caller: the
+// greeting, two turns answered in order, a barge-in that stops a long reply with exactly
+// one clear, and the journal of it all.
+func TestWholeCall(t *testing.T) { forEachCarrier(t, testWholeCall) }
+
+func testWholeCall(t *testing.T, kit simkit.Kit) {
+	r := startServeWith(t, kit, []string{
 		"what are your opening hours",
 		"and on sundays",
 		"LONG SLOW tell me everything about the menu",
 		"stop please",
 	})
 	ctx := context.Background()
-	c := r.dial(ctx)
+	c := r.call(ctx, simkit.CallOptions{})
 
 	waitMark(ctx, t, c, "t0-end")
 	if segs := c.SpeechSegments(); len(segs) == 0 {
@@ -60,9 +64,9 @@ func TestWholeCall(t *testing.T) {
 		t.Errorf("clears = %d, want exactly 1", n)
 	}
 	if errs := snap.ProtocolErrors(); len(errs) > 0 {
-		t.Errorf("Handset sent messages Twilio would reject: %v", errs)
+		t.Errorf("Handset sent messages %s would reject: %v", kit.Name(), errs)
 	}
-	clears := snap.Filter(twiliocaller.Clear)
+	clears := snap.Filter(phone.Clear)
 	for _, m := range snap.Marks() {
 		if len(clears) > 0 && strings.HasPrefix(m.Name, "t3-") && m.Echoed && !m.Cleared && m.EchoedAt > clears[0].At {
 			t.Errorf("mark %s of the interrupted reply played after the barge-in", m.Name)

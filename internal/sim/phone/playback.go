@@ -15,7 +15,6 @@ import (
 // under its lock and turns its results into events and mark echoes.
 
 const (
-	bytesPerMs = 8
 	// pieceBytes splits queued audio into 20 ms pieces so the recording advances in
 	// frame-sized steps even when Handset sends long chunks.
 	pieceBytes = 160

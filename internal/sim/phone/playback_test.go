@@ -8,8 +8,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-const ms = time.Millisecond
-
 func seq(n int, from byte) []byte {
 	b := make([]byte, n)
 	for i := range b {

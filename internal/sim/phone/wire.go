@@ -26,7 +26,8 @@ type Wire interface {
 	AppendMedia(dst, payload []byte, f Frame) []byte
 	// Mark is the caller's report that a mark (a checkpoint) Handset sent has played, or
 	// was dropped by a clear (cleared). Nil sends nothing: a carrier that reports only
-	// played marks returns nil when cleared.
+	// played marks returns nil when cleared. The recording notes the mark (a MarkEchoed
+	// event, Cleared set) either way.
 	Mark(name string, cleared bool) []byte
 	// Cleared is what the caller sends after carrying out a clear; nil for nothing.
 	Cleared() []byte

@@ -123,10 +123,24 @@ type Vendor interface {
 // Forgery is one request Handset must refuse.
 type Forgery struct {
 	Name string
-	// Send makes the request and returns Handset's status (101 for an accepted upgrade).
-	Send func(ctx context.Context) (status int, err error)
-	// Want is the status Handset must answer with.
-	Want int
+	// Send makes the request (placing any real call it needs first, and ending it) and
+	// returns Handset's answer; an error means no answer arrived.
+	Send func(ctx context.Context) (Refusal, error)
+	// Want is the refusal Handset must give.
+	Want Refusal
+}
+
+// Refusal is how Handset turned a request down: an HTTP status, or for a stream it let
+// upgrade (101), the reason it closed the socket with.
+type Refusal struct {
+	Status int
+	Reason string
+}
+
+// Matches reports whether got is the refusal r asks for: the same status, and for an
+// upgrade, a close reason containing r's.
+func (r Refusal) Matches(got Refusal) bool {
+	return got.Status == r.Status && strings.Contains(got.Reason, r.Reason)
 }
 
 // OutboundCall is an outbound call as the vendor holds it.

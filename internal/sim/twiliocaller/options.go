@@ -223,3 +223,12 @@ func PostWebhook(ctx context.Context, opts Options, signature *string) (WebhookR
 	}
 	return sendWebhook(ctx, o, http.MethodPost, o.WebhookURL(), params, sig)
 }
+
+// StreamDialURL is the URL the caller dials for a <Stream url>: DialURL's mapping, or the
+// default rewrite from PublicURL onto BaseURL.
+func (o Options) StreamDialURL(streamURL string) (string, error) {
+	if o.PublicURL == "" {
+		o.PublicURL = o.BaseURL
+	}
+	return o.streamDialURL(streamURL)
+}
