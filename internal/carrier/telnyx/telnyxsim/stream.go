@@ -24,6 +24,9 @@ type CallerOptions struct {
 	Phone phone.Options
 	// HTTP dials the stream URLs (default a client of its own).
 	HTTP *http.Client
+	// DialURL, when set, maps a command's stream_url to the address dialled (a Handset
+	// reached directly while its public URL names another host).
+	DialURL func(streamURL string) string
 	// Talk, when set, runs on every connected call's phone; the caller hangs up when it
 	// returns (not when ctx ends first: Handset hung up).
 	Talk   func(ctx context.Context, p phone.Phone, o StreamOrder) error
@@ -41,7 +44,9 @@ type Caller struct {
 
 	mu      sync.Mutex
 	phones  map[string]*phone.Call // by call_control_id
-	changed chan struct{}          // closed and replaced on every new phone
+	parked  map[string]StreamOrder // orders from Park's number, not dialled
+	park    string                 // calls from this number are not streamed
+	changed chan struct{}          // closed and replaced on every new phone or parked order
 }
 
 // NewCaller returns a caller; Bind it to the Server whose OpenStream it is.
@@ -49,7 +54,39 @@ func NewCaller(o CallerOptions) *Caller {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Caller{opts: o, phones: map[string]*phone.Call{}, changed: make(chan struct{})}
+	return &Caller{opts: o, phones: map[string]*phone.Call{}, parked: map[string]StreamOrder{}, changed: make(chan struct{})}
+}
+
+// Park makes the streams of calls from number (E.164) not dialled but kept, for a test
+// that dials them itself (forged and replayed streams): see Parked.
+func (c *Caller) Park(number string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.park = number
+}
+
+// Parked waits for the stream order of parked call ccid.
+func (c *Caller) Parked(ctx context.Context, ccid string) (StreamOrder, error) {
+	for {
+		c.mu.Lock()
+		o, ok := c.parked[ccid]
+		changed := c.changed
+		c.mu.Unlock()
+		if ok {
+			return o, nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return StreamOrder{}, fmt.Errorf("telnyxsim: no stream order for %s: %w", ccid, ctx.Err())
+		}
+	}
+}
+
+// notifyLocked wakes Phone and Parked waiters.
+func (c *Caller) notifyLocked() {
+	close(c.changed)
+	c.changed = make(chan struct{})
 }
 
 // Bind names the fake the caller's hang-ups go to. Call it before any stream opens.
@@ -58,11 +95,23 @@ func (c *Caller) Bind(s *Server) { c.server = s }
 // OpenStream is the fake's Options.OpenStream: it dials o.StreamURL, speaks Telnyx's
 // handshake and runs the phone until the call ends either way.
 func (c *Caller) OpenStream(ctx context.Context, o StreamOrder) error {
+	c.mu.Lock()
+	if c.park != "" && o.From == c.park {
+		c.parked[o.CallControlID] = o
+		c.notifyLocked()
+		c.mu.Unlock()
+		return nil
+	}
+	c.mu.Unlock()
 	w, err := newWire(o, c.opts.Stream)
 	if err != nil {
 		return err
 	}
-	conn, resp, err := websocket.Dial(ctx, o.StreamURL, &websocket.DialOptions{HTTPClient: c.opts.HTTP})
+	target := o.StreamURL
+	if c.opts.DialURL != nil {
+		target = c.opts.DialURL(target)
+	}
+	conn, resp, err := websocket.Dial(ctx, target, &websocket.DialOptions{HTTPClient: c.opts.HTTP})
 	if err != nil {
 		if resp != nil {
 			return fmt.Errorf("telnyxsim: dial the stream: %s: %w", resp.Status, err)
@@ -82,8 +131,7 @@ func (c *Caller) OpenStream(ctx context.Context, o StreamOrder) error {
 	}
 	c.mu.Lock()
 	c.phones[o.CallControlID] = p
-	close(c.changed)
-	c.changed = make(chan struct{})
+	c.notifyLocked()
 	c.mu.Unlock()
 
 	talked := make(chan struct{})
@@ -107,7 +155,11 @@ func (c *Caller) OpenStream(ctx context.Context, o StreamOrder) error {
 	// The caller hung up: the call ends at the fake. When Handset closed the stream, the
 	// call lives on (as on Telnyx) until Handset's hangup command ends it.
 	if e, _ := p.Ending(); !e.ByHandset && ctx.Err() == nil && c.server != nil {
-		c.server.Hangup(o.CallControlID, "caller")
+		side := "caller" // the phone is the caller of an inbound call, the callee of an outbound one
+		if o.Direction == "outgoing" {
+			side = "callee"
+		}
+		c.server.Hangup(o.CallControlID, side)
 	}
 	if err := p.Err(); err != nil && !errors.Is(err, phone.ErrEnded) {
 		return err
