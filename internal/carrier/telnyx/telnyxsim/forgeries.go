@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -162,6 +163,10 @@ func (v *vendor) Replay(ctx context.Context, handsetURL string) (int, error) {
 	_ = p.Hangup()
 	if err != nil {
 		return 0, fmt.Errorf("telnyxsim: the call to replay never heard Handset: %w", err)
+	}
+	// The delivery is recorded once Handset answered it: wait for the call to say so.
+	if _, err := v.fake.WaitCall(ctx, p.Ref(), func(c Call) bool { return slices.Contains(c.Events, "call.initiated") }); err != nil {
+		return 0, err
 	}
 	for _, w := range v.fake.Webhooks() {
 		if w.EventType == "call.initiated" && bytes.Contains(w.Body, []byte(strconv.Quote(p.Ref()))) {
