@@ -42,16 +42,16 @@ var Provider = registry.Carrier{
 // settings are the settings Telnyx brings to the configuration.
 var settings = []registry.CarrierSetting{
 	{Env: "TELNYX_API_KEY", YAML: "api_key", Kind: registry.SettingSecret,
-		Help: "Telnyx API key (Bearer) for Call Control and numbers; the media stream tokens' key is derived from it"},
+		Help: "The Telnyx API key (Bearer) for Call Control and numbers; the media stream tokens' key is derived from it."},
 	{Env: "TELNYX_PUBLIC_KEY", YAML: "public_key",
-		Help: "the account's webhook public key (Mission Control: Keys & Credentials, Public Key): base64 of 32 bytes"},
+		Help: "The account's webhook public key (Mission Control: Keys & Credentials, Public Key): base64 of 32 bytes."},
 	{Env: "TELNYX_CONNECTION_ID", YAML: "connection_id",
-		Help: "the id of the Call Control Application whose webhook URL is Handset's; outbound calls use it"},
+		Help: "The id of the Call Control Application whose webhook URL is Handset's; outbound calls use it."},
 	{Env: "HANDSET_TELNYX_API_URL", YAML: "api_url", Kind: registry.SettingURL, Default: DefaultRESTURL,
-		Help: "Telnyx's REST root, for proxies and tests"},
+		Help: "Telnyx's REST root, for proxies and tests."},
 	{Env: "HANDSET_TELNYX_CODEC", YAML: "codec", Kind: registry.SettingEnum, Default: string(CodecPCMU),
 		Allowed: []string{string(CodecPCMU), string(CodecPCMA), string(CodecL16)},
-		Help:    "the media stream's codec, the same both ways; L16 is 16 kHz"},
+		Help:    "The media stream's codec, the same both ways; L16 is 16 kHz."},
 }
 
 // mount serves the webhook and the media stream on mux. A public key that is set but not

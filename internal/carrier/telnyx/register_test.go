@@ -84,3 +84,12 @@ func TestProviderSettings(t *testing.T) {
 		t.Error("Started is any of them")
 	}
 }
+
+// TestDeclaredSettingsAreSentences: the settings table documents each with its help.
+func TestDeclaredSettingsAreSentences(t *testing.T) {
+	for _, s := range Provider.Declares {
+		if s.Help == "" || !strings.HasSuffix(s.Help, ".") || strings.ToUpper(s.Help[:1]) != s.Help[:1] {
+			t.Errorf("%s: help %q is not a sentence", s.Env, s.Help)
+		}
+	}
+}
