@@ -312,3 +312,30 @@ func TestCallReadsTheLedger(t *testing.T) {
 		t.Errorf("an unknown call: %v, want not found", err)
 	}
 }
+
+// TestCallEndedBeforeItsHangupEvent: Telnyx says the call is over (is_alive false, or 404:
+// which one is unconfirmed) before its call.hangup reached the ledger; an answered call
+// is then completed, with the duration Telnyx gives.
+func TestCallEndedBeforeItsHangupEvent(t *testing.T) {
+	for _, notFound := range []bool{false, true} {
+		r := quietRig(t, telnyxsim.Options{EndedCallsNotFound: notFound, WebhookRetries: -1})
+		ctx := ctxOf(t)
+		placed, err := r.control.Dial(ctx, carrier.Dial{CallID: voice.NewCallID(), To: person, From: ours, PublicURL: r.env.PublicURL})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.env.WaitFor(ctx, placed.Ref, carrier.StatusInProgress); err != nil {
+			t.Fatal(err)
+		}
+		r.ledger.Fail(errors.New("the store is down")) // the hangup event cannot be recorded
+		r.fake.Hangup(placed.Ref, "callee")
+		if err := r.env.WaitFor(ctx, placed.Ref, carrier.StatusCompleted); err != nil {
+			t.Fatal(err)
+		}
+		r.ledger.Fail(nil)
+		c, err := r.control.Call(ctx, placed.Ref)
+		if err != nil || c.Status != carrier.StatusCompleted {
+			t.Errorf("404 for ended calls %v: %+v, %v; want completed", notFound, c, err)
+		}
+	}
+}

@@ -253,8 +253,8 @@ func (c *Control) Attach(ctx context.Context, n carrier.Number, voiceURL, status
 	if c.rest.connection == "" {
 		return carrier.Number{}, carrier.Classify(carrier.ErrInvalid, errors.New("TELNYX_CONNECTION_ID is not set: set it to the id of the Call Control Application to attach numbers to"))
 	}
-	if _, err := url.Parse(voiceURL); err != nil || voiceURL == "" {
-		return carrier.Number{}, carrier.Classify(carrier.ErrInvalid, fmt.Errorf("webhook URL %q is not a URL", voice.Clip(voiceURL, 100)))
+	if u, err := url.Parse(voiceURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return carrier.Number{}, carrier.Classify(carrier.ErrInvalid, fmt.Errorf("webhook URL %q is not an http(s) URL", voice.Clip(voiceURL, 100)))
 	}
 	pn, err := c.rest.SetConnection(ctx, n.Ref, c.rest.connection)
 	if err != nil {

@@ -70,31 +70,4 @@ func restErrorOf(status int, data []byte) *RESTError {
 
 // classify attaches the carrier contract's class to a REST error, keeping the
 // *voice.ProviderError (and the *RESTError inside it) for errors.As.
-func classify(err error) error {
-	if err == nil {
-		return nil
-	}
-	var ce *carrier.Error
-	if errors.As(err, &ce) {
-		return err // classified already
-	}
-	var pe *voice.ProviderError
-	if !errors.As(err, &pe) {
-		return err // a cancelled context, say: not the carrier's doing
-	}
-	var re *RESTError
-	api := errors.As(err, &re)
-	switch {
-	case api && re.Status == http.StatusNotFound:
-		return carrier.Classify(carrier.ErrNotFound, err)
-	case pe.Kind == voice.KindAuth:
-		return carrier.Classify(carrier.ErrAuth, err)
-	case pe.Kind == voice.KindBadInput && pe.Status == 0:
-		return carrier.Classify(carrier.ErrInvalid, err) // refused before sending
-	case pe.Kind == voice.KindBadInput:
-		return carrier.Classify(carrier.ErrRejected, err)
-	case pe.Kind == voice.KindCanceled:
-		return err
-	}
-	return carrier.Classify(carrier.ErrUnreachable, err)
-}
+func classify(err error) error { return carrier.ClassifyProvider(err, nil) }

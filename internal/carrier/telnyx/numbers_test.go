@@ -2,6 +2,7 @@ package telnyx_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -91,5 +92,13 @@ func TestAttachWithoutConnectionIsInvalid(t *testing.T) {
 	}
 	if len(r.fake.Requests()) != before {
 		t.Error("it reached the API")
+	}
+	for _, bad := range []string{"", "ftp://x.example/hook", "/telnyx/webhook", "https://"} {
+		if _, err := r.control.Attach(ctxOf(t), carrier.Number{Ref: "1", PhoneNumber: ours}, bad, ""); !errors.Is(err, carrier.ErrInvalid) {
+			t.Errorf("Attach to %q: %v, want invalid", bad, err)
+		}
+	}
+	if len(r.fake.Requests()) != before {
+		t.Error("a bad URL reached the API")
 	}
 }

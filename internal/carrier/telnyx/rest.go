@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/handset-voice/handset/internal/carrier"
 	"github.com/handset-voice/handset/internal/voice"
 )
 
@@ -64,19 +65,11 @@ func NewREST(o RESTOptions) (*REST, error) {
 	case strings.TrimSpace(o.APIKey) != o.APIKey || strings.ContainsAny(o.APIKey, " \t\r\n"):
 		return nil, errors.New("TELNYX_API_KEY contains spaces or line breaks: copy the API key from the Telnyx Mission Control Portal again")
 	}
-	base := strings.TrimSpace(o.BaseURL)
-	if base == "" {
-		base = DefaultRESTURL
+	base, err := carrier.APIRoot("HANDSET_TELNYX_API_URL", o.BaseURL, DefaultRESTURL, "http://127.0.0.1:8081/v2")
+	if err != nil {
+		return nil, err
 	}
-	u, err := url.Parse(base)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-		shown := o.BaseURL
-		if err == nil {
-			shown = u.Redacted()
-		}
-		return nil, fmt.Errorf("HANDSET_TELNYX_API_URL %q is not an http(s) URL without credentials: leave it empty for %s, or set the root of a proxy or fake like http://127.0.0.1:8081/v2", shown, DefaultRESTURL)
-	}
-	r := &REST{base: strings.TrimRight(u.String(), "/"), key: o.APIKey, connection: strings.TrimSpace(o.ConnectionID),
+	r := &REST{base: base, key: o.APIKey, connection: strings.TrimSpace(o.ConnectionID),
 		client: o.HTTP, timeout: o.Timeout}
 	if r.client == nil {
 		r.client = &http.Client{}
@@ -135,29 +128,21 @@ func checkID(id string) error {
 // maxResponse bounds how much of an answer is read.
 const maxResponse = 8 << 20
 
-// errRequestTimeout is the cause of a request cut short by the client's own Timeout.
-var errRequestTimeout = errors.New("request timed out")
-
 // do sends one request to path (under the base, starting with /) with in as its JSON body
-// (nil: none) and decodes the JSON answer into out (nil: ignored), classifying every
-// failure as a *voice.ProviderError.
+// (nil: none) and decodes the JSON answer into out (nil: ignored); its failures are
+// *voice.ProviderError.
 func (r *REST) do(ctx context.Context, op, method, path string, in, out any) error {
-	fail := func(kind voice.ErrorKind, status int, err error) error {
-		return &voice.ProviderError{Provider: restProvider, Op: op, Kind: kind, Status: status, Err: err}
-	}
-	rctx, cancel := context.WithTimeoutCause(ctx, r.timeout, errRequestTimeout)
-	defer cancel()
 	var body io.Reader
 	if in != nil {
 		data, err := json.Marshal(in)
 		if err != nil {
-			return fail(voice.KindBadInput, 0, fmt.Errorf("encode request: %w", err))
+			return &voice.ProviderError{Provider: restProvider, Op: op, Kind: voice.KindBadInput, Err: fmt.Errorf("encode request: %w", err)}
 		}
 		body = bytes.NewReader(data)
 	}
-	req, err := http.NewRequestWithContext(rctx, method, r.base+path, body)
+	req, err := http.NewRequest(method, r.base+path, body)
 	if err != nil {
-		return fail(voice.KindBadInput, 0, fmt.Errorf("build request: %w", err))
+		return &voice.ProviderError{Provider: restProvider, Op: op, Kind: voice.KindBadInput, Err: fmt.Errorf("build request: %w", err)}
 	}
 	req.Header.Set("Authorization", "Bearer "+r.key)
 	req.Header.Set("Accept", "application/json")
@@ -165,38 +150,7 @@ func (r *REST) do(ctx context.Context, op, method, path string, in, out any) err
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := r.client.Do(req)
-	if err != nil {
-		return r.transportError(ctx, rctx, fail, err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
-	if err != nil {
-		return r.transportError(ctx, rctx, fail, err)
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return fail(voice.KindFromStatus(resp.StatusCode), resp.StatusCode, restErrorOf(resp.StatusCode, data))
-	}
-	if out == nil {
-		return nil
-	}
-	if err := json.Unmarshal(data, out); err != nil {
-		return fail(voice.KindProtocol, resp.StatusCode, fmt.Errorf("answer is not the expected JSON: %w", err))
-	}
-	return nil
-}
-
-// transportError classifies a failure to send a request or read its answer.
-func (r *REST) transportError(ctx, rctx context.Context, fail func(voice.ErrorKind, int, error) error, err error) error {
-	switch {
-	case ctx.Err() != nil:
-		return fail(voice.KindOf(ctx.Err()), 0, ctx.Err())
-	case context.Cause(rctx) == errRequestTimeout:
-		return fail(voice.KindTimeout, 0, fmt.Errorf("no answer from %s within %v", r.base, r.timeout))
-	}
-	var ne interface{ Timeout() bool }
-	if errors.As(err, &ne) && ne.Timeout() {
-		return fail(voice.KindTimeout, 0, err)
-	}
-	return fail(voice.KindTransient, 0, err)
+	call := carrier.APICall{Provider: restProvider, Client: r.client, Timeout: r.timeout, Limit: maxResponse,
+		Refusal: func(status int, body []byte) error { return restErrorOf(status, body) }}
+	return call.JSON(ctx, op, req, out)
 }

@@ -5,11 +5,9 @@ import (
 	"encoding/xml"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 
 	"github.com/handset-voice/handset/internal/carrier"
-	"github.com/handset-voice/handset/internal/voice"
 )
 
 // Name is Twilio's name as call records and routes use it.
@@ -143,29 +141,10 @@ func numberOf(n Number) carrier.Number {
 // classify attaches the contract's class to a REST error, keeping the *voice.ProviderError
 // (and the *APIError inside it) for errors.As.
 func classify(err error) error {
-	if err == nil {
-		return nil
-	}
-	var pe *voice.ProviderError
-	if !errors.As(err, &pe) {
-		return err // a cancelled context, say: not the carrier's doing
-	}
-	var ae *APIError
-	api := errors.As(err, &ae)
-	switch {
-	case errors.Is(err, ErrNumberNotFound),
-		api && (ae.Status == http.StatusNotFound || ae.Code == ErrorCodeNotFound):
-		return carrier.Classify(carrier.ErrNotFound, err)
-	case pe.Kind == voice.KindAuth:
-		return carrier.Classify(carrier.ErrAuth, err)
-	case pe.Kind == voice.KindBadInput && pe.Status == 0:
-		return carrier.Classify(carrier.ErrInvalid, err) // refused before sending
-	case pe.Kind == voice.KindBadInput:
-		return carrier.Classify(carrier.ErrRejected, err)
-	case pe.Kind == voice.KindCanceled:
-		return err
-	}
-	return carrier.Classify(carrier.ErrUnreachable, err)
+	return carrier.ClassifyProvider(err, func(err error) bool {
+		var ae *APIError
+		return errors.Is(err, ErrNumberNotFound) || (errors.As(err, &ae) && ae.Code == ErrorCodeNotFound)
+	})
 }
 
 // dialTwiML is <Response><Dial>to</Dial></Response>, with callerId when set.

@@ -466,7 +466,7 @@ func (s *Server) fetchCall(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c, ok := s.calls[r.PathValue("id")]
-	if !ok {
+	if !ok || (!c.Alive && s.opts.EndedCallsNotFound) {
 		writeError(w, http.StatusNotFound, CodeNotFound, "Resource not found", "No call "+r.PathValue("id")+".")
 		return
 	}

@@ -65,6 +65,9 @@ type Options struct {
 	// ends the call from the far end first and answers 422 with code 90018, as Telnyx does
 	// when the caller hung up while the command was in flight.
 	HangupRace bool
+	// EndedCallsNotFound makes GET /calls/{id} answer 404 for a call that has ended,
+	// instead of is_alive false (which of the two Telnyx does is UNCONFIRMED).
+	EndedCallsNotFound bool
 	// Now is the clock webhook timestamps are signed with (default time.Now).
 	Now func() time.Time
 }
