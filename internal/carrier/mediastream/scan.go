@@ -40,6 +40,29 @@ func PlainString(val []byte) (s []byte, ok bool) {
 	return s, true
 }
 
+// Uint reads a non-negative integer member written as a JSON number (4) or as a string of
+// digits ("4"): carriers differ (Telnyx's sequence_number is a string, Plivo's a number).
+// ok is false for anything else, including a value beyond 2^64-1.
+func Uint(val []byte) (n uint64, ok bool) {
+	if s, plain := PlainString(val); plain {
+		val = s
+	}
+	if len(val) == 0 || len(val) > 20 {
+		return 0, false
+	}
+	for _, c := range val {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		d := uint64(c - '0')
+		if n > (1<<64-1-d)/10 {
+			return 0, false
+		}
+		n = n*10 + d
+	}
+	return n, true
+}
+
 // MaxDepth bounds nesting on the fast path: a carrier's messages are a few levels deep,
 // and a message built to recurse deeply is refused.
 const MaxDepth = 32

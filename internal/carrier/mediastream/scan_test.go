@@ -76,6 +76,19 @@ func TestPlainString(t *testing.T) {
 	}
 }
 
+func TestUint(t *testing.T) {
+	for in, want := range map[string]uint64{`4`: 4, `"4"`: 4, `0`: 0, `"18446744073709551615"`: 1<<64 - 1, `007`: 7} {
+		if n, ok := Uint([]byte(in)); !ok || n != want {
+			t.Errorf("Uint(%s) = %d, %v; want %d", in, n, ok, want)
+		}
+	}
+	for _, in := range []string{``, `""`, `-1`, `1.5`, `"1e3"`, `"18446744073709551616"`, `null`, `" 4"`, `"4`} {
+		if n, ok := Uint([]byte(in)); ok {
+			t.Errorf("Uint(%s) = %d, want refused", in, n)
+		}
+	}
+}
+
 func TestAppendString(t *testing.T) {
 	for _, s := range []string{"", "MZ01", `t1-s"2`, "back\\slash", "tab\there", "é ünïcode", "\x00\x1f", "\xff bad utf8"} {
 		got := AppendString([]byte("x"), s)
