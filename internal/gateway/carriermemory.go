@@ -132,9 +132,9 @@ func (s *server) pruneCarrierCalls(ctx context.Context) {
 		cancel()
 		switch {
 		case err != nil && ctx.Err() == nil:
-			s.log.Warn("could not prune old carrier webhook answers", "err", err)
+			s.log.Warn("could not prune the carrier memory (old webhook answers, ledger entries, aliases, names seen once)", "err", err)
 		case n > 0:
-			s.log.Debug("pruned old carrier webhook answers", "count", n)
+			s.log.Debug("pruned the carrier memory", "count", n)
 		}
 		select {
 		case <-ctx.Done():

@@ -180,6 +180,19 @@ type CarrierProgress struct {
 	At          time.Time     // when the latest word was recorded
 }
 
+// Check refuses an entry that names no call, ranks below none or has no time.
+func (p CarrierProgress) Check() error {
+	switch {
+	case p.Carrier == "" || p.Ref == "":
+		return errors.New("carrier progress: empty carrier or ref")
+	case p.StatusRank < 0 || p.VerdictRank < 0 || p.Duration < 0:
+		return errors.New("carrier progress: negative rank or duration")
+	case p.At.IsZero():
+		return errors.New("carrier progress: zero time")
+	}
+	return nil
+}
+
 // ListCalls filters ListCalls; zero values mean no filter. Pages are keyset pages: the
 // next page starts Before the last call's StartedAt, with BeforeID its ID (calls started
 // at the same instant are ordered by ID, descending).

@@ -55,3 +55,9 @@ func seed(ctx context.Context, s *Store, n int) error {
 	_, err = s.pool.Exec(ctx, `VACUUM ANALYZE calls, transcript_lines`)
 	return err
 }
+
+// BenchmarkCarrierMemory times a carrier's webhooks' store work for one call.
+func BenchmarkCarrierMemory(b *testing.B) {
+	s, _ := openStore(b)
+	storetest.BenchmarkCarrierMemory(b, s)
+}

@@ -90,3 +90,13 @@ func seed(ctx context.Context, w *sql.DB, n int) error {
 	_, err = w.ExecContext(ctx, `ANALYZE`)
 	return err
 }
+
+// BenchmarkCarrierMemory times a carrier's webhooks' store work for one call.
+func BenchmarkCarrierMemory(b *testing.B) {
+	s, err := Open(b.Context(), filepath.Join(b.TempDir(), "handset.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	storetest.BenchmarkCarrierMemory(b, s)
+}

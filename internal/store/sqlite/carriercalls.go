@@ -34,6 +34,9 @@ func (s *Store) RememberCarrierCall(ctx context.Context, c store.CarrierCall) (_
 		return store.CarrierCall{}, false, fmt.Errorf("sqlite store: RememberCarrierCall: %w", err)
 	}
 	defer rollback(tx, &err)
+	if c.Ref, err = resolveRef(ctx, tx, c.Carrier, c.Ref); err != nil {
+		return store.CarrierCall{}, false, fmt.Errorf("sqlite store: RememberCarrierCall %s/%s: %w", c.Carrier, c.Ref, err)
+	}
 	res, err := tx.ExecContext(ctx, `INSERT INTO carrier_calls (carrier, ref, request_key, answer, created_at, streamed_at)
 		VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (carrier, ref) DO NOTHING`,
 		c.Carrier, c.Ref, c.RequestKey, c.Answer, encTime(c.CreatedAt), encTime(c.StreamedAt))
@@ -79,7 +82,7 @@ func (s *Store) OpenCarrierStream(ctx context.Context, carrier, ref string, at t
 		return errors.New("sqlite store: OpenCarrierStream: zero time")
 	}
 	res, err := s.w.ExecContext(ctx, `UPDATE carrier_calls SET streamed_at = ?
-		WHERE carrier = ? AND ref = ? AND streamed_at IS NULL`, encTime(at), carrier, ref)
+		WHERE carrier = ? AND ref = `+refOf+` AND streamed_at IS NULL`, encTime(at), carrier, carrier, ref, ref)
 	if err != nil {
 		return fmt.Errorf("sqlite store: OpenCarrierStream %s/%s: %w", carrier, ref, err)
 	}
@@ -87,7 +90,7 @@ func (s *Store) OpenCarrierStream(ctx context.Context, carrier, ref string, at t
 		return err
 	}
 	var one int
-	err = s.w.QueryRowContext(ctx, `SELECT 1 FROM carrier_calls WHERE carrier = ? AND ref = ?`, carrier, ref).Scan(&one)
+	err = s.w.QueryRowContext(ctx, `SELECT 1 FROM carrier_calls WHERE carrier = ? AND ref = `+refOf, carrier, carrier, ref, ref).Scan(&one)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return fmt.Errorf("carrier call %s/%s: %w", carrier, ref, store.ErrNotFound)
@@ -97,11 +100,25 @@ func (s *Store) OpenCarrierStream(ctx context.Context, carrier, ref string, at t
 	return fmt.Errorf("carrier call %s/%s: stream already opened: %w", carrier, ref, store.ErrDuplicate)
 }
 
-// PruneCarrierCalls deletes the entries created before before.
+// PruneCarrierCalls deletes the answers, aliases and names seen once from before before,
+// and the ledger entries whose latest word is.
 func (s *Store) PruneCarrierCalls(ctx context.Context, before time.Time) (int64, error) {
-	res, err := s.w.ExecContext(ctx, `DELETE FROM carrier_calls WHERE created_at < ?`, encTime(before))
-	if err != nil {
-		return 0, fmt.Errorf("sqlite store: PruneCarrierCalls: %w", err)
+	var total int64
+	for _, q := range []string{
+		`DELETE FROM carrier_calls WHERE created_at < ?`,
+		`DELETE FROM carrier_progress WHERE progress_at < ?`,
+		`DELETE FROM carrier_aliases WHERE created_at < ?`,
+		`DELETE FROM carrier_once WHERE seen_at < ?`,
+	} {
+		res, err := s.w.ExecContext(ctx, q, encTime(before))
+		if err != nil {
+			return total, fmt.Errorf("sqlite store: PruneCarrierCalls: %w", err)
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return total, err
+		}
+		total += n
 	}
-	return res.RowsAffected()
+	return total, nil
 }

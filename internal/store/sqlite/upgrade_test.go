@@ -8,12 +8,31 @@ import (
 	"testing"
 	"testing/fstest"
 
-	"github.com/handset-voice/handset/internal/store"
+	"github.com/handset-voice/handset/internal/store/storetest"
 )
 
 // TestUpgradeToCallListing opens a database written before migration 0006: its calls get
 // empty summaries and its transcript lines become searchable.
 func TestUpgradeToCallListing(t *testing.T) {
+	s := upgraded(t, 6, `INSERT INTO calls (id, carrier, started_at, ended_at, outcome)
+		VALUES ('old', 'twilio', '2031-01-02T03:04:05.000000Z', '2031-01-02T03:05:05.000000Z', 'caller_hangup');
+		INSERT INTO transcript_lines (call_id, turn, role, text, at)
+		VALUES ('old', 1, 'user', 'Où est ma commande ?', '2031-01-02T03:04:06.000000Z')`)
+	storetest.CheckUpgradedCallListing(t, s)
+}
+
+// TestUpgradeToCarrierLedger opens a database written before migration 0007: the webhook
+// answers it kept are still found, and the ledger starts empty.
+func TestUpgradeToCarrierLedger(t *testing.T) {
+	s := upgraded(t, 7, `INSERT INTO carrier_calls (carrier, ref, request_key, answer, created_at)
+		VALUES ('twilio', 'CA1', 'idem', ?, '2031-01-02T03:04:05.000000Z')`, []byte("answer"))
+	storetest.CheckUpgradedCarrierCall(t, s)
+}
+
+// upgraded is a Store opened on a database file that a Handset before migration `below`
+// wrote, holding what before (with args) put in it; closed when t ends.
+func upgraded(t *testing.T, below int, before string, args ...any) *Store {
+	t.Helper()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "handset.db")
 	older := fstest.MapFS{}
@@ -22,7 +41,7 @@ func TestUpgradeToCallListing(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, m := range ms {
-		if m.version < 6 {
+		if m.version < below {
 			older[m.name] = &fstest.MapFile{Data: []byte(m.sql)}
 		}
 	}
@@ -31,31 +50,18 @@ func TestUpgradeToCallListing(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := migrate(ctx, db, fs.FS(older)); err != nil {
-		t.Fatalf("migrate to 5: %v", err)
+		t.Fatalf("migrate to %d: %v", below-1, err)
 	}
-	if _, err := db.ExecContext(ctx, `INSERT INTO calls (id, carrier, started_at, ended_at, outcome)
-		VALUES ('old', 'twilio', '2031-01-02T03:04:05.000000Z', '2031-01-02T03:05:05.000000Z', 'caller_hangup');
-		INSERT INTO transcript_lines (call_id, turn, role, text, at)
-		VALUES ('old', 1, 'user', 'Où est ma commande ?', '2031-01-02T03:04:06.000000Z')`); err != nil {
+	if _, err := db.ExecContext(ctx, before, args...); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-
 	s, err := Open(ctx, path)
 	if err != nil {
 		t.Fatalf("Open upgrades: %v", err)
 	}
-	defer s.Close()
-	c, err := s.Call(ctx, "old")
-	if err != nil || c.Summary != (store.CallSummary{}) || c.Outcome != "caller_hangup" {
-		t.Fatalf("Call(old) = %+v, %v; want the call with an empty summary", c, err)
-	}
-	for _, text := range []string{"ou est", "COMMANDE"} {
-		got, err := s.Calls(ctx, store.ListCalls{Text: text})
-		if err != nil || len(got) != 1 || got[0].ID != "old" {
-			t.Errorf("Calls(Text %q) = %v, %v; want the line written before the upgrade", text, got, err)
-		}
-	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
 }

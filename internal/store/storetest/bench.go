@@ -159,3 +159,37 @@ func BenchmarkListCalls(b *testing.B, s store.Store) {
 		})
 	}
 }
+
+// BenchmarkCarrierMemory times what a carrier's webhooks ask of the store for one call: the
+// answer kept, the stream opened, a name seen once, three ledger words and a read back.
+func BenchmarkCarrierMemory(b *testing.B, s store.Store) {
+	ctx := b.Context()
+	b.Run("Answer", func(b *testing.B) {
+		for i := 0; b.Loop(); i++ {
+			ref := fmt.Sprintf("bench-answer-%d", i)
+			if _, _, err := s.RememberCarrierCall(ctx, store.CarrierCall{Carrier: "telnyx", Ref: ref, Answer: []byte("answer"), CreatedAt: BenchNewest}); err != nil {
+				b.Fatal(err)
+			}
+			if err := s.OpenCarrierStream(ctx, "telnyx", ref, BenchNewest); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("Ledger", func(b *testing.B) {
+		for i := 0; b.Loop(); i++ {
+			ref := fmt.Sprintf("bench-ledger-%d", i)
+			if _, err := s.CarrierOnce(ctx, "telnyx", ref, BenchNewest); err != nil {
+				b.Fatal(err)
+			}
+			for rank, status := range []string{"ringing", "in-progress", "completed"} {
+				p := store.CarrierProgress{Carrier: "telnyx", Ref: ref, Status: status, StatusRank: rank + 2, At: BenchNewest}
+				if _, err := s.RecordCarrierProgress(ctx, p); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if _, err := s.CarrierProgress(ctx, "telnyx", ref); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
