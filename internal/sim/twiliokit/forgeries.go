@@ -20,7 +20,8 @@ func (v *vendor) Forgeries(handsetURL string) []simkit.Forgery {
 	forged, none := "bm90IGEgc2lnbmF0dXJl", ""
 	hook := func(mutate func(o *twiliocaller.Options) *string) func(context.Context) (simkit.Refusal, error) {
 		return func(ctx context.Context) (simkit.Refusal, error) {
-			o := v.callerOptions(handsetURL, simkit.CallOptions{})
+			// Every parameter fixed, so a signature differs only by what mutate changed.
+			o := v.callerOptions(handsetURL, simkit.CallOptions{Ref: twiliocaller.NewSid("CA"), From: twiliocaller.DefaultFrom})
 			sig := mutate(&o)
 			resp, err := twiliocaller.PostWebhook(ctx, o, sig)
 			return simkit.Refusal{Status: resp.Status}, err
@@ -61,6 +62,8 @@ func (v *vendor) Forgeries(handsetURL string) []simkit.Forgery {
 			Send: func(ctx context.Context) (simkit.Refusal, error) { return v.reuseToken(ctx, handsetURL) }},
 		{Name: "unsigned stream upgrade", Want: forbidden,
 			Send: stream(func(context.Context, string) (map[string]string, error) { return map[string]string{}, nil }, &none)},
+		{Name: "forged stream upgrade signature", Want: forbidden,
+			Send: stream(func(context.Context, string) (map[string]string, error) { return map[string]string{}, nil }, &forged)},
 	}
 }
 
