@@ -272,10 +272,14 @@ func TestMalformedFramesAreDroppedAndTheCallGoesOn(t *testing.T) {
 // TestAgentFailureSpeaksTheErrorMessage: a 500 from the runtime and a runtime that hangs
 // both get the configured message spoken, never the runtime's text, and the call goes on.
 func TestAgentFailureSpeaksTheErrorMessage(t *testing.T) {
+	forEachCarrier(t, testAgentFailureSpeaksTheErrorMessage)
+}
+
+func testAgentFailureSpeaksTheErrorMessage(t *testing.T, kit simkit.Kit) {
 	testpeer.Slow(t, "waits out an agent timeout in real time")
-	r := startServe(t, []string{"FAIL500 please", "HANG on", "are you still there"}, "HANDSET_AGENT_TIMEOUT=1s")
+	r := startServeWith(t, kit, []string{"FAIL500 please", "HANG on", "are you still there"}, "HANDSET_AGENT_TIMEOUT=1s")
 	ctx := context.Background()
-	c := r.dial(ctx)
+	c := r.call(ctx, simkit.CallOptions{})
 	waitMark(ctx, t, c, "t0-end")
 	for turn, seed := range []int64{11, 12, 13} {
 		if err := c.SayAndWait(ctx, speech(1200*time.Millisecond, seed)); err != nil {
