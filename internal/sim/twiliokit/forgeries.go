@@ -128,19 +128,26 @@ func (v *vendor) reuseToken(ctx context.Context, handsetURL string) (simkit.Refu
 	return v.dialProbe(ctx, o, tw, tw.Parameters, nil)
 }
 
-// Replay places a call, waits for Handset's first audio (its greeting), hangs up, then posts the call's
-// voice webhook again (correctly signed, as recorded) and returns Handset's status.
-func (v *vendor) Replay(ctx context.Context, handsetURL string) (int, error) {
+// Replay places a call, waits for Handset's first audio (its greeting), hangs up, then
+// posts the call's voice webhook again (correctly signed, as recorded): Handset must
+// answer 409, since the call's stream has opened.
+func (v *vendor) Replay(ctx context.Context, handsetURL string) error {
 	o := v.callerOptions(handsetURL, simkit.CallOptions{Ref: twiliocaller.NewSid("CA")})
 	c, err := twiliocaller.Dial(ctx, o)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	err = c.WaitFor(ctx, func(s phone.Snapshot) bool { return s.Counters.ReceivedFrames > 0 || s.Count(phone.MarkSent) > 0 })
 	_ = c.Hangup()
 	if err != nil {
-		return 0, fmt.Errorf("twiliokit: the call to replay never heard Handset: %w", err)
+		return fmt.Errorf("twiliokit: the call to replay never heard Handset: %w", err)
 	}
 	resp, err := twiliocaller.PostWebhook(ctx, o, nil)
-	return resp.Status, err
+	if err != nil {
+		return err
+	}
+	if resp.Status != http.StatusConflict {
+		return fmt.Errorf("twiliokit: the replayed webhook got %d %q, want 409", resp.Status, resp.Body)
+	}
+	return nil
 }
