@@ -109,8 +109,11 @@ type Vendor interface {
 	// call's, with a used one. They run against handsetURL.
 	Forgeries(handsetURL string) []Forgery
 	// Replay places a call, hangs it up, then sends its first webhook again, as an
-	// attacker who recorded it would; it returns Handset's status for the replay.
-	Replay(ctx context.Context, handsetURL string) (status int, err error)
+	// attacker who recorded it would. It returns nil when Handset refused the replay as
+	// the carrier's rules require (Twilio: 409; a carrier whose webhooks are events may
+	// acknowledge the repeat with 200 but must not answer the call again), else an error
+	// saying what Handset did.
+	Replay(ctx context.Context, handsetURL string) error
 	// Calls are the outbound calls Handset placed through the vendor, in order.
 	Calls() []OutboundCall
 	// WaitCall waits until the vendor holds at least n outbound calls and returns the nth

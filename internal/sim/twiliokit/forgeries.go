@@ -20,7 +20,8 @@ func (v *vendor) Forgeries(handsetURL string) []simkit.Forgery {
 	forged, none := "bm90IGEgc2lnbmF0dXJl", ""
 	hook := func(mutate func(o *twiliocaller.Options) *string) func(context.Context) (simkit.Refusal, error) {
 		return func(ctx context.Context) (simkit.Refusal, error) {
-			o := v.callerOptions(handsetURL, simkit.CallOptions{})
+			// Every parameter fixed, so a signature differs only by what mutate changed.
+			o := v.callerOptions(handsetURL, simkit.CallOptions{Ref: twiliocaller.NewSid("CA"), From: twiliocaller.DefaultFrom})
 			sig := mutate(&o)
 			resp, err := twiliocaller.PostWebhook(ctx, o, sig)
 			return simkit.Refusal{Status: resp.Status}, err
@@ -61,6 +62,8 @@ func (v *vendor) Forgeries(handsetURL string) []simkit.Forgery {
 			Send: func(ctx context.Context) (simkit.Refusal, error) { return v.reuseToken(ctx, handsetURL) }},
 		{Name: "unsigned stream upgrade", Want: forbidden,
 			Send: stream(func(context.Context, string) (map[string]string, error) { return map[string]string{}, nil }, &none)},
+		{Name: "forged stream upgrade signature", Want: forbidden,
+			Send: stream(func(context.Context, string) (map[string]string, error) { return map[string]string{}, nil }, &forged)},
 	}
 }
 
@@ -125,19 +128,26 @@ func (v *vendor) reuseToken(ctx context.Context, handsetURL string) (simkit.Refu
 	return v.dialProbe(ctx, o, tw, tw.Parameters, nil)
 }
 
-// Replay places a call, waits for Handset's first audio (its greeting), hangs up, then posts the call's
-// voice webhook again (correctly signed, as recorded) and returns Handset's status.
-func (v *vendor) Replay(ctx context.Context, handsetURL string) (int, error) {
+// Replay places a call, waits for Handset's first audio (its greeting), hangs up, then
+// posts the call's voice webhook again (correctly signed, as recorded): Handset must
+// answer 409, since the call's stream has opened.
+func (v *vendor) Replay(ctx context.Context, handsetURL string) error {
 	o := v.callerOptions(handsetURL, simkit.CallOptions{Ref: twiliocaller.NewSid("CA")})
 	c, err := twiliocaller.Dial(ctx, o)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	err = c.WaitFor(ctx, func(s phone.Snapshot) bool { return s.Counters.ReceivedFrames > 0 || s.Count(phone.MarkSent) > 0 })
 	_ = c.Hangup()
 	if err != nil {
-		return 0, fmt.Errorf("twiliokit: the call to replay never heard Handset: %w", err)
+		return fmt.Errorf("twiliokit: the call to replay never heard Handset: %w", err)
 	}
 	resp, err := twiliocaller.PostWebhook(ctx, o, nil)
-	return resp.Status, err
+	if err != nil {
+		return err
+	}
+	if resp.Status != http.StatusConflict {
+		return fmt.Errorf("twiliokit: the replayed webhook got %d %q, want 409", resp.Status, resp.Body)
+	}
+	return nil
 }
