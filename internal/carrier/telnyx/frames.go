@@ -52,44 +52,20 @@ type inbound struct {
 	} `json:"payload"`
 }
 
-// flexNumber reads a JSON number or a string holding one; null or absent is 0.
-type flexNumber int64
+// flexNumber reads a non-negative integer written as a JSON number or a string of digits
+// (mediastream.Uint, as the fast path reads it); null or absent is 0.
+type flexNumber uint64
 
 func (n *flexNumber) UnmarshalJSON(b []byte) error {
-	v, ok := parseNumber(b)
+	if string(b) == "null" {
+		return nil
+	}
+	v, ok := mediastream.Uint(b)
 	if !ok {
 		return fmt.Errorf("not a number: %.20s", b)
 	}
 	*n = flexNumber(v)
 	return nil
-}
-
-// parseNumber reads a raw JSON value that is an integer, a string holding one, or null,
-// without allocating.
-func parseNumber(raw []byte) (int64, bool) {
-	if string(raw) == "null" {
-		return 0, true
-	}
-	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' {
-		raw = raw[1 : len(raw)-1]
-	}
-	if len(raw) == 0 || len(raw) > 18 {
-		return 0, false
-	}
-	var v int64
-	for i, c := range raw {
-		if c == '-' && i == 0 && len(raw) > 1 {
-			continue
-		}
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		v = v*10 + int64(c-'0')
-	}
-	if raw[0] == '-' {
-		v = -v
-	}
-	return v, true
 }
 
 var errNotMedia = errors.New("not a media message")
@@ -101,13 +77,13 @@ const maxMediaPayload = 1 << 20
 // media is one decoded media frame.
 type media struct {
 	audio []byte // in Handset's byte order; valid until the next decode into the same buffer
-	seq   int64  // sequence_number, counted over every message; 0 when absent
-	chunk int64  // media.chunk, counted over media messages only; 0 when absent
+	seq   uint64 // sequence_number, counted over every message; 0 when absent
+	chunk uint64 // media.chunk, counted over media messages only; 0 when absent
 }
 
 // order is the number that puts media frames in order: the chunk, which counts media
 // only, else the sequence number (which other events interleave, leaving gaps).
-func (m media) order() int64 {
+func (m media) order() uint64 {
 	if m.chunk > 0 {
 		return m.chunk
 	}
@@ -143,9 +119,9 @@ func decodeMedia(dst []byte, msg []byte, swap16 bool) (media, []byte, error) {
 		return media{}, dst, errNotMedia
 	}
 	var m media
-	if seq != nil {
-		v, ok := parseNumber(seq)
-		if !ok || v < 0 {
+	if seq != nil && string(seq) != "null" {
+		v, ok := mediastream.Uint(seq)
+		if !ok {
 			return media{}, dst, errors.New("media message with a bad sequence_number")
 		}
 		m.seq = v
@@ -171,9 +147,9 @@ func decodeMedia(dst []byte, msg []byte, swap16 bool) (media, []byte, error) {
 	if escaped {
 		return media{}, dst, errors.New("media message with an escaped key")
 	}
-	if chunk != nil {
-		v, ok := parseNumber(chunk)
-		if !ok || v < 0 {
+	if chunk != nil && string(chunk) != "null" {
+		v, ok := mediastream.Uint(chunk)
+		if !ok {
 			return media{}, dst, errors.New("media message with a bad chunk")
 		}
 		m.chunk = v

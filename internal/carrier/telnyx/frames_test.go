@@ -26,7 +26,7 @@ func TestStringNumbersInFrames(t *testing.T) {
 			t.Fatalf("seq %s: decodeMedia = %x, %v", seq, m.audio, err)
 		}
 		var in inbound
-		if err := json.Unmarshal([]byte(seq), &in.SequenceNumber); err != nil || int64(in.SequenceNumber) != m.seq {
+		if err := json.Unmarshal([]byte(seq), &in.SequenceNumber); err != nil || uint64(in.SequenceNumber) != m.seq {
 			t.Errorf("seq %s: fast path %d, slow path %d (%v)", seq, m.seq, in.SequenceNumber, err)
 		}
 	}
@@ -225,7 +225,7 @@ func FuzzDecodeMedia(f *testing.F) {
 		if jerr != nil {
 			t.Fatalf("fast path accepted what encoding/json refuses (%v): %q", jerr, msg)
 		}
-		if in.Event != "media" || int64(in.SequenceNumber) != m.seq || int64(in.Media.Chunk) != m.chunk {
+		if in.Event != "media" || uint64(in.SequenceNumber) != m.seq || uint64(in.Media.Chunk) != m.chunk {
 			t.Fatalf("fast path read event media seq %d chunk %d; slow path %q seq %d chunk %d", m.seq, m.chunk, in.Event, in.SequenceNumber, in.Media.Chunk)
 		}
 		want, berr := base64.StdEncoding.DecodeString(in.Media.Payload)

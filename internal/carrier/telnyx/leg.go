@@ -78,7 +78,7 @@ func (l *Leg) Run(ctx context.Context, sink voice.LegSink) error {
 		m, buf, err = decodeMedia(buf, msg, l.codec == CodecL16)
 		if err == nil {
 			if n := m.order(); n > 0 {
-				l.order.Push(uint64(n), m.audio, emit)
+				l.order.Push(n, m.audio, emit)
 			} else {
 				emit(m.audio)
 			}

@@ -153,28 +153,51 @@ func (v *vendor) probe(ctx context.Context, u, ccid string) (simkit.Refusal, err
 
 // Replay places a call, waits for Handset's first audio, hangs up, then posts the call's
 // call.initiated again, correctly signed, as an attacker who recorded it would within the
-// signature's five minutes, and returns Handset's status.
-func (v *vendor) Replay(ctx context.Context, handsetURL string) (int, error) {
+// signature's five minutes. Handset must refuse it (409) or acknowledge it without
+// answering the call again: nil when it did.
+func (v *vendor) Replay(ctx context.Context, handsetURL string) error {
 	p, err := v.Call(ctx, handsetURL, simkit.CallOptions{})
 	if err != nil {
-		return 0, err
+		return err
 	}
 	err = p.WaitFor(ctx, func(s phone.Snapshot) bool { return s.Counters.ReceivedFrames > 0 || s.Count(phone.MarkSent) > 0 })
 	_ = p.Hangup()
 	if err != nil {
-		return 0, fmt.Errorf("telnyxsim: the call to replay never heard Handset: %w", err)
+		return fmt.Errorf("telnyxsim: the call to replay never heard Handset: %w", err)
 	}
 	// The delivery is recorded once Handset answered it: wait for the call to say so.
 	if _, err := v.fake.WaitCall(ctx, p.Ref(), func(c Call) bool { return slices.Contains(c.Events, "call.initiated") }); err != nil {
-		return 0, err
+		return err
 	}
+	var body []byte
 	for _, w := range v.fake.Webhooks() {
 		if w.EventType == "call.initiated" && bytes.Contains(w.Body, []byte(strconv.Quote(p.Ref()))) {
-			ts, sig := v.fake.Sign(w.Body, v.now())
-			return v.post(ctx, trimSlash(handsetURL), w.Body, ts, sig)
+			body = w.Body
+			break
 		}
 	}
-	return 0, errors.New("telnyxsim: the replayed call's call.initiated was not recorded")
+	if body == nil {
+		return errors.New("telnyxsim: the replayed call's call.initiated was not recorded")
+	}
+	ts, sig := v.fake.Sign(body, v.now())
+	status, err := v.post(ctx, trimSlash(handsetURL), body, ts, sig)
+	if err != nil {
+		return err
+	}
+	call, _ := v.fake.Call(p.Ref())
+	answers := 0
+	for _, c := range call.Commands {
+		if c == "answer" {
+			answers++
+		}
+	}
+	switch {
+	case status != http.StatusConflict && (status < 200 || status > 299):
+		return fmt.Errorf("telnyxsim: the replayed call.initiated got %d, want 409 or a 2xx that changes nothing", status)
+	case answers != 1 || len(call.Streams) != 1:
+		return fmt.Errorf("telnyxsim: after the replay the call was answered %d times with %d streams", answers, len(call.Streams))
+	}
+	return nil
 }
 
 // post sends body to Handset's webhook with the signature headers (none when empty).
