@@ -488,3 +488,39 @@ func TestHangupEventsFillTheLedger(t *testing.T) {
 		})
 	}
 }
+
+// TestInboundAttestationReachesTheCall: the STIR/SHAKEN fields of call.initiated ride in
+// the stream token to the call's LegInfo.
+func TestInboundAttestationReachesTheCall(t *testing.T) {
+	yes, no := true, false
+	cases := []struct {
+		level     string
+		validated *bool
+		want      voice.Attestation
+	}{
+		{"A", &yes, voice.AttestationA},
+		{"B", nil, voice.AttestationB},
+		{"C", &yes, voice.AttestationC},
+		{"A", &no, voice.AttestationFailed},
+		{"", nil, ""},
+		{"Z", nil, voice.AttestationNone},
+	}
+	for _, c := range cases {
+		r := newRig(t, nil)
+		call := inboundCall("v3:call1")
+		if c.level != "" {
+			call["shaken_stir_attestation"] = c.level
+		}
+		if c.validated != nil {
+			call["shaken_stir_validated"] = *c.validated
+		}
+		if w := r.post(eventBody("e1", EventCallInitiated, call)); w.Code != http.StatusOK {
+			t.Fatalf("status %d", w.Code)
+		}
+		u, _ := url.Parse(r.sent()[0].body["stream_url"].(string))
+		claims, err := mediastream.NewTokens(testAPIKey, Name, mediastream.EncodingJSON).Verify(u.Query().Get(TokenParameter), "v3:call1", r.now)
+		if err != nil || voice.Attestation(claims.Attestation) != c.want {
+			t.Errorf("%s/%v: attestation %q (%v), want %q", c.level, c.validated, claims.Attestation, err, c.want)
+		}
+	}
+}
