@@ -22,19 +22,23 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/handset-voice/handset/internal/sim/simkit"
 )
 
 // Options of a run.
 type Options struct {
-	BaseURL     string // the Handset under load, e.g. http://127.0.0.1:8080
-	TwilioToken string // its TWILIO_AUTH_TOKEN: the callers sign their webhooks with it
-	APIToken    string // its API token, for pprof (a garbage collection before each memory reading, profiles); empty: none
-	Calls       int
-	Hold        time.Duration // how long every call is held once all are up
-	Ramp        float64       // calls started per second
-	Utterances  [][]byte      // what callers say, 8 kHz mu-law; one turn each
-	Pause       time.Duration // silence after a reply before the next utterance
-	ReplyWait   time.Duration // a reply that has not played this long after the caller spoke is lost
+	BaseURL string // the Handset under load, e.g. http://127.0.0.1:8080
+	// Vendor is the fake carrier the callers call through (simkit): it signs their
+	// webhooks with the secret the Handset under load checks.
+	Vendor     simkit.Vendor
+	APIToken   string // its API token, for pprof (a garbage collection before each memory reading, profiles); empty: none
+	Calls      int
+	Hold       time.Duration // how long every call is held once all are up
+	Ramp       float64       // calls started per second
+	Utterances [][]byte      // what callers say, 8 kHz mu-law; one turn each
+	Pause      time.Duration // silence after a reply before the next utterance
+	ReplyWait  time.Duration // a reply that has not played this long after the caller spoke is lost
 	// JournalDir, when the Handset's data folder is on this machine, is its calls folder:
 	// latencies are then read exactly from the journals instead of a histogram.
 	JournalDir string
@@ -48,8 +52,8 @@ type Options struct {
 }
 
 func (o *Options) defaults() error {
-	if o.BaseURL == "" || o.TwilioToken == "" || o.Calls <= 0 || o.Hold <= 0 || len(o.Utterances) == 0 {
-		return errors.New("bench: BaseURL, TwilioToken, Calls, Hold and Utterances are required")
+	if o.BaseURL == "" || o.Vendor == nil || o.Calls <= 0 || o.Hold <= 0 || len(o.Utterances) == 0 {
+		return errors.New("bench: BaseURL, Vendor, Calls, Hold and Utterances are required")
 	}
 	if o.Ramp <= 0 {
 		o.Ramp = 20

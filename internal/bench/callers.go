@@ -9,7 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/handset-voice/handset/internal/sim/twiliocaller"
+	"github.com/handset-voice/handset/internal/sim/phone"
+	"github.com/handset-voice/handset/internal/sim/simkit"
 )
 
 // tally is what the callers have seen so far; safe for concurrent use.
@@ -43,7 +44,7 @@ type caller struct {
 }
 
 // endMarks counts the reply ends the carrier has played ("t<N>-end", not cleared).
-func endMarks(s twiliocaller.Snapshot) int {
+func endMarks(s phone.Snapshot) int {
 	n := 0
 	for _, m := range s.Marks() {
 		if m.Echoed && !m.Cleared && strings.HasSuffix(m.Name, "-end") {
@@ -56,10 +57,7 @@ func endMarks(s twiliocaller.Snapshot) int {
 func (c *caller) run(ctx context.Context) {
 	defer close(c.finished)
 	c.tally.started.Add(1)
-	call, err := twiliocaller.Dial(ctx, twiliocaller.Options{
-		BaseURL: c.opts.BaseURL, AuthToken: c.opts.TwilioToken, InsecureStreamURL: true,
-		From: fmt.Sprintf("+1555%07d", c.n), Lean: true, Logger: c.log,
-	})
+	call, err := c.opts.Vendor.Call(ctx, c.opts.BaseURL, simkit.CallOptions{From: fmt.Sprintf("+1555%07d", c.n), Lean: true})
 	if err != nil {
 		c.tally.dialFailed.Add(1)
 		c.tally.example("caller %d: dial: %v", c.n, err)
@@ -117,7 +115,7 @@ func (c *caller) run(ctx context.Context) {
 
 // waitReplies waits until want replies have played to their end; false on timeout, stop,
 // or the call ending.
-func (c *caller) waitReplies(ctx context.Context, call *twiliocaller.Call, want int, limit time.Duration) bool {
+func (c *caller) waitReplies(ctx context.Context, call phone.Phone, want int, limit time.Duration) bool {
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	go func() {
@@ -127,12 +125,12 @@ func (c *caller) waitReplies(ctx context.Context, call *twiliocaller.Call, want 
 		case <-ctx.Done():
 		}
 	}()
-	err := call.WaitFor(ctx, func(s twiliocaller.Snapshot) bool { return endMarks(s) >= want || s.Ended })
+	err := call.WaitFor(ctx, func(s phone.Snapshot) bool { return endMarks(s) >= want || s.Ended })
 	return err == nil && endMarks(call.Snapshot()) >= want
 }
 
 // gone reports (and counts) a call Handset ended under the caller.
-func (c *caller) gone(call *twiliocaller.Call) bool {
+func (c *caller) gone(call phone.Phone) bool {
 	select {
 	case <-call.Done():
 		c.dropped(call)
@@ -142,7 +140,7 @@ func (c *caller) gone(call *twiliocaller.Call) bool {
 	}
 }
 
-func (c *caller) dropped(call *twiliocaller.Call) {
+func (c *caller) dropped(call phone.Phone) {
 	select {
 	case <-c.stop:
 		return // the bench was ending anyway

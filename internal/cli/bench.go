@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math"
 	"net"
 	"net/http"
@@ -25,6 +26,7 @@ import (
 	"github.com/handset-voice/handset/internal/sim/fakedeepgram"
 	"github.com/handset-voice/handset/internal/sim/fakeelevenlabs"
 	"github.com/handset-voice/handset/internal/sim/fakeopenai"
+	"github.com/handset-voice/handset/internal/sim/simkit"
 	"github.com/handset-voice/handset/internal/tts/flite"
 )
 
@@ -33,7 +35,8 @@ type benchFlags struct {
 	calls                  int
 	duration               time.Duration
 	ramp                   float64
-	target, twilioToken    string
+	target, secret         string
+	carrier                string
 	apiToken               string
 	inProcess, pin         bool
 	vad                    string
@@ -60,7 +63,9 @@ func runBench(ctx context.Context, env Env, args []string) error {
 	fs.DurationVar(&f.duration, "duration", 60*time.Second, "how long to hold them once all are up")
 	fs.Float64Var(&f.ramp, "ramp", 20, "new calls per second while ramping up")
 	fs.StringVar(&f.target, "target", "", "a running Handset's base `URL` to load (default: start one with fake providers)")
-	fs.StringVar(&f.twilioToken, "twilio-token", "", "with --target: its TWILIO_AUTH_TOKEN (callers sign their webhooks)")
+	fs.StringVar(&f.carrier, "carrier", "twilio", "the carrier the simulated callers call through: "+strings.Join(simkit.Names(), ", "))
+	fs.StringVar(&f.secret, "carrier-secret", "", "with --target: the secret its carrier signs webhooks with (Twilio: TWILIO_AUTH_TOKEN)")
+	fs.StringVar(&f.secret, "twilio-token", "", "with --target: the same as --carrier-secret")
 	fs.StringVar(&f.apiToken, "token", "", "with --target: its API token (for profiles and memory readings after a collection)")
 	fs.BoolVar(&f.inProcess, "in-process", false, "run the Handset under load inside this process (profiles then include the callers)")
 	fs.BoolVar(&f.pin, "pin", false, "run the Handset started on CPU 0 and the callers and fakes on the other CPUs (Linux)")
@@ -74,7 +79,7 @@ func runBench(ctx context.Context, env Env, args []string) error {
 	fs.Float64Var(&f.maxDrift, "max-drift", 0, "a soak: fail unless resident memory and goroutines at the end of the hold are within `PCT` percent of a minute in (needs --duration 2m or more)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "Usage: handset bench [--calls N] [--duration D] [--json]")
-		fmt.Fprintln(fs.Output(), "\nHolds N simulated Twilio calls that speak and take turns at real-time pace, against a Handset")
+		fmt.Fprintln(fs.Output(), "\nHolds N simulated calls (through a fake of --carrier) that speak and take turns at real-time pace, against a Handset")
 		fmt.Fprintln(fs.Output(), "with fake speech and agent providers, and reports what Handset itself costs per call.")
 		fs.PrintDefaults()
 	}
@@ -88,8 +93,8 @@ func runBench(ctx context.Context, env Env, args []string) error {
 		return &usageError{msg: "--max-drift needs a positive percentage and --duration of 2m or more"}
 	case f.calls < 1 || f.duration <= 0 || !(f.ramp > 0) || math.IsInf(f.ramp, 1): // NaN fails every comparison
 		return &usageError{msg: "--calls, --duration and --ramp must be positive (and --ramp a finite number)"}
-	case f.target != "" && f.twilioToken == "":
-		return &usageError{msg: "--target needs --twilio-token (the target's TWILIO_AUTH_TOKEN)"}
+	case f.target != "" && f.secret == "":
+		return &usageError{msg: "--target needs --carrier-secret, or --twilio-token (the target's TWILIO_AUTH_TOKEN)"}
 	case f.target != "" && f.inProcess:
 		return &usageError{msg: "--target and --in-process exclude each other"}
 	case f.pin && (f.target != "" || f.inProcess):
@@ -97,18 +102,31 @@ func runBench(ctx context.Context, env Env, args []string) error {
 	case f.vad != config.VADEnergy && f.vad != config.VADWebRTC && f.vad != config.VADSilero:
 		return &usageError{msg: "--vad " + f.vad + ": one of energy, webrtc, silero"}
 	}
+	kit, err := simkit.Find(f.carrier)
+	if err != nil {
+		return &usageError{msg: "--carrier: " + err.Error()}
+	}
 	cfg, err := loadConfig(env, g, nil)
 	if err != nil {
 		return err
 	}
 	warnSettings(newLogger(env.Stderr, cfg), cfg)
 	log := newLogger(io.Discard, cfg)
+	secret := f.secret
+	if f.target == "" {
+		secret = randomHex(16)
+	}
+	vendor, err := kit.Start(ctx, simkit.VendorOptions{Secret: secret, Lean: true, Logger: log})
+	if err != nil {
+		return err
+	}
+	defer vendor.Close()
 	utterances, audioNote, err := benchSpeech(ctx)
 	if err != nil {
 		return err
 	}
 	o := bench.Options{Calls: f.calls, Hold: f.duration, Ramp: f.ramp, Utterances: utterances, Logger: log,
-		BaseURL: strings.TrimRight(f.target, "/"), TwilioToken: f.twilioToken, APIToken: f.apiToken}
+		BaseURL: strings.TrimRight(f.target, "/"), Vendor: vendor, APIToken: f.apiToken}
 	if !f.asJSON {
 		o.Progress = env.Stderr
 	}
@@ -231,19 +249,21 @@ func startBenchFakes(f benchFlags) (benchFakes, func(), error) {
 }
 
 // benchSettings are the settings of the Handset under load.
-func benchSettings(f benchFlags, fk benchFakes, twilioToken, apiToken, dataDir string) map[string]string {
-	return map[string]string{
+// The carrier's come from the bench's fake vendor for publicURL (empty when not yet known).
+func benchSettings(f benchFlags, fk benchFakes, vendor simkit.Vendor, publicURL, apiToken, dataDir string) map[string]string {
+	settings := map[string]string{
 		"HANDSET_DATA_DIR": dataDir, "HANDSET_LOG_LEVEL": "warn",
 		"HANDSET_AGENT": config.AgentOpenAI, "HANDSET_AGENT_URL": fk.agent + "/v1", "HANDSET_AGENT_KEY": fk.key,
 		"HANDSET_AGENT_MODEL": "bench",
 		"HANDSET_STT":         config.STTDeepgram, "HANDSET_DEEPGRAM_URL": fk.deepgram, "DEEPGRAM_API_KEY": fk.key,
 		"HANDSET_TTS": config.TTSElevenLabs, "HANDSET_ELEVENLABS_URL": fk.elevenlabs, "ELEVENLABS_API_KEY": fk.key,
-		"HANDSET_VAD": f.vad, "TWILIO_AUTH_TOKEN": twilioToken, "HANDSET_API_TOKEN": apiToken,
-		"TWILIO_ACCOUNT_SID":    "AC00000000000000000000000000000000", // never used: nothing is placed
+		"HANDSET_VAD": f.vad, "HANDSET_API_TOKEN": apiToken,
 		"HANDSET_FIRST_MESSAGE": "Hello, how can I help?", "HANDSET_MAX_CALLS": strconv.Itoa(f.calls + 50),
 		// Callers pause between turns and never go quiet for long; no re-prompts mid-bench.
 		"HANDSET_SILENCE_REPROMPT": "0s", "HANDSET_SILENCE_HANGUP": "0s",
 	}
+	maps.Copy(settings, settingsMap(vendor.Settings(publicURL)))
+	return settings
 }
 
 // benchChild starts `handset serve` (this very binary) as a separate process, so what is
@@ -261,9 +281,9 @@ func benchChild(ctx context.Context, env Env, cfg *config.Config, f benchFlags, 
 	if err != nil {
 		return nil, err
 	}
-	o.TwilioToken, o.APIToken, o.BaseURL = randomHex(16), randomHex(16), "http://"+addr
+	o.APIToken, o.BaseURL = randomHex(16), "http://"+addr
 	o.JournalDir = filepath.Join(dir, "data", "calls")
-	settings := benchSettings(f, fk, o.TwilioToken, o.APIToken, filepath.Join(dir, "data"))
+	settings := benchSettings(f, fk, o.Vendor, o.BaseURL, o.APIToken, filepath.Join(dir, "data"))
 	settings["HANDSET_LISTEN"] = addr
 	if cfg.EnginesDir != "" {
 		settings["HANDSET_ENGINES_DIR"] = cfg.EnginesDir
@@ -334,9 +354,9 @@ func benchInProcess(ctx context.Context, env Env, g *globals, f benchFlags, fk b
 	if err != nil {
 		return nil, err
 	}
-	o.TwilioToken, o.APIToken = randomHex(16), randomHex(16)
+	o.APIToken = randomHex(16)
 	o.JournalDir = filepath.Join(dir, "data", "calls")
-	cfg, err := loadConfig(env, g, benchSettings(f, fk, o.TwilioToken, o.APIToken, filepath.Join(dir, "data")))
+	cfg, err := loadConfig(env, g, benchSettings(f, fk, o.Vendor, "", o.APIToken, filepath.Join(dir, "data")))
 	if err != nil {
 		return nil, err
 	}

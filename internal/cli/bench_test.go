@@ -72,3 +72,14 @@ func TestBenchDriftLimit(t *testing.T) {
 		t.Errorf("--max-drift with a one-minute hold: exit %d (%s), want 2 naming --max-drift", code, errb.String())
 	}
 }
+
+// TestUnknownCarrierIsRefusedWithTheList: bench and simulate name the carriers they can
+// simulate when --carrier names none of them.
+func TestUnknownCarrierIsRefusedWithTheList(t *testing.T) {
+	for _, args := range [][]string{{"bench", "--carrier", "nope"}, {"simulate", "--carrier", "nope", "--say", "hello"}} {
+		code, out := runCmd(t, nil, args...)
+		if code != 2 || !strings.Contains(out, `no simulated carrier "nope"`) || !strings.Contains(out, "twilio") {
+			t.Errorf("%s: exit %d:\n%s", strings.Join(args, " "), code, out)
+		}
+	}
+}

@@ -10,23 +10,26 @@ import (
 
 	"github.com/handset-voice/handset/internal/call"
 	"github.com/handset-voice/handset/internal/obs"
-	"github.com/handset-voice/handset/internal/sim/twiliocaller"
+	"github.com/handset-voice/handset/internal/sim/phone"
+	"github.com/handset-voice/handset/internal/sim/simkit"
 	"github.com/handset-voice/handset/internal/testpeer"
 	"github.com/handset-voice/handset/internal/voice"
 )
 
-// TestWholeCall drives `handset serve` through a simulated Twilio caller: the greeting,
-// two turns answered in order, a barge-in that stops a long reply with exactly one clear,
-// and the journal of it all.
-func TestWholeCall(t *testing.T) {
-	r := startServe(t, []string{
+// TestWholeCall drives `handset serve` through each carrier's simulated caller: the
+// greeting, two turns answered in order, a barge-in that stops a long reply with exactly
+// one clear, and the journal of it all.
+func TestWholeCall(t *testing.T) { forEachCarrier(t, testWholeCall) }
+
+func testWholeCall(t *testing.T, kit simkit.Kit) {
+	r := startServeWith(t, kit, []string{
 		"what are your opening hours",
 		"and on sundays",
 		"LONG SLOW tell me everything about the menu",
 		"stop please",
 	})
 	ctx := context.Background()
-	c := r.dial(ctx)
+	c := r.call(ctx, simkit.CallOptions{})
 
 	waitMark(ctx, t, c, "t0-end")
 	if segs := c.SpeechSegments(); len(segs) == 0 {
@@ -60,9 +63,9 @@ func TestWholeCall(t *testing.T) {
 		t.Errorf("clears = %d, want exactly 1", n)
 	}
 	if errs := snap.ProtocolErrors(); len(errs) > 0 {
-		t.Errorf("Handset sent messages Twilio would reject: %v", errs)
+		t.Errorf("Handset sent messages %s would reject: %v", kit.Name(), errs)
 	}
-	clears := snap.Filter(twiliocaller.Clear)
+	clears := snap.Filter(phone.Clear)
 	for _, m := range snap.Marks() {
 		if len(clears) > 0 && strings.HasPrefix(m.Name, "t3-") && m.Echoed && !m.Cleared && m.EchoedAt > clears[0].At {
 			t.Errorf("mark %s of the interrupted reply played after the barge-in", m.Name)
@@ -204,78 +207,28 @@ func checkJournal(t *testing.T, events []obs.Event) {
 	}
 }
 
-// TestRefusesForgedRequests: a forged webhook gets 403; a stream with a missing, forged or
-// replayed token is refused.
-func TestRefusesForgedRequests(t *testing.T) {
-	r := startServe(t, nil)
+// TestRefusesForgedRequests: every forgery the carrier's kit knows (webhooks with a
+// missing, forged or wrong-key signature or a tampered body; streams with a missing,
+// forged, another call's or a used token, or a bad upgrade signature) is refused as the
+// kit says, and a real call going on meanwhile is not disturbed.
+func TestRefusesForgedRequests(t *testing.T) { forEachCarrier(t, testRefusesForgedRequests) }
+
+func testRefusesForgedRequests(t *testing.T, kit simkit.Kit) {
+	r := startServeWith(t, kit, nil)
 	ctx := context.Background()
-	opts := twiliocaller.Options{BaseURL: r.baseURL(), AuthToken: r.token, InsecureStreamURL: true}
-
-	forged := "bm90IGEgc2lnbmF0dXJl"
-	resp, err := twiliocaller.PostWebhook(ctx, opts, &forged)
-	if err != nil || resp.Status != 403 {
-		t.Errorf("forged signature: status %d err %v, want 403", resp.Status, err)
+	c := r.call(ctx, simkit.CallOptions{})
+	forgeries := r.vendor.Forgeries(r.baseURL())
+	if len(forgeries) < 8 {
+		t.Fatalf("the %s kit knows %d forgeries, want the webhook and stream ones", kit.Name(), len(forgeries))
 	}
-	none := ""
-	if resp, err := twiliocaller.PostWebhook(ctx, opts, &none); err != nil || resp.Status != 403 {
-		t.Errorf("missing signature: status %d err %v, want 403", resp.Status, err)
-	}
-	wrong := opts
-	wrong.AuthToken = "not-the-token"
-	if resp, err := twiliocaller.PostWebhook(ctx, wrong, nil); err != nil || resp.Status != 403 {
-		t.Errorf("signed with the wrong token: status %d err %v, want 403", resp.Status, err)
-	}
-
-	// A real call: its token then gets replayed.
-	opts.CallSid = twiliocaller.NewSid("CA")
-	c, err := twiliocaller.Dial(ctx, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tw := c.TwiML()
-	streamURL := "ws://" + r.addr + "/twilio/stream"
-	probe := func(params map[string]string, callSid string, sig *string) twiliocaller.ProbeResult {
-		t.Helper()
-		res, err := twiliocaller.DialStream(ctx, twiliocaller.StreamProbe{
-			URL: streamURL, SignURL: tw.URL, AuthToken: r.token, Signature: sig,
-			CallSid: callSid, Parameters: params, Wait: 3 * time.Second,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res
-	}
-	token := tw.Parameters["handset_token"]
-	if token == "" {
-		t.Fatalf("TwiML carries no handset_token parameter: %+v", tw)
-	}
-	// Replay the token only once the real stream has redeemed it (audio is flowing):
-	// otherwise, on a loaded machine, the probe could redeem it first.
-	for deadline := time.Now().Add(10 * time.Second); c.Snapshot().Count(twiliocaller.AudioReceived) == 0; {
-		if time.Now().After(deadline) {
-			t.Fatalf("the real call's stream never started:\n%s", dumpCaller(c))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	cases := []struct {
-		name   string
-		params map[string]string
-		sig    *string
-		status int    // HTTP status of the upgrade
-		reason string // close reason when upgraded
-	}{
-		{"missing token", map[string]string{}, nil, 101, "missing stream token"},
-		{"forged token", map[string]string{"handset_token": "eyJjIjoiQ0ExIn0.Zm9yZ2Vk"}, nil, 101, "forged"},
-		{"replayed token", map[string]string{"handset_token": token}, nil, 101, "already used"},
-		{"unsigned upgrade", map[string]string{"handset_token": token}, &none, 403, ""},
-		{"forged upgrade signature", map[string]string{"handset_token": token}, &forged, 403, ""},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			res := probe(tc.params, c.CallSid(), tc.sig)
-			if res.Accepted() || res.Status != tc.status || !strings.Contains(res.Reason, tc.reason) {
-				t.Fatalf("got status %d closed %v reason %q, want status %d and reason containing %q",
-					res.Status, res.Closed, res.Reason, tc.status, tc.reason)
+	for _, f := range forgeries {
+		t.Run(f.Name, func(t *testing.T) {
+			got, err := f.Send(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !f.Want.Matches(got) {
+				t.Fatalf("got %+v, want %+v", got, f.Want)
 			}
 		})
 	}
@@ -283,7 +236,6 @@ func TestRefusesForgedRequests(t *testing.T) {
 	waitMark(ctx, t, c, "t0-end")
 	_ = c.Hangup()
 	<-c.Done()
-	r.journal()
 }
 
 // TestMalformedFramesAreDroppedAndTheCallGoesOn.
@@ -320,10 +272,14 @@ func TestMalformedFramesAreDroppedAndTheCallGoesOn(t *testing.T) {
 // TestAgentFailureSpeaksTheErrorMessage: a 500 from the runtime and a runtime that hangs
 // both get the configured message spoken, never the runtime's text, and the call goes on.
 func TestAgentFailureSpeaksTheErrorMessage(t *testing.T) {
+	forEachCarrier(t, testAgentFailureSpeaksTheErrorMessage)
+}
+
+func testAgentFailureSpeaksTheErrorMessage(t *testing.T, kit simkit.Kit) {
 	testpeer.Slow(t, "waits out an agent timeout in real time")
-	r := startServe(t, []string{"FAIL500 please", "HANG on", "are you still there"}, "HANDSET_AGENT_TIMEOUT=1s")
+	r := startServeWith(t, kit, []string{"FAIL500 please", "HANG on", "are you still there"}, "HANDSET_AGENT_TIMEOUT=1s")
 	ctx := context.Background()
-	c := r.dial(ctx)
+	c := r.call(ctx, simkit.CallOptions{})
 	waitMark(ctx, t, c, "t0-end")
 	for turn, seed := range []int64{11, 12, 13} {
 		if err := c.SayAndWait(ctx, speech(1200*time.Millisecond, seed)); err != nil {

@@ -8,13 +8,28 @@ import (
 	"testing"
 	"time"
 
+	"github.com/handset-voice/handset/internal/sim/simkit"
 	"github.com/handset-voice/handset/internal/sim/twiliocaller"
 )
 
-// TestReplayedWebhookIsRefused: through `handset serve` and its store, a retried voice
-// webhook gets the first answer (one token, one call); once the call's stream has opened,
-// a replay of the webhook is refused with 409 and logged, and its token opens nothing.
-func TestReplayedWebhookIsRefused(t *testing.T) {
+// TestReplayedWebhookIsRefused: for every carrier, a call's first webhook sent again after
+// the call is refused as the carrier's rules require (the kit knows them), and only the
+// one call ran.
+func TestReplayedWebhookIsRefused(t *testing.T) { forEachCarrier(t, testReplayedWebhookIsRefused) }
+
+func testReplayedWebhookIsRefused(t *testing.T, kit simkit.Kit) {
+	r := startServeWith(t, kit, nil)
+	if err := r.vendor.Replay(context.Background(), r.baseURL()); err != nil {
+		t.Fatalf("%v\n%s", err, r.logs)
+	}
+	r.journal() // exactly one call ran
+}
+
+// TestTwilioRetriedWebhookGetsTheFirstAnswer: through `handset serve` and its store, a
+// retried Twilio voice webhook gets the first answer (one token, one call); once the
+// call's stream has opened, a replay of the webhook is refused with 409 and logged, and
+// its token opens nothing.
+func TestTwilioRetriedWebhookGetsTheFirstAnswer(t *testing.T) {
 	r := startServe(t, nil)
 	ctx := context.Background()
 	opts := twiliocaller.Options{BaseURL: r.baseURL(), AuthToken: r.token, InsecureStreamURL: true,

@@ -20,6 +20,8 @@ import (
 	"github.com/handset-voice/handset/internal/sim/fakedeepgram"
 	"github.com/handset-voice/handset/internal/sim/fakeelevenlabs"
 	"github.com/handset-voice/handset/internal/sim/fakeopenai"
+	"github.com/handset-voice/handset/internal/sim/phone"
+	"github.com/handset-voice/handset/internal/sim/simkit"
 	"github.com/handset-voice/handset/internal/sim/twiliocaller"
 )
 
@@ -37,6 +39,9 @@ type rig struct {
 	agent   *fakeopenai.Server
 	logs    *syncBuffer
 	environ []string // the settings serve runs with
+	// kit and vendor are the carrier's fake when the rig was started by startServeWith.
+	kit    simkit.Kit
+	vendor simkit.Vendor
 }
 
 const greeting = "Hello, this is Handset."
@@ -177,17 +182,17 @@ func speech(d time.Duration, seed int64) []byte {
 }
 
 // waitMark waits until the carrier echoed a mark with this name (played, not cleared).
-func waitMark(ctx context.Context, t *testing.T, c *twiliocaller.Call, name string) {
+func waitMark(ctx context.Context, t *testing.T, c phone.Phone, name string) {
 	t.Helper()
 	waitMarkFor(ctx, t, c, name, 20*time.Second)
 }
 
 // waitMarkFor is waitMark with a deadline of its own (real runtimes are slower).
-func waitMarkFor(ctx context.Context, t *testing.T, c *twiliocaller.Call, name string, limit time.Duration) {
+func waitMarkFor(ctx context.Context, t *testing.T, c phone.Phone, name string, limit time.Duration) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	err := c.WaitFor(ctx, func(s twiliocaller.Snapshot) bool {
+	err := c.WaitFor(ctx, func(s phone.Snapshot) bool {
 		for _, m := range s.Marks() {
 			if m.Name == name && m.Echoed && !m.Cleared {
 				return true
@@ -200,7 +205,7 @@ func waitMarkFor(ctx context.Context, t *testing.T, c *twiliocaller.Call, name s
 	}
 }
 
-func hasPlayedMark(s twiliocaller.Snapshot, name string) bool {
+func hasPlayedMark(s phone.Snapshot, name string) bool {
 	for _, m := range s.Marks() {
 		if m.Name == name && m.Echoed && !m.Cleared {
 			return true
@@ -209,10 +214,10 @@ func hasPlayedMark(s twiliocaller.Snapshot, name string) bool {
 	return false
 }
 
-func dumpCaller(c *twiliocaller.Call) string {
+func dumpCaller(c phone.Phone) string {
 	var b strings.Builder
 	for _, e := range c.Events() {
-		if e.Kind == twiliocaller.AudioReceived || e.Kind == twiliocaller.AudioPlayed {
+		if e.Kind == phone.AudioReceived || e.Kind == phone.AudioPlayed {
 			continue
 		}
 		fmt.Fprintln(&b, e.String())

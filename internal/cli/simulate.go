@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -27,7 +28,8 @@ import (
 	"github.com/handset-voice/handset/internal/obs"
 	"github.com/handset-voice/handset/internal/sim/fakedeepgram"
 	"github.com/handset-voice/handset/internal/sim/fakeelevenlabs"
-	"github.com/handset-voice/handset/internal/sim/twiliocaller"
+	"github.com/handset-voice/handset/internal/sim/phone"
+	"github.com/handset-voice/handset/internal/sim/simkit"
 )
 
 type simulateFlags struct {
@@ -35,6 +37,7 @@ type simulateFlags struct {
 	audioFile   string
 	asJSON      bool
 	turnTimeout time.Duration
+	carrier     string
 }
 
 func runSimulate(ctx context.Context, env Env, args []string) error {
@@ -44,13 +47,24 @@ func runSimulate(ctx context.Context, env Env, args []string) error {
 	fs.StringVar(&f.audioFile, "audio", "", "the caller's audio as a `WAV` file (PCM16, mu-law or A-law, any rate)")
 	fs.BoolVar(&f.asJSON, "json", false, "print a JSON report instead of text")
 	fs.DurationVar(&f.turnTimeout, "turn-timeout", 2*time.Minute, "how long to wait for each reply")
+	fs.StringVar(&f.carrier, "carrier", "twilio", "the carrier the simulated caller calls through (a fake of it): "+strings.Join(simkit.Names(), ", "))
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if (len(f.says) == 0) == (f.audioFile == "") {
 		return &usageError{msg: "give the caller's turns with --say TEXT (repeatable) or --audio FILE.wav", hint: `handset simulate --say "what are your opening hours"`}
 	}
-	cfg, err := loadConfig(env, g, nil)
+	kit, err := simkit.Find(f.carrier)
+	if err != nil {
+		return &usageError{msg: "--carrier: " + err.Error()}
+	}
+	// The call goes through a fake of the carrier: its settings replace the real account's.
+	vendor, err := kit.Start(ctx, simkit.VendorOptions{})
+	if err != nil {
+		return err
+	}
+	defer vendor.Close()
+	cfg, err := loadConfig(env, g, settingsMap(vendor.Settings("")))
 	if err != nil {
 		return err
 	}
@@ -65,7 +79,7 @@ func runSimulate(ctx context.Context, env Env, args []string) error {
 	if g.logLevel == "" && cfg.Log.Level == "info" {
 		log = slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	report, err := simulate(ctx, cfg, f, log)
+	report, err := simulate(ctx, cfg, f, vendor, log)
 	if err != nil {
 		return err
 	}
@@ -137,9 +151,21 @@ func msOrDash(ms float64) string {
 	return fmt.Sprintf("%.1f ms", ms)
 }
 
-// simulate runs one call: the configured agent behind the real engine, a simulated Twilio
-// caller, and fake speech services (or the configured STT for --audio).
-func simulate(ctx context.Context, cfg *config.Config, f simulateFlags, log *slog.Logger) (simulateReport, error) {
+// settingsMap is KEY=VALUE lines as a map.
+func settingsMap(lines []string) map[string]string {
+	m := make(map[string]string, len(lines))
+	for _, kv := range lines {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+// simulate runs one call: the configured agent behind the real engine, a simulated caller
+// through vendor (a fake carrier), and fake speech services (or the configured STT for
+// --audio).
+func simulate(ctx context.Context, cfg *config.Config, f simulateFlags, vendor simkit.Vendor, log *slog.Logger) (simulateReport, error) {
 	var rep simulateReport
 	if f.audioFile != "" && cfg.STT.Provider == "" {
 		note, err := offlineAudioSTT(cfg)
@@ -153,7 +179,6 @@ func simulate(ctx context.Context, cfg *config.Config, f simulateFlags, log *slo
 		return rep, err
 	}
 	defer stopFakes()
-	cfg.Twilio.AuthToken = config.NewSecret(randomHex(16))
 	cfg.PublicURL = ""
 	if cfg.VAD.Engine == "" && f.audioFile == "" {
 		// --say callers are synthetic speech-like sound, which a neural VAD rightly does
@@ -176,9 +201,7 @@ func simulate(ctx context.Context, cfg *config.Config, f simulateFlags, log *slo
 	go func() { served <- gw.Serve(sctx, nil) }()
 	defer func() { stop(); <-served }()
 
-	caller, err := twiliocaller.Dial(ctx, twiliocaller.Options{
-		BaseURL: "http://" + gw.Addr().String(), AuthToken: cfg.Twilio.AuthToken.Reveal(), InsecureStreamURL: true,
-	})
+	caller, err := vendor.Call(ctx, "http://"+gw.Addr().String(), simkit.CallOptions{})
 	if err != nil {
 		return rep, fmt.Errorf("simulated caller: %w", err)
 	}
@@ -203,7 +226,7 @@ func simulate(ctx context.Context, cfg *config.Config, f simulateFlags, log *slo
 }
 
 // converse plays the caller's side: wait for the greeting, then each turn and its reply.
-func converse(ctx context.Context, caller *twiliocaller.Call, cfg *config.Config, f simulateFlags, watch *callWatch) error {
+func converse(ctx context.Context, caller phone.Phone, cfg *config.Config, f simulateFlags, watch *callWatch) error {
 	if cfg.Messages.First != "" {
 		if err := waitPlayed(ctx, caller, 0, f.turnTimeout); err != nil {
 			return fmt.Errorf("greeting: %w", err)
@@ -232,11 +255,11 @@ func converse(ctx context.Context, caller *twiliocaller.Call, cfg *config.Config
 }
 
 // waitPlayed waits until the carrier played the end of turn n (or a later one).
-func waitPlayed(ctx context.Context, caller *twiliocaller.Call, n int, timeout time.Duration) error {
+func waitPlayed(ctx context.Context, caller phone.Phone, n int, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	err := caller.WaitFor(ctx, func(s twiliocaller.Snapshot) bool {
-		for _, e := range s.Filter(twiliocaller.MarkEchoed) {
+	err := caller.WaitFor(ctx, func(s phone.Snapshot) bool {
+		for _, e := range s.Filter(phone.MarkEchoed) {
 			var t int
 			if _, err := fmt.Sscanf(e.Name, "t%d-end", &t); err == nil && t >= n && !e.Cleared {
 				return true
@@ -294,7 +317,7 @@ func (w *callWatch) settled(quiet time.Duration) bool {
 }
 
 // wait returns once the call has settled for quiet, or ended.
-func (w *callWatch) wait(ctx context.Context, caller *twiliocaller.Call, quiet, timeout time.Duration) error {
+func (w *callWatch) wait(ctx context.Context, caller phone.Phone, quiet, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for !w.settled(quiet) && !caller.Snapshot().Ended {
 		if time.Now().After(deadline) {

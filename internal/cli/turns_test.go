@@ -8,7 +8,8 @@ import (
 
 	"github.com/handset-voice/handset/internal/audio/audiotest"
 	"github.com/handset-voice/handset/internal/obs"
-	"github.com/handset-voice/handset/internal/sim/twiliocaller"
+	"github.com/handset-voice/handset/internal/sim/phone"
+	"github.com/handset-voice/handset/internal/sim/simkit"
 	"github.com/handset-voice/handset/internal/testpeer"
 )
 
@@ -16,13 +17,15 @@ import (
 
 // TestBargeInDuringALongToolRun: the agent runtime works silently for a minute (HANG);
 // the filler goes out, and the caller talking over it stops the run promptly.
-func TestBargeInDuringALongToolRun(t *testing.T) {
+func TestBargeInDuringALongToolRun(t *testing.T) { forEachCarrier(t, testBargeInDuringALongToolRun) }
+
+func testBargeInDuringALongToolRun(t *testing.T, kit simkit.Kit) {
 	testpeer.Slow(t, "a call in real time, filler included")
-	r := startServe(t, []string{"HANG check all my orders", "never mind"},
+	r := startServeWith(t, kit, []string{"HANG check all my orders", "never mind"},
 		"HANDSET_LONG_TURN_MESSAGE=One moment while I look that up.", "HANDSET_LONG_TURN_AFTER=1s",
 		"HANDSET_AGENT_TIMEOUT=60s")
 	ctx := context.Background()
-	c := r.dial(ctx)
+	c := r.call(ctx, simkit.CallOptions{})
 	waitMark(ctx, t, c, "t0-end")
 	if err := c.SayAndWait(ctx, speech(1200*time.Millisecond, 21)); err != nil {
 		t.Fatal(err)
@@ -51,12 +54,14 @@ func TestBargeInDuringALongToolRun(t *testing.T) {
 
 // TestFillerOnlyForSlowTurns: a slow turn hears the filler exactly once, before the reply;
 // a fast turn never does.
-func TestFillerOnlyForSlowTurns(t *testing.T) {
+func TestFillerOnlyForSlowTurns(t *testing.T) { forEachCarrier(t, testFillerOnlyForSlowTurns) }
+
+func testFillerOnlyForSlowTurns(t *testing.T, kit simkit.Kit) {
 	testpeer.Slow(t, "a slow turn in real time")
-	r := startServe(t, []string{"hello there", "SLOW tell me about your menu"},
+	r := startServeWith(t, kit, []string{"hello there", "SLOW tell me about your menu"},
 		"HANDSET_LONG_TURN_MESSAGE=One moment please.", "HANDSET_LONG_TURN_AFTER=250ms")
 	ctx := context.Background()
-	c := r.dial(ctx)
+	c := r.call(ctx, simkit.CallOptions{})
 	waitMark(ctx, t, c, "t0-end")
 	for turn, seed := range []int64{31, 32} {
 		if err := c.SayAndWait(ctx, speech(1200*time.Millisecond, seed)); err != nil {
@@ -113,13 +118,13 @@ func mustHave(t *testing.T, events []obs.Event, types ...string) {
 // TestOwnEchoDoesNotInterrupt: the line returns the agent's voice 12 dB down after 120 ms.
 // A long reply plays to its end through its own echo; the caller talking over the next one
 // still interrupts it, exactly once.
-func TestOwnEchoDoesNotInterrupt(t *testing.T) {
+func TestOwnEchoDoesNotInterrupt(t *testing.T) { forEachCarrier(t, testOwnEchoDoesNotInterrupt) }
+
+func testOwnEchoDoesNotInterrupt(t *testing.T, kit simkit.Kit) {
 	testpeer.Slow(t, "two long replies played in real time")
-	r := startServe(t, []string{"LONG tell me about the menu", "LONG and the wine list", "stop there"})
+	r := startServeWith(t, kit, []string{"LONG tell me about the menu", "LONG and the wine list", "stop there"})
 	ctx := context.Background()
-	c := r.dial(ctx, func(o *twiliocaller.Options) {
-		o.Echo = &twiliocaller.EchoOptions{Delay: 120 * time.Millisecond, GainDB: -12}
-	})
+	c := r.call(ctx, simkit.CallOptions{Echo: &phone.EchoOptions{Delay: 120 * time.Millisecond, GainDB: -12}})
 	waitMark(ctx, t, c, "t0-end")
 	if err := c.SayAndWait(ctx, speech(1200*time.Millisecond, 41)); err != nil {
 		t.Fatal(err)
@@ -153,21 +158,25 @@ func TestOwnEchoDoesNotInterrupt(t *testing.T) {
 // finished playing. That is the next turn (no clear, no interruption), and STT hears it
 // from its first syllable: the rescue ring replays what came before the VAD fired.
 func TestSpeechRightAfterTheReplyIsANewTurn(t *testing.T) {
+	forEachCarrier(t, testSpeechRightAfterTheReplyIsANewTurn)
+}
+
+func testSpeechRightAfterTheReplyIsANewTurn(t *testing.T, kit simkit.Kit) {
 	testpeer.Slow(t, "a call in real time")
-	r := startServe(t, []string{"what are your opening hours", "and on sundays"})
+	r := startServeWith(t, kit, []string{"what are your opening hours", "and on sundays"})
 	ctx := context.Background()
-	c := r.dial(ctx)
+	c := r.call(ctx, simkit.CallOptions{})
 	waitMark(ctx, t, c, "t0-end")
 	// It starts at full level, so losing its first 100 ms would show.
 	utterance := audiotest.Mulaw(audiotest.Concat(
 		audiotest.Tone(8000, 220, 250*time.Millisecond, 0.3),
 		audiotest.SpeechLike(8000, time.Second, 51)))
 	// The reference: said well after the greeting's tail grace, when nothing holds the floor.
-	if err := c.SayAndWait(ctx, append(twiliocaller.Silence(2*time.Second), utterance...)); err != nil {
+	if err := c.SayAndWait(ctx, append(phone.Silence(2*time.Second), utterance...)); err != nil {
 		t.Fatal(err)
 	}
 	waitMark(ctx, t, c, "t1-end")
-	if err := c.SayAndWait(ctx, append(twiliocaller.Silence(300*time.Millisecond), utterance...)); err != nil {
+	if err := c.SayAndWait(ctx, append(phone.Silence(300*time.Millisecond), utterance...)); err != nil {
 		t.Fatal(err)
 	}
 	waitMark(ctx, t, c, "t2-end")

@@ -104,17 +104,23 @@ type Config struct {
 	Outbound OutboundConfig
 	Handoff  HandoffConfig
 
-	Agent    AgentConfig
-	Session  SessionConfig
-	STT      STTConfig
-	TTS      TTSConfig
-	OpenAI   OpenAIConfig
-	VAD      VADConfig
-	Twilio   TwilioConfig
+	Agent   AgentConfig
+	Session SessionConfig
+	STT     STTConfig
+	TTS     TTSConfig
+	OpenAI  OpenAIConfig
+	VAD     VADConfig
+	Twilio  TwilioConfig
+	// Carrier is HANDSET_CARRIER: the carrier outbound calls go through; empty: the only
+	// configured one, else the first configured in the catalogue's order.
+	Carrier  string
 	Messages MessagesConfig
 	Turn     TurnConfig
 	Record   RecordConfig
 	Log      LogConfig
+
+	// Carriers holds the settings carriers declare in the registry; read them with Value.
+	Carriers CarrierSettings
 
 	// What Load learned on the way; nil for a Config built by Default. A pointer, so printing a
 	// Config shows an address rather than the bookkeeping.

@@ -220,7 +220,16 @@ const (
 )
 
 // settingTable builds the table afresh on every call, so no caller can change another's copy.
+// The settings carriers declare in the registry follow HANDSET_PHONE_NUMBER, the last of the
+// carriers' built-in rows.
 func settingTable() []Setting {
+	table := builtinSettings()
+	at := slices.IndexFunc(table, func(s Setting) bool { return s.Env == "HANDSET_PHONE_NUMBER" }) + 1
+	return slices.Insert(table, at, declaredSettings(table)...)
+}
+
+// builtinSettings are the settings this package names itself.
+func builtinSettings() []Setting {
 	return []Setting{
 		// Server.
 		{Env: "HANDSET_LISTEN", YAML: "listen", Kind: KindListen, Default: "127.0.0.1:8080", Required: true,
@@ -408,7 +417,11 @@ func settingTable() []Setting {
 			Help:  "Folder holding the embedded engines' files (libonnxruntime.so, silero_vad_v5.onnx, fvad.wasm); scripts/engines.sh fills it.",
 			field: func(c *Config) any { return &c.EnginesDir }},
 
-		// Twilio.
+		// Carriers.
+		{Env: "HANDSET_CARRIER", YAML: "carrier", Kind: KindEnum, Allowed: carrierNames(),
+			DefaultText: "empty: the only configured carrier, or the first configured in the order listed",
+			Help:        "The carrier outbound calls, callbacks and the number commands go through when several are configured. Naming a carrier whose account settings are not set is an error. Inbound calls come in through every carrier whatever it says, and a transfer goes through the call's own carrier.",
+			field:       func(c *Config) any { return &c.Carrier }},
 		{Env: "TWILIO_ACCOUNT_SID", YAML: "twilio.account_sid", Kind: KindString,
 			Help:  "Twilio account SID (`AC…`).",
 			field: func(c *Config) any { return &c.Twilio.AccountSID }},

@@ -17,8 +17,9 @@ type ValidateOptions struct {
 	RequireAgent bool
 	// RequireSpeech makes an empty HANDSET_STT or HANDSET_TTS an error (`handset serve`).
 	RequireSpeech bool
-	// RequireKeys checks that the selected agent runtime, STT and TTS providers, and the Twilio
-	// account have the keys they need. A key for a speech or OpenAI provider is only required
+	// RequireKeys checks that the selected agent runtime, STT and TTS providers, and the
+	// carriers' accounts have the keys they need (a carrier's settings that go together,
+	// HANDSET_CARRIER naming a configured carrier). A key for a speech or OpenAI provider is only required
 	// while its URL points at the vendor's own API; self-hosted servers and proxies may not
 	// need one.
 	RequireKeys bool
@@ -281,6 +282,10 @@ func (c *Config) crossCheck(table []Setting, opts ValidateOptions) []FieldError 
 		add("TWILIO_AUTH_TOKEN", "is required with TWILIO_ACCOUNT_SID: copy it from the Twilio console")
 	case token && !sid:
 		add("TWILIO_ACCOUNT_SID", "is required with TWILIO_AUTH_TOKEN: copy it (AC…) from the Twilio console")
+	}
+	c.requiredTogether(add)
+	if reason := c.carrierChoice(); reason != "" {
+		add("HANDSET_CARRIER", reason)
 	}
 	return errs
 }

@@ -3,6 +3,8 @@ package obs
 import (
 	"fmt"
 	"strings"
+
+	"github.com/handset-voice/handset/internal/registry"
 )
 
 // The six stage checks. Each reports what its stage did and, when the stage broke, the
@@ -49,24 +51,29 @@ func (d *digest) carrier() check {
 	return c
 }
 
+// carrierName names the carrier as the registry's entry for it does; the browser leg is
+// not a carrier of the catalogue.
 func carrierName(name string) string {
 	switch name {
-	case "twilio":
-		return "Twilio"
 	case "browser":
 		return "the browser"
 	case "":
 		return "the carrier"
 	}
+	if c, ok := registry.Find[registry.Carrier](name); ok && c.Title != "" {
+		return c.Title
+	}
 	return name
 }
 
+// carrierFix is what to check when the carrier sent no audio: the carrier's own advice
+// from the registry (Hints.NoMediaFix), else advice that fits any carrier.
 func carrierFix(name string) string {
-	switch name {
-	case "twilio":
-		return "Twilio opened the media stream but sent no media frames: check that the WebSocket to /twilio/stream passes through every proxy or tunnel in both directions (HANDSET_PUBLIC_URL is the address in the TwiML), and that the caller did not hang up at once."
-	case "browser":
+	if name == "browser" {
 		return "The browser page sent no microphone audio: allow the microphone for the page, check the browser's input device, and that the page is served over https or from localhost."
+	}
+	if c, ok := registry.Find[registry.Carrier](name); ok && c.Hints.NoMediaFix != "" {
+		return c.Hints.NoMediaFix
 	}
 	return "The carrier opened the media stream but sent no audio: check the carrier's stream settings and every proxy between it and Handset."
 }

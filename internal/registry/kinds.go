@@ -64,6 +64,35 @@ type Carrier struct {
 	Mount func(mux *http.ServeMux, in carrier.Inbound, s Settings) error
 	// Numbers is what `handset numbers` and `handset attach-number` need of it.
 	Numbers Numbers
+	// Declares are the settings the carrier brings to the settings table beyond the ones
+	// the table already has (a carrier added later needs no edit of internal/config): the
+	// configuration reads them from the environment, .env and YAML, documents them and
+	// hides its secrets. The names belong in About.Settings too.
+	Declares []CarrierSetting
+	// RequireTogether are groups of settings meaningless alone: when one of a group is set,
+	// the configuration refuses to load until every other one is, naming the one missing.
+	RequireTogether [][]string
+}
+
+// SettingKind is how the configuration reads and shows a declared carrier setting.
+type SettingKind string
+
+// The kinds of declared carrier setting.
+const (
+	SettingString SettingKind = "string" // any text
+	SettingSecret SettingKind = "secret" // a credential: hidden wherever settings are shown
+	SettingURL    SettingKind = "url"    // an absolute http(s) URL
+	SettingEnum   SettingKind = "enum"   // one of Allowed
+)
+
+// CarrierSetting is one setting a carrier declares (Carrier.Declares).
+type CarrierSetting struct {
+	Env     string      // its environment variable, the name users set
+	YAML    string      // its key under carriers.<carrier name> in handset.yaml, in lower snake case
+	Kind    SettingKind // how it is read and shown; "" is SettingString
+	Default string      // its value when unset; "" for none
+	Allowed []string    // the values an enum accepts
+	Help    string      // one line for the settings table and docs/configuration.md
 }
 
 // Numbers is what the number commands need of a carrier beyond the contract: where its

@@ -73,6 +73,9 @@ type Hints struct {
 	// MishearFix (speech-to-text) is what to check when it answers but mishears the
 	// probe phrase; nil for the generic advice.
 	MishearFix func(s Settings) string
+	// NoMediaFix (carrier) is what `handset diagnose` advises when the carrier opened the
+	// media stream but sent no audio; "" for the generic advice.
+	NoMediaFix string
 }
 
 // Fixed is a TestFix that gives the same advice whatever the error.

@@ -17,8 +17,9 @@ var Provider = registry.Carrier{
 		Settings: []string{"TWILIO_ACCOUNT_SID", "TWILIO_AUTH_TOKEN", "HANDSET_TWILIO_API_URL",
 			"HANDSET_PHONE_NUMBER", "HANDSET_PUBLIC_URL"},
 		Hints: registry.Hints{KeyVar: "TWILIO_AUTH_TOKEN", URLVar: "HANDSET_TWILIO_API_URL",
-			KeyWhere: ConsoleAccountInfo,
-			KeyFix:   "Set TWILIO_ACCOUNT_SID and TWILIO_AUTH_TOKEN from " + ConsoleAccountInfo + "."},
+			KeyWhere:   ConsoleAccountInfo,
+			KeyFix:     "Set TWILIO_ACCOUNT_SID and TWILIO_AUTH_TOKEN from " + ConsoleAccountInfo + ".",
+			NoMediaFix: "Twilio opened the media stream but sent no media frames: check that the WebSocket to /twilio/stream passes through every proxy or tunnel in both directions (HANDSET_PUBLIC_URL is the address in the TwiML), and that the caller did not hang up at once."},
 		Checks: func(p registry.Probe) []doctor.Check {
 			s := p.Settings
 			return Checks(CheckSettings{

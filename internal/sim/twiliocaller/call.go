@@ -3,90 +3,29 @@ package twiliocaller
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
-	"sync"
-	"sync/atomic"
-	"time"
 
 	"github.com/coder/websocket"
-	"github.com/handset-voice/handset/internal/clock"
+	"github.com/handset-voice/handset/internal/sim/phone"
 )
 
-// ErrEnded is returned by actions on a call whose stream has ended.
-var ErrEnded = errors.New("twiliocaller: call ended")
-
-const (
-	// readLimit bounds one message from Handset; Twilio accepts media chunks of any size.
-	readLimit = 4 << 20
-	// maxLoggedErrors caps protocol-error log lines per call; all are still recorded.
-	maxLoggedErrors = 10
-)
+// readLimit bounds one message from Handset; Twilio accepts media chunks of any size.
+const readLimit = 4 << 20
 
 // writeTimeout bounds one write to Handset; a Handset that stops reading for this long
 // loses the call, as it would lose a real Twilio stream. A variable only so a test can
 // shorten it.
-var writeTimeout = 10 * time.Second
+var writeTimeout = phone.DefaultWriteTimeout
 
-// Call is one simulated call into Handset. All methods are safe for concurrent use.
+// Call is one simulated call into Handset: the carrier-neutral phone (*phone.Call, whose
+// methods it has) on Twilio's wire, with Twilio's ids. All methods are safe for
+// concurrent use.
 type Call struct {
+	*phone.Call
 	opts      Options
-	log       *slog.Logger
-	clk       clock.Clock
-	conn      *websocket.Conn
 	twiml     StreamTwiML
 	streamSid string
-	t0        time.Time // when start was sent; every recorded time is relative to it
-
-	ctx       context.Context
-	cancel    context.CancelFunc
-	running   atomic.Int32  // reader and writer; the last to return closes done
-	done      chan struct{} // closed once both goroutines have returned
-	wake      chan struct{} // size 1: one pending wake-up is all the writer needs
-	hangingUp atomic.Bool
-	seq       int          // sequenceNumber of the last message sent; owned by the writer after Dial
-	watchdog  *time.Timer  // armed while a write is in progress; owned like seq
-	rbuf      bytes.Buffer // the message being read; owned by the reader, reused
-	pcm       []byte       // decoded audio of a lean call without echo; owned by the reader, reused
-
-	mu       sync.Mutex    // guards everything below
-	events   []Event       // append-only, elements never change
-	counters Counters      // audio totals, kept in every mode
-	changed  chan struct{} // closed and replaced when an event is recorded while watched
-	// watched is set when a WaitFor holds changed: only then is an event announced, so a
-	// frame nobody waits on costs no channel.
-	watched   bool
-	out       []outItem    // messages for the writer, in order
-	says      []*utterance // caller speech waiting to be streamed, in order
-	play      playback     // Twilio's playback buffer
-	playTimer clock.Timer  // fires when the head of play falls due
-	echo      *echoLine    // the echo on the caller's line; nil without Options.Echo
-	loggedErr int
-	writeErr  error // why the writer gave up, for the reader to report
-	ended     bool
-	ending    Ending
-}
-
-type outKind uint8
-
-const (
-	outMark outKind = iota + 1
-	outDTMF
-	outRaw
-)
-
-type outItem struct {
-	kind outKind
-	text string
-}
-
-type utterance struct {
-	audio []byte
-	off   int
-	sent  bool // every byte went out; guarded by Call.mu
-	done  chan struct{}
 }
 
 // StreamDialError reports a Media Streams WebSocket that could not be opened; Status and
@@ -142,16 +81,11 @@ func connect(ctx context.Context, o Options, tw StreamTwiML) (*Call, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := newCall(ctx, o, tw, conn)
-	if err := c.begin(); err != nil {
-		c.cancel()
-		_ = conn.CloseNow()
+	c, err := start(ctx, o, tw, conn)
+	if err != nil {
 		return nil, err
 	}
-	c.log.Debug("twilio call connected", "call_sid", o.CallSid, "stream_sid", c.streamSid, "stream_url", tw.URL)
-	c.running.Store(2)
-	go c.readLoop()
-	go c.writeLoop()
+	o.Logger.Debug("twilio call connected", "call_sid", o.CallSid, "stream_sid", c.streamSid, "stream_url", tw.URL)
 	return c, nil
 }
 
@@ -180,133 +114,20 @@ func dialStream(ctx context.Context, client *http.Client, dialURL, sig string) (
 	return conn, nil
 }
 
-// newCall builds a call around an open stream; conn may be nil in unit tests that only
-// drive handleMessage.
-func newCall(ctx context.Context, o Options, tw StreamTwiML, conn *websocket.Conn) *Call {
-	c := &Call{
-		opts:      o,
-		log:       o.Logger.With("call_sid", o.CallSid),
-		clk:       o.Clock,
-		conn:      conn,
-		twiml:     tw,
-		streamSid: NewSid("MZ"),
-		done:      make(chan struct{}),
-		wake:      make(chan struct{}, 1),
-		changed:   make(chan struct{}),
+// start runs the phone on an open stream: Twilio's connected and start, then the call.
+func start(ctx context.Context, o Options, tw StreamTwiML, conn *websocket.Conn) (*Call, error) {
+	w := &wire{streamSid: NewSid("MZ"), accountSid: o.AccountSid, callSid: o.CallSid, params: tw.Parameters}
+	if w.params == nil {
+		w.params = map[string]string{}
 	}
-	if o.Echo != nil {
-		c.echo = newEchoLine(*o.Echo)
+	pc, err := phone.Run(ctx, conn, w, phone.Options{
+		Ref: o.CallSid, Echo: o.Echo, Lean: o.Lean, WriteTimeout: writeTimeout,
+		Clock: o.Clock, Logger: o.Logger.With("call_sid", o.CallSid),
+	})
+	if err != nil {
+		return nil, &StreamDialError{URL: tw.URL, Err: err}
 	}
-	c.play.lengthsOnly = o.Lean && o.Echo == nil
-	c.ctx, c.cancel = context.WithCancel(ctx)
-	c.t0 = c.clk.Now()
-	return c
-}
-
-// begin sends connected and start, and sets the stream's time origin.
-func (c *Call) begin() error {
-	if err := c.write(connectedMsg()); err != nil {
-		return &StreamDialError{URL: c.twiml.URL, Err: fmt.Errorf("send connected: %w", err)}
-	}
-	c.t0 = c.clk.Now()
-	c.seq++
-	if err := c.write(startMsg(c.seq, c.streamSid, c.opts.AccountSid, c.opts.CallSid, c.twiml.Parameters)); err != nil {
-		return &StreamDialError{URL: c.twiml.URL, Err: fmt.Errorf("send start: %w", err)}
-	}
-	return nil
-}
-
-// write sends one text message and gives up after writeTimeout. One watchdog timer,
-// re-armed per write, enforces that: a context per write would allocate on every 20 ms
-// frame.
-func (c *Call) write(msg []byte) error {
-	if c.watchdog == nil {
-		c.watchdog = time.AfterFunc(writeTimeout, c.writeTimedOut)
-	} else {
-		c.watchdog.Reset(writeTimeout)
-	}
-	err := c.conn.Write(c.ctx, websocket.MessageText, msg)
-	if !c.watchdog.Stop() { // it fired during this write and dropped the socket
-		return fmt.Errorf("write timed out after %v: %w", writeTimeout, context.DeadlineExceeded)
-	}
-	return err
-}
-
-// writeTimedOut is the watchdog: dropping the socket fails the write in progress. The
-// reason is set first, so the reader, which sees the socket go too, reports it.
-func (c *Call) writeTimedOut() {
-	c.mu.Lock()
-	if c.writeErr == nil {
-		c.writeErr = fmt.Errorf("write: timed out after %v: %w", writeTimeout, context.DeadlineExceeded)
-	}
-	c.mu.Unlock()
-	_ = c.conn.CloseNow()
-}
-
-// rel is the time since stream start.
-func (c *Call) rel() time.Duration { return c.clk.Now().Sub(c.t0) }
-
-// exit runs as each goroutine returns; the last one closes the socket and Done.
-func (c *Call) exit() {
-	if c.running.Add(-1) == 0 {
-		_ = c.conn.CloseNow()
-		c.cancel()
-		close(c.done)
-	}
-}
-
-// finish records how the call ended (the first report wins) and stops everything.
-func (c *Call) finish(e Ending) {
-	c.mu.Lock()
-	if !c.ended {
-		unplayed := c.play.buffered()
-		c.play = playback{lengthsOnly: c.play.lengthsOnly}
-		if c.echo != nil {
-			c.echo.heard = nil
-		}
-		if c.playTimer != nil {
-			c.playTimer.Stop()
-		}
-		for _, u := range c.says {
-			close(u.done)
-		}
-		c.says, c.out = nil, nil
-		e.At = c.rel()
-		c.recordLocked(Event{Kind: Closed, Code: int(e.Code), Detail: e.Reason, Bytes: unplayed})
-		c.ended, c.ending = true, e
-		c.log.Debug("twilio call ended", "code", int(e.Code), "reason", e.Reason, "by_handset", e.ByHandset, "err", e.Err, "unplayed_bytes", unplayed)
-	}
-	c.mu.Unlock()
-	c.cancel()
-}
-
-// Hangup ends the call as a caller hanging up: queued messages go out, then stop, then a
-// normal close. It waits for the call's goroutines and returns Err. Calling it again, or
-// after the call ended, just returns Err.
-func (c *Call) Hangup() error {
-	c.hangingUp.Store(true)
-	c.wakeWriter()
-	<-c.done
-	return c.Err()
-}
-
-// Done is closed once the call has ended (Hangup, Handset closing the socket, a failure or
-// the context) and its goroutines have returned.
-func (c *Call) Done() <-chan struct{} { return c.done }
-
-// Err is why the call ended abnormally: nil while it runs, after Hangup, and after
-// Handset closed the stream with 1000.
-func (c *Call) Err() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.ending.Err
-}
-
-// Ending reports how the call ended; ok is false while it runs.
-func (c *Call) Ending() (e Ending, ok bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.ending, c.ended
+	return &Call{Call: pc, opts: o, twiml: tw, streamSid: w.streamSid}, nil
 }
 
 // CallSid is the call's CA… sid, as sent in the webhook and start.
@@ -328,7 +149,3 @@ func (c *Call) TwiML() StreamTwiML {
 	tw.Verbs = append([]string(nil), c.twiml.Verbs...)
 	return tw
 }
-
-// Elapsed is the time since the stream started, on the call's clock; recorded times use
-// the same origin.
-func (c *Call) Elapsed() time.Duration { return c.rel() }

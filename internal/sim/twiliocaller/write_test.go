@@ -32,7 +32,9 @@ func TestWriteTimeoutDropsTheCall(t *testing.T) {
 	t.Cleanup(func() { close(release) })
 
 	tw := StreamTwiML{URL: "ws" + strings.TrimPrefix(srv.URL, "http") + "/stream", Parameters: map[string]string{}}
-	c, err := Connect(testCtx(t), Options{InsecureStreamURL: true, HTTPClient: srv.Client()}, tw)
+	ctx, cancel := context.WithCancel(testCtx(t))
+	defer cancel()
+	c, err := Connect(ctx, Options{InsecureStreamURL: true, HTTPClient: srv.Client()}, tw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +45,7 @@ func TestWriteTimeoutDropsTheCall(t *testing.T) {
 	select {
 	case <-c.Done():
 	case <-time.After(10 * time.Second):
-		c.cancel() // unblocks the write, so the test can end
+		cancel() // unblocks the write, so the test can end
 		<-c.Done()
 		t.Fatal("the call outlived a write blocked far past writeTimeout")
 	}

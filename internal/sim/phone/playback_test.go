@@ -1,4 +1,4 @@
-package twiliocaller
+package phone
 
 import (
 	"bytes"
@@ -7,8 +7,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 )
-
-const ms = time.Millisecond
 
 func seq(n int, from byte) []byte {
 	b := make([]byte, n)
@@ -103,5 +101,19 @@ func TestPlaybackRefusesMoreThanTenMinutes(t *testing.T) {
 	}
 	if p.addAudio(time.Second, make([]byte, 8*1000)) != true {
 		t.Fatal("one second more after one second played refused")
+	}
+}
+
+// BenchmarkPlaybackSteady is the playback buffer at real-time pace: a frame queued and
+// played every 20 ms. It must not allocate.
+func BenchmarkPlaybackSteady(b *testing.B) {
+	var p playback
+	frame := seq(160, 1)
+	now := time.Duration(0)
+	b.ReportAllocs()
+	for b.Loop() {
+		p.addAudio(now, frame)
+		now += 20 * ms
+		p.due(now)
 	}
 }

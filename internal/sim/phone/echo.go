@@ -1,4 +1,4 @@
-package twiliocaller
+package phone
 
 import (
 	"math"

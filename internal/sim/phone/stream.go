@@ -1,16 +1,13 @@
-package twiliocaller
+package phone
 
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/coder/websocket"
-	"github.com/handset-voice/handset/internal/audio"
 	"github.com/handset-voice/handset/internal/audio/g711"
 )
 
@@ -39,6 +36,9 @@ func (c *Call) readLoop() {
 		if cap(c.pcm) > maxKeptReadBuf {
 			c.pcm = nil
 		}
+		if cap(c.scratch) > maxKeptReadBuf {
+			c.scratch = nil
+		}
 	}
 }
 
@@ -61,7 +61,7 @@ func (c *Call) readEnded(err error) {
 	case errors.As(err, &ce):
 		e := Ending{ByHandset: true, Code: ce.Code, Reason: ce.Reason}
 		if ce.Code != websocket.StatusNormalClosure {
-			e.Err = fmt.Errorf("twiliocaller: handset closed the stream with %d %q", int(ce.Code), ce.Reason)
+			e.Err = fmt.Errorf("phone: handset closed the stream with %d %q", int(ce.Code), ce.Reason)
 		}
 		c.finish(e)
 	case c.ctx.Err() != nil:
@@ -73,94 +73,44 @@ func (c *Call) readEnded(err error) {
 		if werr != nil {
 			err = werr
 		}
-		c.finish(Ending{Code: -1, Err: fmt.Errorf("twiliocaller: stream lost: %w", err)})
+		c.finish(Ending{Code: -1, Err: fmt.Errorf("phone: stream lost: %w", err)})
 	}
 }
 
 // handleMessage applies one message from Handset to the playback buffer, or records why
-// Twilio would have rejected it.
+// the carrier would have rejected it.
 func (c *Call) handleMessage(typ websocket.MessageType, data []byte) {
-	if typ != websocket.MessageText {
-		c.protocolError(CodeMalformed, "binary frame", data)
-		return
+	in, err := c.wire.Decode(typ, data, c.scratch)
+	if in.Scratch != nil {
+		c.scratch = in.Scratch
 	}
-	if mulaw, ok := c.fastMedia(data); ok {
-		c.receiveAudio(mulaw)
-		return
-	}
-	var m inMsg
-	if err := json.Unmarshal(data, &m); err != nil {
-		c.protocolError(CodeMalformed, "not JSON: "+err.Error(), data)
-		return
-	}
-	switch m.Event {
-	case "media", "mark", "clear":
-	case "":
-		c.protocolError(CodeMalformed, "no event", data)
-		return
-	default:
-		c.protocolError(CodeProtocol, fmt.Sprintf("unknown event %q", m.Event), data)
-		return
-	}
-	if m.StreamSid != c.streamSid {
-		c.protocolError(CodeProtocol, fmt.Sprintf("%s for streamSid %q, want %q", m.Event, m.StreamSid, c.streamSid), data)
-		return
-	}
-	switch m.Event {
-	case "media":
-		if m.Media == nil || m.Media.Payload == nil {
-			c.protocolError(CodeMalformed, "media without media.payload", data)
-			return
+	if err != nil {
+		var pe *WireError
+		if errors.As(err, &pe) {
+			c.protocolError(pe.Code, pe.Detail, data)
+		} else {
+			c.protocolError(c.info.MalformedCode, err.Error(), data)
 		}
-		pcm, err := base64.StdEncoding.DecodeString(*m.Media.Payload)
-		if err != nil {
-			c.protocolError(CodeMalformed, "media payload is not base64: "+err.Error(), data)
-			return
-		}
-		c.receiveAudio(pcm)
-	case "mark":
-		if m.Mark == nil || m.Mark.Name == nil || *m.Mark.Name == "" {
-			c.protocolError(CodeMalformed, "mark without mark.name", data)
-			return
-		}
-		c.receiveMark(*m.Mark.Name)
-	case "clear":
+		return
+	}
+	switch in.Kind {
+	case InMedia:
+		c.receiveAudio(c.toMulaw(in.Audio))
+	case InMark:
+		c.receiveMark(in.Name)
+	case InClear:
 		c.receiveClear()
 	}
 }
 
-// The media message exactly as Handset writes it, around the streamSid and the payload.
-const (
-	mediaHead = `{"event":"media","streamSid":"`
-	mediaMid  = `","media":{"payload":"`
-	mediaTail = `"}}`
-)
-
-// fastMedia is the per-frame fast path of handleMessage. It takes only a message that is
-// exactly {"event":"media","streamSid":"<this stream>","media":{"payload":"<base64>"}}
-// with a payload that decodes, and returns the audio without encoding/json. Anything else
-// (other spacing or order, escapes, a bad payload) reports false and goes the general
-// way, so the two paths cannot disagree. The audio is fresh, since the recording and the
-// playback buffer keep it, except on a lean call without echo, which keeps neither: there
-// it is c.pcm, reused.
-func (c *Call) fastMedia(msg []byte) (mulaw []byte, ok bool) {
-	rest, ok := cutPrefix(msg, mediaHead)
-	if ok {
-		rest, ok = cutPrefix(rest, c.streamSid)
+// toMulaw turns the wire's audio into the 8 kHz mu-law the playback buffer and the
+// recording keep. The result is fresh, since the recording and the playback buffer keep
+// it, except on a lean call without echo, which keeps neither: there it is c.pcm, reused.
+func (c *Call) toMulaw(wire []byte) []byte {
+	n := len(wire)
+	if c.conv != nil {
+		n = c.conv.mulawLen(len(wire))
 	}
-	if ok {
-		rest, ok = cutPrefix(rest, mediaMid)
-	}
-	if !ok || len(rest) < len(mediaTail) || string(rest[len(rest)-len(mediaTail):]) != mediaTail {
-		return nil, false
-	}
-	payload := rest[:len(rest)-len(mediaTail)]
-	for _, b := range payload {
-		if !isBase64Char(b) {
-			return nil, false
-		}
-	}
-	n := base64.StdEncoding.DecodedLen(len(payload))
 	var dst []byte
 	if c.opts.Lean && c.opts.Echo == nil {
 		if cap(c.pcm) < n {
@@ -170,24 +120,11 @@ func (c *Call) fastMedia(msg []byte) (mulaw []byte, ok bool) {
 	} else {
 		dst = make([]byte, n)
 	}
-	n, err := base64.StdEncoding.Decode(dst, payload)
-	if err != nil {
-		return nil, false
+	if c.conv == nil {
+		copy(dst, wire)
+		return dst
 	}
-	return dst[:n], true
-}
-
-// cutPrefix is bytes.CutPrefix for a string prefix, without converting it.
-func cutPrefix(b []byte, prefix string) ([]byte, bool) {
-	if len(b) < len(prefix) || string(b[:len(prefix)]) != prefix {
-		return nil, false
-	}
-	return b[len(prefix):], true
-}
-
-// isBase64Char reports whether b is in the standard base64 alphabet or is padding.
-func isBase64Char(b byte) bool {
-	return 'A' <= b && b <= 'Z' || 'a' <= b && b <= 'z' || '0' <= b && b <= '9' || b == '+' || b == '/' || b == '='
+	return c.conv.toMulaw(dst[:0], wire)
 }
 
 func (c *Call) protocolError(code int, detail string, data []byte) {
@@ -204,7 +141,7 @@ func (c *Call) protocolErrorLocked(code int, detail string, data []byte) {
 	c.loggedErr++
 	if c.loggedErr <= maxLoggedErrors {
 		const maxQuote = 200
-		c.log.Warn("twilio protocol error from handset", "code", code, "detail", detail, "message", string(data[:min(len(data), maxQuote)]))
+		c.log.Warn("protocol error from handset", "carrier", c.info.Name, "code", code, "detail", detail, "message", string(data[:min(len(data), maxQuote)]))
 	}
 }
 
@@ -222,7 +159,7 @@ func (c *Call) receiveAudio(mulaw []byte) {
 		c.recordLocked(Event{Kind: AudioReceived, Bytes: len(mulaw), Audio: mulaw})
 	}
 	if !c.play.addAudio(now, mulaw) {
-		c.protocolErrorLocked(CodeOverflow, fmt.Sprintf("more than %v of audio buffered; %d bytes discarded", maxBuffered, len(mulaw)), nil)
+		c.protocolErrorLocked(c.info.OverflowCode, fmt.Sprintf("more than %v of audio buffered; %d bytes discarded", c.play.limit, len(mulaw)), nil)
 	}
 	c.advanceLocked(now)
 }
@@ -256,6 +193,8 @@ func (c *Call) receiveClear() {
 	for _, name := range marks {
 		c.echoMarkLocked(name, true)
 	}
+	c.out = append(c.out, outItem{kind: outCleared})
+	c.wakeWriter()
 	c.advanceLocked(now)
 }
 
@@ -314,7 +253,7 @@ func (c *Call) onPlayTimer() {
 
 func (c *Call) echoMarkLocked(name string, cleared bool) {
 	c.recordLocked(Event{Kind: MarkEchoed, Name: name, Cleared: cleared})
-	c.out = append(c.out, outItem{kind: outMark, text: name})
+	c.out = append(c.out, outItem{kind: outMark, text: name, cleared: cleared})
 	c.wakeWriter()
 }
 
@@ -342,17 +281,21 @@ func (c *Call) notifyLocked() {
 }
 
 // writeLoop is the writer: every message to Handset goes through it, media frames on the
-// schedule start + n×20 ms (late frames are sent at once to catch up, never skipped).
+// schedule start + n×frame (late frames are sent at once to catch up, never skipped).
 func (c *Call) writeLoop() {
 	defer c.exit()
 	timer := c.clk.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
 	var (
-		frame    [pieceBytes]byte
-		buf      = make([]byte, 0, 512)
+		frame    = make([]byte, audioBytes(c.info.Frame)) // the caller's audio, 8 kHz mu-law
+		wire     []byte                                   // frame in the wire's format
+		buf      = make([]byte, 0, 512+2*c.info.Format.Bytes(c.info.Frame))
 		finished []*utterance
 	)
+	if c.conv != nil {
+		wire = make([]byte, 0, c.conv.wireLen(len(frame)))
+	}
 	for n := 0; ; {
 		// Load the flag before draining, so everything queued before Hangup goes out first.
 		hangingUp := c.hangingUp.Load()
@@ -371,12 +314,20 @@ func (c *Call) writeLoop() {
 			return
 		}
 		now := c.clk.Now()
-		due := c.t0.Add(time.Duration(n) * audio.FrameDuration)
+		due := c.t0.Add(time.Duration(n) * c.info.Frame)
 		if !now.Before(due) {
-			finished = c.nextFrame(frame[:], due.Sub(c.t0), finished[:0])
-			c.seq++
+			at := due.Sub(c.t0)
+			finished = finished[:0]
+			for off := 0; off < len(frame); off += pieceBytes {
+				finished = c.nextFrame(frame[off:off+pieceBytes], at+audioDuration(off), finished)
+			}
+			payload := frame
+			if c.conv != nil {
+				wire = c.conv.fromMulaw(wire[:0], frame)
+				payload = wire
+			}
 			n++
-			buf = appendMediaMsg(buf[:0], c.seq, n, int64(due.Sub(c.t0)/time.Millisecond), c.streamSid, frame[:])
+			buf = c.wire.AppendMedia(buf[:0], payload, Frame{Chunk: n, At: at})
 			err := c.write(buf)
 			c.frameSent(finished, err == nil)
 			if err != nil {
@@ -426,12 +377,13 @@ func (c *Call) writeItem(it outItem) error {
 		c.record(Event{Kind: RawSent, Detail: it.text})
 		return nil
 	}
-	c.seq++
 	switch it.kind {
 	case outMark:
-		return c.write(markMsg(c.seq, c.streamSid, it.text))
+		return c.writeIf(c.wire.Mark(it.text, it.cleared))
+	case outCleared:
+		return c.writeIf(c.wire.Cleared())
 	case outDTMF:
-		if err := c.write(dtmfMsg(c.seq, c.streamSid, it.text)); err != nil {
+		if err := c.write(c.wire.DTMF(it.text)); err != nil {
 			return err
 		}
 		c.record(Event{Kind: DTMFSent, Name: it.text})
@@ -439,19 +391,30 @@ func (c *Call) writeItem(it outItem) error {
 	return nil
 }
 
-// hangup sends stop and closes the socket normally, as Twilio does when the caller hangs up.
+// writeIf writes msg unless the wire has nothing to send (nil).
+func (c *Call) writeIf(msg []byte) error {
+	if msg == nil {
+		return nil
+	}
+	return c.write(msg)
+}
+
+// hangup sends the wire's stop, if it has one, and closes the socket normally, as a
+// carrier does when the caller hangs up.
 func (c *Call) hangup() {
-	c.seq++
-	// Recorded as it goes out, not after: Handset answers stop by closing the socket, and
-	// the reader can end the call (which closes the recording) before the write returns.
-	c.record(Event{Kind: StopSent})
-	err := c.write(stopMsg(c.seq, c.streamSid, c.opts.AccountSid, c.opts.CallSid))
+	var err error
+	if stop := c.wire.Stop(); stop != nil {
+		// Recorded as it goes out, not after: Handset answers stop by closing the socket, and
+		// the reader can end the call (which closes the recording) before the write returns.
+		c.record(Event{Kind: StopSent})
+		err = c.write(stop)
+	}
 	if cerr := c.conn.Close(websocket.StatusNormalClosure, ""); cerr != nil {
-		c.log.Debug("twilio stream close handshake", "err", cerr)
+		c.log.Debug("stream close handshake", "carrier", c.info.Name, "err", cerr)
 	}
 	e := Ending{Code: websocket.StatusNormalClosure}
 	if err != nil {
-		e.Err = fmt.Errorf("twiliocaller: send stop: %w", err)
+		e.Err = fmt.Errorf("phone: send stop: %w", err)
 	}
 	c.finish(e)
 }

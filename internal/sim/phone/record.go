@@ -1,4 +1,4 @@
-package twiliocaller
+package phone
 
 import (
 	"fmt"
@@ -19,7 +19,7 @@ const (
 	MarkSent                           // Handset sent a mark: Name
 	MarkEchoed                         // the caller returned a mark: Name, Cleared
 	Clear                              // Handset sent clear: Bytes dropped unplayed
-	ProtocolError                      // Handset sent something Twilio would reject: Code, Detail
+	ProtocolError                      // Handset sent something the carrier would reject: Code, Detail
 	SayStarted                         // the first frame of an utterance was sent: Bytes (utterance length)
 	SayFinished                        // the last frame of an utterance was sent: Bytes
 	DTMFSent                           // the caller sent a dtmf event: Name (the digit)
@@ -50,13 +50,6 @@ func (k EventKind) String() string {
 	return fmt.Sprintf("EventKind(%d)", uint8(k))
 }
 
-// Twilio error codes the simulator records as ProtocolError events.
-const (
-	CodeProtocol  = 31924 // a message Twilio does not accept from us: unknown event, wrong streamSid
-	CodeMalformed = 31950 // a frame Twilio cannot parse: binary, bad JSON, bad base64, missing field
-	CodeOverflow  = 31931 // more than ten minutes of audio buffered; the audio is discarded
-)
-
 // Event is one entry of a call's timeline. Times are relative to the moment the start
 // message was sent. Events are immutable once recorded; Audio is shared, do not modify it.
 type Event struct {
@@ -64,10 +57,10 @@ type Event struct {
 	At         time.Duration // when it was recorded
 	Start, End time.Duration // AudioPlayed: when the piece played; SayStarted: Start is the stream time of its first byte
 	Bytes      int
-	Audio      []byte // AudioReceived, AudioPlayed: mu-law
+	Audio      []byte // AudioReceived, AudioPlayed: 8 kHz mu-law, whatever the wire carried
 	Name       string // MarkSent, MarkEchoed: mark name; DTMFSent: the digit
 	Cleared    bool   // MarkEchoed: returned by a clear, so its audio did not all play
-	Code       int    // ProtocolError: Twilio error code; Closed: WebSocket close status
+	Code       int    // ProtocolError: the carrier's error code (Info); Closed: WebSocket close status
 	Detail     string // ProtocolError: what was wrong; Closed: close reason; RawSent: the text
 }
 
@@ -139,7 +132,7 @@ func (s Snapshot) Filter(kind EventKind) []Event {
 	return out
 }
 
-// PlayedAudio is everything the caller heard, in order, as mu-law: after a clear only
+// PlayedAudio is everything the caller heard, in order, as 8 kHz mu-law: after a clear only
 // what really played.
 func (s Snapshot) PlayedAudio() []byte { return s.concat(AudioPlayed) }
 
@@ -165,7 +158,7 @@ func (s Snapshot) concat(kind EventKind) []byte {
 // Clears is how many clear messages Handset sent.
 func (s Snapshot) Clears() int { return s.Count(Clear) }
 
-// ProtocolErrors are the messages Twilio would have rejected; tests expect none.
+// ProtocolErrors are the messages the carrier would have rejected; tests expect none.
 func (s Snapshot) ProtocolErrors() []Event { return s.Filter(ProtocolError) }
 
 // Mark is one mark Handset sent and what became of it.

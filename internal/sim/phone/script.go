@@ -1,4 +1,4 @@
-package twiliocaller
+package phone
 
 import (
 	"bytes"
@@ -41,13 +41,13 @@ func (c *Call) SayAndWait(ctx context.Context, mulaw []byte) error {
 	select {
 	case <-u.done:
 	case <-ctx.Done():
-		return fmt.Errorf("twiliocaller: say: %w", context.Cause(ctx))
+		return fmt.Errorf("phone: say: %w", context.Cause(ctx))
 	}
 	c.mu.Lock()
 	sent := u.sent
 	c.mu.Unlock()
 	if !sent {
-		return fmt.Errorf("twiliocaller: say: %w before all audio was sent", ErrEnded)
+		return fmt.Errorf("phone: say: %w before all audio was sent", ErrEnded)
 	}
 	return nil
 }
@@ -60,7 +60,7 @@ func Silence(d time.Duration) []byte {
 // DTMF sends a dtmf event for one key press: 0-9, * or #.
 func (c *Call) DTMF(digit string) error {
 	if len(digit) != 1 || !strings.Contains("0123456789*#", digit) {
-		return fmt.Errorf("twiliocaller: dtmf digit %q: want one of 0-9 * #", digit)
+		return fmt.Errorf("phone: dtmf digit %q: want one of 0-9 * #", digit)
 	}
 	return c.enqueue(outItem{kind: outDTMF, text: digit})
 }
@@ -138,12 +138,12 @@ func (c *Call) WaitFor(ctx context.Context, cond func(Snapshot) bool) error {
 			return nil
 		}
 		if s.Ended {
-			return fmt.Errorf("twiliocaller: wait: %w with the condition unmet: %v", ErrEnded, s)
+			return fmt.Errorf("phone: wait: %w with the condition unmet: %v", ErrEnded, s)
 		}
 		select {
 		case <-changed:
 		case <-ctx.Done():
-			return fmt.Errorf("twiliocaller: wait: %w: %v", context.Cause(ctx), s)
+			return fmt.Errorf("phone: wait: %w: %v", context.Cause(ctx), s)
 		}
 	}
 }

@@ -1,25 +1,24 @@
-package twiliocaller
+package phone
 
 import (
 	"slices"
 	"time"
 )
 
-// Twilio's playback buffer, as the docs describe it: audio Handset sends is queued and
-// played in real time (8 bytes of mu-law per millisecond) from when it arrives; a mark is
-// returned once everything queued before it has played; clear drops everything queued and
-// returns every pending mark at once. Twilio discards audio buffered beyond about ten
-// minutes (warning 31931).
+// A carrier's playback buffer, as Twilio documents it and every carrier leg reproduces:
+// audio Handset sends is queued and played in real time (8 bytes of 8 kHz mu-law per
+// millisecond) from when it arrives; a mark is returned once everything queued before it
+// has played; clear drops everything queued and returns every pending mark at once. Audio
+// buffered beyond a limit (Twilio: about ten minutes, warning 31931) is discarded.
 //
 // playback is a pure state machine over times relative to stream start; the Call drives it
 // under its lock and turns its results into events and mark echoes.
 
 const (
-	bytesPerMs = 8
 	// pieceBytes splits queued audio into 20 ms pieces so the recording advances in
 	// frame-sized steps even when Handset sends long chunks.
 	pieceBytes = 160
-	// maxBuffered is how far ahead Twilio will buffer outbound audio.
+	// maxBuffered is how far ahead the buffer holds audio unless the wire says otherwise.
 	maxBuffered = 10 * time.Minute
 )
 
@@ -59,17 +58,23 @@ type playback struct {
 	// lengthsOnly queues audio by length alone, for a lean call with nothing (no echo)
 	// that reads the bytes back.
 	lengthsOnly bool
-	out         []piece // due's result, reused
+	// limit is how far ahead audio may be queued; maxBuffered when zero.
+	limit time.Duration
+	out   []piece // due's result, reused
 }
 
 // pending is the queue, head first. It is valid until p next changes.
 func (p *playback) pending() []piece { return p.buf[p.head:] }
 
 // addAudio queues audio arriving at now. It reports false, queueing nothing, when the
-// buffer would exceed maxBuffered.
+// buffer would exceed its limit.
 func (p *playback) addAudio(now time.Duration, audio []byte) bool {
 	start := max(now, p.end)
-	if start+audioDuration(len(audio))-now > maxBuffered {
+	limit := p.limit
+	if limit <= 0 {
+		limit = maxBuffered
+	}
+	if start+audioDuration(len(audio))-now > limit {
 		return false
 	}
 	for len(audio) > 0 {

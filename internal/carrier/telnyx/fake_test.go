@@ -1,0 +1,272 @@
+package telnyx
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/handset-voice/handset/internal/carrier/carriertest"
+	"github.com/handset-voice/handset/internal/carrier/telnyx/telnyxsim"
+	"github.com/handset-voice/handset/internal/sim/phone"
+	"github.com/handset-voice/handset/internal/voice"
+)
+
+// withFake is Handset's Telnyx carrier against the fake: its REST API, its signed
+// webhooks and its simulated caller on the media stream.
+type withFake struct {
+	fake   *telnyxsim.Server
+	caller *telnyxsim.Caller
+	legs   chan voice.Leg
+	memory *carriertest.Memory
+	rest   *REST
+}
+
+const (
+	ourNumber      = "+15550002222"
+	testConnection = "1494404757140276705"
+)
+
+func newWithFake(t *testing.T, codec Codec, stream telnyxsim.StreamOptions) *withFake {
+	t.Helper()
+	f := &withFake{legs: make(chan voice.Leg, 4), memory: carriertest.NewMemory()}
+	var handset http.Handler
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handset.ServeHTTP(w, r) }))
+	t.Cleanup(hs.Close)
+	f.caller = telnyxsim.NewCaller(telnyxsim.CallerOptions{Stream: stream})
+	f.fake = telnyxsim.New(telnyxsim.Options{
+		ConnectionID: testConnection,
+		Numbers:      []telnyxsim.Number{{PhoneNumber: ourNumber, ConnectionID: testConnection}},
+		WebhookURL:   hs.URL + WebhookPath, OpenStream: f.caller.OpenStream,
+	})
+	f.caller.Bind(f.fake)
+	api := httptest.NewServer(f.fake)
+	t.Cleanup(func() { f.fake.Close(); api.Close() })
+	key, err := ParsePublicKey(f.fake.PublicKeyBase64())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rest, err := NewREST(RESTOptions{BaseURL: api.URL + "/v2", APIKey: f.fake.APIKey(), ConnectionID: f.fake.ConnectionID()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.rest = rest
+	mux := http.NewServeMux()
+	New(Options{
+		PublicKey: key, APIKey: f.fake.APIKey(), Command: rest.Command, Codec: codec,
+		PublicURL: hs.URL, Memory: f.memory,
+		Admit: func(l voice.Leg) (<-chan struct{}, error) {
+			f.legs <- l
+			return make(chan struct{}), nil
+		},
+	}).Register(mux)
+	handset = mux
+	return f
+}
+
+// ring places an inbound call and returns the caller's phone and Handset's leg, running.
+func (f *withFake) ring(t *testing.T) (*phone.Call, voice.Leg, *sink, <-chan error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	call, err := f.fake.Ring(ctx, "+15550001111", ourNumber, telnyxsim.RingOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := f.caller.Phone(ctx, call.CallControlID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var leg voice.Leg
+	select {
+	case leg = <-f.legs:
+	case <-ctx.Done():
+		t.Fatal("no call admitted")
+	}
+	rec := newSink()
+	return p, leg, rec, run(leg, rec)
+}
+
+// tone is n bytes of a recognisable mu-law pattern (no silence byte).
+func tone(n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(0x10 + i%0x60)
+	}
+	return b
+}
+
+// receivedSpeech is the caller's audio as Handset received it, with the silence the caller
+// streams between utterances left out.
+func receivedSpeech(s *sink) []byte {
+	var out []byte
+	for _, f := range s.audio {
+		for _, b := range f {
+			if b != 0xff && b != 0x7f {
+				out = append(out, b)
+			}
+		}
+	}
+	return out
+}
+
+func TestWholeStreamThroughTheFake(t *testing.T) {
+	cases := []struct {
+		name   string
+		stream telnyxsim.StreamOptions
+	}{
+		{"plain", telnyxsim.StreamOptions{}},
+		{"60 ms chunks", telnyxsim.StreamOptions{ChunkMS: 60}},
+		{"shuffled", telnyxsim.StreamOptions{ShuffleWindow: 3}},
+		{"frames before start", telnyxsim.StreamOptions{PreStartFrames: 3}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := newWithFake(t, CodecPCMU, c.stream)
+			p, leg, rec, done := f.ring(t)
+			ctx, cancel := context.WithTimeout(context.Background(), wait)
+			defer cancel()
+			said := tone(800) // 100 ms
+			if err := p.SayAndWait(ctx, said); err != nil {
+				t.Fatal(err)
+			}
+			rec.waitFor(t, "the caller's speech", func(s *sink) bool { return len(receivedSpeech(s)) >= len(said) })
+			rec.mu.Lock()
+			got := receivedSpeech(rec)
+			rec.mu.Unlock()
+			if !bytes.Equal(got[:len(said)], said) {
+				t.Fatalf("speech arrived changed or out of order")
+			}
+			if c.stream.PreStartFrames > 0 {
+				rec.waitFor(t, "the early key", func(s *sink) bool { return len(s.digits) == 1 })
+			}
+
+			reply := tone(1600)
+			if err := leg.SendAudio(ctx, reply); err != nil {
+				t.Fatal(err)
+			}
+			if err := leg.SendMark(ctx, "t1-s1"); err != nil {
+				t.Fatal(err)
+			}
+			rec.waitFor(t, "the mark played", func(s *sink) bool { return len(s.marks) == 1 && s.marks[0] == "t1-s1" })
+			if played := p.Snapshot().PlayedAudio(); !bytes.Equal(played, reply) {
+				t.Errorf("the caller heard %d bytes, want the reply's %d", len(played), len(reply))
+			}
+			if errs := p.Snapshot().ProtocolErrors(); len(errs) != 0 {
+				t.Errorf("protocol errors: %v", errs)
+			}
+			if err := p.Hangup(); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("Run = %v", err)
+				}
+			case <-ctx.Done():
+				t.Fatal("the caller's hangup did not end the call")
+			}
+			call, err := f.fake.WaitCall(ctx, p.Ref(), func(c telnyxsim.Call) bool { return !c.Alive })
+			if err != nil || call.HangupSource != "caller" {
+				t.Errorf("fake call %+v, %v", call, err)
+			}
+		})
+	}
+}
+
+// TestMarksOnClearThroughTheFake: with and without Telnyx echoing cleared marks, Handset's
+// call hears every mark once.
+func TestMarksOnClearThroughTheFake(t *testing.T) {
+	for _, echo := range []bool{false, true} {
+		t.Run(map[bool]string{false: "no echo", true: "echo"}[echo], func(t *testing.T) {
+			f := newWithFake(t, CodecPCMU, telnyxsim.StreamOptions{EchoMarksOnClear: echo})
+			p, leg, rec, _ := f.ring(t)
+			ctx, cancel := context.WithTimeout(context.Background(), wait)
+			defer cancel()
+			if err := leg.SendAudio(ctx, tone(8000*5)); err != nil { // five seconds: still playing at the clear
+				t.Fatal(err)
+			}
+			for _, m := range []string{"a", "b"} {
+				if err := leg.SendMark(ctx, m); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := p.WaitFor(ctx, func(s phone.Snapshot) bool { return len(s.Marks()) == 2 }); err != nil {
+				t.Fatal(err)
+			}
+			if err := leg.Clear(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := p.WaitFor(ctx, func(s phone.Snapshot) bool { return s.Clears() == 1 }); err != nil {
+				t.Fatal(err)
+			}
+			if err := p.DTMF("7"); err != nil { // a marker after any echo
+				t.Fatal(err)
+			}
+			rec.waitFor(t, "the marker", func(s *sink) bool { return len(s.digits) == 1 })
+			rec.mu.Lock()
+			defer rec.mu.Unlock()
+			if got := strings.Join(rec.marks, ","); got != "a,b" {
+				t.Errorf("marks %q, want a,b", got)
+			}
+			if len(rec.malformed) != 0 {
+				t.Errorf("malformed: %v", rec.malformed)
+			}
+		})
+	}
+}
+
+// TestHandsetHangupStopsTheStream: Handset's hangup command ends the call at the fake,
+// whose caller sends stop and closes the stream.
+func TestHandsetHangupStopsTheStream(t *testing.T) {
+	f := newWithFake(t, CodecPCMU, telnyxsim.StreamOptions{})
+	p, _, _, done := f.ring(t)
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	if err := f.rest.Command(ctx, p.Ref(), "hangup", HangupRequest{CommandID: "hangup:" + p.Ref()}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run = %v", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the hangup command did not end the call")
+	}
+	if err := p.WaitFor(ctx, func(s phone.Snapshot) bool { return s.Ended }); err != nil {
+		t.Fatal(err)
+	}
+	if s := p.Snapshot(); s.Count(phone.StopSent) != 1 {
+		t.Errorf("the caller sent %d stops, want 1", s.Count(phone.StopSent))
+	}
+}
+
+// TestL16ThroughTheFake: L16 at 16 kHz both ways, byte order as pinned.
+func TestL16ThroughTheFake(t *testing.T) {
+	f := newWithFake(t, CodecL16, telnyxsim.StreamOptions{})
+	p, leg, rec, _ := f.ring(t)
+	if got := leg.Info().Format; got.Rate != 16000 {
+		t.Fatalf("format %v", got)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	if err := p.SayAndWait(ctx, tone(800)); err != nil {
+		t.Fatal(err)
+	}
+	rec.waitFor(t, "speech", func(s *sink) bool {
+		for _, f := range s.audio {
+			for i := 0; i+1 < len(f); i += 2 {
+				if v := int16(f[i]) | int16(f[i+1])<<8; v > 2000 || v < -2000 {
+					return true
+				}
+			}
+		}
+		return false
+	})
+	if errs := p.Snapshot().ProtocolErrors(); len(errs) != 0 {
+		t.Errorf("protocol errors: %v", errs)
+	}
+}

@@ -1,0 +1,12 @@
+package providers
+
+import (
+	"github.com/handset-voice/handset/internal/sim/simkit"
+	"github.com/handset-voice/handset/internal/sim/twiliokit"
+)
+
+// The carriers' simulator kits (a fake vendor and its simulated caller), one line each,
+// for `handset simulate`, `handset bench` and the whole-call tests.
+func init() {
+	simkit.Register(twiliokit.Kit)
+}
