@@ -37,7 +37,10 @@ type server struct {
 	sec       secrets
 	node      string
 	keys      session.KeyFactory
-	carrier   carrier.Carrier // places and transfers calls; nil when no carrier has an account set
+	carrier   carrier.Carrier // places calls (HANDSET_CARRIER's); nil when it has no account set
+	// carriers are the controls of every carrier with an account set, by name: transfers
+	// and callbacks go through the carrier a call came in on.
+	carriers map[string]carrier.Carrier
 	calls     *call.Manager
 	callCfg   call.Config
 	runner    *jobs.Runner   // nil when this server runs no jobs (simulate)
@@ -87,8 +90,11 @@ func newServer(ctx context.Context, cfg *config.Config, prov providers, st store
 		s.lines.Close()
 		return nil, err
 	}
-	if s.carrier, err = configuredCarrier(cfg, log); err != nil {
+	if s.carriers, err = configuredCarriers(cfg, log); err != nil {
 		return fail(err)
+	}
+	if c, ok := registry.ChosenCarrier(cfg); ok {
+		s.carrier = s.carriers[c.Name]
 	}
 	if o.jobs {
 		if s.runner, err = s.buildRunner(); err != nil {
@@ -262,13 +268,21 @@ func (s *server) serve(ctx context.Context, ln net.Listener, ready func(string))
 	return nil
 }
 
-// configuredCarrier is the control of calls of the first carrier in the catalogue whose
-// account the settings give; nil when none has one (browser calls only).
-func configuredCarrier(cfg *config.Config, log *slog.Logger) (carrier.Carrier, error) {
-	if c, ok := placingCarrier(cfg); ok && c.Configured(cfg) {
-		return c.New(buildOf(cfg, "", log))
+// configuredCarriers are the controls of calls of every carrier whose account the settings
+// give, by name; empty when none has one (browser calls only).
+func configuredCarriers(cfg *config.Config, log *slog.Logger) (map[string]carrier.Carrier, error) {
+	out := map[string]carrier.Carrier{}
+	for _, c := range registry.All[registry.Carrier]() {
+		if !c.Configured(cfg) {
+			continue
+		}
+		control, err := c.New(buildOf(cfg, "", log))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", c.Title, err)
+		}
+		out[c.Name] = control
 	}
-	return nil, nil
+	return out, nil
 }
 
 // mountCarriers serves every carrier's webhooks and media streams, configured or not (its
