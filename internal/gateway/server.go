@@ -38,9 +38,6 @@ type server struct {
 	node      string
 	keys      session.KeyFactory
 	carrier   carrier.Carrier // places calls (HANDSET_CARRIER's); nil when it has no account set
-	// carriers are the controls of every carrier with an account set, by name: transfers
-	// and callbacks go through the carrier a call came in on.
-	carriers map[string]carrier.Carrier
 	calls     *call.Manager
 	callCfg   call.Config
 	runner    *jobs.Runner   // nil when this server runs no jobs (simulate)
@@ -54,6 +51,10 @@ type server struct {
 	proxies   []netip.Prefix    // HANDSET_TRUSTED_PROXIES
 	traces    *tracing.Exporter // each call as an OpenTelemetry trace; nil when off
 	dashLive  *dashboard.Live   // the dashboard's live calls; nil when it is not served
+
+	// carriers are the controls of every carrier with an account set, by name: a call's
+	// transfer and callback go through its own.
+	carriers map[string]carrier.Carrier
 }
 
 // serverOptions say which parts of the gateway run.

@@ -69,9 +69,6 @@ type callProgress struct {
 type Calls struct {
 	Store       store.Store
 	Dialer      carrier.Carrier // places the calls and follows them (HANDSET_CARRIER's)
-	// Dialers are every configured carrier by name, for the jobs that name theirs
-	// (CallJob.Carrier); nil: the Dialer places every call.
-	Dialers map[string]carrier.Carrier
 	PublicURL   string          // HANDSET_PUBLIC_URL: where the carrier reaches this cluster
 	From        string          // HANDSET_PHONE_NUMBER
 	Agent       string          // the runtime's name, for the call record
@@ -88,6 +85,10 @@ type Calls struct {
 	// of a call its previous owner may have placed just before dying (default 15s).
 	AdoptWait time.Duration
 	Logger    *slog.Logger
+
+	// Dialers are every configured carrier by name, for the jobs that name theirs
+	// (CallJob.Carrier); nil: the Dialer places every call.
+	Dialers map[string]carrier.Carrier
 }
 
 // Timings of a call job.
