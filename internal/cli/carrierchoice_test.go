@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/handset-voice/handset/internal/registry"
 	"github.com/handset-voice/handset/internal/sim/faketwilio"
 )
 
@@ -45,5 +46,28 @@ func TestNumberCommandsTakeACarrier(t *testing.T) {
 	_, _, err = twRun(t, runNumbers, append(environ, "HANDSET_CARRIER=pigeon"))
 	if err == nil || !strings.Contains(err.Error(), `HANDSET_CARRIER (carrier): "pigeon" is not one of twilio`) {
 		t.Errorf("HANDSET_CARRIER=pigeon: %v", err)
+	}
+}
+
+// .env.example has a block for each carrier that declares its settings: what to fill in,
+// and the settings with a default left commented out; a carrier declaring none adds nothing.
+func TestCarrierEnvBlocks(t *testing.T) {
+	line := registry.Carrier{About: registry.About{Title: "Line"}, Numbers: registry.Numbers{Console: "the Line portal"},
+		Declares: []registry.CarrierSetting{
+			{Env: "LINE_KEY", Kind: registry.SettingSecret},
+			{Env: "HANDSET_LINE_URL", Kind: registry.SettingURL, Default: "https://api.line.example"},
+			{Env: "LINE_APP"},
+		}}
+	got := carrierEnvBlocks([]registry.Carrier{{About: registry.About{Title: "Plain"}}, line})
+	want := "\n# Line, instead of Twilio or beside it: the account's settings from the Line portal.\n" +
+		"LINE_KEY=\nLINE_APP=\n# HANDSET_LINE_URL=https://api.line.example\n"
+	if got != want {
+		t.Errorf("blocks:\n%s\nwant:\n%s", got, want)
+	}
+	if names := carrierAccountNames(line); strings.Join(names, ",") != "LINE_KEY,LINE_APP" {
+		t.Errorf("account settings %v", names)
+	}
+	if got := carrierEnvBlocks(registry.All[registry.Carrier]()); strings.Contains(got, "TWILIO") {
+		t.Errorf("Twilio's settings have their own block, not one of these:\n%s", got)
 	}
 }

@@ -107,7 +107,7 @@ HANDSET_PHONE_NUMBER=
 # 32 characters or more (openssl rand -hex 32 makes one). Never the API token, which
 # opens everything and stays with you (handset-data/api-token when not set here).
 HANDSET_TOOLS_TOKEN=
-`, rt.keyVar, rt.keyHint, keys, toolsTokenReach(o), carrierEnvBlocks())
+`, rt.keyVar, rt.keyHint, keys, toolsTokenReach(o), carrierEnvBlocks(registry.All[registry.Carrier]()))
 
 	files := []projectFile{
 		{"handset.yaml", yaml, 0o644},
@@ -286,9 +286,9 @@ func carrierAccountNames(c registry.Carrier) []string {
 
 // carrierEnvBlocks are .env.example's blocks of the carriers that declare their settings:
 // the account's settings to fill in, and the ones with a default commented out.
-func carrierEnvBlocks() string {
+func carrierEnvBlocks(carriers []registry.Carrier) string {
 	var b strings.Builder
-	for _, c := range registry.All[registry.Carrier]() {
+	for _, c := range carriers {
 		if len(c.Declares) == 0 {
 			continue
 		}
