@@ -94,7 +94,7 @@ type Transfers struct {
 	// through the carrier it came in on.
 	Carriers map[string]carrier.Carrier
 	// NoAccount says what a carrier without an account needs, for the refusal: "set X and
-	// Y"; nil says it in general words.
+	// Y"; "" (or a nil NoAccount): the refusal says only that the call cannot be transferred.
 	NoAccount func(carrierName string) string
 	Allow     AllowList
 	CallerID  string // shown to the person dialled; empty: the carrier's default
