@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	pathpkg "path"
 	"slices"
 	"strings"
 	"testing"
@@ -52,15 +53,29 @@ func rel(path string) string { return strings.TrimPrefix(path, module) }
 func under(path, prefix string) bool { return path == prefix || strings.HasPrefix(path, prefix+"/") }
 
 // matches reports whether path is named by pattern: a package, "X/..." for X and every
-// package under it, or "..." for every package.
+// package under it, or "..." for every package. A "*" in a pattern matches within one
+// path element (as path.Match has it), so one rule can name every carrier:
+// "internal/carrier/*/..." is every package under any carrier.
 func matches(path, pattern string) bool {
 	if pattern == "..." {
 		return true
 	}
 	if p, ok := strings.CutSuffix(pattern, "/..."); ok {
-		return under(path, p)
+		return globUnder(path, p)
 	}
-	return path == pattern
+	ok, _ := pathpkg.Match(pattern, path)
+	return ok
+}
+
+// globUnder reports whether path is a package named by prefix (a pattern) or one under it.
+func globUnder(path, prefix string) bool {
+	n := strings.Count(prefix, "/") + 1
+	elems := strings.Split(path, "/")
+	if len(elems) < n {
+		return false
+	}
+	ok, _ := pathpkg.Match(prefix, strings.Join(elems[:n], "/"))
+	return ok
 }
 
 // specificity orders patterns: an exact package beats X/..., a longer X beats a shorter.
@@ -89,6 +104,14 @@ type rule struct {
 var providerMay = []string{"internal/audio/...", "internal/voice", "internal/obs", "internal/session",
 	"internal/clock", "internal/carrier/mediastream", "internal/openaiwire", "internal/registry",
 	"internal/doctor", "internal/netfail", own}
+
+// carrierSims are the carriers' fakes of their vendors, each in its carrier's tree and
+// named for it: internal/carrier/telnyx/telnyxsim, internal/carrier/plivo/plivosim.
+const carrierSims = "internal/carrier/*/*sim/..."
+
+// simMay is what a fake or a simulated caller may import: never the code it stands in
+// front of.
+var simMay = []string{"internal/audio/...", "internal/clock", "internal/voice", "internal/sim/..."}
 
 // suiteMay is what a conformance suite may import: the contract and what its tests need
 // to stage a peer; never a provider.
@@ -154,9 +177,10 @@ var rules = []rule{
 	// what every carrier's media stream shares: carrier-neutral, it names no vendor
 	{"internal/carrier/mediastream", []string{"internal/carrier", "internal/voice", "internal/audio/..."}},
 	{"internal/carrier/...", append(slices.Clip(providerMay), "internal/carrier")},
-	// a carrier's wire-faithful fake and simulated caller: the sims' shared phone and kit
-	// catalogue, never the carrier it fakes (a fake sharing the code under test proves nothing)
-	{"internal/carrier/telnyx/telnyxsim", []string{"internal/audio/...", "internal/clock", "internal/voice", "internal/sim/phone", "internal/sim/simkit"}},
+	// a carrier's fake of its vendor (internal/carrier/telnyx/telnyxsim): written from the
+	// vendor's wire alone, it shares no code with the carrier it fakes (its package, the
+	// plumbing carriers share), or the fake would prove nothing
+	{carrierSims, append(slices.Clip(simMay), "internal/carrier", own)},
 	{"internal/stt/...", providerMay},
 	{"internal/tts/...", providerMay},
 	{"internal/agent/...", append(slices.Clip(providerMay), "internal/agent/httpagent/...")},
@@ -188,7 +212,7 @@ var rules = []rule{
 	{"internal/tracing/tracingtest", nil},
 
 	// the fakes and simulated callers tests and bench use
-	{"internal/sim/...", []string{"internal/audio/...", "internal/clock", "internal/voice", "internal/sim/..."}},
+	{"internal/sim/...", simMay},
 	{"internal/sim/realopenclaw", []string{"internal/testpeer"}},
 
 	// tests of the repository itself, and the support every test goes through
@@ -218,6 +242,9 @@ func allowed(from, to string) bool {
 	}
 	if under(to, "internal/gateway") && !under(from, "internal/cli") && !under(from, "internal/gateway") {
 		return false
+	}
+	if matches(to, carrierSims) && under(from, carrierImpl(to)) && !matches(from, carrierSims) {
+		return false // a carrier's code never leans on its own fake
 	}
 	return slices.ContainsFunc(r.may, func(p string) bool {
 		if p == own {
@@ -312,7 +339,7 @@ type thirdParty struct {
 var thirdParties = []thirdParty{
 	{"github.com/jackc/pgx/v5", []string{"internal/store/postgres/..."}, nil},
 	{"modernc.org/sqlite", []string{"internal/store/sqlite"}, nil},
-	{"github.com/coder/websocket", []string{"internal/carrier/...", "internal/browser", "internal/stt/deepgram",
+	{"github.com/coder/websocket", []string{"internal/carrier/*/...", "internal/browser", "internal/stt/deepgram",
 		"internal/agent/openclaw", "internal/sim/..."}, []string{"internal/cli", "internal/gateway", "internal/edge"}},
 	{"github.com/tetratelabs/wazero", []string{"internal/audio/vad/webrtc"}, nil},
 	{"github.com/yalue/onnxruntime_go", []string{"internal/audio/vad/silero"}, nil},
@@ -419,6 +446,19 @@ func TestRulesCatchWrongArrows(t *testing.T) {
 		{"internal/engines", "internal/gateway"},
 		{"internal/engines", "internal/stt/deepgram"},
 		{"internal/netfail", "internal/config"},
+		{"internal/carrier/plivo", "internal/carrier/twilio"},
+		{"internal/carrier/plivo", "internal/carrier/telnyx"},
+		{"internal/carrier/telnyx", "internal/carrier/plivo"},
+		{"internal/carrier/plivo", "internal/config"},
+		{"internal/carrier/plivo", "internal/gateway"},
+		{"internal/jobs", "internal/carrier/plivo"},
+		{"internal/carrier/telnyx/telnyxsim", "internal/carrier/telnyx"}, // a fake never shares its carrier's code
+		{"internal/carrier/plivo/plivosim", "internal/carrier/plivo"},
+		{"internal/carrier/plivo/plivosim", "internal/carrier/mediastream"},
+		{"internal/carrier/plivo/plivosim", "internal/carrier/twilio"},
+		{"internal/carrier/telnyx/telnyxsim/wire", "internal/carrier/telnyx"},
+		{"internal/carrier/telnyx", "internal/carrier/telnyx/telnyxsim"}, // nor a carrier its fake
+		{"internal/carrier/plivo/plivosim", "internal/registry"},
 	}
 	for _, b := range bad {
 		if allowed(b[0], b[1]) {
@@ -444,6 +484,15 @@ func TestRulesCatchWrongArrows(t *testing.T) {
 		{"internal/cli", "internal/carrier/twilio"},
 		{"internal/config", "internal/registry"},
 		{"internal/agent/openclaw", "internal/agent/openai"},
+		{"internal/carrier/plivo", "internal/carrier/mediastream"},
+		{"internal/carrier/plivo", "internal/carrier"},
+		{"internal/carrier/plivo", "internal/registry"},
+		{"internal/carrier/telnyx", "internal/carrier/telnyx/internal"},
+		{"internal/carrier/telnyx/telnyxsim", "internal/sim/phone"},
+		{"internal/carrier/plivo/plivosim", "internal/audio/g711"},
+		{"internal/carrier/plivo/plivosim", "internal/carrier"},
+		{"internal/providers", "internal/carrier/plivo"},
+		{"internal/providers", "internal/carrier/plivo/plivosim"},
 	}
 	for _, g := range good {
 		if !allowed(g[0], g[1]) {
@@ -462,6 +511,10 @@ func TestThirdPartyRulesCatchWrongImports(t *testing.T) {
 		{"internal/cli", "github.com/jackc/pgx/v5", true, false},
 		{"internal/jobs", "github.com/jackc/pgx/v5", false, false},
 		{"internal/stt/deepgram", "github.com/coder/websocket", false, true},
+		{"internal/carrier/plivo", "github.com/coder/websocket", false, true},
+		{"internal/carrier/mediastream", "github.com/coder/websocket", false, true},
+		{"internal/carrier/telnyx/telnyxsim", "github.com/coder/websocket", false, true},
+		{"internal/carrier", "github.com/coder/websocket", false, false},
 		{"internal/tts/elevenlabs", "github.com/coder/websocket", false, false},
 		{"internal/edge", "github.com/coder/websocket", false, false},
 		{"internal/edge", "github.com/coder/websocket", true, true},

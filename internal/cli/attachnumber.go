@@ -39,8 +39,9 @@ func runAttachNumber(ctx context.Context, env Env, args []string) error {
 	fs.StringVar(&f.url, "url", "", "voice webhook `URL` "+first.Title+" calls for each incoming call (default HANDSET_PUBLIC_URL + "+hooks.VoicePath+")")
 	fs.StringVar(&f.statusCallback, "status-callback", "", "call status `URL` (default HANDSET_PUBLIC_URL + "+hooks.StatusPath+" when set; otherwise left as it is)")
 	fs.BoolVar(&f.asJSON, "json", false, "print a JSON report instead of text")
+	carrierName := carrierFlag(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: handset attach-number NUMBER [--url URL] [--status-callback URL]")
+		fmt.Fprintln(fs.Output(), "Usage: handset attach-number NUMBER [--carrier NAME] [--url URL] [--status-callback URL]")
 		fmt.Fprintf(fs.Output(), "\nPoints the %s number's voice webhook at Handset (method POST) and clears any %s on it.\n", first.Title, first.Numbers.Override)
 		fs.PrintDefaults()
 	}
@@ -63,7 +64,11 @@ func runAttachNumber(ctx context.Context, env Env, args []string) error {
 		return &usageError{msg: err.Error(), hint: example}
 	}
 
-	cfg, err := loadConfig(env, g, nil)
+	overrides, err := carrierOverride(*carrierName)
+	if err != nil {
+		return err
+	}
+	cfg, err := loadConfig(env, g, overrides)
 	if err != nil {
 		return err
 	}
@@ -71,7 +76,7 @@ func runAttachNumber(ctx context.Context, env Env, args []string) error {
 	if err := cfg.Validate(config.ValidateOptions{}); err != nil {
 		return err
 	}
-	entry := accountCarrier(cfg)
+	entry := chosenCarrier(cfg)
 	hooks = entry.Numbers.Webhooks
 	publicBase := strings.TrimRight(cfg.PublicURL, "/")
 

@@ -216,7 +216,7 @@ func TestAttachNumberUsageErrors(t *testing.T) {
 // The number commands open the carrier the settings give an account; without one, its
 // error names the settings to set.
 func TestAttachNumberCarrierFromConfig(t *testing.T) {
-	open := func(cfg *config.Config) (carrier.Carrier, error) { return accountCarrier(cfg).Numbers.Open(cfg) }
+	open := func(cfg *config.Config) (carrier.Carrier, error) { return chosenCarrier(cfg).Numbers.Open(cfg) }
 	cfg := config.Default()
 	if _, err := open(cfg); err == nil || !strings.Contains(err.Error(), "TWILIO_ACCOUNT_SID") ||
 		!strings.Contains(err.Error(), "TWILIO_AUTH_TOKEN") {
@@ -233,7 +233,7 @@ func TestAttachNumberCarrierFromConfig(t *testing.T) {
 	}
 	cfg.Twilio.AccountSID = faketwilio.DefaultAccountSID
 	c, err := open(cfg)
-	if err != nil || c.Name() != "twilio" || accountCarrier(cfg).Numbers.AccountID(cfg) != faketwilio.DefaultAccountSID {
+	if err != nil || c.Name() != "twilio" || chosenCarrier(cfg).Numbers.AccountID(cfg) != faketwilio.DefaultAccountSID {
 		t.Errorf("good config: %v, %v", c, err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/handset-voice/handset/internal/config"
 	"github.com/handset-voice/handset/internal/gateway"
 	"github.com/handset-voice/handset/internal/jobs"
+	"github.com/handset-voice/handset/internal/registry"
 	"github.com/handset-voice/handset/internal/store"
 )
 
@@ -26,6 +27,9 @@ type callFlags struct {
 	wait                     bool
 	timeout                  time.Duration
 	asJSON                   bool
+	// account names the placing carrier's account settings, for the hint of a call nobody
+	// picks up: "TWILIO_ACCOUNT_SID and TWILIO_AUTH_TOKEN".
+	account string
 }
 
 // unclaimedHint is how long a queued call may sit unclaimed before --wait says why.
@@ -67,6 +71,10 @@ func runCall(ctx context.Context, env Env, args []string) error {
 	warnSettings(newLogger(env.Stderr, cfg), cfg)
 	if err := cfg.Validate(config.ValidateOptions{}); err != nil {
 		return err
+	}
+	f.account = "a carrier's account settings"
+	if c, ok := registry.ChosenCarrier(cfg); ok {
+		f.account = c.AccountSettings
 	}
 	st, err := gateway.OpenStore(ctx, cfg)
 	if err != nil {
@@ -263,7 +271,7 @@ func followJobs(ctx context.Context, env Env, st store.Store, queued []store.Job
 		if !hinted && counts[store.JobRunning] == 0 && done == 0 && time.Since(started) > unclaimedHint {
 			hinted = true
 			fmt.Fprintln(env.Stderr, "hint: no node has picked the call up yet: is `handset serve` running with this store "+
-				"(HANDSET_DATA_DIR or HANDSET_DATABASE_URL), with TWILIO_ACCOUNT_SID, HANDSET_PHONE_NUMBER and HANDSET_PUBLIC_URL set? "+
+				"(HANDSET_DATA_DIR or HANDSET_DATABASE_URL), with "+f.account+", HANDSET_PHONE_NUMBER and HANDSET_PUBLIC_URL set? "+
 				"Quiet hours (HANDSET_QUIET_HOURS) also hold calls back.")
 		}
 		select {

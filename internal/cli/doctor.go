@@ -278,10 +278,9 @@ func loadProblems(err error) []doctor.Result {
 // secretsOf lists every secret value doctor knows, so no output can carry one.
 func secretsOf(cfg *config.Config, h hermesHome) []string {
 	var out []string
-	for _, s := range []config.Secret{cfg.Agent.Key, cfg.DatabaseURL, cfg.APIToken, cfg.Session.CallerHashSecret,
-		cfg.STT.Deepgram.Key, cfg.TTS.ElevenLabs.Key, cfg.OpenAI.Key, cfg.Twilio.AuthToken} {
-		if s.IsSet() {
-			out = append(out, s.Reveal())
+	for _, s := range config.Settings() { // every secret, a carrier's declared ones too
+		if v := cfg.Value(s.Env); s.Secret() && v != "" {
+			out = append(out, v)
 		}
 	}
 	if k := h.Env[config.HermesKeyVar]; k != "" {

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/handset-voice/handset/internal/config"
 	"github.com/handset-voice/handset/internal/doctor"
 	"github.com/handset-voice/handset/internal/jobs"
 	"github.com/handset-voice/handset/internal/netfail"
@@ -81,7 +80,7 @@ func (d *doctorRun) jobSettings() doctor.Result {
 		return doctor.FailResult(strings.Join(problems, "; "), "fix the settings named; `handset serve` refuses to start with them")
 	}
 	var missing []string
-	if c := phoneCarrier(cfg); !c.Configured(cfg) {
+	if c := chosenCarrier(cfg); !c.Configured(cfg) {
 		missing = append(missing, c.AccountSettings)
 	}
 	if cfg.PhoneNumber == "" {
@@ -161,18 +160,6 @@ func probeWrite(dir string) error {
 
 // ---- carrier ----
 
-// phoneCarrier is the carrier phone calls come through: the first whose account is begun,
-// or when none is, the catalogue's first (whose set-up the advice then describes).
-func phoneCarrier(cfg *config.Config) registry.Carrier {
-	all := registry.All[registry.Carrier]()
-	for _, c := range all {
-		if c.Started(cfg) {
-			return c
-		}
-	}
-	return all[0]
-}
-
 // carrierChecks are every carrier's own checks of its account and number (a carrier that
 // is not configured says so).
 func (d *doctorRun) carrierChecks() []doctor.Check {
@@ -193,7 +180,7 @@ func (d *doctorRun) carrierChecks() []doctor.Check {
 
 func (d *doctorRun) publicChecks() []doctor.Check {
 	cfg := d.cfg
-	phone := phoneCarrier(cfg)
+	phone := chosenCarrier(cfg)
 	phoneOn := phone.Started(cfg)
 	public := strings.TrimRight(cfg.PublicURL, "/")
 	if public == "" {

@@ -83,9 +83,10 @@ type numberStatus struct {
 func runNumbers(ctx context.Context, env Env, args []string) error {
 	fs, g := newFlagSet("numbers", env)
 	asJSON := fs.Bool("json", false, "print a JSON report instead of text")
+	carrierName := carrierFlag(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: handset numbers [--json]")
-		fmt.Fprintf(fs.Output(), "\nLists the %s account's phone numbers and where each one's calls go.\n", firstCarrier().Title)
+		fmt.Fprintln(fs.Output(), "Usage: handset numbers [--carrier NAME] [--json]")
+		fmt.Fprintln(fs.Output(), "\nLists the carrier account's phone numbers and where each one's calls go.")
 		fs.PrintDefaults()
 	}
 	if err := parse(fs, args); err != nil {
@@ -95,7 +96,11 @@ func runNumbers(ctx context.Context, env Env, args []string) error {
 		return &usageError{msg: "numbers takes no arguments, got " + strings.Join(fs.Args(), " "),
 			hint: "`handset attach-number NUMBER` points one number at Handset"}
 	}
-	cfg, err := loadConfig(env, g, nil)
+	overrides, err := carrierOverride(*carrierName)
+	if err != nil {
+		return err
+	}
+	cfg, err := loadConfig(env, g, overrides)
 	if err != nil {
 		return err
 	}
@@ -103,7 +108,7 @@ func runNumbers(ctx context.Context, env Env, args []string) error {
 	if err := cfg.Validate(config.ValidateOptions{}); err != nil {
 		return err
 	}
-	entry := accountCarrier(cfg)
+	entry := chosenCarrier(cfg)
 	c, err := entry.Numbers.Open(cfg)
 	if err != nil {
 		return err

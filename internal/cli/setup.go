@@ -27,6 +27,7 @@ type setupOptions struct {
 	enableHermes, genKey   bool
 	startGateway           bool
 	number, url            string
+	carrier                string // --carrier: whose number --number is; empty: the project's own choice
 	noCheck, network       bool
 	offline                bool
 	hermesHome, binaryPath string // binaryPath: how the README runs this binary
@@ -63,7 +64,9 @@ func runSetup(ctx context.Context, env Env, args []string) error {
 	fs.StringVar(&o.openclawAgent, "openclaw-agent", "voice", "the OpenClaw agent `id` that answers calls")
 	fs.BoolVar(&o.genKey, "generate-key", false, "generate a strong API key and write it to both Hermes and the project")
 	fs.BoolVar(&o.startGateway, "start-gateway", false, "run `hermes gateway start` and wait until its API answers")
-	fs.StringVar(&o.number, "number", "", "the Twilio `number`: calls come from it, and inbound projects point it at this Handset")
+	fs.StringVar(&o.number, "number", "", "the carrier's `number`: calls come from it, and inbound projects point it at this Handset")
+	fs.StringVar(&o.carrier, "carrier", "", "the carrier `name` --number belongs to, one of "+strings.Join(registry.Names(registry.KindCarrier), ", ")+
+		" (default HANDSET_CARRIER, else the one whose account the project sets)")
 	fs.StringVar(&o.url, "url", "", "public base `URL` of this Handset (HANDSET_PUBLIC_URL)")
 	fs.BoolVar(&o.offline, "offline", false, "speech on this machine (sphinx STT, flite TTS): no cloud keys; an openai runtime points at Ollama on localhost")
 	fs.BoolVar(&o.noCheck, "no-check", false, "skip the doctor checks at the end")
@@ -104,11 +107,14 @@ func runSetup(ctx context.Context, env Env, args []string) error {
 		}
 		o.number = n
 	}
+	if _, err := carrierOverride(o.carrier); err != nil {
+		return err
+	}
 	if o.number != "" && o.url == "" {
-		return &usageError{msg: "--number needs --url, the public URL Twilio will call"}
+		return &usageError{msg: "--number needs --url, the public URL " + setupCarrier(o).Title + " will call"}
 	}
 	if o.url != "" && !strings.HasPrefix(o.url, "https://") {
-		return &usageError{msg: fmt.Sprintf("--url %q must be https:// (Twilio calls it over the internet)", o.url)}
+		return &usageError{msg: fmt.Sprintf("--url %q must be https:// (%s calls it over the internet)", o.url, setupCarrier(o).Title)}
 	}
 	home := environValue(env.Environ, "HOME")
 	o.hermesHome = filepath.Join(home, ".hermes")
@@ -166,7 +172,7 @@ func runSetup(ctx context.Context, env Env, args []string) error {
 		}
 	}
 	if attach {
-		if err := setupAttach(ctx, env, dir, o.number, strings.TrimRight(o.url, "/")); err != nil {
+		if err := setupAttach(ctx, env, dir, o.carrier, o.number, strings.TrimRight(o.url, "/")); err != nil {
 			return err
 		}
 	}
@@ -216,7 +222,8 @@ func outsideChanges(o setupOptions, claw *openclawPlan, attach, hermesKey bool) 
 		out = append(out, claw.path+": "+strings.Join(claw.changes, "; ")+" (backed up first)")
 	}
 	if attach {
-		out = append(out, fmt.Sprintf("point the Twilio number %s at %s/twilio/voice", o.number, strings.TrimRight(o.url, "/")))
+		c := setupCarrier(o)
+		out = append(out, fmt.Sprintf("point the %s number %s at %s", c.Title, o.number, c.Numbers.Webhooks.VoiceURL(strings.TrimRight(o.url, "/"))))
 	}
 	return out
 }
@@ -293,6 +300,12 @@ func printSetupSecrets(env, projectEnv Env, o setupOptions) {
 	}
 	list = append(list, secret{"TWILIO_ACCOUNT_SID, TWILIO_AUTH_TOKEN", cfg.Twilio.AccountSID != "" && cfg.Twilio.AuthToken.IsSet(),
 		"TWILIO_AUTH_TOKEN", "only phone calls need them", true})
+	for _, c := range registry.All[registry.Carrier]() {
+		if names := carrierAccountNames(c); len(names) > 0 {
+			list = append(list, secret{strings.Join(names, ", "), c.Configured(cfg), names[0],
+				"only phone calls through " + c.Title + " need them", true})
+		}
+	}
 	fmt.Fprintf(env.Stdout, "\nSecrets (in %s, see .env.example):\n", filepath.Join(o.dir, config.DefaultEnvFile))
 	for _, s := range list {
 		switch {
@@ -460,9 +473,28 @@ func startHermesGateway(ctx context.Context, env Env, dir string) error {
 	}
 }
 
-// setupAttach points the Twilio number at publicURL, with the project's credentials.
-func setupAttach(ctx context.Context, env Env, dir, number, publicURL string) error {
+// setupAttach points the number at publicURL, with the project's credentials, through
+// carrierName (empty: the carrier the project's settings choose).
+func setupAttach(ctx context.Context, env Env, dir, carrierName, number, publicURL string) error {
 	projectEnv := env
 	projectEnv.WorkDir = dir
-	return runAttachNumber(ctx, projectEnv, []string{number, "--url", publicURL + "/twilio/voice"})
+	overrides, err := carrierOverride(carrierName)
+	if err != nil {
+		return err
+	}
+	cfg, err := loadConfig(projectEnv, &globals{}, overrides)
+	if err != nil {
+		return err
+	}
+	c := chosenCarrier(cfg)
+	return runAttachNumber(ctx, projectEnv, []string{number, "--carrier", c.Name, "--url", c.Numbers.Webhooks.VoiceURL(publicURL)})
+}
+
+// setupCarrier is the carrier setup's messages speak of before the project's settings
+// exist: --carrier's, else the catalogue's first.
+func setupCarrier(o setupOptions) registry.Carrier {
+	if c, ok := registry.Find[registry.Carrier](o.carrier); ok {
+		return c
+	}
+	return firstCarrier()
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/handset-voice/handset/internal/config"
+	"github.com/handset-voice/handset/internal/registry"
 )
 
 // runtimeDefaults are what a scaffolded project sets for each runtime.
@@ -101,12 +102,12 @@ messages:
 TWILIO_ACCOUNT_SID=
 TWILIO_AUTH_TOKEN=
 HANDSET_PHONE_NUMBER=
-
+%[5]s
 # The token your agent's tools use for Handset's API: deliveries, transfers, handoffs%[4]s.
 # 32 characters or more (openssl rand -hex 32 makes one). Never the API token, which
 # opens everything and stays with you (handset-data/api-token when not set here).
 HANDSET_TOOLS_TOKEN=
-`, rt.keyVar, rt.keyHint, keys, toolsTokenReach(o))
+`, rt.keyVar, rt.keyHint, keys, toolsTokenReach(o), carrierEnvBlocks(registry.All[registry.Carrier]()))
 
 	files := []projectFile{
 		{"handset.yaml", yaml, 0o644},
@@ -270,3 +271,38 @@ anything. So:
 
 // securityDocURL is docs/security.md where Handset's source lives (its module path).
 const securityDocURL = "https://github.com/handset-voice/handset/blob/main/docs/security.md"
+
+// carrierAccountNames are the settings a carrier declares that have no default: what a
+// person fills in for its account (Twilio's are the table's own, and have their block).
+func carrierAccountNames(c registry.Carrier) []string {
+	var names []string
+	for _, d := range c.Declares {
+		if d.Default == "" {
+			names = append(names, d.Env)
+		}
+	}
+	return names
+}
+
+// carrierEnvBlocks are .env.example's blocks of the carriers that declare their settings:
+// the account's settings to fill in, and the ones with a default commented out.
+func carrierEnvBlocks(carriers []registry.Carrier) string {
+	var b strings.Builder
+	for _, c := range carriers {
+		if len(c.Declares) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "\n# %s, instead of Twilio or beside it: the account's settings from %s.\n", c.Title, c.Numbers.Console)
+		for _, d := range c.Declares {
+			if d.Default == "" {
+				fmt.Fprintf(&b, "%s=\n", d.Env)
+			}
+		}
+		for _, d := range c.Declares {
+			if d.Default != "" {
+				fmt.Fprintf(&b, "# %s=%s\n", d.Env, d.Default)
+			}
+		}
+	}
+	return b.String()
+}

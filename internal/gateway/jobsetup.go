@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/handset-voice/handset/internal/carrier"
-	"github.com/handset-voice/handset/internal/config"
 	"github.com/handset-voice/handset/internal/jobs"
 	"github.com/handset-voice/handset/internal/registry"
 )
@@ -23,7 +22,7 @@ func (s *server) buildRunner() (*jobs.Runner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("HANDSET_QUIET_HOURS: %w", err)
 	}
-	transfers := &jobs.Transfers{Calls: s.calls, Allow: allow, Carrier: s.carrier}
+	transfers := &jobs.Transfers{Calls: s.calls, Allow: allow, Carriers: s.carriers, NoAccount: accountNeeds}
 	kinds := map[string]jobs.Kind{
 		jobs.KindTransfer: {Run: transfers.Run, Limit: 8},
 		jobs.KindHandoff: {Run: (&jobs.Handoffs{Store: s.st, Calls: s.calls, Flusher: s,
@@ -31,7 +30,7 @@ func (s *server) buildRunner() (*jobs.Runner, error) {
 	}
 	if err := s.canPlace(); err == nil {
 		calls := &jobs.Calls{
-			Store: s.st, Dialer: s.carrier, PublicURL: cfg.PublicURL, From: cfg.PhoneNumber,
+			Store: s.st, Dialer: s.carrier, Dialers: s.carriers, PublicURL: cfg.PublicURL, From: cfg.PhoneNumber,
 			Agent: s.prov.agent.Name(), HashSecret: s.sec.callerHash,
 			RingTimeout: cfg.Outbound.RingTimeout, MaxCall: cfg.Turn.MaxCall,
 			OnMachine: carrier.MachinePolicy(cfg.Outbound.Machine), Logger: s.log,
@@ -47,12 +46,18 @@ func (s *server) buildRunner() (*jobs.Runner, error) {
 // canPlace says whether this node can place outbound calls, and what is missing if not,
 // on one line (it goes into a log line and an API answer).
 func (s *server) canPlace() error {
-	c, ok := placingCarrier(s.cfg)
+	c, ok := registry.ChosenCarrier(s.cfg)
 	if !ok {
 		return errors.New("this binary has no carrier")
 	}
+	return s.canPlaceThrough(c, s.carrier)
+}
+
+// canPlaceThrough says whether calls can be placed through carrier c, whose control is
+// control (nil: it has no account set), and what is missing if not.
+func (s *server) canPlaceThrough(c registry.Carrier, control carrier.Carrier) error {
 	var missing []string
-	if s.carrier == nil {
+	if control == nil {
 		missing = append(missing, "set "+c.AccountSettings)
 	}
 	if s.cfg.PhoneNumber == "" {
@@ -67,29 +72,28 @@ func (s *server) canPlace() error {
 	return errors.New(strings.Join(missing, "; "))
 }
 
-// placingCarrier is the carrier outbound calls go through: the first configured one, or
-// when none is, the catalogue's first (whose set-up the messages then describe).
-func placingCarrier(cfg *config.Config) (registry.Carrier, bool) {
-	all := registry.All[registry.Carrier]()
-	for _, c := range all {
-		if c.Configured(cfg) {
-			return c, true
-		}
+// accountNeeds says what carrier name needs for an account, for a refused transfer: "set X
+// and Y"; "" for a name that is no carrier of this binary.
+func accountNeeds(name string) string {
+	if c, ok := registry.Find[registry.Carrier](name); ok {
+		return "set " + c.AccountSettings
 	}
-	if len(all) == 0 {
-		return registry.Carrier{}, false
-	}
-	return all[0], true
+	return ""
 }
 
 // channels are the ways people reach this Handset, each saying whether it can reach them
-// again later (a callback).
+// again later (a callback). A carrier's callers are called back through it when it has an
+// account, else through the carrier outbound calls go through.
 func (s *server) channels() map[string]jobs.Channel {
 	ch := map[string]jobs.Channel{
 		"browser": jobs.ChannelFunc(func() error { return errors.New("a browser page cannot be called back once it is closed") }),
 	}
 	for _, c := range registry.All[registry.Carrier]() {
-		ch[c.Name] = jobs.ChannelFunc(s.canPlace)
+		if control := s.carriers[c.Name]; control != nil {
+			ch[c.Name] = jobs.ChannelFunc(func() error { return s.canPlaceThrough(c, control) })
+		} else {
+			ch[c.Name] = jobs.ChannelFunc(s.canPlace)
+		}
 	}
 	return ch
 }

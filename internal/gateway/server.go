@@ -37,7 +37,7 @@ type server struct {
 	sec       secrets
 	node      string
 	keys      session.KeyFactory
-	carrier   carrier.Carrier // places and transfers calls; nil when no carrier has an account set
+	carrier   carrier.Carrier // places calls (HANDSET_CARRIER's); nil when it has no account set
 	calls     *call.Manager
 	callCfg   call.Config
 	runner    *jobs.Runner   // nil when this server runs no jobs (simulate)
@@ -51,6 +51,10 @@ type server struct {
 	proxies   []netip.Prefix    // HANDSET_TRUSTED_PROXIES
 	traces    *tracing.Exporter // each call as an OpenTelemetry trace; nil when off
 	dashLive  *dashboard.Live   // the dashboard's live calls; nil when it is not served
+
+	// carriers are the controls of every carrier with an account set, by name: a call's
+	// transfer and callback go through its own.
+	carriers map[string]carrier.Carrier
 }
 
 // serverOptions say which parts of the gateway run.
@@ -87,8 +91,11 @@ func newServer(ctx context.Context, cfg *config.Config, prov providers, st store
 		s.lines.Close()
 		return nil, err
 	}
-	if s.carrier, err = configuredCarrier(cfg, log, st); err != nil {
+	if s.carriers, err = configuredCarriers(cfg, log, st); err != nil {
 		return fail(err)
+	}
+	if c, ok := registry.ChosenCarrier(cfg); ok {
+		s.carrier = s.carriers[c.Name]
 	}
 	if o.jobs {
 		if s.runner, err = s.buildRunner(); err != nil {
@@ -262,15 +269,23 @@ func (s *server) serve(ctx context.Context, ln net.Listener, ready func(string))
 	return nil
 }
 
-// configuredCarrier is the control of calls of the first carrier in the catalogue whose
-// account the settings give; nil when none has one (browser calls only).
-func configuredCarrier(cfg *config.Config, log *slog.Logger, st store.Store) (carrier.Carrier, error) {
-	if c, ok := placingCarrier(cfg); ok && c.Configured(cfg) {
+// configuredCarriers are the controls of calls of every carrier whose account the settings
+// give, by name; empty when none has one (browser calls only).
+func configuredCarriers(cfg *config.Config, log *slog.Logger, st store.Store) (map[string]carrier.Carrier, error) {
+	out := map[string]carrier.Carrier{}
+	for _, c := range registry.All[registry.Carrier]() {
+		if !c.Configured(cfg) {
+			continue
+		}
 		b := buildOf(cfg, "", log)
 		b.Memory = memoriesOf(st)
-		return c.New(b)
+		control, err := c.New(b)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", c.Title, err)
+		}
+		out[c.Name] = control
 	}
-	return nil, nil
+	return out, nil
 }
 
 // mountCarriers serves every carrier's webhooks and media streams, configured or not (its

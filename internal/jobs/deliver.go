@@ -43,7 +43,8 @@ var (
 )
 
 // PlanDelivery works out how to reach the person req names: their most recent call on a
-// channel that can deliver later, called back on the same number.
+// channel that can deliver later, called back on the same number through the same carrier
+// (the call job falls back to the default carrier when that one has no account).
 func PlanDelivery(ctx context.Context, st store.Store, channels map[string]Channel, req DeliverRequest) (CallJob, error) {
 	msg := strings.TrimSpace(req.Message)
 	switch {
@@ -76,7 +77,7 @@ func PlanDelivery(ctx context.Context, st store.Store, channels map[string]Chann
 			why = append(why, reason)
 			continue
 		}
-		return CallJob{To: number, FirstMessage: msg, Deliver: true, SessionKey: key, OnMachine: "message"}, nil
+		return CallJob{To: number, FirstMessage: msg, Deliver: true, SessionKey: key, OnMachine: "message", Carrier: c.Carrier}, nil
 	}
 	if len(calls) == 0 {
 		return CallJob{}, fmt.Errorf("%w: caller %s has no calls on record", ErrUnknownRecipient, voice.Clip(hash, voice.EchoLimit))

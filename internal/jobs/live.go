@@ -89,10 +89,34 @@ func (a AllowList) Allows(number string) bool {
 
 // Transfers runs transfer jobs on the node holding the call.
 type Transfers struct {
-	Calls    LiveCalls
-	Carrier  carrier.Carrier // nil when no carrier is configured
-	Allow    AllowList
-	CallerID string // shown to the person dialled; empty: the carrier's default
+	Calls LiveCalls
+	// Carriers are the controls of the configured carriers, by name: a call is transferred
+	// through the carrier it came in on.
+	Carriers map[string]carrier.Carrier
+	// NoAccount says what a carrier without an account needs, for the refusal: "set X and
+	// Y"; "" (or a nil NoAccount): the refusal says only that the call cannot be transferred.
+	NoAccount func(carrierName string) string
+	Allow     AllowList
+	CallerID  string // shown to the person dialled; empty: the carrier's default
+}
+
+// carrierOf is the control that can transfer the call info describes: its own carrier's,
+// or the refusal that says why there is none.
+func (t *Transfers) carrierOf(info voice.LegInfo) (carrier.Carrier, error) {
+	if info.CarrierRef == "" { // no carrier holds the call (the browser page)
+		return nil, fmt.Errorf("%w: a %s call cannot be transferred", ErrRefused, info.Carrier)
+	}
+	if c := t.Carriers[info.Carrier]; c != nil {
+		return c, nil
+	}
+	var need string
+	if t.NoAccount != nil {
+		need = t.NoAccount(info.Carrier)
+	}
+	if need == "" { // a carrier this binary does not know
+		return nil, fmt.Errorf("%w: a %s call cannot be transferred", ErrRefused, info.Carrier)
+	}
+	return nil, fmt.Errorf("%w: transfers of %s calls need its REST API: %s", ErrRefused, info.Carrier, need)
 }
 
 // Run checks the number against the allow-list and has the carrier dial it, journaling
@@ -117,13 +141,8 @@ func (t *Transfers) Run(ctx context.Context, l *Lease) (any, error) {
 		return nil, Permanent(err)
 	}
 	info := c.Info()
-	if t.Carrier == nil {
-		err := fmt.Errorf("%w: transfers need Twilio's REST API: set TWILIO_ACCOUNT_SID and TWILIO_AUTH_TOKEN", ErrRefused)
-		j.Record(l.Now(), obs.Event{Type: obs.TransferRefused, Name: to, Message: err.Error()})
-		return nil, Permanent(err)
-	}
-	if info.Carrier != t.Carrier.Name() || info.CarrierRef == "" {
-		err := fmt.Errorf("%w: a %s call cannot be transferred", ErrRefused, info.Carrier)
+	through, err := t.carrierOf(info)
+	if err != nil {
 		j.Record(l.Now(), obs.Event{Type: obs.TransferRefused, Name: to, Message: err.Error()})
 		return nil, Permanent(err)
 	}
@@ -131,7 +150,7 @@ func (t *Transfers) Run(ctx context.Context, l *Lease) (any, error) {
 	// call's journal) before it answers.
 	j.Record(l.Now(), obs.Event{Type: obs.TransferStarted, Name: to})
 	c.Transferring(true)
-	if err := t.Carrier.Transfer(ctx, info.CarrierRef, to, t.CallerID); err != nil {
+	if err := through.Transfer(ctx, info.CarrierRef, to, t.CallerID); err != nil {
 		c.Transferring(false)
 		j.Record(l.Now(), obs.Event{Type: obs.TransferFailed, Name: to, Message: err.Error()})
 		return nil, Permanent(fmt.Errorf("the carrier did not transfer the call: %w", err))

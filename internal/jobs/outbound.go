@@ -36,6 +36,9 @@ type CallJob struct {
 	// OnMachine is what to do when a machine answers: hangup, message or talk (default
 	// HANDSET_MACHINE_DETECTION for calls, message for deliveries).
 	OnMachine string `json:"on_machine,omitempty"`
+	// Carrier places the call when it is configured (a callback goes through the carrier
+	// the person called on); empty or unconfigured: the Calls' Dialer.
+	Carrier string `json:"carrier,omitempty"`
 }
 
 // CallResult is a finished call job's result.
@@ -57,12 +60,15 @@ type callProgress struct {
 	CallID   voice.CallID `json:"call_id"`
 	SID      string       `json:"sid,omitempty"`
 	PlacedAt time.Time    `json:"placed_at,omitzero"`
+	// Carrier placed the call and follows it; empty in a checkpoint written before calls
+	// could go through several carriers: the Dialer.
+	Carrier string `json:"carrier,omitempty"`
 }
 
 // Calls runs outbound call jobs.
 type Calls struct {
 	Store       store.Store
-	Dialer      carrier.Carrier // places the calls and follows them
+	Dialer      carrier.Carrier // places the calls and follows them (HANDSET_CARRIER's)
 	PublicURL   string          // HANDSET_PUBLIC_URL: where the carrier reaches this cluster
 	From        string          // HANDSET_PHONE_NUMBER
 	Agent       string          // the runtime's name, for the call record
@@ -79,6 +85,10 @@ type Calls struct {
 	// of a call its previous owner may have placed just before dying (default 15s).
 	AdoptWait time.Duration
 	Logger    *slog.Logger
+
+	// Dialers are every configured carrier by name, for the jobs that name theirs
+	// (CallJob.Carrier); nil: the Dialer places every call.
+	Dialers map[string]carrier.Carrier
 }
 
 // Timings of a call job.
@@ -125,9 +135,9 @@ func (c *Calls) place(ctx context.Context, l *Lease, job CallJob, p *callProgres
 		return Permanent(err)
 	}
 	if p.CallID == "" {
-		p.CallID = voice.NewCallID()
+		p.CallID, p.Carrier = voice.NewCallID(), c.dialer(job.Carrier).Name()
 		if err := c.Store.StartCall(ctx, store.Call{
-			ID: p.CallID, Carrier: c.Dialer.Name(), Direction: voice.Outbound, From: from, To: to,
+			ID: p.CallID, Carrier: p.Carrier, Direction: voice.Outbound, From: from, To: to,
 			CallerHash: session.CallerHash(c.HashSecret, to), Agent: c.Agent, Node: l.Owner(),
 			StartedAt: l.Now(), JobID: l.Job.ID,
 		}); err != nil {
@@ -147,7 +157,7 @@ func (c *Calls) place(ctx context.Context, l *Lease, job CallJob, p *callProgres
 	if policy == "" {
 		policy = c.OnMachine
 	}
-	info, err := c.Dialer.Dial(ctx, carrier.Dial{
+	info, err := c.dialer(p.Carrier).Dial(ctx, carrier.Dial{
 		CallID: p.CallID, To: to, From: from, PublicURL: c.PublicURL,
 		OnMachine: policy, RingTimeout: c.RingTimeout, MaxDuration: c.MaxCall,
 	})
@@ -163,6 +173,14 @@ func (c *Calls) place(ctx context.Context, l *Lease, job CallJob, p *callProgres
 		log.Warn("call placed but its carrier id was not saved", "err", err)
 	}
 	return nil
+}
+
+// dialer is the configured carrier called name, or the Dialer when there is none.
+func (c *Calls) dialer(name string) carrier.Carrier {
+	if d := c.Dialers[name]; d != nil {
+		return d
+	}
+	return c.Dialer
 }
 
 // placeFailed classifies a refused Dial: what the carrier refuses as bad (an unverified
@@ -216,7 +234,7 @@ func (c *Calls) waitEnd(ctx context.Context, l *Lease, p callProgress) (store.Ca
 		}
 		now := l.Now()
 		if !endedAt.IsZero() && now.Sub(endedAt) >= endGrace {
-			info, err := c.Dialer.Call(ctx, p.SID)
+			info, err := c.dialer(p.Carrier).Call(ctx, p.SID)
 			if err == nil {
 				if err := c.Store.EndCall(ctx, p.CallID, now, string(info.Status)); err != nil { // completed, busy, no-answer, …
 					return store.Call{}, err
@@ -226,7 +244,7 @@ func (c *Calls) waitEnd(ctx context.Context, l *Lease, p callProgress) (store.Ca
 		}
 		if endedAt.IsZero() && !now.Before(nextCheck) {
 			nextCheck = now.Add(carrierCheck)
-			if info, err := c.Dialer.Call(ctx, p.SID); err == nil && info.Status.Ended() {
+			if info, err := c.dialer(p.Carrier).Call(ctx, p.SID); err == nil && info.Status.Ended() {
 				endedAt = now
 			}
 		}
@@ -243,7 +261,7 @@ func (c *Calls) outcome(ctx context.Context, l *Lease, job CallJob, p callProgre
 	if d := rec.EndedAt.Sub(rec.StartedAt); d > 0 {
 		res.Seconds = int(d.Round(time.Second) / time.Second)
 	}
-	if info, err := c.Dialer.Call(ctx, p.SID); err == nil {
+	if info, err := c.dialer(p.Carrier).Call(ctx, p.SID); err == nil {
 		res.AnsweredBy = string(info.AnsweredBy)
 		if info.Duration > 0 {
 			res.Seconds = int(info.Duration / time.Second)

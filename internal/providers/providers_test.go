@@ -78,7 +78,7 @@ func TestHintsNameSettings(t *testing.T) {
 				t.Errorf("%s: hint variable %s is not a setting", label(p), v)
 			}
 		}
-		for _, text := range []string{h.KeyFix, h.ModelFix, h.SlowFix, h.URLHint} {
+		for _, text := range []string{h.KeyFix, h.ModelFix, h.SlowFix, h.URLHint, h.NoMediaFix} {
 			for _, w := range settingWord.FindAllString(text, -1) {
 				if !known(w) {
 					t.Errorf("%s: advice names %s, which is not a setting: %q", label(p), w, text)
@@ -94,7 +94,7 @@ func TestChoicesAreTheRegisteredProviders(t *testing.T) {
 	choosing := map[string]registry.Kind{
 		"HANDSET_STT": registry.KindSTT, "HANDSET_STT_FALLBACK": registry.KindSTT,
 		"HANDSET_TTS": registry.KindTTS, "HANDSET_TTS_FALLBACK": registry.KindTTS,
-		"HANDSET_VAD": registry.KindVAD,
+		"HANDSET_VAD": registry.KindVAD, registry.CarrierChoice: registry.KindCarrier,
 	}
 	for _, s := range config.Settings() {
 		kind, ok := choosing[s.Env]
@@ -215,6 +215,25 @@ func TestEnergyVADBuiltFromSettingsEndsSpeechAsSet(t *testing.T) {
 
 // Every carrier serves its calls' routes and says what the number commands need: the
 // gateway and the commands call these without asking.
+// A carrier's declared settings and the ones it requires together are settings it says it
+// reads, and the table has them.
+func TestCarriersDeclareTheirSettings(t *testing.T) {
+	for _, c := range registry.All[registry.Carrier]() {
+		for _, d := range c.Declares {
+			if !slices.Contains(c.Settings, d.Env) || !config.IsSetting(d.Env) {
+				t.Errorf("carrier %s declares %s, which is not among its Settings or not in the table", c.Name, d.Env)
+			}
+		}
+		for _, group := range c.RequireTogether {
+			for _, env := range group {
+				if !slices.Contains(c.Settings, env) {
+					t.Errorf("carrier %s requires %s with %v, which is not among its Settings", c.Name, env, group)
+				}
+			}
+		}
+	}
+}
+
 func TestCarriersHaveAnInboundSideAndNumbers(t *testing.T) {
 	for _, c := range registry.All[registry.Carrier]() {
 		n := c.Numbers

@@ -70,7 +70,8 @@ type Carrier struct {
 	// hides its secrets. The names belong in About.Settings too.
 	Declares []CarrierSetting
 	// RequireTogether are groups of settings meaningless alone: when one of a group is set,
-	// the configuration refuses to load until every other one is, naming the one missing.
+	// the checks the commands that use a carrier run (serve, doctor, test) fail until every
+	// other one is, naming the one missing.
 	RequireTogether [][]string
 }
 

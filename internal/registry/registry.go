@@ -196,3 +196,32 @@ func Names(k Kind) []string {
 
 // OfflineTestFix is the TestFix of the offline engines: whether this binary has them.
 const OfflineTestFix = "run `handset version` to see which offline engines this binary has; ./scripts/setup.sh installs them"
+
+// CarrierChoice is the setting that names the carrier outbound calls, callbacks and the
+// number commands go through when several are configured.
+const CarrierChoice = "HANDSET_CARRIER"
+
+// ChosenCarrier is the carrier outbound calls, callbacks and the number commands go
+// through: the one CarrierChoice names; else the first the settings configure; else the
+// first whose set-up is begun; else the catalogue's first, whose set-up the messages then
+// describe. False when the binary has no carrier.
+func ChosenCarrier(s Settings) (Carrier, bool) {
+	all := All[Carrier]()
+	if len(all) == 0 {
+		return Carrier{}, false
+	}
+	if name := s.Value(CarrierChoice); name != "" {
+		if i := slices.IndexFunc(all, func(c Carrier) bool { return c.Name == name }); i >= 0 {
+			return all[i], true
+		}
+	}
+	for _, ready := range []func(Carrier) bool{
+		func(c Carrier) bool { return c.Configured != nil && c.Configured(s) },
+		func(c Carrier) bool { return c.Started != nil && c.Started(s) },
+	} {
+		if i := slices.IndexFunc(all, ready); i >= 0 {
+			return all[i], true
+		}
+	}
+	return all[0], true
+}
