@@ -64,3 +64,13 @@ func (r *rig) call(ctx context.Context, opts simkit.CallOptions) phone.Phone {
 	}
 	return c
 }
+
+// place is a default inbound call: through the rig's carrier kit when it has one, else as
+// Twilio would (rig.dial).
+func (r *rig) place(ctx context.Context) phone.Phone {
+	r.t.Helper()
+	if r.vendor != nil {
+		return r.call(ctx, simkit.CallOptions{})
+	}
+	return r.dial(ctx)
+}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/handset-voice/handset/internal/obs"
+	"github.com/handset-voice/handset/internal/sim/simkit"
 	"github.com/handset-voice/handset/internal/sim/twiliocaller"
 	"github.com/handset-voice/handset/internal/testpeer"
 )
@@ -108,7 +109,7 @@ func awaitJournal(t *testing.T, r *rig, typ string) {
 func talkTurns(t *testing.T, r *rig, turns int) {
 	t.Helper()
 	ctx := context.Background()
-	c := r.dial(ctx)
+	c := r.place(ctx)
 	waitMark(ctx, t, c, "t0-end")
 	for i := 1; i <= turns; i++ {
 		if err := c.SayAndWait(ctx, speech(1200*time.Millisecond, int64(90+i))); err != nil {
@@ -121,8 +122,12 @@ func talkTurns(t *testing.T, r *rig, turns int) {
 }
 
 func TestTraceAndDiagnoseHealthyCall(t *testing.T) {
+	forEachCarrier(t, testTraceAndDiagnoseHealthyCall)
+}
+
+func testTraceAndDiagnoseHealthyCall(t *testing.T, kit simkit.Kit) {
 	testpeer.Slow(t, "a call in real time")
-	r := startServe(t, []string{"what are your opening hours", "and on sundays"})
+	r := startServeWith(t, kit, []string{"what are your opening hours", "and on sundays"})
 	talkTurns(t, r, 2)
 	expectDiagnosis(t, r, "", obs.Healthy)
 

@@ -98,7 +98,7 @@ type Counters struct {
 	ReceivedBytes  int64 // the mu-law bytes they carried
 	PlayedFrames   int64 // pieces that finished playing or were cut short by a clear: one per AudioPlayed event
 	PlayedBytes    int64 // the mu-law bytes that really played
-	SentFrames     int64 // media frames sent to Handset, one per 20 ms of the call
+	SentFrames     int64 // media messages sent to Handset, one per Info.Frame (20 ms unless the wire says otherwise) of the call
 }
 
 // Snapshot is a consistent copy of a call's recording at one moment. It shares the
