@@ -2,6 +2,7 @@ package carrier
 
 import (
 	"fmt"
+	"net/url"
 	"strings"
 
 	"github.com/handset-voice/handset/internal/voice"
@@ -65,4 +66,27 @@ func NormalizeNumber(s string) (string, error) {
 		return "", fmt.Errorf("%q is not an E.164 number: + then 8 to 15 digits, like +14155550100", voice.Clip(s, 64))
 	}
 	return "+" + d, nil
+}
+
+// SameWebhookURL compares two URLs as a carrier reaches them: scheme and host ignore
+// case and default ports, a trailing slash does not count, and neither does the query.
+func SameWebhookURL(a, b string) bool {
+	ua, errA := url.Parse(a)
+	ub, errB := url.Parse(b)
+	if errA != nil || errB != nil {
+		return a == b
+	}
+	norm := func(u *url.URL) string {
+		scheme := strings.ToLower(u.Scheme)
+		host := strings.ToLower(u.Hostname())
+		port := u.Port()
+		if (scheme == "https" && port == "443") || (scheme == "http" && port == "80") {
+			port = ""
+		}
+		if port != "" {
+			host += ":" + port
+		}
+		return scheme + "://" + host + strings.TrimRight(u.EscapedPath(), "/")
+	}
+	return norm(ua) == norm(ub)
 }

@@ -46,3 +46,20 @@ func TestWebhookURLs(t *testing.T) {
 		t.Errorf("without a public URL: %q, %q", v, s)
 	}
 }
+
+func TestSameWebhookURL(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		same bool
+	}{
+		{"https://Example.com/telnyx/webhook", "https://example.com:443/telnyx/webhook/", true},
+		{"https://example.com/twilio/voice?x=1", "https://example.com/twilio/voice", true},
+		{"http://example.com/twilio/voice", "https://example.com/twilio/voice", false},
+		{"https://example.com:8443/a", "https://example.com/a", false},
+		{"https://example.com/a", "https://example.com/b", false},
+	} {
+		if got := SameWebhookURL(c.a, c.b); got != c.same {
+			t.Errorf("SameWebhookURL(%q, %q) = %v, want %v", c.a, c.b, got, c.same)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/handset-voice/handset/internal/agent/webhook"
 	"github.com/handset-voice/handset/internal/audio/vad/silero"
 	"github.com/handset-voice/handset/internal/audio/vad/webrtc"
+	"github.com/handset-voice/handset/internal/carrier/telnyx"
 	"github.com/handset-voice/handset/internal/carrier/twilio"
 	"github.com/handset-voice/handset/internal/registry"
 	"github.com/handset-voice/handset/internal/stt/deepgram"
@@ -26,6 +27,7 @@ func init() {
 	registry.Register(
 		// carriers
 		twilio.Provider,
+		telnyx.Provider,
 
 		// speech to text
 		deepgram.Provider,

@@ -1,6 +1,7 @@
 package providers
 
 import (
+	"github.com/handset-voice/handset/internal/carrier/telnyx/telnyxsim"
 	"github.com/handset-voice/handset/internal/sim/simkit"
 	"github.com/handset-voice/handset/internal/sim/twiliokit"
 )
@@ -9,4 +10,5 @@ import (
 // for `handset simulate`, `handset bench` and the whole-call tests.
 func init() {
 	simkit.Register(twiliokit.Kit)
+	simkit.Register(telnyxsim.Kit)
 }

@@ -176,7 +176,7 @@ func (p *checkProbes) webhook(ctx context.Context) doctor.Result {
 			cmp.Or(app.WebhookEventURL, "nowhere")), "set HANDSET_PUBLIC_URL to your tunnel's or domain's https address, then "+p.attach())
 	case app.WebhookEventURL == "":
 		return doctor.FailResult("the application has no webhook URL: its calls never reach Handset", p.attach())
-	case !sameEndpoint(app.WebhookEventURL, want):
+	case !carrier.SameWebhookURL(app.WebhookEventURL, want):
 		return doctor.FailResult(fmt.Sprintf("the application's events go to %s, not %s", app.WebhookEventURL, want),
 			p.attach()+" (every number on the application follows)")
 	}
@@ -217,16 +217,4 @@ func (p *checkProbes) publicURL(context.Context) doctor.Result {
 			"serve Handset behind https (a tunnel or a reverse proxy) and set HANDSET_PUBLIC_URL to that address")
 	}
 	return doctor.OKResult(p.s.PublicURL)
-}
-
-// sameEndpoint reports whether two webhook URLs name the same endpoint: scheme and host
-// compared without case, and a trailing slash of the path ignored.
-func sameEndpoint(a, b string) bool {
-	ua, errA := url.Parse(a)
-	ub, errB := url.Parse(b)
-	if errA != nil || errB != nil {
-		return a == b
-	}
-	return strings.EqualFold(ua.Scheme, ub.Scheme) && strings.EqualFold(ua.Host, ub.Host) &&
-		strings.TrimSuffix(ua.Path, "/") == strings.TrimSuffix(ub.Path, "/") && ua.RawQuery == ub.RawQuery
 }

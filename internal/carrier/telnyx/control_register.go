@@ -25,7 +25,7 @@ const (
 // numbers is Telnyx's number management: one webhook URL per application carries every
 // event, so the voice and status paths are the same.
 var numbers = registry.Numbers{
-	Webhooks:        carrier.Webhooks{VoicePath: WebhookPath, StatusPath: WebhookPath},
+	Webhooks:        carrier.Webhooks{VoicePath: WebhookPath, StatusPath: WebhookPath, Same: carrier.SameWebhookURL},
 	Open:            openAccount,
 	Explain:         explain,
 	AccountID:       func(s registry.Settings) string { return strings.TrimSpace(s.Value("TELNYX_CONNECTION_ID")) },

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/handset-voice/handset/internal/carrier"
+	"github.com/handset-voice/handset/internal/doctor"
 	"github.com/handset-voice/handset/internal/registry"
 )
 
@@ -23,6 +24,18 @@ var Provider = registry.Carrier{
 			KeyFix:   "Set TELNYX_API_KEY and TELNYX_PUBLIC_KEY from " + PortalKeys + ", and TELNYX_CONNECTION_ID from " + PortalApplications + ".",
 			NoMediaFix: "Telnyx opened the media stream but sent no media frames: check that the WebSocket to " + StreamPath +
 				" passes through every proxy or tunnel in both directions (HANDSET_PUBLIC_URL is the address in the answer command), and that the caller did not hang up at once."},
+		Checks: func(p registry.Probe) []doctor.Check {
+			s := p.Settings
+			return Checks(CheckSettings{
+				Section:           p.Section,
+				REST:              restOptions(s),
+				PublicKey:         s.Value("TELNYX_PUBLIC_KEY"),
+				PhoneNumber:       s.Value("HANDSET_PHONE_NUMBER"),
+				PublicURL:         s.Value("HANDSET_PUBLIC_URL"),
+				PublicPlaceholder: p.PublicURLPlaceholder,
+				Origin:            s.Source,
+			})
+		},
 	},
 	Declares:        settings,
 	RequireTogether: [][]string{{"TELNYX_API_KEY", "TELNYX_PUBLIC_KEY", "TELNYX_CONNECTION_ID"}},

@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strings"
 
+	"github.com/handset-voice/handset/internal/carrier"
 	"github.com/handset-voice/handset/internal/doctor"
 	"github.com/handset-voice/handset/internal/voice"
 )
@@ -170,35 +170,12 @@ func (p *probes) voiceWebhook(ctx context.Context) doctor.Result {
 			"set HANDSET_PUBLIC_URL, then "+attach)
 	case n.VoiceURL == "":
 		return fail(fmt.Sprintf("%s has no voice webhook: its calls never reach Handset", n.PhoneNumber), attach)
-	case !SameWebhookURL(n.VoiceURL, want):
+	case !carrier.SameWebhookURL(n.VoiceURL, want):
 		return fail(fmt.Sprintf("calls to %s go to %s, not %s", n.PhoneNumber, n.VoiceURL, want), attach)
 	case n.VoiceMethod != "" && !strings.EqualFold(n.VoiceMethod, http.MethodPost):
 		return fail(fmt.Sprintf("Twilio calls the webhook with %s; Handset answers POST", n.VoiceMethod), attach)
 	}
 	return ok(fmt.Sprintf("calls to %s go to %s", n.PhoneNumber, want))
-}
-
-// SameWebhookURL compares two URLs as Twilio would reach them: scheme and host ignore
-// case and default ports, a trailing slash does not count, and neither does the query.
-func SameWebhookURL(a, b string) bool {
-	ua, errA := url.Parse(a)
-	ub, errB := url.Parse(b)
-	if errA != nil || errB != nil {
-		return a == b
-	}
-	norm := func(u *url.URL) string {
-		scheme := strings.ToLower(u.Scheme)
-		host := strings.ToLower(u.Hostname())
-		port := u.Port()
-		if (scheme == "https" && port == "443") || (scheme == "http" && port == "80") {
-			port = ""
-		}
-		if port != "" {
-			host += ":" + port
-		}
-		return scheme + "://" + host + strings.TrimRight(u.EscapedPath(), "/")
-	}
-	return norm(ua) == norm(ub)
 }
 
 func ok(detail string) doctor.Result   { return doctor.Result{Status: doctor.OK, Detail: detail} }

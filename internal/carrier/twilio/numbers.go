@@ -12,7 +12,7 @@ import (
 
 // numbers is what `handset numbers` and `handset attach-number` need of Twilio.
 var numbers = registry.Numbers{
-	Webhooks:        carrier.Webhooks{VoicePath: VoicePath, StatusPath: StatusPath, Same: SameWebhookURL},
+	Webhooks:        carrier.Webhooks{VoicePath: VoicePath, StatusPath: StatusPath, Same: carrier.SameWebhookURL},
 	Open:            openAccount,
 	Explain:         explain,
 	AccountID:       func(s registry.Settings) string { return strings.TrimSpace(s.Value("TWILIO_ACCOUNT_SID")) },
