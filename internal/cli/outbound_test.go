@@ -7,8 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,7 +17,8 @@ import (
 	"github.com/handset-voice/handset/internal/obs"
 	"github.com/handset-voice/handset/internal/sim/fakehermes"
 	"github.com/handset-voice/handset/internal/sim/faketwilio"
-	"github.com/handset-voice/handset/internal/sim/twiliocaller"
+	"github.com/handset-voice/handset/internal/sim/phone"
+	"github.com/handset-voice/handset/internal/sim/simkit"
 	"github.com/handset-voice/handset/internal/store"
 	"github.com/handset-voice/handset/internal/testpeer"
 	"github.com/handset-voice/handset/internal/voice"
@@ -34,11 +33,16 @@ const (
 	transferBad = "+19005550000"
 )
 
-// outRig is serve with a fake Twilio REST API that places its outbound calls.
+// outRig is serve with a fake carrier placing its outbound calls: a carrier kit's vendor
+// (startOutboundWith: rig.kit and rig.vendor), or the fake Twilio REST API itself
+// (startOutbound, for the tests not yet run per carrier).
 type outRig struct {
 	*rig
-	tw    *faketwilio.Server
-	token string // the API token
+	tw    *faketwilio.Server // startOutbound's; nil on a kit's rig
+	token string             // the API token
+	// inbound records the vendor's requests to Handset and outbound Handset's to the
+	// vendor's API (a kit's rig only).
+	inbound, outbound *tap
 }
 
 func startOutbound(t *testing.T, answer func(to string) faketwilio.Answer, transcripts []string, extra ...string) *outRig {
@@ -58,12 +62,9 @@ func startOutbound(t *testing.T, answer func(to string) faketwilio.Answer, trans
 		"HANDSET_TWILIO_API_URL=" + twSrv.URL, "HANDSET_PHONE_NUMBER=" + ourNumber,
 		"HANDSET_SESSION_KEY_FROM=caller_hash", "HANDSET_TRANSFER_ALLOW=" + transferOK,
 	}, extra...)
-	r := startServe(t, transcripts, settings...)
-	token, err := os.ReadFile(filepath.Join(r.dataDir, "api-token"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &outRig{rig: r, tw: tw, token: strings.TrimSpace(string(token))}
+	o := newOutRig(t, startServe(t, transcripts, settings...))
+	o.tw = tw
+	return o
 }
 
 // api sends a request to /api with the token and decodes the JSON answer into out.
@@ -127,11 +128,14 @@ func (o *outRig) waitJob(id int64) apiJob {
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
-// The API places a call as a job: Twilio is asked with machine detection and status
-// callbacks, the callee hears the message, the store keeps the call and its transcript.
-// `handset call --wait` does the same from the command line; bad input is refused.
-func TestOutboundCalls(t *testing.T) {
-	o := startOutbound(t, nil, nil)
+// The API places a call as a job: the carrier is asked with machine detection and its
+// webhooks are answered, the callee hears the message, the store keeps the call and its
+// transcript. `handset call --wait` does the same from the command line; bad input is
+// refused.
+func TestOutboundCalls(t *testing.T) { forEachCarrier(t, testOutboundCalls) }
+
+func testOutboundCalls(t *testing.T, kit simkit.Kit) {
+	o := startOutboundWith(t, kit, nil, nil)
 	var queued apiJob
 	if code := o.api("POST", "/api/calls?wait=60s", map[string]any{"to": "+1 (555) 010-2000", "message": "Hi, this is your reminder."}, &queued); code != 200 {
 		t.Fatalf("POST /api/calls = %d %+v\n%s", code, queued, o.logs.String())
@@ -140,18 +144,15 @@ func TestOutboundCalls(t *testing.T) {
 	if err := json.Unmarshal(queued.Result, &res); err != nil || queued.State != "completed" {
 		t.Fatalf("job %s %s %q", queued.State, queued.Result, queued.Error)
 	}
-	if res.Outcome != "caller_hangup" || res.AnsweredBy != "human" || !strings.HasPrefix(res.CallSID, "CA") {
-		t.Errorf("result = %+v: want the callee to hang up after a human answered", res)
+	calls := o.vendor.Calls()
+	if len(calls) != 1 || calls[0].To != alice || calls[0].From != ourNumber {
+		t.Fatalf("%s saw %+v", kit.Name(), calls)
 	}
-	calls := o.tw.Calls()
-	if len(calls) != 1 || calls[0].To != alice || calls[0].From != ourNumber || calls[0].MachineDetection != "Enable" {
-		t.Fatalf("Twilio saw %+v", calls)
+	if res.Outcome != "caller_hangup" || res.AnsweredBy != "human" || res.CallSID != calls[0].Ref {
+		t.Errorf("result = %+v: want the callee to hang up after a human answered, on call %s", res, calls[0].Ref)
 	}
-	for _, cb := range calls[0].Callbacks {
-		if cb.Status/100 != 2 {
-			t.Errorf("status callback %s answered %d %s", cb.Event, cb.Status, cb.Err)
-		}
-	}
+	o.detectionAsked(t, "hangup")
+	o.webhooksAnswered(t)
 	var c apiCall
 	o.api("GET", "/api/calls/"+string(res.CallID)+"?view=admin", nil, &c)
 	if c.Direction != "outbound" || c.To != alice || c.Outcome != "caller_hangup" || c.JobID != queued.ID || c.CallerHash == "" {
@@ -170,8 +171,8 @@ func TestOutboundCalls(t *testing.T) {
 	if code != 0 || !strings.Contains(out, `"completed"`) || !strings.Contains(out, bob) {
 		t.Errorf("handset call --wait = %d:\n%s", code, out)
 	}
-	if len(o.tw.Calls()) != 2 {
-		t.Errorf("Twilio saw %d calls, want 2", len(o.tw.Calls()))
+	if n := len(o.vendor.Calls()); n != 2 {
+		t.Errorf("%s saw %d calls, want 2", kit.Name(), n)
 	}
 	if code, out := runCmd(t, env, "call", "555-0100"); code != 2 || !strings.Contains(out, "country code") {
 		t.Errorf("a number without a country code: %d %s", code, out)
@@ -193,12 +194,14 @@ func TestOutboundCalls(t *testing.T) {
 func (o *outRig) env() []string { return o.environ }
 
 // A busy callee is called again later; a machine is hung up on (the default policy).
-func TestOutboundBusyAndMachine(t *testing.T) {
-	o := startOutbound(t, func(to string) faketwilio.Answer {
+func TestOutboundBusyAndMachine(t *testing.T) { forEachCarrier(t, testOutboundBusyAndMachine) }
+
+func testOutboundBusyAndMachine(t *testing.T, kit simkit.Kit) {
+	o := startOutboundWith(t, kit, func(to string) simkit.Callee {
 		if to == bob {
-			return faketwilio.Answer{AnsweredBy: "machine_start"}
+			return simkit.Callee{Outcome: simkit.Machine}
 		}
-		return faketwilio.Answer{Outcome: faketwilio.OutcomeBusy}
+		return simkit.Callee{Outcome: simkit.Busy}
 	}, nil)
 	var busy, machine apiJob
 	o.api("POST", "/api/calls", map[string]any{"to": alice, "attempts": 2}, &busy)
@@ -224,12 +227,14 @@ func TestOutboundBusyAndMachine(t *testing.T) {
 }
 
 // A transfer to a number off the allow-list is refused and journaled; one on it has
-// Twilio dial it and the call ends as transferred.
-func TestTransferAllowList(t *testing.T) {
+// the carrier dial it and the call ends as transferred.
+func TestTransferAllowList(t *testing.T) { forEachCarrier(t, testTransferAllowList) }
+
+func testTransferAllowList(t *testing.T, kit simkit.Kit) {
 	onLine := make(chan struct{})
-	o := startOutbound(t, func(string) faketwilio.Answer {
-		return faketwilio.Answer{Talk: func(ctx context.Context, c *twiliocaller.Call) error {
-			_ = c.WaitFor(ctx, func(s twiliocaller.Snapshot) bool { return hasPlayedMark(s, "t0-end") })
+	o := startOutboundWith(t, kit, func(string) simkit.Callee {
+		return simkit.Callee{Talk: func(ctx context.Context, c phone.Phone) error {
+			_ = c.WaitFor(ctx, func(s phone.Snapshot) bool { return hasPlayedMark(s, "t0-end") })
 			close(onLine)
 			<-ctx.Done() // stays until Handset moves the call
 			return nil
@@ -262,8 +267,8 @@ func TestTransferAllowList(t *testing.T) {
 	if res.Outcome != "transferred" {
 		t.Errorf("call ended %q, want transferred", res.Outcome)
 	}
-	if got := o.tw.Calls()[0].TransferredTo; got != transferOK {
-		t.Errorf("Twilio dialled %q, want %s", got, transferOK)
+	if got := o.outboundCall(1).TransferredTo; got != transferOK {
+		t.Errorf("%s dialled %q, want %s", kit.Name(), got, transferOK)
 	}
 	events := journalOf(t, o.rig, id)
 	for _, want := range []string{obs.TransferRequested, obs.TransferRefused, obs.TransferStarted} {
@@ -281,9 +286,11 @@ func TestTransferAllowList(t *testing.T) {
 
 // A delivery for nobody Handset knows is refused with the reason; for a caller who called
 // before, Handset calls them back on their number and speaks the message.
-func TestDeliver(t *testing.T) {
+func TestDeliver(t *testing.T) { forEachCarrier(t, testDeliver) }
+
+func testDeliver(t *testing.T, kit simkit.Kit) {
 	testpeer.Slow(t, "outbound calls held for seconds")
-	o := startOutbound(t, func(string) faketwilio.Answer { return faketwilio.Answer{Hold: 3 * time.Second} }, []string{"remind me later"})
+	o := startOutboundWith(t, kit, func(string) simkit.Callee { return simkit.Callee{Hold: 3 * time.Second} }, []string{"remind me later"})
 	var e map[string]string
 	if code := o.api("POST", "/api/deliver", map[string]any{"session_key": "handset:ch_nobody", "message": "Your order shipped."}, &e); code != 404 ||
 		!strings.Contains(e["error"], "no caller is known") {
@@ -307,10 +314,11 @@ func TestDeliver(t *testing.T) {
 	if res.Delivered != "spoken" {
 		t.Errorf("delivery result %+v %q, want spoken", res, queued.Error)
 	}
-	calls := o.tw.Calls()
-	if len(calls) != 1 || calls[0].To != alice || calls[0].MachineDetection != "DetectMessageEnd" {
-		t.Fatalf("Twilio calls: %+v", calls)
+	calls := o.vendor.Calls()
+	if len(calls) != 1 || calls[0].To != alice {
+		t.Fatalf("%s calls: %+v", kit.Name(), calls)
 	}
+	o.detectionAsked(t, "message")
 	var c apiCall
 	o.api("GET", "/api/calls/"+string(res.CallID), nil, &c)
 	if len(c.Transcript) == 0 || c.Transcript[0].Text != "Your order has shipped." || c.CallerHash != hash {
@@ -320,9 +328,11 @@ func TestDeliver(t *testing.T) {
 
 // A delivery that reaches an answering machine leaves the message after the beep and
 // hangs up once it has played.
-func TestDeliverToVoicemail(t *testing.T) {
-	o := startOutbound(t, func(string) faketwilio.Answer {
-		return faketwilio.Answer{AnsweredBy: "machine_end_beep", Hold: 20 * time.Second}
+func TestDeliverToVoicemail(t *testing.T) { forEachCarrier(t, testDeliverToVoicemail) }
+
+func testDeliverToVoicemail(t *testing.T, kit simkit.Kit) {
+	o := startOutboundWith(t, kit, func(string) simkit.Callee {
+		return simkit.Callee{Outcome: simkit.Voicemail, Hold: 20 * time.Second}
 	}, []string{"hello"})
 	callerTurns(context.Background(), t, o.rig, alice, 1, 0)
 	var list struct{ Calls []apiCall }
@@ -338,7 +348,9 @@ func TestDeliverToVoicemail(t *testing.T) {
 
 // A live call's conversation is handed to the runtime's webhook with its transcript and
 // session key, and the call ends when asked.
-func TestHandoffToAnotherChannel(t *testing.T) {
+func TestHandoffToAnotherChannel(t *testing.T) { forEachCarrier(t, testHandoffToAnotherChannel) }
+
+func testHandoffToAnotherChannel(t *testing.T, kit simkit.Kit) {
 	var mu sync.Mutex
 	var got []jobs.Handoff
 	var auth, idem string
@@ -351,10 +363,10 @@ func TestHandoffToAnotherChannel(t *testing.T) {
 		mu.Unlock()
 	}))
 	defer hook.Close()
-	o := startOutbound(t, nil, []string{"send me the details on telegram"},
+	o := startOutboundWith(t, kit, nil, []string{"send me the details on telegram"},
 		"HANDSET_HANDOFF_URL="+hook.URL, "HANDSET_HANDOFF_KEY=hook-key")
 	ctx := context.Background()
-	c := o.dial(ctx, func(op *twiliocaller.Options) { op.From = alice })
+	c := o.placeFrom(ctx, alice)
 	waitMark(ctx, t, c, "t0-end")
 	if err := c.SayAndWait(ctx, speech(1200*time.Millisecond, 7)); err != nil {
 		t.Fatal(err)
@@ -400,12 +412,14 @@ func TestHandoffToAnotherChannel(t *testing.T) {
 
 // A caller who calls twice reaches the same session on the runtime, and the store keeps it
 // (GET /api/sessions/{key}); another caller has their own.
-func TestCallersKeepTheirSession(t *testing.T) {
+func TestCallersKeepTheirSession(t *testing.T) { forEachCarrier(t, testCallersKeepTheirSession) }
+
+func testCallersKeepTheirSession(t *testing.T, kit simkit.Kit) {
 	testpeer.Slow(t, "several calls in real time")
 	h := fakehermes.New(fakehermes.Options{Key: "hermes-key-0123456789"})
 	hSrv := httptest.NewServer(h)
 	t.Cleanup(func() { h.Close(); hSrv.Close() })
-	o := startOutbound(t, nil, []string{"hello again"},
+	o := startOutboundWith(t, kit, nil, []string{"hello again"},
 		"HANDSET_AGENT=hermes", "HANDSET_AGENT_URL="+hSrv.URL+"/v1", "HANDSET_AGENT_KEY=hermes-key-0123456789")
 	ctx := context.Background()
 	callerTurns(ctx, t, o.rig, alice, 1, 0)

@@ -80,7 +80,7 @@ func TestWebhookRuntime(t *testing.T) {
 // up; bargeAfter > 0 talks over reply bargeAfter once its first sentence has played.
 func callerTurns(ctx context.Context, t *testing.T, r *rig, from string, turns int, bargeAfter int) {
 	t.Helper()
-	c := r.dial(ctx, func(o *twiliocaller.Options) { o.From = from })
+	c := r.placeFrom(ctx, from)
 	waitMark(ctx, t, c, "t0-end")
 	for i := 1; i <= turns; i++ {
 		if err := c.SayAndWait(ctx, speech(1200*time.Millisecond, int64(70+i))); err != nil {

@@ -1,0 +1,286 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/handset-voice/handset/internal/registry"
+	"github.com/handset-voice/handset/internal/sim/phone"
+	"github.com/handset-voice/handset/internal/sim/simkit"
+	"github.com/handset-voice/handset/internal/sim/twiliocaller"
+)
+
+// startVendor starts kit's fake vendor for the test, stopped at its end; answer decides
+// the outbound callees (nil: a person who holds a second).
+func startVendor(t *testing.T, kit simkit.Kit, answer func(to string) simkit.Callee) simkit.Vendor {
+	t.Helper()
+	v, err := kit.Start(context.Background(), simkit.VendorOptions{
+		Secret: "test-auth-token", Numbers: []string{ourNumber}, Answer: answer,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := v.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return v
+}
+
+// vendorSettings are the settings that make Handset use v (reached at publicURL) as its
+// carrier: the vendor's own, and HANDSET_CARRIER, since the rig's defaults configure Twilio.
+func vendorSettings(kit simkit.Kit, v simkit.Vendor, publicURL string) []string {
+	return append(v.Settings(publicURL), registry.CarrierChoice+"="+kit.Name())
+}
+
+// startOutboundWith is serve with kit's fake vendor placing the outbound calls, answered
+// as answer says. The vendor reaches Handset through a recording proxy that is Handset's
+// public URL (outRig.inbound), and Handset reaches the vendor's API through another
+// (outRig.outbound), so tests read both sides of the wire.
+func startOutboundWith(t *testing.T, kit simkit.Kit, answer func(to string) simkit.Callee, transcripts []string, extra ...string) *outRig {
+	t.Helper()
+	v := startVendor(t, kit, answer)
+	addr, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	inbound := newTap(t, "http://"+addr)
+	settings, outbound := tapAPI(t, vendorSettings(kit, v, inbound.url()))
+	settings = append(settings,
+		"HANDSET_LISTEN="+addr, "HANDSET_PUBLIC_URL="+inbound.url(),
+		"HANDSET_SESSION_KEY_FROM=caller_hash", "HANDSET_TRANSFER_ALLOW="+transferOK)
+	r := startServe(t, transcripts, append(settings, extra...)...)
+	r.kit, r.vendor = kit, v
+	o := newOutRig(t, r)
+	o.inbound, o.outbound = inbound, outbound
+	return o
+}
+
+// newOutRig is the outbound rig over r, with serve's API token.
+func newOutRig(t *testing.T, r *rig) *outRig {
+	t.Helper()
+	token, err := os.ReadFile(filepath.Join(r.dataDir, "api-token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &outRig{rig: r, token: strings.TrimSpace(string(token))}
+}
+
+// placeFrom places an inbound call from number: through the rig's carrier kit when it
+// has one, else as Twilio would.
+func (r *rig) placeFrom(ctx context.Context, from string) phone.Phone {
+	r.t.Helper()
+	if r.vendor != nil {
+		return r.call(ctx, simkit.CallOptions{From: from})
+	}
+	return r.dial(ctx, func(o *twiliocaller.Options) { o.From = from })
+}
+
+// outboundCall waits for the nth call Handset placed through the vendor (from 1).
+func (o *outRig) outboundCall(n int) simkit.OutboundCall {
+	o.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := o.vendor.WaitCall(ctx, n)
+	if err != nil {
+		o.t.Fatalf("outbound call %d: %v\n%s", n, err, o.logs.String())
+	}
+	return c
+}
+
+// tap is a recording reverse proxy: each request that passes, with the status it got.
+// WebSocket upgrades pass too (recorded with 101).
+type tap struct {
+	srv   *httptest.Server
+	proxy *httputil.ReverseProxy
+	mu    sync.Mutex
+	seen  []tapped
+}
+
+// tapped is one request through a tap.
+type tapped struct {
+	Method, Path string
+	Query        url.Values
+	Body         []byte
+	Status       int // 502 when the target could not be reached
+}
+
+// maxTapped bounds a body a tap keeps; the rigs' requests are far smaller.
+const maxTapped = 1 << 20
+
+type tapEntry struct{}
+
+// newTap proxies to target (scheme and host), keeping the Host the client used, as a
+// load balancer in front of it would; it stops with the test.
+func newTap(t *testing.T, target string) *tap {
+	t.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := &tap{}
+	tp.proxy = &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.SetURL(u)
+			r.Out.Host = r.In.Host
+		},
+		ModifyResponse: func(resp *http.Response) error {
+			tp.record(resp.Request.Context(), resp.StatusCode)
+			return nil
+		},
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			tp.record(r.Context(), http.StatusBadGateway)
+			http.Error(w, err.Error(), http.StatusBadGateway)
+		},
+	}
+	tp.srv = httptest.NewServer(tp)
+	t.Cleanup(tp.srv.Close)
+	return tp
+}
+
+func (tp *tap) url() string { return tp.srv.URL }
+
+func (tp *tap) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxTapped+1))
+	if err != nil || len(body) > maxTapped {
+		http.Error(w, "tap: body unreadable or over 1 MiB", http.StatusRequestEntityTooLarge)
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	e := &tapped{Method: r.Method, Path: r.URL.Path, Query: r.URL.Query(), Body: body}
+	tp.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), tapEntry{}, e)))
+}
+
+func (tp *tap) record(ctx context.Context, status int) {
+	e, ok := ctx.Value(tapEntry{}).(*tapped)
+	if !ok {
+		return
+	}
+	e.Status = status
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	tp.seen = append(tp.seen, *e)
+}
+
+// requests are the requests answered so far, in the order their answers came.
+func (tp *tap) requests() []tapped {
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	return append([]tapped(nil), tp.seen...)
+}
+
+// tapAPI puts a tap in front of the vendor's API: the setting naming its URL (the one
+// ending in _API_URL) points at the tap instead. Nil when the vendor names no API URL.
+func tapAPI(t *testing.T, settings []string) ([]string, *tap) {
+	t.Helper()
+	out := append([]string(nil), settings...)
+	for i, kv := range out {
+		k, v, _ := strings.Cut(kv, "=")
+		if !strings.HasSuffix(k, "_API_URL") {
+			continue
+		}
+		u, err := url.Parse(v)
+		if err != nil || u.Host == "" {
+			t.Fatalf("%s is not a URL: %q", k, v)
+		}
+		tp := newTap(t, u.Scheme+"://"+u.Host)
+		out[i] = k + "=" + tp.url() + u.Path
+		return out, tp
+	}
+	return out, nil
+}
+
+// webhooksAnswered fails t for each request of the vendor's (webhooks, callbacks, stream
+// upgrades) that Handset did not answer with success.
+func (o *outRig) webhooksAnswered(t *testing.T) {
+	t.Helper()
+	if o.inbound == nil {
+		return
+	}
+	for _, rq := range o.inbound.requests() {
+		if rq.Status/100 != 2 && rq.Status != http.StatusSwitchingProtocols {
+			t.Errorf("%s's %s %s answered %d", o.kit.Name(), rq.Method, rq.Path, rq.Status)
+		}
+	}
+}
+
+// dialWire reads a carrier's dial request: which API request places a call, and the
+// answering-machine detection it asked for, in the vendor's words for each policy.
+type dialWire struct {
+	isDial    func(tapped) bool
+	detection func(tapped) string
+	// hangup and message are what Handset must ask for with on_machine hangup (the
+	// default) and message (a delivery).
+	hangup, message string
+}
+
+// dialWires are the carriers whose dial requests the outbound tests read; a carrier not
+// here has its detection left unchecked (logged).
+var dialWires = map[string]dialWire{
+	"twilio": {
+		isDial: func(rq tapped) bool { return rq.Method == http.MethodPost && strings.HasSuffix(rq.Path, "/Calls.json") },
+		detection: func(rq tapped) string {
+			form, _ := url.ParseQuery(string(rq.Body))
+			return form.Get("MachineDetection")
+		},
+		hangup: "Enable", message: "DetectMessageEnd",
+	},
+	"telnyx": {
+		isDial: func(rq tapped) bool { return rq.Method == http.MethodPost && strings.HasSuffix(rq.Path, "/v2/calls") },
+		detection: func(rq tapped) string {
+			var b struct {
+				AMD string `json:"answering_machine_detection"`
+			}
+			_ = json.Unmarshal(rq.Body, &b)
+			return b.AMD
+		},
+		hangup: "detect", message: "detect_beep",
+	},
+}
+
+// detectionAsked checks that Handset's dial requests asked the vendor for the machine
+// detection of policy ("hangup" or "message"), each of them.
+func (o *outRig) detectionAsked(t *testing.T, policy string) {
+	t.Helper()
+	w, ok := dialWires[o.kit.Name()]
+	if !ok || o.outbound == nil {
+		t.Logf("%s: the dial request's machine detection is not read by this test", o.kit.Name())
+		return
+	}
+	want := map[string]string{"hangup": w.hangup, "message": w.message}[policy]
+	dials := 0
+	for _, rq := range o.outbound.requests() {
+		if !w.isDial(rq) {
+			continue
+		}
+		dials++
+		if got := w.detection(rq); got != want {
+			t.Errorf("%s dial %s asked for machine detection %q, want %q (on_machine %s)", o.kit.Name(), rq.Path, got, want, policy)
+		}
+	}
+	if dials == 0 {
+		t.Errorf("no dial request reached %s's API: %s", o.kit.Name(), describeTapped(o.outbound.requests()))
+	}
+}
+
+func describeTapped(rqs []tapped) string {
+	var b strings.Builder
+	for _, rq := range rqs {
+		fmt.Fprintf(&b, "\n  %s %s -> %d", rq.Method, rq.Path, rq.Status)
+	}
+	return b.String()
+}
