@@ -81,13 +81,23 @@ func newOutRig(t *testing.T, r *rig) *outRig {
 }
 
 // placeFrom places an inbound call from number: through the rig's carrier kit when it
-// has one, else as Twilio would.
+// has one (signed for Handset's public URL, when serve has one), else as Twilio would.
 func (r *rig) placeFrom(ctx context.Context, from string) phone.Phone {
 	r.t.Helper()
 	if r.vendor != nil {
-		return r.call(ctx, simkit.CallOptions{From: from})
+		return r.call(ctx, simkit.CallOptions{From: from, PublicURL: r.setting("HANDSET_PUBLIC_URL")})
 	}
 	return r.dial(ctx, func(o *twiliocaller.Options) { o.From = from })
+}
+
+// setting is the value serve was started with for key; "" when unset.
+func (r *rig) setting(key string) string {
+	for _, kv := range r.environ {
+		if k, v, _ := strings.Cut(kv, "="); k == key {
+			return v
+		}
+	}
+	return ""
 }
 
 // outboundCall waits for the nth call Handset placed through the vendor (from 1).
