@@ -13,7 +13,8 @@ import (
 
 	"github.com/handset-voice/handset/internal/sim/fakedeepgram"
 	"github.com/handset-voice/handset/internal/sim/fakeelevenlabs"
-	"github.com/handset-voice/handset/internal/sim/twiliocaller"
+	"github.com/handset-voice/handset/internal/sim/phone"
+	"github.com/handset-voice/handset/internal/sim/simkit"
 	"github.com/handset-voice/handset/internal/store"
 	"github.com/handset-voice/handset/internal/store/postgres"
 	"github.com/handset-voice/handset/internal/store/sqlite"
@@ -23,7 +24,7 @@ import (
 const nodeLostToken = "node-lost-api-token-0123456789abcdef"
 
 // speechFakes starts fake Deepgram and ElevenLabs and returns the settings every node of
-// a test shares: the echo agent, the fakes, Twilio's token, an API token.
+// a test shares: the echo agent, the fakes, an API token (the carrier's come from its kit).
 func speechFakes(t *testing.T) []string {
 	t.Helper()
 	dg := fakedeepgram.New(fakedeepgram.Options{Key: "dg-key"})
@@ -34,18 +35,17 @@ func speechFakes(t *testing.T) []string {
 		"HANDSET_AGENT=echo", "HANDSET_VAD=energy",
 		"HANDSET_STT=deepgram", "DEEPGRAM_API_KEY=dg-key", "HANDSET_DEEPGRAM_URL=" + dgSrv.URL,
 		"HANDSET_TTS=elevenlabs", "ELEVENLABS_API_KEY=el-key", "HANDSET_ELEVENLABS_URL=" + elSrv.URL,
-		"TWILIO_ACCOUNT_SID=AC00000000000000000000000000000000", "TWILIO_AUTH_TOKEN=test-auth-token",
 		"HANDSET_FIRST_MESSAGE=Hello.", "HANDSET_API_TOKEN=" + nodeLostToken,
 		"HANDSET_TRANSFER_ALLOW=+1555*", "HANDSET_DRAIN_TIMEOUT=5s",
 	}
 }
 
-// callOn places an inbound call on node and waits until its greeting has played, so the
-// call is recorded, running, on that node.
-func callOn(t *testing.T, n *nodeProc) *twiliocaller.Call {
+// callOn places an inbound call on node through the vendor and waits until its greeting
+// has played, so the call is recorded, running, on that node.
+func callOn(t *testing.T, v simkit.Vendor, n *nodeProc) phone.Phone {
 	t.Helper()
 	ctx := context.Background()
-	c, err := twiliocaller.Dial(ctx, twiliocaller.Options{BaseURL: n.url, AuthToken: "test-auth-token", InsecureStreamURL: true})
+	c, err := v.Call(ctx, n.url, simkit.CallOptions{})
 	if err != nil {
 		t.Fatalf("dial %s: %v\n%s", n.name, err, n.tail())
 	}
@@ -87,10 +87,15 @@ func api(t *testing.T, base, method, path, body string) (int, string) {
 // stop heartbeating and ends the call as node_lost, the API shows it ended, and a transfer
 // of it is refused at once with the reason instead of waiting for a node that is gone.
 func TestKilledNodesCallIsEndedByAnother(t *testing.T) {
+	forEachCarrier(t, testKilledNodesCallIsEndedByAnother)
+}
+
+func testKilledNodesCallIsEndedByAnother(t *testing.T, kit simkit.Kit) {
 	testpeer.Slow(t, "runs two serve processes")
 	dbURL := multiNodeDatabase(t)
 	bin := buildHandset(t)
-	common := append(speechFakes(t), "HANDSET_DATABASE_URL="+dbURL, "HANDSET_JOB_LEASE=3s")
+	v := startVendor(t, kit, nil)
+	common := append(append(speechFakes(t), vendorSettings(kit, v, "")...), "HANDSET_DATABASE_URL="+dbURL, "HANDSET_JOB_LEASE=3s")
 	dir := t.TempDir()
 	n1 := startNode(t, bin, dir, "node-1", common)
 	n2 := startNode(t, bin, dir, "node-2", common)
@@ -100,7 +105,7 @@ func TestKilledNodesCallIsEndedByAnother(t *testing.T) {
 	}
 	defer st.Close()
 
-	callOn(t, n1)
+	callOn(t, v, n1)
 	c := onlyCall(t, st)
 	if c.Node != "node-1" || !c.EndedAt.IsZero() {
 		t.Fatalf("the call is %+v, want running on node-1", c)
@@ -137,13 +142,18 @@ func TestKilledNodesCallIsEndedByAnother(t *testing.T) {
 // with SIGKILL. Started again under the same name, before any lost-node sweep could judge
 // it (the lease is an hour), it ends that call as node_lost at start-up.
 func TestRestartedNodeEndsTheCallsItLeft(t *testing.T) {
+	forEachCarrier(t, testRestartedNodeEndsTheCallsItLeft)
+}
+
+func testRestartedNodeEndsTheCallsItLeft(t *testing.T, kit simkit.Kit) {
 	testpeer.Slow(t, "runs serve processes")
 	bin := buildHandset(t)
 	dir := t.TempDir()
 	dataDir := filepath.Join(dir, "solo")
-	common := append(speechFakes(t), "HANDSET_JOB_LEASE=1h")
+	v := startVendor(t, kit, nil)
+	common := append(append(speechFakes(t), vendorSettings(kit, v, "")...), "HANDSET_JOB_LEASE=1h")
 	n := startNode(t, bin, dir, "solo", common)
-	callOn(t, n)
+	callOn(t, v, n)
 	n.kill(t)
 
 	again := startNode(t, bin, dir, "solo", common) // the same name and data folder
@@ -179,7 +189,11 @@ func TestRestartedNodeEndsTheCallsItLeft(t *testing.T) {
 // call is ended node_lost and the transfer refused naming the node, instead of the request
 // waiting 10 s for a node that will never take it.
 func TestTransferToALostNodesCallFailsFast(t *testing.T) {
-	r := startServe(t, nil, "HANDSET_API_TOKEN="+nodeLostToken, "HANDSET_TRANSFER_ALLOW=+1555*")
+	forEachCarrier(t, testTransferToALostNodesCallFailsFast)
+}
+
+func testTransferToALostNodesCallFailsFast(t *testing.T, kit simkit.Kit) {
+	r := startServeWith(t, kit, nil, "HANDSET_API_TOKEN="+nodeLostToken, "HANDSET_TRANSFER_ALLOW=+1555*")
 	st, err := sqlite.Open(context.Background(), filepath.Join(r.dataDir, "handset.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -190,7 +204,7 @@ func TestTransferToALostNodesCallFailsFast(t *testing.T) {
 	if err := st.NodeHeartbeat(ctx, "gone", now.Add(-time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.StartCall(ctx, store.Call{ID: "c_lost", Carrier: "twilio", Direction: "inbound", Node: "gone",
+	if err := st.StartCall(ctx, store.Call{ID: "c_lost", Carrier: kit.Name(), Direction: "inbound", Node: "gone",
 		StartedAt: now.Add(-2 * time.Minute), Journal: "/elsewhere/calls/c_lost/events.jsonl"}); err != nil {
 		t.Fatal(err)
 	}
