@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -293,4 +294,99 @@ func describeTapped(rqs []tapped) string {
 		fmt.Fprintf(&b, "\n  %s %s -> %d", rq.Method, rq.Path, rq.Status)
 	}
 	return b.String()
+}
+
+// commandWire reads a carrier whose call commands carry an idempotency key, so that a
+// command repeated by another node (or on a webhook's retry) takes effect once.
+type commandWire struct {
+	// command is the call, action and key of a command request; ok false for another.
+	command func(tapped) (call, action, key string, ok bool)
+	// streamAction is the command that opens an answered outbound call's stream.
+	streamAction string
+	// webhookPath is Handset's route for the vendor's webhooks, which the vendor sends
+	// again (to any node) when an answer does not come back.
+	webhookPath string
+}
+
+// commandWires are the carriers whose command keys the multi-node test reads.
+var commandWires = map[string]commandWire{
+	"telnyx": {
+		command: func(rq tapped) (call, action, key string, ok bool) {
+			rest, found := strings.CutPrefix(rq.Path, "/v2/calls/")
+			if rq.Method != http.MethodPost || !found {
+				return "", "", "", false
+			}
+			call, action, found = strings.Cut(rest, "/actions/")
+			if !found {
+				return "", "", "", false
+			}
+			var b struct {
+				CommandID string `json:"command_id"`
+			}
+			_ = json.Unmarshal(rq.Body, &b)
+			return call, action, b.CommandID, true
+		},
+		streamAction: "streaming_start", webhookPath: "/telnyx/webhook",
+	},
+}
+
+// loseAnswers makes b lose Handset's answer to every nth webhook of a carrier whose
+// webhooks are sent again when unanswered: the node acts on the webhook, the vendor sees
+// a failure and sends it again, to whichever node the balancer picks. A carrier without
+// command keys keeps every answer.
+func loseAnswers(kit simkit.Kit, b *balancer, n int64) {
+	w, ok := commandWires[kit.Name()]
+	if !ok {
+		return
+	}
+	var seen atomic.Int64
+	b.lose = func(r *http.Request) bool {
+		return r.Method == http.MethodPost && r.URL.Path == w.webhookPath && seen.Add(1)%n == 0
+	}
+}
+
+// commandsOnce checks that every placed call's stream was asked for, and that every
+// repeat of a command (any node's) carried the key of the first, so the vendor acted on
+// it once. A carrier without command keys has nothing to check.
+func commandsOnce(t *testing.T, kit simkit.Kit, api *tap, placed []simkit.OutboundCall) {
+	t.Helper()
+	w, ok := commandWires[kit.Name()]
+	if !ok || api == nil {
+		t.Logf("%s: no command keys to check", kit.Name())
+		return
+	}
+	keys := map[string]map[string]map[string]bool{} // call -> action -> keys
+	sent := 0
+	for _, rq := range api.requests() {
+		call, action, key, ok := w.command(rq)
+		if !ok {
+			continue
+		}
+		sent++
+		if key == "" {
+			t.Errorf("%s %s sent without a command key", kit.Name(), rq.Path)
+		}
+		if keys[call] == nil {
+			keys[call] = map[string]map[string]bool{}
+		}
+		if keys[call][action] == nil {
+			keys[call][action] = map[string]bool{}
+		}
+		keys[call][action][key] = true
+	}
+	distinct := 0
+	for call, actions := range keys {
+		for action, ks := range actions {
+			distinct++
+			if len(ks) != 1 {
+				t.Errorf("call %s: %s sent with %d different keys %v: the vendor would act on each", call, action, len(ks), ks)
+			}
+		}
+	}
+	for _, c := range placed {
+		if len(keys[c.Ref][w.streamAction]) == 0 {
+			t.Errorf("call %s: no %s was sent", c.Ref, w.streamAction)
+		}
+	}
+	t.Logf("%s: %d commands sent, %d distinct (call, action) pairs", kit.Name(), sent, distinct)
 }
