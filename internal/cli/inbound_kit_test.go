@@ -48,7 +48,8 @@ func startStoppableWith(t *testing.T, kit simkit.Kit, transcripts []string, extr
 
 // startServeAPI runs serve with the carrier of kit on a port known beforehand, so its
 // public URL (which callbacks and outbound calls need) is its own address, and with the
-// API token read: inbound calls whose effects a test reads through /api.
+// API token read: inbound calls whose effects a test reads through /api. The account's
+// number is ourNumber, as in the outbound tests.
 func startServeAPI(t *testing.T, kit simkit.Kit, transcripts []string, extra ...string) *outRig {
 	t.Helper()
 	addr, err := freePort()
@@ -56,7 +57,7 @@ func startServeAPI(t *testing.T, kit simkit.Kit, transcripts []string, extra ...
 		t.Fatal(err)
 	}
 	public := "http://" + addr
-	v := startVendor(t, kit, simkit.VendorOptions{})
+	v := startVendor(t, kit, simkit.VendorOptions{Numbers: []string{ourNumber}})
 	settings := append([]string{"HANDSET_LISTEN=" + addr, "HANDSET_PUBLIC_URL=" + public}, v.Settings(public)...)
 	r := startServe(t, transcripts, append(settings, extra...)...)
 	r.kit, r.vendor = kit, v
