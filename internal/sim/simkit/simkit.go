@@ -43,6 +43,9 @@ type VendorOptions struct {
 	// Lean and Echo apply to every simulated caller the vendor connects (see phone.Options).
 	Lean bool
 	Echo *phone.EchoOptions
+	// Silent callers start their streams and send no media, as lines whose audio never
+	// reaches the carrier (see phone.Options.Silent).
+	Silent bool
 	// Frame is the audio each media message of the vendor's callers carries, for a
 	// carrier that sends other sizes than 20 ms; zero is the carrier's usual.
 	Frame time.Duration

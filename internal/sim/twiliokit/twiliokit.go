@@ -129,7 +129,7 @@ func (v *vendor) callerOptions(handsetURL string, c simkit.CallOptions) twilioca
 	o := twiliocaller.Options{
 		BaseURL: handsetURL, PublicURL: c.PublicURL, InsecureStreamURL: true,
 		AccountSid: v.tw.AccountSID(), AuthToken: v.opts.Secret, From: c.From, To: c.To, CallSid: c.Ref,
-		Params: c.Params, Lean: v.opts.Lean || c.Lean, Echo: v.opts.Echo,
+		Params: c.Params, Lean: v.opts.Lean || c.Lean, Echo: v.opts.Echo, Silent: v.opts.Silent,
 		HTTPClient: v.opts.HTTPClient, Clock: v.opts.Clock, Logger: v.opts.Logger,
 	}
 	if c.Echo != nil {

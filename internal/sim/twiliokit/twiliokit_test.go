@@ -73,8 +73,12 @@ func TestWithheldAndAttestedCallersAsTwilioShowsThem(t *testing.T) {
 	if _, ok := params["StirVerstat"]; ok {
 		t.Error("the test's parameters were changed")
 	}
-	if o := v.callerOptions("http://h", simkit.CallOptions{From: "+15550100001"}); o.From != "+15550100001" || o.Params["StirVerstat"] != "" {
+	if o := v.callerOptions("http://h", simkit.CallOptions{From: "+15550100001"}); o.From != "+15550100001" || o.Params["StirVerstat"] != "" || o.Silent {
 		t.Fatalf("an ordinary caller's options %+v", o)
+	}
+	v.opts.Silent = true
+	if o := v.callerOptions("http://h", simkit.CallOptions{}); !o.Silent {
+		t.Fatal("a silent vendor's caller is not silent")
 	}
 }
 
