@@ -62,7 +62,7 @@ func (kit) Start(ctx context.Context, o simkit.VendorOptions) (simkit.Vendor, er
 		return nil, fmt.Errorf("telnyxsim: %v media frames (Telnyx sends multiples of 20 ms): %w", o.Frame, simkit.ErrUnsupported)
 	}
 	v := &vendor{opts: o, connection: randomDigits(19), dialled: make(chan struct{}, 1)}
-	phoneOpts := phone.Options{Lean: o.Lean, Echo: o.Echo, Clock: o.Clock, Logger: o.Logger}
+	phoneOpts := phone.Options{Lean: o.Lean, Echo: o.Echo, Silent: o.Silent, Clock: o.Clock, Logger: o.Logger}
 	stream := StreamOptions{ChunkMS: int(o.Frame / time.Millisecond), PreStartFrames: o.EarlyFrames}
 	v.caller = NewCaller(CallerOptions{Stream: stream, Phone: phoneOpts, HTTP: o.HTTPClient, DialURL: v.dialURL, Talk: v.talk, Logger: o.Logger})
 	fo := Options{APIKey: o.Secret, ConnectionID: v.connection, OpenStream: v.caller.OpenStream, HTTP: o.HTTPClient, Callee: v.callee}
