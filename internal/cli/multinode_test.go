@@ -44,7 +44,10 @@ func testThreeNodesRunEveryJobOnce(t *testing.T, kit simkit.Kit) {
 	dbURL := multiNodeDatabase(t)
 	bin := buildHandset(t)
 
-	v := startVendor(t, kit, func(string) simkit.Callee { return simkit.Callee{Hold: time.Second} })
+	v := startVendor(t, kit, simkit.VendorOptions{
+		Numbers: []string{ourNumber},
+		Answer:  func(string) simkit.Callee { return simkit.Callee{Hold: time.Second} },
+	})
 	dg := fakedeepgram.New(fakedeepgram.Options{Key: "dg-key"})
 	el := fakeelevenlabs.New(fakeelevenlabs.Options{Key: "el-key", MsPerChar: 20})
 	dgSrv, elSrv := httptest.NewServer(dg), httptest.NewServer(el)

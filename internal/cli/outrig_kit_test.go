@@ -10,8 +10,6 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,24 +21,6 @@ import (
 	"github.com/handset-voice/handset/internal/sim/simkit"
 	"github.com/handset-voice/handset/internal/sim/twiliocaller"
 )
-
-// startVendor starts kit's fake vendor for the test, stopped at its end; answer decides
-// the outbound callees (nil: a person who holds a second).
-func startVendor(t *testing.T, kit simkit.Kit, answer func(to string) simkit.Callee) simkit.Vendor {
-	t.Helper()
-	v, err := kit.Start(context.Background(), simkit.VendorOptions{
-		Secret: "test-auth-token", Numbers: []string{ourNumber}, Answer: answer,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := v.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	return v
-}
 
 // vendorSettings are the settings that make Handset use v (reached at publicURL) as its
 // carrier: the vendor's own, and HANDSET_CARRIER, since the rig's defaults configure Twilio.
@@ -54,7 +34,7 @@ func vendorSettings(kit simkit.Kit, v simkit.Vendor, publicURL string) []string 
 // (outRig.outbound), so tests read both sides of the wire.
 func startOutboundWith(t *testing.T, kit simkit.Kit, answer func(to string) simkit.Callee, transcripts []string, extra ...string) *outRig {
 	t.Helper()
-	v := startVendor(t, kit, answer)
+	v := startVendor(t, kit, simkit.VendorOptions{Numbers: []string{ourNumber}, Answer: answer})
 	addr, err := freePort()
 	if err != nil {
 		t.Fatal(err)
@@ -74,11 +54,7 @@ func startOutboundWith(t *testing.T, kit simkit.Kit, answer func(to string) simk
 // newOutRig is the outbound rig over r, with serve's API token.
 func newOutRig(t *testing.T, r *rig) *outRig {
 	t.Helper()
-	token, err := os.ReadFile(filepath.Join(r.dataDir, "api-token"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &outRig{rig: r, token: strings.TrimSpace(string(token))}
+	return &outRig{rig: r, token: apiToken(t, r)}
 }
 
 // placeFrom places an inbound call from number: through the rig's carrier kit when it
