@@ -26,6 +26,9 @@ type CallRequest struct {
 	AnswerURL string
 	// HangupURL, when set, is where Plivo POSTs the call's end.
 	HangupURL string
+	// RingURL, when set, is where Plivo POSTs that the call is ringing: the first
+	// callback, which brings the call's CallUUID.
+	RingURL string
 	// RingTimeout is how long the phone may ring, in whole seconds rounded up; 0 leaves
 	// Plivo's default.
 	RingTimeout time.Duration
@@ -127,6 +130,13 @@ func (req CallRequest) form() (url.Values, error) {
 		}
 		form.Set("hangup_url", req.HangupURL)
 		form.Set("hangup_method", http.MethodPost)
+	}
+	if req.RingURL != "" {
+		if err := absoluteURL("ring_url", req.RingURL); err != nil {
+			return nil, err
+		}
+		form.Set("ring_url", req.RingURL)
+		form.Set("ring_method", http.MethodPost)
 	}
 	if req.MachineDetection != "" {
 		if err := absoluteURL("machine_detection_url", req.MachineDetectionURL); err != nil {

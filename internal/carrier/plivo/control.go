@@ -126,8 +126,8 @@ func TransferURL(publicURL, to, callerID string) string {
 	return strings.TrimRight(publicURL, "/") + TransferPath + "?" + q.Encode()
 }
 
-// Dial places the call with POST Call/. Its answer, progress and machine-detection URLs
-// are Handset's Plivo routes under d.PublicURL; detection runs when the policy is hangup
+// Dial places the call with POST Call/. Its answer, progress (ring and hangup) and
+// machine-detection URLs are Handset's Plivo routes under d.PublicURL; detection runs when the policy is hangup
 // or message. The returned Ref is Plivo's request id: Call, Hangup and Transfer take it
 // and find the call's CallUUID in the ledger once a callback has brought it.
 func (c *Control) Dial(ctx context.Context, d carrier.Dial) (carrier.Call, error) {
@@ -140,7 +140,7 @@ func (c *Control) Dial(ctx context.Context, d carrier.Dial) (carrier.Call, error
 		return carrier.Call{}, carrier.Classify(carrier.ErrInvalid, err)
 	}
 	answerURL, hangupURL, machineURL := OutboundURLs(d.PublicURL, d.CallID, d.OnMachine)
-	req := CallRequest{To: to, From: from, AnswerURL: answerURL, HangupURL: hangupURL,
+	req := CallRequest{To: to, From: from, AnswerURL: answerURL, HangupURL: hangupURL, RingURL: hangupURL,
 		RingTimeout: d.RingTimeout, TimeLimit: d.MaxDuration}
 	if d.OnMachine == carrier.MachineHangup || d.OnMachine == carrier.MachineMessage {
 		req.MachineDetection, req.MachineDetectionURL = c.detect, machineURL
