@@ -39,7 +39,7 @@ func newEnv(t *testing.T, a carriertest.Account, f carriertest.Fault, o plivosim
 	}
 	o.HTTPClient = client
 	if o.Callee == nil {
-		o.Callee = func(to string) plivosim.Callee { return callee(a.Callees[to]) }
+		o.Callee = func(to string) plivosim.Callee { return fakeCallee(a.Callees[to]) }
 	}
 	fake := plivosim.New(o)
 	l := newLedger()
@@ -94,8 +94,8 @@ func newEnv(t *testing.T, a carriertest.Account, f carriertest.Fault, o plivosim
 	}}
 }
 
-// callee is a suite callee as the fake's.
-func callee(c carriertest.Callee) plivosim.Callee {
+// fakeCallee is a suite callee as the fake's.
+func fakeCallee(c carriertest.Callee) plivosim.Callee {
 	out := plivosim.Callee{RingFor: c.RingFor, Hold: time.Hour}
 	switch c.Answer {
 	case carriertest.AnswerMachine:

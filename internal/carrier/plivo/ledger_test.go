@@ -107,4 +107,3 @@ func (h *handset) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 	}
 }
-

@@ -44,11 +44,12 @@ func ValidSignatureV3(authToken, method, fullURL string, params url.Values, nonc
 	if authToken == "" || nonce == "" || header == "" || len(header) > maxSignatureBytes || len(nonce) > maxNonceBytes {
 		return false
 	}
+	parts := strings.Split(header, ",")
+	if len(parts) > maxSignatures {
+		return false
+	}
 	var sigs [][]byte
-	for _, s := range strings.SplitN(header, ",", maxSignatures+1) {
-		if len(sigs) == maxSignatures {
-			break
-		}
+	for _, s := range parts {
 		if b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(s)); err == nil && len(b) == sha256.Size {
 			sigs = append(sigs, b)
 		}

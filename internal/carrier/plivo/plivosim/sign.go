@@ -31,12 +31,17 @@ func SignV3(authToken, rawURL string, params url.Values, nonce string) string {
 	}
 	signed := u.Scheme + "://" + u.Host + u.Path
 	if q := u.Query(); len(q) > 0 {
-		pairs := make([]string, 0, len(q))
+		type pair struct{ k, v string }
+		pairs := make([]pair, 0, len(q))
 		for k, vs := range q {
-			pairs = append(pairs, k+"="+vs[0])
+			pairs = append(pairs, pair{k, vs[0]})
 		}
-		slices.SortFunc(pairs, func(a, b string) int { return strings.Compare(keyOf(a), keyOf(b)) })
-		signed += "?" + strings.Join(pairs, "&")
+		slices.SortFunc(pairs, func(a, b pair) int { return strings.Compare(a.k, b.k) })
+		joined := make([]string, len(pairs))
+		for i, p := range pairs {
+			joined[i] = p.k + "=" + p.v
+		}
+		signed += "?" + strings.Join(joined, "&")
 	}
 	if len(params) > 0 {
 		keys := slices.Sorted(func(yield func(string) bool) {
@@ -58,8 +63,6 @@ func SignV3(authToken, rawURL string, params url.Values, nonce string) string {
 	mac.Write([]byte(signed))
 	return base64.StdEncoding.EncodeToString(mac.Sum(nil))
 }
-
-func keyOf(pair string) string { k, _, _ := strings.Cut(pair, "="); return k }
 
 // newNonce is a random nonce of 20 digits, as Plivo's look.
 func newNonce() string {
