@@ -145,17 +145,21 @@ func (s *Server) appUpdate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f := r.PostForm
-	for field, to := range map[string]*string{"answer_url": &a.AnswerURL, "hangup_url": &a.HangupURL, "app_name": &a.Name} {
-		if v, ok := f[field]; ok {
-			*to = v[0]
+	for _, field := range []string{"answer_method", "hangup_method"} {
+		if v, ok := f[field]; ok && v[0] != http.MethodGet && v[0] != http.MethodPost {
+			writeError(w, http.StatusBadRequest, field+" must be GET or POST")
+			return
 		}
 	}
-	for field, to := range map[string]*string{"answer_method": &a.AnswerMethod, "hangup_method": &a.HangupMethod} {
+	for _, field := range []string{"answer_url", "hangup_url"} {
+		if v, ok := f[field]; ok && v[0] != "" && !absolute(v[0]) {
+			writeError(w, http.StatusBadRequest, field+" must be an absolute URL")
+			return
+		}
+	}
+	for field, to := range map[string]*string{"answer_url": &a.AnswerURL, "hangup_url": &a.HangupURL, "app_name": &a.Name,
+		"answer_method": &a.AnswerMethod, "hangup_method": &a.HangupMethod} {
 		if v, ok := f[field]; ok {
-			if v[0] != http.MethodGet && v[0] != http.MethodPost {
-				writeError(w, http.StatusBadRequest, field+" must be GET or POST")
-				return
-			}
 			*to = v[0]
 		}
 	}
