@@ -67,6 +67,24 @@ type Memory interface {
 	// Streamed records that call ref's media stream opened at `at`: ErrStreamOpened when
 	// it had already, ErrCallUnknown when no answer is kept.
 	Streamed(ctx context.Context, ref string, at time.Time) error
+
+	// Progressed keeps p (by p.Ref, required) as the latest word on the call: an ended
+	// status is never replaced by a non-ended one nor by an earlier rank (see Progress.Merge);
+	// a verdict (AnsweredBy) once set is kept, save a machine's provisional verdict
+	// (AnsweredMachine) refined by its greeting's end; Duration is kept once known, and so is
+	// p.CallID. It is how a carrier whose API cannot say how a call ended (busy, no answer)
+	// or what machine detection decided remembers what its webhooks said, for every node.
+	Progressed(ctx context.Context, p Progress, at time.Time) error
+	// Progress is the latest word on call ref (looked up by ref or by an alias of it); its
+	// Ref is the name the call was first known by. ok is false when there is none.
+	Progress(ctx context.Context, ref string) (p Progress, ok bool, err error)
+	// Once reports whether key is seen for the first time (webhook event ids, signature
+	// nonces); kept 24 h like the rest.
+	Once(ctx context.Context, key string, at time.Time) (first bool, err error)
+	// Alias makes other a second name of call ref (Plivo's request id and call id):
+	// Progress, Streamed and Remember find the same call by either. What was kept under
+	// other alone joins ref's; ErrAliasTaken when other already names another call.
+	Alias(ctx context.Context, ref, other string) error
 }
 
 // Memory errors.
@@ -75,4 +93,6 @@ var (
 	ErrStreamOpened = errors.New("the call's media stream has opened already")
 	// ErrCallUnknown: no webhook answer is remembered for the call.
 	ErrCallUnknown = errors.New("no webhook answer is remembered for the call")
+	// ErrAliasTaken: the name is already another call's.
+	ErrAliasTaken = errors.New("the name is already another call's")
 )

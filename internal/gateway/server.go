@@ -87,7 +87,7 @@ func newServer(ctx context.Context, cfg *config.Config, prov providers, st store
 		s.lines.Close()
 		return nil, err
 	}
-	if s.carrier, err = configuredCarrier(cfg, log); err != nil {
+	if s.carrier, err = configuredCarrier(cfg, log, st); err != nil {
 		return fail(err)
 	}
 	if o.jobs {
@@ -264,9 +264,11 @@ func (s *server) serve(ctx context.Context, ln net.Listener, ready func(string))
 
 // configuredCarrier is the control of calls of the first carrier in the catalogue whose
 // account the settings give; nil when none has one (browser calls only).
-func configuredCarrier(cfg *config.Config, log *slog.Logger) (carrier.Carrier, error) {
+func configuredCarrier(cfg *config.Config, log *slog.Logger, st store.Store) (carrier.Carrier, error) {
 	if c, ok := placingCarrier(cfg); ok && c.Configured(cfg) {
-		return c.New(buildOf(cfg, "", log))
+		b := buildOf(cfg, "", log)
+		b.Memory = memoriesOf(st)
+		return c.New(b)
 	}
 	return nil, nil
 }
@@ -278,7 +280,7 @@ func (s *server) mountCarriers() error {
 		in := carrier.Inbound{
 			PublicURL:      s.cfg.PublicURL,
 			TrustedProxies: s.proxies,
-			Memory:         carrierMemory{st: s.st, carrier: c.Name},
+			Memory:         memoriesOf(s.st)(c.Name),
 			Draining:       s.calls.Draining,
 			Admit:          s.admit,
 			OnProgress:     s.onProgress,

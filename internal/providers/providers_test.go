@@ -18,6 +18,7 @@ import (
 	"github.com/handset-voice/handset/internal/audio/vad"
 	"github.com/handset-voice/handset/internal/audio/vad/vadtest"
 	"github.com/handset-voice/handset/internal/carrier"
+	"github.com/handset-voice/handset/internal/carrier/carriertest"
 	"github.com/handset-voice/handset/internal/config"
 	_ "github.com/handset-voice/handset/internal/providers"
 	"github.com/handset-voice/handset/internal/registry"
@@ -143,7 +144,7 @@ func TestProvidersReadOnlyWhatTheyDeclare(t *testing.T) {
 			p.Configured(rec)
 			p.Started(rec)
 			_, _ = p.New(build)
-			_ = p.Mount(http.NewServeMux(), carrier.Inbound{Memory: nopMemory{}, Logger: log}, rec)
+			_ = p.Mount(http.NewServeMux(), carrier.Inbound{Memory: carriertest.NewMemory(), Logger: log}, rec)
 			if _, err := p.Numbers.Open(rec); err != nil {
 				_ = p.Numbers.Explain(rec, err)
 			}
@@ -182,14 +183,6 @@ func TestProvidersReadOnlyWhatTheyDeclare(t *testing.T) {
 		}
 	}
 }
-
-// nopMemory is a carrier's call memory that remembers nothing: mounting reads none.
-type nopMemory struct{}
-
-func (nopMemory) Remember(_ context.Context, a carrier.Answer) (carrier.Answer, bool, error) {
-	return a, true, nil
-}
-func (nopMemory) Streamed(context.Context, string, time.Time) error { return nil }
 
 // release frees what a built provider holds.
 func release(x any) {

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/handset-voice/handset/internal/carrier"
 	"github.com/handset-voice/handset/internal/doctor"
 )
 
@@ -93,6 +94,10 @@ type Build struct {
 	HTTP *http.Client
 	// EngineFile finds an offline engine's file by name, or says everywhere it looked.
 	EngineFile func(name string) (string, error)
+	// Memory is the calls' memory of the carrier called name, the one its mounted webhooks
+	// write (the call ledger included), so a carrier's control reads what they heard. Nil
+	// outside a server (a command that only manages numbers): a carrier then does without.
+	Memory func(carrier string) carrier.Memory
 }
 
 // Probe is what a provider's doctor checks get.

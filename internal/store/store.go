@@ -161,6 +161,25 @@ type CarrierCall struct {
 	StreamedAt time.Time // when the media stream opened; zero until it has
 }
 
+// CarrierProgress is the latest word a carrier's webhooks gave on a call: its ledger entry,
+// which a carrier whose API cannot say how a call ended reads back. The store knows no
+// carrier's words: the caller ranks the status and the verdict, and the store keeps, of
+// each, the one with the highest rank (the first of equal ranks).
+type CarrierProgress struct {
+	Carrier string
+	Ref     string // the call's name as first recorded; aliases resolve to it
+	CallID  voice.CallID
+	// Status replaces the kept one only with a higher StatusRank.
+	Status     string
+	StatusRank int
+	// AnsweredBy replaces the kept one only with a higher VerdictRank.
+	AnsweredBy  string
+	VerdictRank int
+	Duration    time.Duration // kept once non-zero
+	Declined    bool          // kept once true
+	At          time.Time     // when the latest word was recorded
+}
+
 // ListCalls filters ListCalls; zero values mean no filter. Pages are keyset pages: the
 // next page starts Before the last call's StartedAt, with BeforeID its ID (calls started
 // at the same instant are ordered by ID, descending).
@@ -308,7 +327,25 @@ type Store interface {
 	// succeeds once: ErrDuplicate when the stream had opened already, ErrNotFound when no
 	// entry is kept.
 	OpenCarrierStream(ctx context.Context, carrier, ref string, at time.Time) error
-	// PruneCarrierCalls forgets the entries created before `before` and says how many.
+	// RecordCarrierProgress merges p into the ledger entry of (p.Carrier, p.Ref), or of the
+	// call p.Ref is an alias of, creating it when there is none: each field as
+	// CarrierProgress says, CallID kept once set, At the latest. It returns the entry kept.
+	// Concurrent callers on any node lose no word.
+	RecordCarrierProgress(ctx context.Context, p CarrierProgress) (CarrierProgress, error)
+	// CarrierProgress is the ledger entry of (carrier, ref), ref being its name or an alias;
+	// ErrNotFound when there is none.
+	CarrierProgress(ctx context.Context, carrier, ref string) (CarrierProgress, error)
+	// CarrierOnce reports whether (carrier, key) is seen for the first time, remembering it
+	// at `at`: of concurrent callers on any node, exactly one is first.
+	CarrierOnce(ctx context.Context, carrier, key string, at time.Time) (first bool, err error)
+	// AliasCarrierCall makes alias a second name of (carrier, ref) from `at` on: the
+	// methods above and RememberCarrierCall/OpenCarrierStream find the call by either. An
+	// answer or ledger entry kept under alias alone moves to ref's call (a ledger entry
+	// under both is merged). ErrDuplicate when alias already names another call, or both
+	// names have an answer kept. Repeating it is harmless.
+	AliasCarrierCall(ctx context.Context, carrier, ref, alias string, at time.Time) error
+	// PruneCarrierCalls forgets the entries created before `before` (answers, aliases and
+	// names seen once; ledger entries by their latest word) and says how many.
 	PruneCarrierCalls(ctx context.Context, before time.Time) (int64, error)
 
 	// SharedSecret returns the secret called name, storing candidate as its value when

@@ -16,52 +16,16 @@ import (
 	"time"
 
 	"github.com/handset-voice/handset/internal/carrier"
+	"github.com/handset-voice/handset/internal/carrier/carriertest"
 	"github.com/handset-voice/handset/internal/sim/twiliocaller"
 	"github.com/handset-voice/handset/internal/voice"
 )
 
 const testAuthToken = "test-auth-token"
 
-// mapMemory is a Memory in a map: the store's semantics (first answer kept, a stream opens
-// once) for one process. Several carriers sharing one play several nodes on one store.
-type mapMemory struct {
-	mu      sync.Mutex
-	answers map[string]carrier.Answer
-	fail    error // every call fails with it when set
-}
-
-func newMapMemory() *mapMemory { return &mapMemory{answers: map[string]carrier.Answer{}} }
-
-func (m *mapMemory) Remember(_ context.Context, a carrier.Answer) (carrier.Answer, bool, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.fail != nil {
-		return carrier.Answer{}, false, m.fail
-	}
-	if kept, ok := m.answers[a.Ref]; ok {
-		return kept, false, nil
-	}
-	m.answers[a.Ref] = a
-	return a, true, nil
-}
-
-func (m *mapMemory) Streamed(_ context.Context, sid string, _ time.Time) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.fail != nil {
-		return m.fail
-	}
-	a, ok := m.answers[sid]
-	switch {
-	case !ok:
-		return carrier.ErrCallUnknown
-	case a.Streamed:
-		return carrier.ErrStreamOpened
-	}
-	a.Streamed = true
-	m.answers[sid] = a
-	return nil
-}
+// newMapMemory is a Memory in maps: the store's semantics (first answer kept, a stream
+// opens once) for one process. Several carriers sharing one play several nodes on one store.
+func newMapMemory() *carriertest.Memory { return carriertest.NewMemory() }
 
 // logBuffer collects a carrier's log lines.
 type logBuffer struct {
@@ -282,7 +246,7 @@ func TestMachineHangupAnsweredOnce(t *testing.T) {
 // tries the fallback URL) rather than answered without replay protection.
 func TestVoiceWebhookWithoutMemory(t *testing.T) {
 	mem := newMapMemory()
-	mem.fail = errors.New("database is down")
+	mem.Fail(errors.New("database is down"))
 	n := newNode(t, mem, Options{})
 	if rec := n.post(t, webhook{callSid: "CA1"}); rec.Code != http.StatusServiceUnavailable {
 		t.Errorf("webhook with the store down: %d %s, want 503", rec.Code, rec.Body)

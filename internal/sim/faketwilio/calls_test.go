@@ -16,7 +16,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/handset-voice/handset/internal/carrier"
+	"github.com/handset-voice/handset/internal/carrier/carriertest"
 	"github.com/handset-voice/handset/internal/carrier/twilio"
 	"github.com/handset-voice/handset/internal/clock"
 	"github.com/handset-voice/handset/internal/sim/twiliocaller"
@@ -86,42 +86,11 @@ type wsConn struct {
 	done    chan struct{}
 }
 
-// callMemory is the carrier's call memory in a map (Handset keeps it in its store).
-type callMemory struct {
-	mu      sync.Mutex
-	answers map[string]carrier.Answer
-}
-
-func (m *callMemory) Remember(_ context.Context, a carrier.Answer) (carrier.Answer, bool, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if kept, ok := m.answers[a.Ref]; ok {
-		return kept, false, nil
-	}
-	m.answers[a.Ref] = a
-	return a, true, nil
-}
-
-func (m *callMemory) Streamed(_ context.Context, sid string, _ time.Time) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	a, ok := m.answers[sid]
-	switch {
-	case !ok:
-		return carrier.ErrCallUnknown
-	case a.Streamed:
-		return carrier.ErrStreamOpened
-	}
-	a.Streamed = true
-	m.answers[sid] = a
-	return nil
-}
-
 func newHandset(t *testing.T) *handset {
 	t.Helper()
 	h := &handset{t: t, token: DefaultAuthToken, legs: make(chan *leg, 1024), wss: make(chan *wsConn, 64),
 		docs: map[string]doc{}, cbCode: http.StatusNoContent}
-	tw := twilio.New(twilio.Options{AuthToken: h.token, Admit: h.admit, Memory: &callMemory{answers: map[string]carrier.Answer{}}})
+	tw := twilio.New(twilio.Options{AuthToken: h.token, Admit: h.admit, Memory: carriertest.NewMemory()})
 	mux := http.NewServeMux()
 	tw.Register(mux)
 	mux.HandleFunc("/cb", func(w http.ResponseWriter, _ *http.Request) {
