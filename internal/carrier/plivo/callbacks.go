@@ -1,6 +1,8 @@
 package plivo
 
 import (
+	"context"
+	"errors"
 	"net/url"
 	"strconv"
 	"time"
@@ -57,4 +59,23 @@ func idOrEmpty(id string) string {
 		return id
 	}
 	return ""
+}
+
+// Record writes the callback to the calls' memory: the request id becomes an alias of the
+// CallUUID (so Control finds the call by the id Dial returned), and the progress is
+// merged into the call's latest word. A callback naming no call is refused.
+func (cb Callback) Record(ctx context.Context, m carrier.Memory, at time.Time) error {
+	p := cb.Progress
+	switch {
+	case p.Ref != "" && cb.RequestUUID != "" && p.Ref != cb.RequestUUID:
+		if err := m.Alias(ctx, p.Ref, cb.RequestUUID); err != nil {
+			return err
+		}
+	case p.Ref == "":
+		p.Ref = cb.RequestUUID
+	}
+	if p.Ref == "" {
+		return errors.New("the callback names no call: it has no CallUUID nor RequestUUID")
+	}
+	return m.Progressed(ctx, p, at)
 }

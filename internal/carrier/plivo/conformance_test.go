@@ -16,7 +16,7 @@ import (
 
 // TestConformance runs the carrier suite against Plivo's control API, talking to the fake
 // Plivo over HTTP; the fake's callbacks reach a small Handset side that checks their
-// signatures and feeds the ledger Control reads.
+// signatures and records them in the memory Control reads.
 func TestConformance(t *testing.T) {
 	carriertest.Run(t, func(t *testing.T, a carriertest.Account, f carriertest.Fault) carriertest.Env {
 		return newEnv(t, a, f, plivosim.Options{}).Env
@@ -27,7 +27,7 @@ func TestConformance(t *testing.T) {
 type env struct {
 	carriertest.Env
 	fake    *plivosim.Server
-	ledger  *ledger
+	memory  *carriertest.Memory
 	control *plivo.Control
 }
 
@@ -42,8 +42,8 @@ func newEnv(t *testing.T, a carriertest.Account, f carriertest.Fault, o plivosim
 		o.Callee = func(to string) plivosim.Callee { return fakeCallee(a.Callees[to]) }
 	}
 	fake := plivosim.New(o)
-	l := newLedger()
-	h := &handset{t: t, token: fake.AuthToken(), ledger: l}
+	m := carriertest.NewMemory()
+	h := &handset{t: t, token: fake.AuthToken(), memory: m}
 	hs := httptest.NewServer(h)
 	h.base = hs.URL
 	api := httptest.NewServer(fake)
@@ -58,7 +58,7 @@ func newEnv(t *testing.T, a carriertest.Account, f carriertest.Fault, o plivosim
 		closed.Close()
 		ro.BaseURL = closed.URL
 	}
-	c, err := plivo.NewControl(plivo.ControlOptions{REST: ro, PublicURL: hs.URL, AppID: plivosim.DefaultAppID, Ledger: l})
+	c, err := plivo.NewControl(plivo.ControlOptions{REST: ro, PublicURL: hs.URL, AppID: plivosim.DefaultAppID, Ledger: m})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func newEnv(t *testing.T, a carriertest.Account, f carriertest.Fault, o plivosim
 		hs.Close()
 		transport.CloseIdleConnections()
 	})
-	return env{fake: fake, ledger: l, control: c, Env: carriertest.Env{
+	return env{fake: fake, memory: m, control: c, Env: carriertest.Env{
 		Carrier:   c,
 		PublicURL: hs.URL,
 		WaitFor: func(ctx context.Context, ref string, want carrier.Status) error {

@@ -47,14 +47,15 @@ func sameURL(a, b string) bool {
 // itself; which values Plivo takes is unconfirmed, hence ControlOptions.MachineDetection.)
 const MachineDetectionOn = "true"
 
-// Ledger is what Control needs of the calls' shared memory: what Plivo's callbacks said
-// about each call Handset placed, which Plivo's REST API cannot tell (busy, no answer,
-// the machine verdict) or tells only under the call's second id.
+// Ledger is what Control needs of the calls' shared memory (carrier.Memory has it): what
+// Plivo's callbacks said about each call Handset placed, which Plivo's REST API cannot
+// tell (busy, no answer, the machine verdict) or tells only under the call's second id.
+// Callback.Record writes it.
 type Ledger interface {
-	// Lookup is the latest progress recorded for the call known as ref, the request id
-	// Dial returned or the CallUUID; p.Ref is the CallUUID once known. ok is false when
-	// nothing is recorded.
-	Lookup(ctx context.Context, ref string) (p carrier.Progress, ok bool, err error)
+	// Progress is the latest word on the call known as ref, the request id Dial returned
+	// or the CallUUID; p.Ref is the CallUUID once a callback brought it (Record makes the
+	// request id an alias of it). ok is false when nothing is recorded.
+	Progress(ctx context.Context, ref string) (p carrier.Progress, ok bool, err error)
 }
 
 // ControlOptions configure Control.
@@ -351,14 +352,18 @@ func (c *Control) numberOf(ctx context.Context, n Number, apps map[string]Applic
 	return out, nil
 }
 
-// lookup asks the ledger, when there is one.
+// lookup asks the ledger, when there is one; the Progress's Ref is the call's CallUUID
+// when the ledger knows it under another name, else empty.
 func (c *Control) lookup(ctx context.Context, ref string) (carrier.Progress, bool, error) {
 	if c.ledger == nil {
 		return carrier.Progress{}, false, nil
 	}
-	p, ok, err := c.ledger.Lookup(ctx, ref)
+	p, ok, err := c.ledger.Progress(ctx, ref)
 	if err != nil {
 		return carrier.Progress{}, false, fmt.Errorf("the calls' memory: %w", err)
+	}
+	if p.Ref == ref {
+		p.Ref = "" // known by this name only: whether it is a request or a call is not said
 	}
 	return p, ok, nil
 }

@@ -94,7 +94,7 @@ func TestRequestUUIDBeforeCallUUID(t *testing.T) {
 // staleLedger knows a call's CallUUID but missed its end.
 type staleLedger struct{ uuid string }
 
-func (l staleLedger) Lookup(context.Context, string) (carrier.Progress, bool, error) {
+func (l staleLedger) Progress(context.Context, string) (carrier.Progress, bool, error) {
 	return carrier.Progress{Ref: l.uuid, Status: carrier.StatusInProgress}, true, nil
 }
 
