@@ -150,6 +150,8 @@ var rules = []rule{
 	// contract
 	{"internal/carrier", []string{"internal/voice"}},
 	{"internal/carrier/carriertest", []string{"internal/carrier", "internal/voice"}},
+	// what every carrier's media stream shares: carrier-neutral, it names no vendor
+	{"internal/carrier/mediastream", []string{"internal/carrier", "internal/voice", "internal/audio/..."}},
 	{"internal/carrier/...", append(slices.Clip(providerMay), "internal/carrier")},
 	{"internal/stt/...", providerMay},
 	{"internal/tts/...", providerMay},

@@ -97,7 +97,7 @@ func FuzzDecodeInbound(f *testing.F) {
 	})
 }
 
-func BenchmarkDecodeMediaFrame(b *testing.B) {
+func BenchmarkDecodeMedia(b *testing.B) {
 	msg := mediaMsg(bytes.Repeat([]byte{0x55}, 160))
 	dst := make([]byte, 0, 4096)
 	b.ReportAllocs()
@@ -109,13 +109,34 @@ func BenchmarkDecodeMediaFrame(b *testing.B) {
 	}
 }
 
-func BenchmarkEncodeMediaFrame(b *testing.B) {
+func BenchmarkAppendMedia(b *testing.B) {
 	audio := bytes.Repeat([]byte{0x55}, 160)
 	out := make([]byte, 0, 512)
 	b.ReportAllocs()
 	b.SetBytes(160)
 	for b.Loop() {
 		out = appendMedia(out[:0], "MZ0123456789abcdef0123456789abcdef", audio)
+	}
+}
+
+// The per-frame paths allocate nothing: reading a media message and writing one.
+func TestMediaFramesAllocateNothing(t *testing.T) {
+	msg := mediaMsg(bytes.Repeat([]byte{0x55}, 160))
+	dst := make([]byte, 0, 4096)
+	if n := testing.AllocsPerRun(200, func() {
+		if _, err := decodeMedia(dst, msg); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Errorf("decodeMedia allocates %v times per frame", n)
+	}
+	audio := bytes.Repeat([]byte{0x55}, 160)
+	out := make([]byte, 0, 512)
+	if n := testing.AllocsPerRun(200, func() {
+		out = appendMedia(out[:0], "MZ0123456789abcdef0123456789abcdef", audio)
+		out = appendMark(out[:0], "MZ0123456789abcdef0123456789abcdef", "t12-s3")
+	}); n != 0 {
+		t.Errorf("appendMedia and appendMark allocate %v times per frame", n)
 	}
 }
 

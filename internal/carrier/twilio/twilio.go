@@ -25,6 +25,7 @@ import (
 
 	"github.com/handset-voice/handset/internal/audio"
 	"github.com/handset-voice/handset/internal/carrier"
+	"github.com/handset-voice/handset/internal/carrier/mediastream"
 	"github.com/handset-voice/handset/internal/voice"
 )
 
@@ -58,7 +59,8 @@ type Options struct {
 // Carrier serves the Twilio endpoints.
 type Carrier struct {
 	opts   Options
-	tokens *tokens
+	tokens *mediastream.Tokens
+	once   mediastream.Once
 	log    *slog.Logger
 }
 
@@ -73,7 +75,11 @@ func New(opts Options) *Carrier {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Carrier{opts: opts, tokens: newTokens(opts.AuthToken), log: opts.Logger.With("carrier", "twilio")}
+	log := opts.Logger.With("carrier", "twilio")
+	return &Carrier{
+		opts: opts, tokens: mediastream.NewTokens(opts.AuthToken, "twilio", mediastream.EncodingJSON), log: log,
+		once: mediastream.Once{Memory: opts.Memory, Now: opts.Now, Log: log, RefKey: "call_sid", ContentType: "text/xml"},
+	}
 }
 
 // Handset's Twilio routes: where a number's calls and their progress are sent.
@@ -94,49 +100,7 @@ const TokenParameter = "handset_token"
 
 // publicURL is the URL Twilio used for r: PublicURL plus the path, or the request's own.
 func (c *Carrier) publicURL(r *http.Request, wsScheme bool) string {
-	base := strings.TrimSuffix(c.opts.PublicURL, "/")
-	if base == "" {
-		scheme := "http"
-		if r.TLS != nil {
-			scheme = "https"
-		}
-		host := r.Host
-		if c.fromTrustedProxy(r) {
-			if p := firstValue(r.Header.Get("X-Forwarded-Proto")); p == "http" || p == "https" {
-				scheme = p
-			}
-			if h := firstValue(r.Header.Get("X-Forwarded-Host")); h != "" {
-				host = h
-			}
-		}
-		base = scheme + "://" + host
-	}
-	if wsScheme {
-		base = strings.Replace(strings.Replace(base, "https://", "wss://", 1), "http://", "ws://", 1)
-	}
-	return base + r.URL.RequestURI()
-}
-
-// fromTrustedProxy reports whether r's peer is one of TrustedProxies.
-func (c *Carrier) fromTrustedProxy(r *http.Request) bool {
-	ap, err := netip.ParseAddrPort(r.RemoteAddr)
-	if err != nil {
-		return false
-	}
-	a := ap.Addr().Unmap()
-	for _, p := range c.opts.TrustedProxies {
-		if p.Contains(a) {
-			return true
-		}
-	}
-	return false
-}
-
-// firstValue is the first of a header's comma-separated values (the client's, in a chain
-// of proxies), trimmed and lower-case.
-func firstValue(v string) string {
-	first, _, _ := strings.Cut(v, ",")
-	return strings.ToLower(strings.TrimSpace(first))
+	return mediastream.PublicURL(r, c.opts.PublicURL, c.opts.TrustedProxies, wsScheme)
 }
 
 func (c *Carrier) checkSignature(w http.ResponseWriter, r *http.Request, params url.Values, ws bool) bool {
@@ -195,10 +159,14 @@ func (c *Carrier) voice(w http.ResponseWriter, r *http.Request) {
 	if dir == voice.Inbound {
 		attest = Attestation(r.PostForm.Get("StirVerstat"))
 	}
-	token := c.tokens.mint(streamClaims{
-		CallSid: sid, From: r.PostForm.Get("From"), To: r.PostForm.Get("To"), Direction: string(dir),
+	token, err := c.tokens.Mint(mediastream.Claims{
+		CallRef: sid, From: r.PostForm.Get("From"), To: r.PostForm.Get("To"), Direction: string(dir),
 		CallID: callID, AnsweredBy: answeredBy, Attestation: string(attest),
 	}, c.opts.Now())
+	if err != nil { // the JSON spelling has no bound: not reached
+		http.Error(w, "stream token: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
 	streamURL := c.publicURL(r, true)
 	streamURL = streamURL[:len(streamURL)-len(r.URL.RequestURI())] + "/twilio/stream"
 	if c.answerOnce(w, r, sid, connectTwiML(streamURL, token)) {
@@ -285,41 +253,28 @@ func (c *Carrier) stream(w http.ResponseWriter, r *http.Request) {
 		conn.Close(websocket.StatusPolicyViolation, voice.Clip(err.Error(), 120))
 		return
 	}
-	claims, err := c.tokens.verify(start.Start.CustomParameters[TokenParameter], start.Start.CallSid, c.opts.Now())
+	claims, err := c.tokens.Verify(start.Start.CustomParameters[TokenParameter], start.Start.CallSid, c.opts.Now())
 	if err != nil {
 		c.log.Warn("refused media stream", "call_sid", start.Start.CallSid, "err", err)
 		conn.Close(websocket.StatusPolicyViolation, err.Error())
 		return
 	}
-	if code, err := c.streamOnce(claims.CallSid); err != nil {
-		c.log.Warn("refused media stream", "call_sid", claims.CallSid, "err", err)
+	if err := c.once.StreamOnce(claims.CallRef); err != nil {
+		c.log.Warn("refused media stream", "call_sid", claims.CallRef, "err", err)
+		code := websocket.StatusPolicyViolation
+		if errors.Is(err, mediastream.ErrMemoryUnavailable) {
+			code = websocket.StatusTryAgainLater
+		}
 		conn.Close(code, voice.Clip(err.Error(), 120))
 		return
 	}
 	leg := newLeg(conn, start, claims)
 	if _, err := c.opts.Admit(leg); err != nil {
-		c.log.Warn("refused call", "call_sid", claims.CallSid, "err", err)
+		c.log.Warn("refused call", "call_sid", claims.CallRef, "err", err)
 		conn.Close(websocket.StatusTryAgainLater, voice.Clip(err.Error(), 120))
 	}
 	// The connection is hijacked and now the call's: this handler's goroutine need not
 	// wait for the call to end (one goroutine fewer per call).
-}
-
-// streamOnce records in the memory that sid's stream opened, so every node refuses a
-// second one: the token is one-time across a cluster, not just on this node.
-func (c *Carrier) streamOnce(sid string) (websocket.StatusCode, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), memoryTimeout)
-	defer cancel()
-	err := c.opts.Memory.Streamed(ctx, sid, c.opts.Now())
-	switch {
-	case err == nil:
-		return 0, nil
-	case errors.Is(err, carrier.ErrStreamOpened):
-		return websocket.StatusPolicyViolation, ErrTokenReused
-	case errors.Is(err, carrier.ErrCallUnknown):
-		return websocket.StatusPolicyViolation, carrier.ErrCallUnknown
-	}
-	return websocket.StatusTryAgainLater, fmt.Errorf("call memory unavailable: %w", err)
 }
 
 // readStart reads up to the `start` message ("connected" comes first).
@@ -359,7 +314,7 @@ type Leg struct {
 
 var _ voice.Leg = (*Leg)(nil)
 
-func newLeg(conn *websocket.Conn, start inbound, claims streamClaims) *Leg {
+func newLeg(conn *websocket.Conn, start inbound, claims mediastream.Claims) *Leg {
 	id := voice.CallID(claims.CallID) // an outbound call keeps the id Handset gave it
 	if id == "" {
 		id = voice.NewCallID()
@@ -367,7 +322,7 @@ func newLeg(conn *websocket.Conn, start inbound, claims streamClaims) *Leg {
 	return &Leg{
 		conn: conn, streamSid: start.StreamSid,
 		info: voice.LegInfo{
-			CallID: id, Carrier: "twilio", CarrierRef: claims.CallSid,
+			CallID: id, Carrier: "twilio", CarrierRef: claims.CallRef,
 			Direction: voice.Direction(claims.Direction), From: claims.From, To: claims.To,
 			Format: audio.Telephone, AnsweredBy: claims.AnsweredBy, Attestation: voice.Attestation(claims.Attestation),
 		},
