@@ -31,7 +31,7 @@ const (
 type Frame struct {
 	Event string `json:"event"`
 	// SequenceNumber is a JSON number on Plivo's wire; a string of digits is read too.
-	SequenceNumber Count `json:"sequenceNumber"`
+	SequenceNumber Count  `json:"sequenceNumber"`
 	StreamID       string `json:"streamId"`
 	Start          struct {
 		CallID      string   `json:"callId"`
