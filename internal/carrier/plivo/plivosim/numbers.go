@@ -62,7 +62,8 @@ func (s *Server) numberLocked(raw string) *Number {
 	return nil
 }
 
-func (s *Server) numberGet(w http.ResponseWriter, r *http.Request) {
+// withNumber runs fn, under the lock, on the number the path names; 404 when none.
+func (s *Server) withNumber(w http.ResponseWriter, r *http.Request, fn func(n *Number)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := s.numberLocked(r.PathValue("number"))
@@ -70,28 +71,27 @@ func (s *Server) numberGet(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "number not found")
 		return
 	}
-	writeJSON(w, http.StatusOK, s.numberJSON(n))
+	fn(n)
+}
+
+func (s *Server) numberGet(w http.ResponseWriter, r *http.Request) {
+	s.withNumber(w, r, func(n *Number) { writeJSON(w, http.StatusOK, s.numberJSON(n)) })
 }
 
 func (s *Server) numberLink(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := s.numberLocked(r.PathValue("number"))
-	if n == nil {
-		writeError(w, http.StatusNotFound, "number not found")
-		return
-	}
-	if id, ok := r.PostForm["app_id"]; ok {
-		if id[0] != "" && s.apps[id[0]] == nil {
-			writeError(w, http.StatusNotFound, "application not found")
-			return
+	s.withNumber(w, r, func(n *Number) {
+		if id, ok := r.PostForm["app_id"]; ok {
+			if id[0] != "" && s.apps[id[0]] == nil {
+				writeError(w, http.StatusNotFound, "application not found")
+				return
+			}
+			n.AppID = id[0]
 		}
-		n.AppID = id[0]
-	}
-	if a, ok := r.PostForm["alias"]; ok {
-		n.Alias = a[0]
-	}
-	writeJSON(w, http.StatusAccepted, map[string]any{"api_id": newUUID(), "message": "changed"})
+		if a, ok := r.PostForm["alias"]; ok {
+			n.Alias = a[0]
+		}
+		writeJSON(w, http.StatusAccepted, map[string]any{"api_id": newUUID(), "message": "changed"})
+	})
 }
 
 func (s *Server) numberJSON(n *Number) map[string]any {
