@@ -207,6 +207,21 @@ func (r *REST) TransferCall(ctx context.Context, callUUID, alegURL string) error
 	return r.do(ctx, op, http.MethodPost, "Call/"+callUUID+"/", form, nil)
 }
 
+// StartStream opens a bidirectional stream on live call callUUID by REST (POST
+// Call/{uuid}/Stream/), as the answer document's <Stream> does: the way to stream an
+// outbound call once an asynchronous machine verdict said a person answered.
+func (r *REST) StartStream(ctx context.Context, callUUID string, s Stream) error {
+	const op = "start stream"
+	if err := checkID(op, callUUID); err != nil {
+		return err
+	}
+	form, err := s.form()
+	if err != nil {
+		return &voice.ProviderError{Provider: restProvider, Op: op, Kind: voice.KindBadInput, Err: err}
+	}
+	return r.do(ctx, op, http.MethodPost, "Call/"+callUUID+"/Stream/", form, nil)
+}
+
 func (r *REST) fetchID(ctx context.Context, op, resource, id, query string, out any) error {
 	if err := checkID(op, id); err != nil {
 		return err

@@ -311,3 +311,48 @@ func TestNewRESTRefusesBadSettings(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// TestStartStreamByREST: after an asynchronous verdict, the stream starts by REST with
+// the same fields the answer document's <Stream> has.
+func TestStartStreamByREST(t *testing.T) {
+	e := newEnv(t, account(), carriertest.FaultNone, plivosim.Options{})
+	ctx := ctxOf(t)
+	placed, err := e.control.Dial(ctx, carrier.Dial{CallID: voice.NewCallID(), To: callee, From: ours, PublicURL: e.PublicURL, OnMachine: carrier.MachineHangup})
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := e.fake.WaitCall(ctx, placed.Ref, func(c plivosim.Call) bool { return c.Verdict != "" })
+	if err != nil || len(held.Streams) != 0 {
+		t.Fatalf("held call: %+v, %v", held, err)
+	}
+	s := plivo.Stream{URL: "wss://h.example.com/plivo/stream", Token: "tok1", ContentType: plivo.ContentL16_16k, StatusURL: "https://h.example.com/plivo/stream-status"}
+	if err := e.control.REST().StartStream(ctx, held.CallUUID, s); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := e.fake.Call(placed.Ref)
+	if len(c.Streams) != 1 {
+		t.Fatalf("streams %+v", c.Streams)
+	}
+	o := c.Streams[0]
+	if o.URL != s.URL || !o.Bidirectional || o.AudioTrack != "inbound" || o.ContentType != plivo.ContentL16_16k ||
+		o.Headers[plivo.TokenHeader] != "tok1" || o.StatusURL != s.StatusURL || o.StreamTimeout != plivo.StreamTimeout {
+		t.Errorf("stream order %+v", o)
+	}
+	before := len(e.fake.Requests())
+	if err := e.control.REST().StartStream(ctx, held.CallUUID, plivo.Stream{URL: s.URL, Token: "a-b"}); err == nil {
+		t.Error("a token Plivo refuses was sent")
+	}
+	if len(e.fake.Requests()) != before {
+		t.Error("a refused stream reached the fake")
+	}
+	if err := e.control.Hangup(ctx, placed.Ref); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.fake.WaitCall(ctx, placed.Ref, func(c plivosim.Call) bool { return plivosim.Ended(c.Status) }); err != nil {
+		t.Fatal(err)
+	}
+	var pe *voice.ProviderError
+	if err := e.control.REST().StartStream(ctx, held.CallUUID, s); !errors.As(err, &pe) || pe.Status != http.StatusNotFound {
+		t.Errorf("streaming an ended call: %v, want Plivo's 404", err)
+	}
+}

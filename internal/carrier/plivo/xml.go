@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strconv"
 )
 
 // Plivo's XML (https://www.plivo.com/docs/voice/xml/): what Handset answers Plivo's
@@ -47,24 +48,9 @@ type Stream struct {
 // runs (without it Plivo falls through the document and hangs up), the URL as the
 // element's text.
 func StreamXML(s Stream) ([]byte, error) {
-	u, err := url.Parse(s.URL)
-	if err != nil || (u.Scheme != "wss" && u.Scheme != "ws") || u.Host == "" {
-		return nil, fmt.Errorf("stream URL %q is not a ws(s):// URL", s.URL)
-	}
-	ct := s.ContentType
-	switch ct {
-	case "":
-		ct = ContentMulaw8k
-	case ContentMulaw8k, ContentL16_8k, ContentL16_16k:
-	default:
-		return nil, fmt.Errorf("stream content type %q is not one Plivo streams", ct)
-	}
-	if s.Token == "" || !alphanumeric(s.Token) {
-		return nil, errors.New("the stream token must be alphanumerics only, as Plivo's extraHeaders require")
-	}
-	extra := TokenHeader + "=" + s.Token
-	if len(extra) > MaxExtraHeaders {
-		return nil, fmt.Errorf("the stream token makes extraHeaders %d bytes, more than Plivo's %d", len(extra), MaxExtraHeaders)
+	ct, extra, err := s.check()
+	if err != nil {
+		return nil, err
 	}
 	type stream struct {
 		Bidirectional bool   `xml:"bidirectional,attr"`
@@ -86,6 +72,45 @@ func StreamXML(s Stream) ([]byte, error) {
 		XMLName xml.Name `xml:"Response"`
 		Stream  stream   `xml:"Stream"`
 	}{Stream: st}), nil
+}
+
+// form is s as the REST stream request's fields.
+func (s Stream) form() (url.Values, error) {
+	ct, extra, err := s.check()
+	if err != nil {
+		return nil, err
+	}
+	f := url.Values{"service_url": {s.URL}, "bidirectional": {"true"}, "audio_track": {"inbound"},
+		"content_type": {ct}, "stream_timeout": {strconv.Itoa(StreamTimeout)}, "extra_headers": {extra}}
+	if s.StatusURL != "" {
+		f.Set("status_callback_url", s.StatusURL)
+		f.Set("status_callback_method", "POST")
+	}
+	return f, nil
+}
+
+// check refuses what Plivo would, and gives the content type and extra headers to send.
+func (s Stream) check() (contentType, extraHeaders string, err error) {
+	u, err := url.Parse(s.URL)
+	if err != nil || (u.Scheme != "wss" && u.Scheme != "ws") || u.Host == "" {
+		return "", "", fmt.Errorf("stream URL %q is not a ws(s):// URL", s.URL)
+	}
+	contentType = s.ContentType
+	switch contentType {
+	case "":
+		contentType = ContentMulaw8k
+	case ContentMulaw8k, ContentL16_8k, ContentL16_16k:
+	default:
+		return "", "", fmt.Errorf("stream content type %q is not one Plivo streams", contentType)
+	}
+	if s.Token == "" || !alphanumeric(s.Token) {
+		return "", "", errors.New("the stream token must be alphanumerics only, as Plivo's extraHeaders require")
+	}
+	extraHeaders = TokenHeader + "=" + s.Token
+	if len(extraHeaders) > MaxExtraHeaders {
+		return "", "", fmt.Errorf("the stream token makes extraHeaders %d bytes, more than Plivo's %d", len(extraHeaders), MaxExtraHeaders)
+	}
+	return contentType, extraHeaders, nil
 }
 
 // HoldXML keeps an answered call silent for up to seconds while Handset waits for a

@@ -31,6 +31,9 @@ func (s *Server) run(c *call) {
 	r := &runner{s: s, c: c}
 	r.ctx, r.cancel = context.WithCancel(s.ctx)
 	defer r.cancel()
+	s.mu.Lock()
+	c.ctx = r.ctx
+	s.mu.Unlock()
 
 	if o, stopped := r.sleep(s.o.QueuedFor); stopped {
 		if o.canceled {

@@ -93,7 +93,8 @@ type Callback struct {
 type call struct {
 	Call
 	callee Callee
-	ctl    chan control // the REST side's orders to the runner
+	ctl    chan control    // the REST side's orders to the runner
+	ctx    context.Context // ends with the call; set when its runner starts
 }
 
 // control is an order to a call's runner.
@@ -236,6 +237,48 @@ func (s *Server) cancelRequest(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	s.order(c, control{canceled: true})
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// startStream opens a stream on a live call (POST Call/{uuid}/Stream/), as a <Stream>
+// element would, alongside whatever its document is doing.
+func (s *Server) startStream(w http.ResponseWriter, r *http.Request) {
+	f := r.PostForm
+	n := node{Name: "Stream", Text: f.Get("service_url"), Attrs: map[string]string{}}
+	for field, attr := range map[string]string{"bidirectional": "bidirectional", "audio_track": "audioTrack",
+		"content_type": "contentType", "stream_timeout": "streamTimeout", "status_callback_url": "statusCallbackUrl",
+		"status_callback_method": "statusCallbackMethod", "extra_headers": "extraHeaders"} {
+		if v, ok := f[field]; ok {
+			n.Attrs[attr] = v[0]
+		}
+	}
+	order, warn, err := readStream(n)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	s.mu.Lock()
+	c := s.byCallLocked(r.PathValue("id"))
+	if c == nil || c.Status != StatusInProgress {
+		s.mu.Unlock()
+		writeError(w, http.StatusNotFound, "call not found")
+		return
+	}
+	order.CallUUID, order.KeepCallAlive = c.CallUUID, true
+	c.Streams = append(c.Streams, order)
+	if warn != "" {
+		c.Errors = append(c.Errors, warn)
+	}
+	ctx := c.ctx
+	s.changedLocked()
+	s.mu.Unlock()
+	if open := s.o.OpenStream; open != nil {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			_ = open(ctx, order)
+		}()
+	}
+	writeJSON(w, http.StatusAccepted, map[string]any{"api_id": newUUID(), "message": "audio streaming started", "stream_id": newUUID()})
 }
 
 func (s *Server) transfer(w http.ResponseWriter, r *http.Request) {
