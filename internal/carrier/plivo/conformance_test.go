@@ -46,6 +46,7 @@ func newEnv(t *testing.T, a carriertest.Account, f carriertest.Fault, o plivosim
 	h := &handset{t: t, token: fake.AuthToken(), memory: m}
 	hs := httptest.NewServer(h)
 	h.base = hs.URL
+	h.transfer = plivo.ServeTransfer(plivo.Verifier{AuthToken: fake.AuthToken(), PublicURL: hs.URL, Memory: m})
 	api := httptest.NewServer(fake)
 	ro := plivo.RESTOptions{BaseURL: api.URL, AuthID: fake.AuthID(), AuthToken: fake.AuthToken(), HTTPClient: client}
 	switch f {

@@ -13,18 +13,24 @@ import (
 
 // handset is the test's side of Handset's Plivo routes: it checks every request's V3
 // signature, keeps answered calls on the line (streaming, or holding while machine
-// detection runs), feeds the ledger and answers transfers with their <Dial>.
+// detection runs), records the callbacks in the memory and hands transfers to ServeTransfer.
 type handset struct {
 	t      *testing.T
 	token  string
 	memory *carriertest.Memory
 	base   string // the server's URL, as Plivo signed it
+	// transfer serves TransferPath (it checks its own signatures and nonces)
+	transfer http.Handler
 
 	mu       sync.Mutex
 	unsigned int
 }
 
 func (h *handset) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == plivo.TransferPath {
+		h.transfer.ServeHTTP(w, r)
+		return
+	}
 	if err := r.ParseForm(); err != nil {
 		http.Error(w, "bad form", http.StatusBadRequest)
 		return
@@ -57,8 +63,6 @@ func (h *handset) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			h.t.Errorf("recording a callback: %v", err)
 		}
 		w.WriteHeader(http.StatusNoContent)
-	case plivo.TransferPath:
-		_, _ = w.Write(plivo.DialXML(q.Get(plivo.ToParam), q.Get(plivo.CallerIDParam)))
 	default:
 		http.NotFound(w, r)
 	}

@@ -61,3 +61,39 @@ func TestVerifyRefusesReplaysAndForgeries(t *testing.T) {
 	m.Fail(errors.New("store down"))
 	check("memory down", signed(path, form, "117"), mediastream.ErrMemoryUnavailable)
 }
+
+// TestTransferFetchesSignedXML: Plivo's fetch of the transfer XML is V3-checked; the
+// number comes from the signed URL, so an unsigned, re-addressed or replayed fetch is
+// refused.
+func TestTransferFetchesSignedXML(t *testing.T) {
+	h := plivo.ServeTransfer(plivo.Verifier{AuthToken: testToken, PublicURL: public, Memory: carriertest.NewMemory()})
+	path := plivo.TransferPath + "?" + url.Values{plivo.ToParam: {"+15550103000"}, plivo.CallerIDParam: {"+14155550100"}}.Encode()
+	form := url.Values{"CallUUID": {callUUID}}
+	serve := func(r *http.Request) *httptest.ResponseRecorder {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w
+	}
+	if w := serve(signed(path, form, "1")); w.Code != http.StatusOK ||
+		!strings.Contains(w.Body.String(), `<Dial callerId="+14155550100"><Number>+15550103000</Number></Dial>`) {
+		t.Errorf("signed fetch: %d %s", w.Code, w.Body)
+	}
+	if w := serve(signed(path, form, "1")); w.Code != http.StatusForbidden {
+		t.Errorf("replayed fetch: %d", w.Code)
+	}
+	unsigned := signed(path, form, "2")
+	unsigned.Header.Del(plivo.SignatureHeader)
+	if w := serve(unsigned); w.Code != http.StatusForbidden {
+		t.Errorf("unsigned fetch: %d", w.Code)
+	}
+	readdressed := signed(path, form, "3")
+	other := plivo.TransferPath + "?" + url.Values{plivo.ToParam: {"+19005550000"}}.Encode()
+	readdressed.URL, _ = url.Parse(other)
+	readdressed.RequestURI = other
+	if w := serve(readdressed); w.Code != http.StatusForbidden {
+		t.Errorf("fetch to another number under the first's signature: %d", w.Code)
+	}
+	if w := serve(signed(plivo.TransferPath+"?to=call+me", form, "4")); w.Code != http.StatusBadRequest {
+		t.Errorf("a signed fetch without a number: %d", w.Code)
+	}
+}
