@@ -29,6 +29,7 @@ type env struct {
 	fake    *plivosim.Server
 	memory  *carriertest.Memory
 	control *plivo.Control
+	handset *handset
 }
 
 func newEnv(t *testing.T, a carriertest.Account, f carriertest.Fault, o plivosim.Options) env {
@@ -69,7 +70,7 @@ func newEnv(t *testing.T, a carriertest.Account, f carriertest.Fault, o plivosim
 		hs.Close()
 		transport.CloseIdleConnections()
 	})
-	return env{fake: fake, memory: m, control: c, Env: carriertest.Env{
+	return env{fake: fake, memory: m, control: c, handset: h, Env: carriertest.Env{
 		Carrier:   c,
 		PublicURL: hs.URL,
 		WaitFor: func(ctx context.Context, ref string, want carrier.Status) error {

@@ -21,12 +21,18 @@ type handset struct {
 	base   string // the server's URL, as Plivo signed it
 	// transfer serves TransferPath (it checks its own signatures and nonces)
 	transfer http.Handler
+	// routes, when set, serves every request instead (Handset's own routes under test)
+	routes http.Handler
 
 	mu       sync.Mutex
 	unsigned int
 }
 
 func (h *handset) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h.routes != nil {
+		h.routes.ServeHTTP(w, r)
+		return
+	}
 	if r.URL.Path == plivo.TransferPath {
 		h.transfer.ServeHTTP(w, r)
 		return

@@ -39,18 +39,28 @@ const maxForm = 64 << 10
 // nonceKey is the memory key of a nonce, apart from other carriers' keys.
 const nonceKey = "plivo-v3-nonce:"
 
-// Verify reads r's form (bounded) and checks it: nil, ErrSignature, ErrReplay, or an
-// error wrapping mediastream.ErrMemoryUnavailable (answer 503: Plivo retries).
-func (v Verifier) Verify(w http.ResponseWriter, r *http.Request) error {
+// Signed reads r's form (bounded) and checks its signature only: nil or ErrSignature.
+// For routes where a repeat is harmless or handled otherwise (a callback merged into the
+// ledger, an answer kept once): whether Plivo's retries reuse the nonce is unconfirmed.
+func (v Verifier) Signed(w http.ResponseWriter, r *http.Request) error {
 	r.Body = http.MaxBytesReader(w, r.Body, maxForm)
 	if err := r.ParseForm(); err != nil {
 		return fmt.Errorf("%w: unreadable form: %v", ErrSignature, err)
 	}
-	nonce := r.Header.Get(NonceHeader)
 	full := mediastream.PublicURL(r, v.PublicURL, v.TrustedProxies, false)
-	if !ValidSignatureV3(v.AuthToken, r.Method, full, r.PostForm, nonce, r.Header.Get(SignatureHeader)) {
+	if !ValidSignatureV3(v.AuthToken, r.Method, full, r.PostForm, r.Header.Get(NonceHeader), r.Header.Get(SignatureHeader)) {
 		return ErrSignature
 	}
+	return nil
+}
+
+// Verify is Signed and a nonce never seen before: nil, ErrSignature, ErrReplay, or an
+// error wrapping mediastream.ErrMemoryUnavailable (answer 503: Plivo retries).
+func (v Verifier) Verify(w http.ResponseWriter, r *http.Request) error {
+	if err := v.Signed(w, r); err != nil {
+		return err
+	}
+	nonce := r.Header.Get(NonceHeader)
 	now := time.Now
 	if v.Now != nil {
 		now = v.Now
