@@ -2,6 +2,7 @@ package plivosim
 
 import (
 	"net/http"
+	"net/url"
 	"strconv"
 )
 
@@ -62,16 +63,26 @@ func (s *Server) numberLocked(raw string) *Number {
 	return nil
 }
 
-// withNumber runs fn, under the lock, on the number the path names; 404 when none.
-func (s *Server) withNumber(w http.ResponseWriter, r *http.Request, fn func(n *Number)) {
+// withLocked runs fn, under the lock, on what find returns; 404 naming what when nil.
+func withLocked[T any](s *Server, w http.ResponseWriter, what string, find func() *T, fn func(*T)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n := s.numberLocked(r.PathValue("number"))
-	if n == nil {
-		writeError(w, http.StatusNotFound, "number not found")
+	v := find()
+	if v == nil {
+		writeError(w, http.StatusNotFound, what+" not found")
 		return
 	}
-	fn(n)
+	fn(v)
+}
+
+// withNumber runs fn, under the lock, on the number the path names; 404 when none.
+func (s *Server) withNumber(w http.ResponseWriter, r *http.Request, fn func(n *Number)) {
+	withLocked(s, w, "number", func() *Number { return s.numberLocked(r.PathValue("number")) }, fn)
+}
+
+// withApp runs fn, under the lock, on the application the path names; 404 when none.
+func (s *Server) withApp(w http.ResponseWriter, r *http.Request, fn func(a *Application)) {
+	withLocked(s, w, "application", func() *Application { return s.apps[r.PathValue("app")] }, fn)
 }
 
 func (s *Server) numberGet(w http.ResponseWriter, r *http.Request) {
@@ -124,27 +135,19 @@ func (s *Server) Application(id string) (Application, bool) {
 }
 
 func (s *Server) appGet(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	a := s.apps[r.PathValue("app")]
-	if a == nil {
-		writeError(w, http.StatusNotFound, "application not found")
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"app_id": a.AppID, "app_name": a.Name,
-		"answer_url": a.AnswerURL, "answer_method": a.AnswerMethod, "hangup_url": a.HangupURL,
-		"hangup_method": a.HangupMethod, "resource_uri": "/v1/Account/" + s.id + "/Application/" + a.AppID + "/"})
+	s.withApp(w, r, func(a *Application) {
+		writeJSON(w, http.StatusOK, map[string]any{"app_id": a.AppID, "app_name": a.Name,
+			"answer_url": a.AnswerURL, "answer_method": a.AnswerMethod, "hangup_url": a.HangupURL,
+			"hangup_method": a.HangupMethod, "resource_uri": "/v1/Account/" + s.id + "/Application/" + a.AppID + "/"})
+	})
 }
 
 func (s *Server) appUpdate(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	a := s.apps[r.PathValue("app")]
-	if a == nil {
-		writeError(w, http.StatusNotFound, "application not found")
-		return
-	}
-	f := r.PostForm
+	s.withApp(w, r, func(a *Application) { s.updateApp(w, r.PostForm, a) })
+}
+
+// updateApp applies an application update form, checked first; s.mu held.
+func (s *Server) updateApp(w http.ResponseWriter, f url.Values, a *Application) {
 	for _, field := range []string{"answer_method", "hangup_method"} {
 		if v, ok := f[field]; ok && v[0] != http.MethodGet && v[0] != http.MethodPost {
 			writeError(w, http.StatusBadRequest, field+" must be GET or POST")
