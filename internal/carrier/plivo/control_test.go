@@ -356,3 +356,42 @@ func TestStartStreamByREST(t *testing.T) {
 		t.Errorf("streaming an ended call: %v, want Plivo's 404", err)
 	}
 }
+
+// TestCallFromTheRecordWhenCallbacksWereMissed: a ledger that knows the CallUUID but
+// missed the end still gets the final status, from the ended call's record and its
+// hang-up cause (the cause names are the fake's, unconfirmed).
+func TestCallFromTheRecordWhenCallbacksWereMissed(t *testing.T) {
+	callees := map[string]plivosim.Callee{
+		"+15550102001": {Outcome: plivosim.OutcomeBusy},
+		"+15550102002": {Outcome: plivosim.OutcomeFailed},
+		"+15550102003": {Outcome: plivosim.OutcomeNoAnswer},
+		"+15550102004": {Hold: time.Millisecond},
+	}
+	want := map[string]carrier.Status{"+15550102001": carrier.StatusBusy, "+15550102002": carrier.StatusFailed,
+		"+15550102003": carrier.StatusNoAnswer, "+15550102004": carrier.StatusCompleted}
+	e := newEnv(t, account(), carriertest.FaultNone, plivosim.Options{Callee: func(to string) plivosim.Callee { return callees[to] }})
+	ctx := ctxOf(t)
+	for to, status := range want {
+		d := carrier.Dial{CallID: voice.NewCallID(), To: to, From: ours, PublicURL: e.PublicURL}
+		if to == "+15550102003" {
+			d.RingTimeout = time.Second
+		}
+		placed, err := e.control.Dial(ctx, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		over, err := e.fake.WaitCall(ctx, placed.Ref, func(c plivosim.Call) bool { return plivosim.Ended(c.Status) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		stale, err := plivo.NewControl(plivo.ControlOptions{REST: plivo.RESTOptions{BaseURL: e.control.REST().BaseURL(),
+			AuthID: e.fake.AuthID(), AuthToken: e.fake.AuthToken()}, Ledger: staleLedger{over.CallUUID}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := stale.Call(ctx, placed.Ref)
+		if err != nil || c.Status != status || c.To != to || c.From != ours {
+			t.Errorf("%s: %+v, %v; want %s", to, c, err, status)
+		}
+	}
+}
