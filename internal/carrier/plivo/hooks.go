@@ -115,6 +115,9 @@ func (h *Hooks) Progress(w http.ResponseWriter, r *http.Request) {
 func (h *Hooks) verdict(r *http.Request, cb Callback) (carrier.Progress, error) {
 	p := cb.Progress
 	ctx := r.Context()
+	if h.Control == nil {
+		return p, errors.New("Plivo is not configured: set PLIVO_AUTH_ID and PLIVO_AUTH_TOKEN")
+	}
 	if p.AnsweredBy.Machine() && carrier.MachinePolicy(r.URL.Query().Get(MachineParam)) == carrier.MachineHangup {
 		if err := h.Control.REST().HangupCall(ctx, p.Ref); err != nil && !notFound(err) {
 			return p, classify(err)

@@ -34,6 +34,10 @@ func (s *Server) run(c *call) {
 	s.mu.Lock()
 	c.ctx = r.ctx
 	s.mu.Unlock()
+	if c.Direction == "inbound" {
+		r.answered() // Plivo fetches the answer URL as the call arrives
+		return
+	}
 
 	if o, stopped := r.sleep(s.o.QueuedFor); stopped {
 		if o.canceled {
@@ -231,6 +235,11 @@ func (r *runner) wait(d time.Duration, done <-chan struct{}) (control, bool) {
 	case <-elapsed:
 		return control{}, false
 	case <-done:
+		select { // an order sent as the stream ended (the caller's hang-up) wins
+		case o := <-r.c.ctl:
+			return o, true
+		default:
+		}
 		return control{}, false
 	case o := <-r.c.ctl:
 		return o, true
@@ -288,10 +297,13 @@ func (r *runner) params(status, event string) url.Values {
 	r.s.mu.Lock()
 	defer r.s.mu.Unlock()
 	c := r.c
-	p := url.Values{"RequestUUID": {c.RequestUUID}, "From": {plain(c.From)}, "To": {plain(c.To)},
-		"Direction": {"outbound"}, "CallStatus": {status}, "Event": {event}}
+	p := url.Values{"From": {plain(c.From)}, "To": {plain(c.To)},
+		"Direction": {or(c.Direction, "outbound")}, "CallStatus": {status}, "Event": {event}}
 	if c.CallUUID != "" {
 		p.Set("CallUUID", c.CallUUID)
+	}
+	if c.RequestUUID != "" {
+		p.Set("RequestUUID", c.RequestUUID)
 	}
 	return p
 }
@@ -316,46 +328,55 @@ const callbackTimeout = 15 * time.Second
 // callback POSTs p, V3-signed, to rawURL and records it; it returns the answer's body
 // when it was a 2xx.
 func (r *runner) callback(kind, rawURL string, p url.Values) ([]byte, bool) {
-	cb := Callback{Kind: kind, URL: rawURL, Params: p}
-	body, err := r.s.post(r.ctx, rawURL, p)
+	cb := Callback{Kind: kind, URL: rawURL, Params: p, Nonce: newNonce()}
+	cb.Signature = SignV3(r.s.token, rawURL, p, cb.Nonce)
+	body, err := r.s.Post(r.ctx, rawURL, p, cb.Nonce, cb.Signature)
 	if err != nil {
 		cb.Err = err.Error()
 	} else {
-		cb.Status = body.status
+		cb.Status = body.Status
 	}
 	r.publish(func() { r.c.Callbacks = append(r.c.Callbacks, cb) })
-	if err != nil || body.status/100 != 2 {
+	if err != nil || body.Status/100 != 2 {
 		r.errorf("%s callback to %s: %s%s", kind, rawURL, cb.Err, statusText(cb.Status))
 		return nil, false
 	}
-	return body.data, true
+	return body.Body, true
 }
 
-type answer struct {
-	status int
-	data   []byte
+// Reply is Handset's answer to one of the fake's requests.
+type Reply struct {
+	Status int
+	Body   []byte
 }
 
-// post sends one signed form POST to Handset.
-func (s *Server) post(ctx context.Context, rawURL string, p url.Values) (answer, error) {
+// Post sends one form POST to Handset at rawURL (reached at Options.DialURL's mapping of
+// it) with the V3 headers given (none when nonce is empty): the fake's requests, and a
+// test's forged or replayed ones.
+func (s *Server) Post(ctx context.Context, rawURL string, p url.Values, nonce, signature string) (Reply, error) {
 	ctx, cancel := context.WithTimeout(ctx, callbackTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, rawURL, strings.NewReader(p.Encode()))
-	if err != nil {
-		return answer{}, err
+	target := rawURL
+	if s.o.DialURL != nil {
+		target = s.o.DialURL(rawURL)
 	}
-	nonce := newNonce()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, strings.NewReader(p.Encode()))
+	if err != nil {
+		return Reply{}, err
+	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set(NonceHeader, nonce)
-	req.Header.Set(SignatureHeader, SignV3(s.token, rawURL, p, nonce))
+	if nonce != "" {
+		req.Header.Set(NonceHeader, nonce)
+		req.Header.Set(SignatureHeader, signature)
+	}
 	req.Header.Set("User-Agent", "PlivoHTTP/1.0 (plivosim)")
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return answer{}, err
+		return Reply{}, err
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxDocument+1))
-	return answer{status: resp.StatusCode, data: data}, err
+	return Reply{Status: resp.StatusCode, Body: data}, err
 }
 
 func statusText(status int) string {

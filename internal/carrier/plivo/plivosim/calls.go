@@ -54,10 +54,13 @@ func Ended(status string) bool {
 
 // Call is an outbound call as the fake holds it.
 type Call struct {
-	RequestUUID string
+	RequestUUID string // "" for a call that came in
 	CallUUID    string // "" while a queued request
-	From, To    string // E.164 with "+"
-	Status      string
+	// Direction is "outbound" for a call Handset placed, "inbound" for one that rang
+	// Handset's number (Ring).
+	Direction string
+	From, To  string // E.164 with "+"
+	Status    string
 	// Detection is the machine_detection value asked for; Verdict the one reported
 	// ("true"/"false"), once the callback was delivered.
 	Detection, Verdict string
@@ -87,6 +90,8 @@ type Callback struct {
 	Params url.Values
 	Status int    // HTTP status of the answer; 0 when none
 	Err    string // why none
+	// Nonce and Signature are the V3 headers it carried, for a replay.
+	Nonce, Signature string
 }
 
 // call is a call's live state, guarded by Server.mu.
@@ -122,6 +127,7 @@ func (s *Server) makeCall(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	c := &call{ctl: make(chan control, 4)}
+	c.Direction = "outbound"
 	c.RequestUUID, c.From, c.To = newUUID(), "+"+plain(from), "+"+plain(to)
 	c.AnswerURL, c.HangupURL, c.RingURL, c.MachineURL = f.Get("answer_url"), f.Get("hangup_url"), f.Get("ring_url"), f.Get("machine_detection_url")
 	for field, to := range map[string]*int{"ring_timeout": &c.RingTimeout, "time_limit": &c.TimeLimit} {
@@ -313,7 +319,7 @@ func (s *Server) order(c *call, o control) {
 
 func (s *Server) byRequestLocked(id string) *call {
 	for _, c := range s.calls {
-		if c.RequestUUID == id {
+		if c.RequestUUID != "" && c.RequestUUID == id {
 			return c
 		}
 	}

@@ -42,6 +42,10 @@ type Options struct {
 	// order is only recorded (Call.Streams) and the stream counts as open until the call
 	// ends.
 	OpenStream func(ctx context.Context, o StreamOrder) error
+	// DialURL, when set, maps the URL of a request to Handset (what V3 signs) to the
+	// address it is sent to: a Handset reached directly while its public URL names
+	// another host.
+	DialURL func(rawURL string) string
 	// QueuedFor is how long a placed call stays a queued request before it is dialled and
 	// gets its CallUUID (default none).
 	QueuedFor time.Duration
