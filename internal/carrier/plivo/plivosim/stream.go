@@ -98,6 +98,7 @@ func (c *Caller) OpenStream(ctx context.Context, o StreamOrder) error {
 			c.parked[o.CallUUID] = o
 			c.notifyLocked()
 			c.mu.Unlock()
+			<-ctx.Done() // the call stays up, streamless, until it is hung up
 			return nil
 		}
 	}
