@@ -40,7 +40,9 @@ func (s *sink) record(change func()) {
 	}
 }
 
-func (s *sink) Audio(f []byte) { s.record(func() { s.audio = append(s.audio, append([]byte(nil), f...)) }) }
+func (s *sink) Audio(f []byte) {
+	s.record(func() { s.audio = append(s.audio, append([]byte(nil), f...)) })
+}
 func (s *sink) Mark(name string) {
 	s.record(func() { s.marks = append(s.marks, name) })
 }
