@@ -1,6 +1,7 @@
 package plivo
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -178,7 +179,15 @@ func (c *Control) Call(ctx context.Context, ref string) (carrier.Call, error) {
 		case err == nil:
 			uuid = q.CallUUID
 		case notFound(err):
-			uuid = ref // not a request (any more): an inbound call, or one dialled already
+			// Not a request any more: dialled since the ledger was read (its first
+			// callback, which names the CallUUID, came in between), or an inbound call.
+			if p, known, err = c.lookup(ctx, ref); err != nil {
+				return carrier.Call{}, err
+			}
+			if known && p.Ended() {
+				return withProgress(out, p), nil
+			}
+			uuid = cmp.Or(p.Ref, ref)
 		default:
 			return carrier.Call{}, classify(err)
 		}
