@@ -110,8 +110,8 @@ func (r *runner) verdict() {
 	v := strconv.FormatBool(r.c.callee.Machine)
 	p := r.params(StatusInProgress, "MachineDetection") // Event value unconfirmed
 	p.Set("Machine", v)
-	r.publish(func() { r.c.Verdict = v }) // known before it is told
 	r.callback("machine", r.c.MachineURL, p)
+	r.publish(func() { r.c.Verdict = v })
 }
 
 // execute runs a document's verbs until the call ends; a transfer replaces the rest.

@@ -62,7 +62,7 @@ type Call struct {
 	From, To  string // E.164 with "+"
 	Status    string
 	// Detection is the machine_detection value asked for; Verdict the one reported
-	// ("true"/"false"), from the moment it is POSTed.
+	// ("true"/"false"), once the callback was delivered.
 	Detection, Verdict string
 	// AnswerURL, HangupURL, RingURL and MachineURL are the URLs the call was placed
 	// with.
