@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/handset-voice/handset/internal/carrier"
 	"github.com/handset-voice/handset/internal/voice"
 )
 
@@ -68,19 +69,10 @@ func NewREST(o RESTOptions) (*REST, error) {
 	case strings.TrimSpace(o.AuthToken) != o.AuthToken || strings.ContainsAny(o.AuthToken, " \t\r\n"):
 		return nil, errors.New("PLIVO_AUTH_TOKEN contains spaces or line breaks: copy the Auth Token from the Plivo console again")
 	}
-	base := strings.TrimSpace(o.BaseURL)
-	if base == "" {
-		base = DefaultRESTURL
+	base, err := carrier.APIRoot("HANDSET_PLIVO_API_URL", o.BaseURL, DefaultRESTURL, "http://127.0.0.1:8082")
+	if err != nil {
+		return nil, err
 	}
-	u, err := url.Parse(base)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-		shown := o.BaseURL
-		if err == nil {
-			shown = u.Redacted()
-		}
-		return nil, fmt.Errorf("HANDSET_PLIVO_API_URL %q is not an http(s) URL without credentials: leave it empty for %s, or set the root of a proxy or fake like http://127.0.0.1:8082", shown, DefaultRESTURL)
-	}
-	base = strings.TrimRight(u.String(), "/")
 	base = strings.TrimRight(strings.TrimSuffix(base, restVersion), "/")
 	r := &REST{base: base, id: id, token: o.AuthToken, client: o.HTTPClient, timeout: o.Timeout,
 		accountPath: restVersion + "/Account/" + id + "/"}
@@ -126,26 +118,17 @@ func (e *APIError) Error() string {
 // maxResponse bounds how much of an answer is read.
 const maxResponse = 8 << 20
 
-// errRequestTimeout is the cause of a request cut short by the client's own Timeout.
-var errRequestTimeout = errors.New("request timed out")
-
 // do sends one request to path, which is relative to the account's root
 // (/v1/Account/{auth_id}/) and ends in "/" before any query, and decodes the JSON answer
-// into out (nil: the answer is not read). It classifies every failure as a
-// *voice.ProviderError.
+// into out (nil: the answer is not read). Every failure is a *voice.ProviderError.
 func (r *REST) do(ctx context.Context, op, method, path string, form url.Values, out any) error {
-	fail := func(kind voice.ErrorKind, status int, err error) error {
-		return &voice.ProviderError{Provider: restProvider, Op: op, Kind: kind, Status: status, Err: err}
-	}
-	rctx, cancel := context.WithTimeoutCause(ctx, r.timeout, errRequestTimeout)
-	defer cancel()
 	var body io.Reader
 	if form != nil {
 		body = strings.NewReader(form.Encode())
 	}
-	req, err := http.NewRequestWithContext(rctx, method, r.base+r.accountPath+path, body)
+	req, err := http.NewRequestWithContext(ctx, method, r.base+r.accountPath+path, body)
 	if err != nil {
-		return fail(voice.KindBadInput, 0, fmt.Errorf("build request: %w", err))
+		return &voice.ProviderError{Provider: restProvider, Op: op, Kind: voice.KindBadInput, Err: fmt.Errorf("build request: %w", err)}
 	}
 	req.SetBasicAuth(r.id, r.token)
 	req.Header.Set("Accept", "application/json")
@@ -153,40 +136,9 @@ func (r *REST) do(ctx context.Context, op, method, path string, form url.Values,
 	if form != nil {
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	}
-	resp, err := r.client.Do(req)
-	if err != nil {
-		return r.transportError(ctx, rctx, fail, err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
-	if err != nil {
-		return r.transportError(ctx, rctx, fail, err)
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return fail(voice.KindFromStatus(resp.StatusCode), resp.StatusCode, apiError(resp.StatusCode, data))
-	}
-	if out == nil || resp.StatusCode == http.StatusNoContent {
-		return nil
-	}
-	if err := json.Unmarshal(data, out); err != nil {
-		return fail(voice.KindProtocol, resp.StatusCode, fmt.Errorf("answer is not the expected JSON: %w", err))
-	}
-	return nil
-}
-
-// transportError classifies a failure to send a request or read its answer.
-func (r *REST) transportError(ctx, rctx context.Context, fail func(voice.ErrorKind, int, error) error, err error) error {
-	switch {
-	case ctx.Err() != nil:
-		return fail(voice.KindOf(ctx.Err()), 0, ctx.Err())
-	case context.Cause(rctx) == errRequestTimeout:
-		return fail(voice.KindTimeout, 0, fmt.Errorf("no answer from %s within %v", r.base, r.timeout))
-	}
-	var ne interface{ Timeout() bool }
-	if errors.As(err, &ne) && ne.Timeout() {
-		return fail(voice.KindTimeout, 0, err)
-	}
-	return fail(voice.KindTransient, 0, err)
+	api := carrier.APICall{Provider: restProvider, Client: r.client, Timeout: r.timeout, Limit: maxResponse,
+		Refusal: func(status int, data []byte) error { return apiError(status, data) }}
+	return api.JSON(ctx, op, req, out)
 }
 
 // apiError reads Plivo's error body, whose "error" is a string or an object, or
