@@ -68,18 +68,23 @@ func (c *Caller) Park(number string) {
 
 // Parked waits for the stream order of parked call callUUID.
 func (c *Caller) Parked(ctx context.Context, callUUID string) (StreamOrder, error) {
+	return awaitCaller(ctx, c, "stream order", callUUID, c.parked)
+}
+
+// awaitCaller waits until in holds id (guarded by c.mu), woken by every change.
+func awaitCaller[T any](ctx context.Context, c *Caller, what, id string, in map[string]T) (T, error) {
 	for {
 		c.mu.Lock()
-		o, ok := c.parked[callUUID]
+		v, ok := in[id]
 		changed := c.changed
 		c.mu.Unlock()
 		if ok {
-			return o, nil
+			return v, nil
 		}
 		select {
 		case <-changed:
 		case <-ctx.Done():
-			return StreamOrder{}, fmt.Errorf("plivosim: no stream order for %s: %w", callUUID, ctx.Err())
+			return v, fmt.Errorf("plivosim: no %s for %s: %w", what, id, ctx.Err())
 		}
 	}
 }
@@ -168,18 +173,5 @@ func (c *Caller) OpenStream(ctx context.Context, o StreamOrder) error {
 
 // Phone waits until the stream of call callUUID is open and returns its phone.
 func (c *Caller) Phone(ctx context.Context, callUUID string) (*phone.Call, error) {
-	for {
-		c.mu.Lock()
-		p, ok := c.phones[callUUID]
-		changed := c.changed
-		c.mu.Unlock()
-		if ok {
-			return p, nil
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return nil, fmt.Errorf("plivosim: no stream for %s: %w", callUUID, ctx.Err())
-		}
-	}
+	return awaitCaller(ctx, c, "stream", callUUID, c.phones)
 }
