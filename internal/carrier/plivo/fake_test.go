@@ -132,6 +132,8 @@ func (f *withFake) ring(t *testing.T) (*phone.Call, voice.Leg, *sink, <-chan err
 	rec := newSink()
 	done := make(chan error, 1)
 	go func() { done <- leg.Run(context.Background(), rec) }()
+	// The call runs the leg before it sends: its first audio says Run has the sink.
+	rec.waitFor(t, "the caller's first audio", func(s *sink) bool { return len(s.audio) > 0 })
 	return p, leg, rec, done
 }
 

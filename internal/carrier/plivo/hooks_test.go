@@ -95,7 +95,9 @@ func TestAsyncMachineVerdict(t *testing.T) {
 			hk.checkToken(t, c.Streams[0], id)
 			continue
 		}
-		c, err := hk.fake.WaitCall(ctx, placed.Ref, func(c plivosim.Call) bool { return plivosim.Ended(c.Status) })
+		// The verdict is the fake's once Handset answered its callback, after telling
+		// OnProgress; the hang-up it caused may be over sooner.
+		c, err := hk.fake.WaitCall(ctx, placed.Ref, func(c plivosim.Call) bool { return plivosim.Ended(c.Status) && c.Verdict != "" })
 		if err != nil || c.HangupSource != "API" || len(c.Streams) != 0 {
 			t.Fatalf("machine: %+v, %v; want hung up by Handset before any stream", c, err)
 		}
