@@ -3,12 +3,16 @@ package plivo_test
 import (
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/handset-voice/handset/internal/carrier"
 	"github.com/handset-voice/handset/internal/carrier/carriertest"
 	"github.com/handset-voice/handset/internal/carrier/plivo"
+	"github.com/handset-voice/handset/internal/carrier/plivo/plivosim"
 	"github.com/handset-voice/handset/internal/voice"
 )
 
@@ -84,5 +88,39 @@ func TestProviderSettings(t *testing.T) {
 	}
 	if w := plivo.Provider.Numbers.Webhooks; w.VoicePath != plivo.AnswerPath || w.StatusPath != plivo.HangupPath {
 		t.Errorf("webhooks %+v", w)
+	}
+}
+
+// TestDrainingRefusesNewCalls: a draining node answers a signed answer request 503, so
+// Plivo tries the application's fallback; it takes the call once it stops draining.
+func TestDrainingRefusesNewCalls(t *testing.T) {
+	const token = "drainToken1"
+	var draining atomic.Bool
+	draining.Store(true)
+	mux := http.NewServeMux()
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	plivo.New(plivo.Options{AuthToken: token, PublicURL: srv.URL, Memory: carriertest.NewMemory(),
+		Draining: draining.Load}).Register(mux)
+	answer := func() int {
+		form := url.Values{"CallUUID": {"6b1d3c5e-0000-4000-8000-000000000002"}, "From": {"15550001111"}, "To": {"15550002222"}, "Direction": {"inbound"}}
+		nonce := "12345678901234567890" + strconv.FormatBool(draining.Load())
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+plivo.AnswerPath, strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set(plivo.NonceHeader, nonce)
+		req.Header.Set(plivo.SignatureHeader, plivosim.SignV3(token, srv.URL+plivo.AnswerPath, form, nonce))
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if got := answer(); got != http.StatusServiceUnavailable {
+		t.Errorf("while draining: %d, want 503", got)
+	}
+	draining.Store(false)
+	if got := answer(); got != http.StatusOK {
+		t.Errorf("after draining: %d, want 200", got)
 	}
 }
