@@ -37,11 +37,7 @@ const (
 
 // Webhooks are the routes a Plivo application is pointed at: its answer URL and its
 // hangup URL.
-var Webhooks = carrier.Webhooks{VoicePath: AnswerPath, StatusPath: HangupPath, Same: sameURL}
-
-func sameURL(a, b string) bool {
-	return strings.TrimRight(a, "/") == strings.TrimRight(b, "/")
-}
+var Webhooks = carrier.Webhooks{VoicePath: AnswerPath, StatusPath: HangupPath, Same: carrier.SameWebhookURL}
 
 // MachineDetectionOn is the machine_detection value Control sends by default: detect and
 // report, leaving what to do to Handset. ("hangup" would make Plivo hang up on a machine
