@@ -209,3 +209,28 @@ func TestKitOutboundCalls(t *testing.T) {
 		t.Error("the answered outbound call never streamed")
 	}
 }
+
+// TestKitMachineMessageStreams: under policy message a machine's call is held silent until
+// the verdict, then streamed by REST with the verdict in the leg (the message waits for
+// the greeting's end in the call, since Plivo reports no beep).
+func TestKitMachineMessageStreams(t *testing.T) {
+	const to = "+15550100504"
+	k := newKitRig(t, simkit.VendorOptions{Answer: func(string) simkit.Callee { return simkit.Callee{Outcome: simkit.Voicemail, Hold: 2 * time.Second} }})
+	ctl, err := plivo.Provider.New(registry.Build{Settings: k.settings, Memory: func(string) carrier.Memory { return k.memory }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	if _, err := ctl.Dial(ctx, carrier.Dial{CallID: "call-vm", To: to, From: k.settings["HANDSET_PHONE_NUMBER"], PublicURL: k.url, OnMachine: carrier.MachineMessage}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case leg := <-k.legs:
+		if info := leg.Info(); info.CallID != "call-vm" || info.Direction != voice.Outbound || !carrier.AnsweredBy(info.AnsweredBy).Machine() {
+			t.Errorf("leg %+v", info)
+		}
+	case <-ctx.Done():
+		t.Fatal("the machine's call never streamed")
+	}
+}
