@@ -77,6 +77,7 @@ type withFake struct {
 	caller *plivosim.Caller
 	legs   chan voice.Leg
 	memory *carriertest.Memory
+	url    string // Handset's
 }
 
 const (
@@ -90,6 +91,7 @@ func newWithFake(t *testing.T, codec plivo.Codec, stream plivosim.StreamOptions)
 	var handset http.Handler
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handset.ServeHTTP(w, r) }))
 	t.Cleanup(hs.Close)
+	f.url = hs.URL
 	f.caller = plivosim.NewCaller(plivosim.CallerOptions{Stream: stream})
 	f.fake = plivosim.New(plivosim.Options{
 		Numbers:      []plivosim.Number{{Number: ourNumber, AppID: plivosim.DefaultAppID}},

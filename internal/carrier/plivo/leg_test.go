@@ -3,9 +3,11 @@ package plivo_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
+	"github.com/coder/websocket"
 	"github.com/handset-voice/handset/internal/carrier"
 	"github.com/handset-voice/handset/internal/carrier/plivo"
 	"github.com/handset-voice/handset/internal/carrier/plivo/plivosim"
@@ -251,5 +253,28 @@ func TestPlayAudioDeclaresFormat(t *testing.T) {
 	}
 	if played := p.Snapshot().PlayedAudio(); len(played) != 1600 { // 200 ms as the phone keeps it: 8 kHz mu-law
 		t.Errorf("the caller heard %d bytes, want 1600", len(played))
+	}
+}
+
+// TestStreamRefusesAnotherFormat: a start whose media is not what the <Stream> asked for
+// (Plivo's default L16 at 8 kHz, say, had the contentType been lost) is closed with why.
+func TestStreamRefusesAnotherFormat(t *testing.T) {
+	f := newWithFake(t, plivo.CodecMulaw, plivosim.StreamOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	conn, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(f.url, "http")+plivo.StreamPath, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.CloseNow()
+	start := `{"event":"start","sequenceNumber":1,"start":{"callId":"6b1d3c5e-0000-4000-8000-000000000003","streamId":"s1",` +
+		`"mediaFormat":{"encoding":"audio/x-l16","sampleRate":8000}},"extra_headers":"handsettoken=abc"}`
+	if err := conn.Write(ctx, websocket.MessageText, []byte(start)); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = conn.Read(ctx)
+	var ce websocket.CloseError
+	if !errors.As(err, &ce) || ce.Code != websocket.StatusPolicyViolation || !strings.Contains(ce.Reason, "unsupported media format") {
+		t.Errorf("read after a start in L16: %v", err)
 	}
 }
