@@ -237,6 +237,16 @@ var dialWires = map[string]dialWire{
 		},
 		hangup: "detect", message: "detect_beep",
 	},
+	"plivo": {
+		// Make Call is POST .../Call/ (a call's own resource is .../Call/{uuid}/). Plivo
+		// only detects and reports: what to do with a machine is Handset's either way.
+		isDial: func(rq tapped) bool { return rq.Method == http.MethodPost && strings.HasSuffix(rq.Path, "/Call/") },
+		detection: func(rq tapped) string {
+			form, _ := url.ParseQuery(string(rq.Body))
+			return form.Get("machine_detection")
+		},
+		hangup: "true", message: "true",
+	},
 }
 
 // detectionAsked checks that Handset's dial requests asked the vendor for the machine
