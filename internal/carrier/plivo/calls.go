@@ -222,6 +222,15 @@ func (r *REST) StartStream(ctx context.Context, callUUID string, s Stream) error
 	return r.do(ctx, op, http.MethodPost, "Call/"+callUUID+"/Stream/", form, nil)
 }
 
+// StopStreams ends every audio stream on live call callUUID (DELETE Call/{uuid}/Stream/).
+func (r *REST) StopStreams(ctx context.Context, callUUID string) error {
+	const op = "stop streams"
+	if err := checkID(op, callUUID); err != nil {
+		return err
+	}
+	return r.do(ctx, op, http.MethodDelete, "Call/"+callUUID+"/Stream/", nil, nil)
+}
+
 func (r *REST) fetchID(ctx context.Context, op, resource, id, query string, out any) error {
 	if err := checkID(op, id); err != nil {
 		return err

@@ -277,7 +277,16 @@ func (c *Control) Transfer(ctx context.Context, ref, to, callerID string) error 
 	if notFound(err) { // no live call by that id
 		return carrier.Classify(carrier.ErrRejected, err)
 	}
-	return classify(err)
+	if err != nil {
+		return classify(err)
+	}
+	// The call now runs the transfer's document, but a stream started by REST (after a
+	// machine verdict) runs beside documents: stopped here, Handset's side of the call ends
+	// as transferred, as it does when a carrier closes the stream itself.
+	if err := c.rest.StopStreams(ctx, uuid); err != nil && !notFound(err) {
+		return classify(fmt.Errorf("the call was transferred but its media stream to Handset did not stop: %w", err))
+	}
+	return nil
 }
 
 // Account fetches the account.

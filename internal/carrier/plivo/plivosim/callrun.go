@@ -184,6 +184,9 @@ func (r *runner) stream(order StreamOrder) (control, bool) {
 	order.CallUUID = r.c.CallUUID
 	r.publish(func() { r.c.Streams = append(r.c.Streams, order) })
 	ctx, cancel := context.WithCancel(r.ctx)
+	r.s.mu.Lock()
+	r.c.stops = append(r.c.stops, cancel)
+	r.s.mu.Unlock()
 	done := make(chan struct{})
 	if open := r.s.o.OpenStream; open != nil {
 		r.s.wg.Add(1)

@@ -100,6 +100,8 @@ type call struct {
 	callee Callee
 	ctl    chan control    // the REST side's orders to the runner
 	ctx    context.Context // ends with the call; set when its runner starts
+	// stops end the call's streams (DELETE Call/{uuid}/Stream/); guarded by Server.mu.
+	stops []context.CancelFunc
 }
 
 // control is an order to a call's runner.
@@ -274,7 +276,10 @@ func (s *Server) startStream(w http.ResponseWriter, r *http.Request) {
 	if warn != "" {
 		c.Errors = append(c.Errors, warn)
 	}
-	ctx := c.ctx
+	// A stream started by REST runs beside the call's document: a transfer that replaces
+	// the document leaves it running; it ends with the call or DELETE Call/{uuid}/Stream/.
+	ctx, stop := context.WithCancel(c.ctx)
+	c.stops = append(c.stops, stop)
 	s.changedLocked()
 	s.mu.Unlock()
 	if open := s.o.OpenStream; open != nil {
@@ -285,6 +290,24 @@ func (s *Server) startStream(w http.ResponseWriter, r *http.Request) {
 		}()
 	}
 	writeJSON(w, http.StatusAccepted, map[string]any{"api_id": newUUID(), "message": "audio streaming started", "stream_id": newUUID()})
+}
+
+// stopStreams ends every stream of a live call (DELETE Call/{uuid}/Stream/).
+func (s *Server) stopStreams(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	c := s.byCallLocked(r.PathValue("id"))
+	if c == nil || c.Status != StatusInProgress {
+		s.mu.Unlock()
+		writeError(w, http.StatusNotFound, "call not found")
+		return
+	}
+	stops := c.stops
+	c.stops = nil
+	s.mu.Unlock()
+	for _, stop := range stops {
+		stop()
+	}
+	w.WriteHeader(http.StatusNoContent)
 }
 
 func (s *Server) transfer(w http.ResponseWriter, r *http.Request) {

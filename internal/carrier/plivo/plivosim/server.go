@@ -160,6 +160,7 @@ func New(o Options) *Server {
 	s.mux.HandleFunc("POST "+root+"Call/{id}/{$}", s.transfer)
 	s.mux.HandleFunc("DELETE "+root+"Call/{id}/{$}", s.hangupCall)
 	s.mux.HandleFunc("POST "+root+"Call/{id}/Stream/{$}", s.startStream)
+	s.mux.HandleFunc("DELETE "+root+"Call/{id}/Stream/{$}", s.stopStreams)
 	s.mux.HandleFunc("DELETE "+root+"Request/{id}/{$}", s.cancelRequest)
 	s.mux.HandleFunc("GET "+root+"Number/{$}", s.numberList)
 	s.mux.HandleFunc("GET "+root+"Number/{number}/{$}", s.numberGet)
