@@ -143,7 +143,7 @@ func (h *Hooks) stream(r *http.Request, cb Callback) (Stream, error) {
 	}
 	token, err := h.Tokens.Mint(mediastream.Claims{CallRef: cb.Progress.Ref, From: cb.From, To: cb.To,
 		Direction: direction(r.PostForm.Get("Direction")), CallID: string(cb.Progress.CallID),
-		AnsweredBy: string(cb.Progress.AnsweredBy)}, h.now())
+		AnsweredBy: string(cb.Progress.AnsweredBy), Attestation: string(cb.Attestation)}, h.now())
 	if err != nil {
 		return Stream{}, err
 	}
