@@ -41,11 +41,11 @@ type Caller struct {
 	server *Server
 
 	mu      sync.Mutex
-	phones  map[string]*phone.Call // by CallUUID
-	parked  map[string]StreamOrder // orders of Park's number, not dialled
+	phones  map[string]*phone.Call   // by CallUUID
+	parked  map[string]StreamOrder   // orders of Park's number, not dialled
 	own     map[string]phone.Options // a call's own phone options, by CallUUID (Expect)
-	park    string                 // calls from this number are not streamed
-	changed chan struct{}          // closed and replaced on every new phone or parked order
+	park    string                   // calls from this number are not streamed
+	changed chan struct{}            // closed and replaced on every new phone or parked order
 }
 
 // NewCaller returns a caller; Bind it to the Server whose OpenStream it is.
