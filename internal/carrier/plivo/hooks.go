@@ -47,6 +47,8 @@ func (h *Hooks) Answer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if h.Draining != nil && h.Draining() {
+		// Said in the log, since the refusal reaches only Plivo (which tries the fallback).
+		h.log().Info("call refused while draining", "call_uuid", idOrEmpty(r.PostForm.Get("CallUUID")))
 		http.Error(w, "draining: try another node", http.StatusServiceUnavailable)
 		return
 	}
