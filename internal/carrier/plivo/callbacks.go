@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/handset-voice/handset/internal/carrier"
@@ -19,8 +20,42 @@ type Callback struct {
 	// the CallUUID in Progress.Ref can be tied to it; "" for a call that came in.
 	RequestUUID string
 	// From and To are the call's numbers in E.164 (Plivo sends them without "+"); "" when
-	// not phone numbers (a SIP URI, say).
+	// not phone numbers (a SIP URI, say, or a withheld caller's "anonymous"), which
+	// Handset treats as a withheld caller.
 	From, To string
+	// Attestation is the STIR/SHAKEN verification of an inbound caller's number; "" when
+	// Plivo sent none.
+	Attestation voice.Attestation
+}
+
+// The STIR/SHAKEN parameters of an inbound call's callbacks (UNCONFIRMED names and
+// values: Plivo's call details name stir_attestation and stir_verification).
+const (
+	ParamSTIRAttestation  = "STIRAttestation"
+	ParamSTIRVerification = "STIRVerification"
+)
+
+// Attestation reads Plivo's STIR/SHAKEN parameters: a level A/B/C that verified, failed
+// when the verification says it did not, nothing when Plivo sent neither. A value it
+// does not recognise vouches for nothing.
+func Attestation(attestation, verification string) voice.Attestation {
+	a := strings.ToUpper(strings.TrimSpace(attestation))
+	v := strings.ToLower(strings.Join(strings.Fields(verification), " "))
+	switch {
+	case a == "" && v == "":
+		return ""
+	case v == "not verified" || v == "failed":
+		return voice.AttestationFailed
+	case v != "" && v != "verified":
+		return voice.AttestationNone
+	case a == "A":
+		return voice.AttestationA
+	case a == "B":
+		return voice.AttestationB
+	case a == "C":
+		return voice.AttestationC
+	}
+	return voice.AttestationNone
 }
 
 // maxCallbackField bounds the fields kept from a callback.
@@ -48,8 +83,12 @@ func ReadCallback(query, form url.Values) Callback {
 	if n, err := strconv.Atoi(secs); err == nil && n > 0 && n < 1<<31 {
 		p.Duration = time.Duration(n) * time.Second
 	}
-	return Callback{Progress: p, RequestUUID: idOrEmpty(form.Get("RequestUUID")),
+	cb := Callback{Progress: p, RequestUUID: idOrEmpty(form.Get("RequestUUID")),
 		From: e164(clip(form.Get("From"))), To: e164(clip(form.Get("To")))}
+	if form.Get("Direction") == "inbound" {
+		cb.Attestation = Attestation(clip(form.Get(ParamSTIRAttestation)), clip(form.Get(ParamSTIRVerification)))
+	}
+	return cb
 }
 
 func clip(s string) string { return voice.Clip(s, maxCallbackField) }

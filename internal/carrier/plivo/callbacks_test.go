@@ -8,6 +8,7 @@ import (
 	"github.com/handset-voice/handset/internal/carrier"
 	"github.com/handset-voice/handset/internal/carrier/carriertest"
 	"github.com/handset-voice/handset/internal/carrier/plivo"
+	"github.com/handset-voice/handset/internal/voice"
 )
 
 const (
@@ -41,5 +42,38 @@ func TestCallbackRecord(t *testing.T) {
 	}
 	if err := plivo.ReadCallback(query, url.Values{"CallStatus": {"completed"}, "CallUUID": {"../../etc"}}).Record(ctx, m, now); err == nil {
 		t.Error("a callback naming no usable call was recorded")
+	}
+}
+
+// TestAttestationOfSTIRParameters: a verified level is kept, a failed verification
+// vouches for nothing whatever the level, an unknown value is no attestation, and an
+// outbound call's callbacks carry none (the number is the one Handset called).
+func TestAttestationOfSTIRParameters(t *testing.T) {
+	for _, c := range []struct {
+		attestation, verification string
+		want                      voice.Attestation
+	}{
+		{"", "", ""},
+		{"A", "Verified", voice.AttestationA},
+		{"b", "verified", voice.AttestationB},
+		{"C", "", voice.AttestationC},
+		{"A", "Not Verified", voice.AttestationFailed},
+		{"A", "Not  verified", voice.AttestationFailed},
+		{"", "Not Applicable", voice.AttestationNone},
+		{"Not Applicable", "Verified", voice.AttestationNone},
+		{"Z", "", voice.AttestationNone},
+	} {
+		if got := plivo.Attestation(c.attestation, c.verification); got != c.want {
+			t.Errorf("Attestation(%q, %q) = %q, want %q", c.attestation, c.verification, got, c.want)
+		}
+	}
+	form := url.Values{"CallUUID": {callUUID}, plivo.ParamSTIRAttestation: {"A"}, plivo.ParamSTIRVerification: {"Verified"}}
+	form.Set("Direction", "inbound")
+	if got := plivo.ReadCallback(nil, form).Attestation; got != voice.AttestationA {
+		t.Errorf("inbound callback: attestation %q", got)
+	}
+	form.Set("Direction", "outbound")
+	if got := plivo.ReadCallback(nil, form).Attestation; got != "" {
+		t.Errorf("outbound callback: attestation %q, want none", got)
 	}
 }

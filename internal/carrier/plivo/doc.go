@@ -12,7 +12,10 @@
 // (Callback.Record aliases the two ids); machine detection reports after the answer
 // document was fetched, so a call under detection is held silent and its stream starts
 // by REST once a person is heard; a number's calls go to the Plivo application it is
-// linked to, so attaching a number moves every number on that application.
+// linked to, so attaching a number moves every number on that application. An inbound
+// caller's From that is not a phone number (a withheld caller's "anonymous") reaches the
+// leg as no number, which Handset treats as withheld; the callbacks' STIR parameters
+// become the leg's attestation (Attestation).
 //
 // plivosim is the fake Plivo the tests talk to; it shares no code with this package.
 package plivo

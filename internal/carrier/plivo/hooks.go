@@ -47,6 +47,8 @@ func (h *Hooks) Answer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if h.Draining != nil && h.Draining() {
+		// Said in the log, since the refusal reaches only Plivo (which tries the fallback).
+		h.log().Info("call refused while draining", "call_uuid", idOrEmpty(r.PostForm.Get("CallUUID")))
 		http.Error(w, "draining: try another node", http.StatusServiceUnavailable)
 		return
 	}
@@ -143,7 +145,7 @@ func (h *Hooks) stream(r *http.Request, cb Callback) (Stream, error) {
 	}
 	token, err := h.Tokens.Mint(mediastream.Claims{CallRef: cb.Progress.Ref, From: cb.From, To: cb.To,
 		Direction: direction(r.PostForm.Get("Direction")), CallID: string(cb.Progress.CallID),
-		AnsweredBy: string(cb.Progress.AnsweredBy)}, h.now())
+		AnsweredBy: string(cb.Progress.AnsweredBy), Attestation: string(cb.Attestation)}, h.now())
 	if err != nil {
 		return Stream{}, err
 	}

@@ -36,6 +36,7 @@ type kitRig struct {
 	settings settingsMap
 	memory   *carriertest.Memory
 	legs     chan voice.Leg
+	sinks    chan *sink // each leg's, in the order the legs came
 	progress chan carrier.Progress
 }
 
@@ -48,7 +49,7 @@ func newKitRig(t *testing.T, o simkit.VendorOptions) *kitRig {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = v.Close() })
-	k := &kitRig{vendor: v, memory: carriertest.NewMemory(), legs: make(chan voice.Leg, 8), progress: make(chan carrier.Progress, 64)}
+	k := &kitRig{vendor: v, memory: carriertest.NewMemory(), legs: make(chan voice.Leg, 8), sinks: make(chan *sink, 8), progress: make(chan carrier.Progress, 64)}
 	var handset http.Handler
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handset.ServeHTTP(w, r) }))
 	t.Cleanup(hs.Close)
@@ -62,11 +63,13 @@ func newKitRig(t *testing.T, o simkit.VendorOptions) *kitRig {
 	err = plivo.Provider.Mount(mux, carrier.Inbound{PublicURL: hs.URL, Memory: k.memory,
 		Admit: func(l voice.Leg) (<-chan struct{}, error) {
 			k.legs <- l
+			s := newSink()
+			k.sinks <- s
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
 				ended := make(chan error, 1)
-				go func() { ended <- l.Run(context.Background(), newSink()) }()
+				go func() { ended <- l.Run(context.Background(), s) }()
 				_ = l.SendAudio(context.Background(), tone(1600))
 				_ = l.SendMark(context.Background(), "greeting")
 				<-ended

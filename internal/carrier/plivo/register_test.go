@@ -1,6 +1,8 @@
 package plivo_test
 
 import (
+	"bytes"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -100,8 +102,9 @@ func TestDrainingRefusesNewCalls(t *testing.T) {
 	mux := http.NewServeMux()
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
+	var logs bytes.Buffer
 	plivo.New(plivo.Options{AuthToken: token, PublicURL: srv.URL, Memory: carriertest.NewMemory(),
-		Draining: draining.Load}).Register(mux)
+		Draining: draining.Load, Logger: slog.New(slog.NewTextHandler(&logs, nil))}).Register(mux)
 	answer := func() int {
 		form := url.Values{"CallUUID": {"6b1d3c5e-0000-4000-8000-000000000002"}, "From": {"15550001111"}, "To": {"15550002222"}, "Direction": {"inbound"}}
 		nonce := "12345678901234567890" + strconv.FormatBool(draining.Load())
@@ -118,6 +121,9 @@ func TestDrainingRefusesNewCalls(t *testing.T) {
 	}
 	if got := answer(); got != http.StatusServiceUnavailable {
 		t.Errorf("while draining: %d, want 503", got)
+	}
+	if !strings.Contains(logs.String(), "refused while draining") {
+		t.Errorf("the refusal was not logged: %s", logs.String())
 	}
 	draining.Store(false)
 	if got := answer(); got != http.StatusOK {

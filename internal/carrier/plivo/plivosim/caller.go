@@ -41,6 +41,10 @@ type StreamOptions struct {
 	// ChunkMS is the audio per media message, in milliseconds: 20 when zero; any multiple
 	// of 20.
 	ChunkMS int
+	// PreStartFrames sends this many media frames of silence and one DTMF key ("1")
+	// before start, as a stream whose events arrive out of order would (Plivo documents
+	// start first: this is a disorder Handset must survive, not Plivo's habit).
+	PreStartFrames int
 	// L16BigEndian carries L16 in network byte order both ways (UNCONFIRMED which one
 	// Plivo uses; little-endian is assumed).
 	L16BigEndian bool
@@ -105,6 +109,19 @@ func (w *wire) Handshake() [][]byte {
 	for k, v := range w.order.Headers {
 		pairs = append(pairs, k+"="+v)
 	}
+	var msgs [][]byte
+	if n := w.opts.PreStartFrames; n > 0 {
+		silence := make([]byte, w.format.Bytes(w.Info().Frame))
+		if w.format.Encoding == audio.Mulaw {
+			for i := range silence {
+				silence[i] = 0xff // μ-law's zero
+			}
+		}
+		for i := 1; i <= n; i++ {
+			msgs = append(msgs, w.AppendMedia(nil, silence, phone.Frame{Chunk: i}))
+		}
+		msgs = append(msgs, w.DTMF("1"))
+	}
 	w.seq++
 	start, _ := json.Marshal(map[string]any{
 		"event": "start", "sequenceNumber": w.seq,
@@ -112,7 +129,7 @@ func (w *wire) Handshake() [][]byte {
 			"tracks": []string{"inbound"}, "mediaFormat": map[string]any{"encoding": w.encoding, "sampleRate": w.format.Rate}},
 		"extra_headers": strings.Join(pairs, or(w.opts.HeaderSeparator, ";")),
 	})
-	return [][]byte{start}
+	return append(msgs, start)
 }
 
 // AppendMedia appends one media message without allocating beyond dst's growth.

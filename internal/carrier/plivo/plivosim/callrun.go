@@ -308,6 +308,9 @@ func (r *runner) params(status, event string) url.Values {
 	if c.RequestUUID != "" {
 		p.Set("RequestUUID", c.RequestUUID)
 	}
+	for k, v := range c.extra {
+		p[k] = v
+	}
 	return p
 }
 

@@ -98,6 +98,7 @@ type Callback struct {
 type call struct {
 	Call
 	callee Callee
+	extra  url.Values      // parameters every callback adds (an inbound call's STIR/SHAKEN)
 	ctl    chan control    // the REST side's orders to the runner
 	ctx    context.Context // ends with the call; set when its runner starts
 	// stops end the call's streams (DELETE Call/{uuid}/Stream/); guarded by Server.mu.

@@ -56,9 +56,13 @@ func (kit) Start(ctx context.Context, o simkit.VendorOptions) (simkit.Vendor, er
 	if o.HTTPClient == nil {
 		o.HTTPClient = http.DefaultClient
 	}
+	if o.Frame%(20*time.Millisecond) != 0 || o.Frame < 0 {
+		return nil, fmt.Errorf("plivosim: %v media frames (the caller sends multiples of 20 ms): %w", o.Frame, simkit.ErrUnsupported)
+	}
 	v := &vendor{opts: o, dialled: make(chan struct{}, 1)}
-	phoneOpts := phone.Options{Lean: o.Lean, Echo: o.Echo, Clock: o.Clock, Logger: o.Logger}
-	v.caller = NewCaller(CallerOptions{Phone: phoneOpts, HTTP: o.HTTPClient, DialURL: v.dialURL, Talk: v.talk, Logger: o.Logger})
+	phoneOpts := phone.Options{Lean: o.Lean, Echo: o.Echo, Silent: o.Silent, Clock: o.Clock, Logger: o.Logger}
+	stream := StreamOptions{ChunkMS: int(o.Frame / time.Millisecond), PreStartFrames: o.EarlyFrames}
+	v.caller = NewCaller(CallerOptions{Stream: stream, Phone: phoneOpts, HTTP: o.HTTPClient, DialURL: v.dialURL, Talk: v.talk, Logger: o.Logger})
 	fo := Options{AuthToken: o.Secret, HTTPClient: o.HTTPClient, OpenStream: v.caller.OpenStream, Callee: v.callee,
 		DialURL: v.dialURL, Logger: o.Logger}
 	for _, n := range o.Numbers {
@@ -181,12 +185,47 @@ func (v *vendor) Call(ctx context.Context, handsetURL string, c simkit.CallOptio
 	if to == "" {
 		to = v.opts.Numbers[0]
 	}
-	call, err := v.fake.Ring(ctx, from, to)
+	ring := RingOptions{CallUUID: c.Ref, Withheld: c.Withheld, Attestation: c.Attestation, Params: c.Params}
+	if ring.CallUUID == "" {
+		ring.CallUUID = newUUID()
+	}
+	v.caller.Expect(ring.CallUUID, v.phoneOptions(c))
+	call, err := v.fake.RingWith(ctx, from, to, ring)
 	if err != nil {
+		v.caller.mu.Lock()
+		delete(v.caller.own, ring.CallUUID) // no stream will take them
+		v.caller.mu.Unlock()
 		return nil, err
 	}
 	return v.phone(ctx, call.CallUUID)
 }
+
+// phoneOptions are the vendor's phone options with c's own Lean and Echo over them.
+func (v *vendor) phoneOptions(c simkit.CallOptions) phone.Options {
+	o := v.caller.opts.Phone
+	o.Lean = o.Lean || c.Lean
+	if c.Echo != nil {
+		o.Echo = c.Echo
+	}
+	return o
+}
+
+// MalformedFrames are frames Plivo's stream never carries: one that is not JSON, media
+// whose payload is not base64, an event Plivo never sends, a checkpoint answer for a
+// name Handset never sent, and a key press whose digit is not a string. Handset reads no
+// streamId from the caller's frames, so they carry one of their own.
+func (v *vendor) MalformedFrames(phone.Phone) []string {
+	id := newUUID()
+	return []string{
+		`not json at all`,
+		`{"event":"media","sequenceNumber":1000000,"streamId":"` + id + `","media":{"track":"inbound","timestamp":"0","chunk":1000000,"payload":"@@@not base64"}}`,
+		`{"event":"bogus","sequenceNumber":1000001,"streamId":"` + id + `"}`,
+		`{"event":"playedStream","sequenceNumber":1000002,"streamId":"` + id + `","name":"never-sent"}`,
+		`{"event":"dtmf","sequenceNumber":1000003,"streamId":"` + id + `","dtmf":{"digit":5}}`,
+	}
+}
+
+var _ simkit.MalformedFramer = (*vendor)(nil)
 
 // phone waits for call callUUID's stream, or for the call to end without one.
 func (v *vendor) phone(ctx context.Context, callUUID string) (phone.Phone, error) {

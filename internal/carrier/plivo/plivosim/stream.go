@@ -41,10 +41,11 @@ type Caller struct {
 	server *Server
 
 	mu      sync.Mutex
-	phones  map[string]*phone.Call // by CallUUID
-	parked  map[string]StreamOrder // orders of Park's number, not dialled
-	park    string                 // calls from this number are not streamed
-	changed chan struct{}          // closed and replaced on every new phone or parked order
+	phones  map[string]*phone.Call   // by CallUUID
+	parked  map[string]StreamOrder   // orders of Park's number, not dialled
+	own     map[string]phone.Options // a call's own phone options, by CallUUID (Expect)
+	park    string                   // calls from this number are not streamed
+	changed chan struct{}            // closed and replaced on every new phone or parked order
 }
 
 // NewCaller returns a caller; Bind it to the Server whose OpenStream it is.
@@ -52,11 +53,19 @@ func NewCaller(o CallerOptions) *Caller {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Caller{opts: o, phones: map[string]*phone.Call{}, parked: map[string]StreamOrder{}, changed: make(chan struct{})}
+	return &Caller{opts: o, phones: map[string]*phone.Call{}, parked: map[string]StreamOrder{}, own: map[string]phone.Options{}, changed: make(chan struct{})}
 }
 
 // Bind names the fake the caller's hang-ups go to. Call it before any stream opens.
 func (c *Caller) Bind(s *Server) { c.server = s }
+
+// Expect gives call callUUID's phone its own options instead of CallerOptions.Phone
+// (one caller's echo, say). Call it before the call rings.
+func (c *Caller) Expect(callUUID string, o phone.Options) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.own[callUUID] = o
+}
 
 // Park keeps the streams of calls from number (E.164) undialled, for a test that dials
 // them itself (forged and reused streams): see Parked.
@@ -124,7 +133,13 @@ func (c *Caller) OpenStream(ctx context.Context, o StreamOrder) error {
 		return fmt.Errorf("plivosim: dial the stream: %w", err)
 	}
 	conn.SetReadLimit(maxMessage)
-	opts := c.opts.Phone
+	c.mu.Lock()
+	opts, own := c.own[o.CallUUID]
+	delete(c.own, o.CallUUID)
+	c.mu.Unlock()
+	if !own {
+		opts = c.opts.Phone
+	}
 	opts.Ref = o.CallUUID
 	// The phone's own context outlives ctx: when the fake ends the call the phone hangs up
 	// (a close, as Plivo sends no stop) rather than dropping the socket.
