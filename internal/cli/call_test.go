@@ -108,7 +108,7 @@ func testWholeCall(t *testing.T, kit simkit.Kit) {
 	}
 
 	events := r.journal()
-	checkJournal(t, events)
+	checkJournal(t, events, kit.Name())
 
 	// The journal reproduces the call's turn-taking decisions when replayed.
 	replayed, err := call.Replay(events)
@@ -146,11 +146,11 @@ func containsMessage(msgs []fakeopenaiMessage, role, content string) bool {
 	return false
 }
 
-// checkJournal asserts every milestone of the whole call, in order and with sensible
-// latencies.
-func checkJournal(t *testing.T, events []obs.Event) {
+// checkJournal asserts every milestone of the whole call through the carrier named
+// carrier, in order and with sensible latencies.
+func checkJournal(t *testing.T, events []obs.Event, carrier string) {
 	t.Helper()
-	if events[0].Type != obs.CallStart || events[0].Carrier != "twilio" || events[0].CallerHash == "" || events[0].Agent != "openai" {
+	if events[0].Type != obs.CallStart || events[0].Carrier != carrier || events[0].CallerHash == "" || events[0].Agent != "openai" {
 		t.Errorf("first event %+v, want call.start with carrier, caller hash, agent", events[0])
 	}
 	if strings.Contains(dumpEvents(events), "5550100001") {
