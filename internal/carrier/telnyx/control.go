@@ -310,7 +310,7 @@ func (c *Control) numberOf(n PhoneNumber, hook string) carrier.Number {
 	case n.ConnectionID != "" && n.ConnectionID == c.rest.connection:
 		out.VoiceURL, out.VoiceMethod, out.StatusCallback = hook, "POST", hook
 	case n.ConnectionID != "":
-		out.Override = "connection " + n.ConnectionID
+		out.Override = n.ConnectionID // worded by Numbers.Override: "different connection 999"
 		if n.ConnectionName != "" {
 			out.Override += " (" + n.ConnectionName + ")"
 		}
