@@ -103,6 +103,7 @@ func testWholeCall(t *testing.T, kit simkit.Kit) {
 		len(interrupted.Content) <= len(voice.InterruptedMarker) {
 		t.Errorf("history before the barge-in turn should end with the heard prefix and the marker, got %+v", interrupted)
 	}
+	checkHeardPrefix(t, snap, "t3", r.agent.ReplyText(reqs[2].Messages), interrupted.Content)
 	if !reqs[2].Aborted {
 		t.Error("the interrupted agent stream was not aborted")
 	}

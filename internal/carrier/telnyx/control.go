@@ -387,7 +387,9 @@ func (s ClientState) check() error {
 }
 
 // HangupCause is a call.hangup event's hangup_cause as a final status; answered says
-// whether the call had been answered. An unknown cause is failed.
+// whether the call had been answered. An unknown cause is failed before the answer and
+// completed after it: a call someone answered did connect, and "failed" would tell an
+// outbound job the carrier could not connect it (a permanent failure, no delivery).
 func HangupCause(cause string, answered bool) carrier.Status {
 	switch cause {
 	case "normal_clearing", "time_limit":

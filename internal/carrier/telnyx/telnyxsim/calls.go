@@ -636,7 +636,7 @@ func (s *Server) openStreamLocked(c *call, b commandBody) {
 		defer s.wg.Done()
 		if err := s.opts.OpenStream(ctx, o); err != nil && ctx.Err() == nil {
 			s.mu.Lock()
-			if c.Alive {
+			if c.Alive && !s.opts.NoStreamFailed {
 				s.emitLocked(c, "streaming.failed", map[string]any{"failure_reason": err.Error()})
 				s.changedLocked()
 			}

@@ -77,6 +77,16 @@ func (kit) Start(ctx context.Context, o simkit.VendorOptions) (simkit.Vendor, er
 	return v, nil
 }
 
+// FakeOf is the fake Telnyx behind v, a vendor this kit started (false for any other), for
+// tests that break it on purpose.
+func FakeOf(v simkit.Vendor) (*Server, bool) {
+	tv, ok := v.(*vendor)
+	if !ok {
+		return nil, false
+	}
+	return tv.fake, true
+}
+
 // vendor is a running fake Telnyx.
 type vendor struct {
 	opts       simkit.VendorOptions

@@ -65,6 +65,10 @@ type Options struct {
 	// ends the call from the far end first and answers 422 with code 90018, as Telnyx does
 	// when the caller hung up while the command was in flight.
 	HangupRace bool
+	// NoStreamFailed sends no streaming.failed when a stream fails or is dropped: the call
+	// just lives on without media (whether Telnyx reports a stream the server dropped is
+	// UNCONFIRMED).
+	NoStreamFailed bool
 	// EndedCallsNotFound makes GET /calls/{id} answer 404 for a call that has ended,
 	// instead of is_alive false (which of the two Telnyx does is UNCONFIRMED).
 	EndedCallsNotFound bool
@@ -366,6 +370,13 @@ func (s *Server) AddFault(f Fault) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.faults = append(s.faults, &f)
+}
+
+// SetHangupRace turns Options.HangupRace on or off for the commands from now on.
+func (s *Server) SetHangupRace(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.opts.HangupRace = on
 }
 
 // APIKey is the key requests must carry.

@@ -152,9 +152,10 @@ func (c *Caller) OpenStream(ctx context.Context, o StreamOrder) error {
 		_ = p.Hangup()
 	}
 	<-p.Done()
-	// The caller hung up: the call ends at the fake. When Handset closed the stream, the
-	// call lives on (as on Telnyx) until Handset's hangup command ends it.
-	if e, _ := p.Ending(); !e.ByHandset && ctx.Err() == nil && c.server != nil {
+	// The caller hung up: the call ends at the fake. When Handset closed the stream, or
+	// dropped it without a close, the call lives on (as on Telnyx) until Handset's hangup
+	// command ends it.
+	if e, _ := p.Ending(); !e.ByHandset && e.Err == nil && ctx.Err() == nil && c.server != nil {
 		side := "caller" // the phone is the caller of an inbound call, the callee of an outbound one
 		if o.Direction == "outgoing" {
 			side = "callee"
