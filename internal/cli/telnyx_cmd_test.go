@@ -215,6 +215,12 @@ func TestSetupAttachesATelnyxNumber(t *testing.T) {
 		"--number", "+14155550103", "--yes"}, env); code != 2 {
 		t.Errorf("an http:// URL: exit %d, want 2", code)
 	}
+	// Checked offline, the project is told the Telnyx checks wait for the network.
+	env, _ = setupEnv(t, environ...)
+	if code := Main(t.Context(), []string{"setup", "--runtime", "openai", "--dir", "p3", "--carrier", "telnyx"}, env); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, output(env))
+	}
+	wantContains(t, "setup", output(env), "The network checks (agent runtime, speech keys, Telnyx, public URL) did not run")
 }
 
 // txDocRig is doctor's healthy rig with Telnyx as the carrier instead of Twilio: the
