@@ -364,3 +364,37 @@ func testRefusedCallIsHungUp(t *testing.T, silent bool) {
 		t.Errorf("%d hangup commands accepted, want 1", accepted)
 	}
 }
+
+// TestTransferEndsHandsetsSideOfTheCall: a transfer bridges the caller elsewhere and stops
+// the stream to Handset, so Handset's leg ends as Twilio's does when it moves a call; the
+// call itself is not hung up (it is the transferee's now).
+func TestTransferEndsHandsetsSideOfTheCall(t *testing.T) {
+	f := newWithFake(t, CodecPCMU, telnyxsim.StreamOptions{})
+	_, leg, _, done := f.ring(t)
+	control, err := NewControl(RESTOptions{BaseURL: f.rest.BaseURL(), APIKey: f.fake.APIKey(), ConnectionID: f.rest.ConnectionID()}, f.memory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	ref := leg.Info().CarrierRef
+	if err := control.Transfer(ctx, ref, "+15550003333", ourNumber); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Run = %v, want the stream's end", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("Handset's leg outlived the transfer")
+	}
+	c, _ := f.fake.Call(ref)
+	if !c.Alive || c.TransferredTo != "+15550003333" || len(f.hangups(ref)) != 0 {
+		t.Errorf("after the transfer: alive %v, transferred to %q, %d hangups; want alive, bridged, none", c.Alive, c.TransferredTo, len(f.hangups(ref)))
+	}
+	// Repeated (a retried job), the commands are the same ones: nothing new happens.
+	if err := control.Transfer(ctx, ref, "+15550003333", ourNumber); err != nil {
+		t.Errorf("repeated transfer: %v", err)
+	}
+}
