@@ -63,8 +63,9 @@ run_staticcheck() {
 }
 stage staticcheck run_staticcheck
 
-# internal/cli, the longest package, took 19 minutes with -race on a loaded 2-core machine.
-stage "go test -race" go test -race -count=1 -timeout 30m ./...
+# internal/cli, the longest package, took 19 minutes with -race on a loaded 2-core machine
+# before its whole-call tests ran once per carrier (twilio, telnyx, plivo).
+stage "go test -race" go test -race -count=1 -timeout 75m ./...
 
 stage "go test -tags embedded (offline engines linked through cgo)" \
 	env CGO_ENABLED=1 go test -race -count=1 -tags embedded ./internal/audio/vad/... ./internal/stt/sphinx/ ./internal/tts/...

@@ -14,7 +14,7 @@ var decisionTypes = map[string]bool{
 	obs.TurnCommit: true, obs.Clear: true, obs.BargeIn: true,
 	turn.NoteBargeInPending: true, turn.NoteBargeInResumed: true, turn.NoteGateSuppressed: true,
 	turn.NoteRescue: true, turn.NoteDropped: true, turn.NoteFiller: true, turn.NoteReprompt: true,
-	turn.NoteSTTNotice: true,
+	turn.NoteSTTNotice: true, turn.NoteGreetingOver: true,
 }
 
 // Decision is one turn-taking decision, as comparable between a journal and a replay.

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/handset-voice/handset/internal/bench"
+	"github.com/handset-voice/handset/internal/sim/simkit"
 	"github.com/handset-voice/handset/internal/testpeer"
 )
 
@@ -19,12 +20,14 @@ func TestBenchRefusesABadRamp(t *testing.T) {
 	}
 }
 
-// handset bench, in process and small: every figure of the report is measured, the
-// calls are held and take turns, and nothing failed. Timing is bench's to measure, not
-// this test's to assert.
-func TestBenchReportsEverything(t *testing.T) {
+// handset bench, in process and small, through each carrier's fake: every figure of the
+// report is measured, the calls are held and take turns, and nothing failed. Timing is
+// bench's to measure, not this test's to assert.
+func TestBenchReportsEverything(t *testing.T) { forEachCarrier(t, testBenchReportsEverything) }
+
+func testBenchReportsEverything(t *testing.T, kit simkit.Kit) {
 	testpeer.Slow(t, "a 6 s bench run")
-	code, out := runCmd(t, []string{"HANDSET_LOG_LEVEL=error"}, "bench", "--in-process", "--calls", "4", "--duration", "6s", "--ramp", "10", "--json")
+	code, out := runCmd(t, []string{"HANDSET_LOG_LEVEL=error"}, "bench", "--carrier", kit.Name(), "--in-process", "--calls", "4", "--duration", "6s", "--ramp", "10", "--json")
 	if code != 0 {
 		t.Fatalf("bench exited %d:\n%s", code, out)
 	}
@@ -41,6 +44,10 @@ func TestBenchReportsEverything(t *testing.T) {
 	if rep.After.CallsActive != 0 {
 		t.Errorf("%d calls still active after the bench", rep.After.CallsActive)
 	}
+}
+
+// TestBenchRefusesNoCallsAndATargetWithoutItsSecret: usage errors, before anything starts.
+func TestBenchRefusesNoCallsAndATargetWithoutItsSecret(t *testing.T) {
 	if code, out := runCmd(t, nil, "bench", "--calls", "0"); code != 2 || !strings.Contains(out, "positive") {
 		t.Errorf("--calls 0: %d %s", code, out)
 	}

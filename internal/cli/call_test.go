@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -239,17 +240,54 @@ func testRefusesForgedRequests(t *testing.T, kit simkit.Kit) {
 	<-c.Done()
 }
 
-// TestMalformedFramesAreDroppedAndTheCallGoesOn.
+// TestMalformedFramesAreDroppedAndTheCallGoesOn: frames the carrier's stream should never
+// carry (not JSON, media that is not base64, an unknown event) are journalled, counted and
+// dropped, and the next turn is answered. Where the carrier may also send frames of other
+// sizes than 20 ms and events before the stream's start, a second call has both.
 func TestMalformedFramesAreDroppedAndTheCallGoesOn(t *testing.T) {
-	r := startServe(t, []string{"hello there"})
+	forEachCarrier(t, testMalformedFramesAreDroppedAndTheCallGoesOn)
+}
+
+func testMalformedFramesAreDroppedAndTheCallGoesOn(t *testing.T, kit simkit.Kit) {
+	t.Run("usual frames", func(t *testing.T) { malformedFramesCall(t, kit, simkit.VendorOptions{}) })
+	t.Run("60ms frames and events before start", func(t *testing.T) {
+		malformedFramesCall(t, kit, simkit.VendorOptions{Frame: 60 * time.Millisecond, EarlyFrames: 3})
+	})
+}
+
+// malformedFramesCall places one call through a vendor shaped by opts, sends the kit's
+// malformed frames after the greeting, then a turn.
+func malformedFramesCall(t *testing.T, kit simkit.Kit, opts simkit.VendorOptions) {
+	probe, err := kit.Start(context.Background(), opts)
+	if errors.Is(err, simkit.ErrUnsupported) {
+		t.Skipf("%s: %v", kit.Name(), err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := probe.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r := startServeVendor(t, kit, opts, []string{"hello there"})
+	malformer, ok := r.vendor.(simkit.MalformedFramer)
+	if !ok {
+		t.Fatalf("the %s kit names no malformed frames (simkit.MalformedFramer)", kit.Name())
+	}
 	ctx := context.Background()
-	c := r.dial(ctx)
-	waitMark(ctx, t, c, "t0-end")
-	for _, raw := range []string{
-		`not json at all`,
-		`{"event":"media","streamSid":"` + c.StreamSid() + `","media":{"payload":"@@@not base64"}}`,
-		`{"event":"bogus"}`,
-	} {
+	c := r.call(ctx, simkit.CallOptions{})
+	turns := 1
+	if opts.EarlyFrames > 0 {
+		// The key press sent before start is a turn of its own once the call is admitted.
+		waitMark(ctx, t, c, markEnd(1))
+		turns++
+	} else {
+		waitMark(ctx, t, c, "t0-end")
+	}
+	frames := malformer.MalformedFrames(c)
+	if len(frames) < 3 {
+		t.Fatalf("the %s kit names %d malformed frames, want at least 3", kit.Name(), len(frames))
+	}
+	for _, raw := range frames {
 		if err := c.SendRaw(raw); err != nil {
 			t.Fatal(err)
 		}
@@ -257,16 +295,21 @@ func TestMalformedFramesAreDroppedAndTheCallGoesOn(t *testing.T) {
 	if err := c.SayAndWait(ctx, speech(1200*time.Millisecond, 7)); err != nil {
 		t.Fatal(err)
 	}
-	waitMark(ctx, t, c, "t1-end")
+	waitMark(ctx, t, c, markEnd(turns))
 	_ = c.Hangup()
 	<-c.Done()
 	events := r.journal()
 	bad := eventsOf(events, obs.MediaMalformed)
-	if len(bad) != 3 || bad[2].Count != 3 {
-		t.Errorf("malformed frames journaled: %+v, want 3 counted", bad)
+	if n := len(frames); len(bad) != n || bad[n-1].Count != n {
+		t.Errorf("malformed frames journaled: %+v, want %d counted:\n%s", bad, n, dumpEvents(events))
 	}
-	if len(eventsOf(events, obs.AgentDone)) != 1 {
+	if len(eventsOf(events, obs.AgentDone)) != turns {
 		t.Errorf("the turn after the malformed frames was not answered:\n%s", dumpEvents(events))
+	}
+	if opts.EarlyFrames > 0 {
+		if keys := eventsOf(events, obs.DTMF); len(keys) != 1 || keys[0].Digit != "1" {
+			t.Errorf("the key press sent before start: journal has %+v:\n%s", keys, dumpEvents(events))
+		}
 	}
 }
 

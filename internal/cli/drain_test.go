@@ -12,7 +12,8 @@ import (
 	"github.com/handset-voice/handset/internal/call"
 	"github.com/handset-voice/handset/internal/config"
 	"github.com/handset-voice/handset/internal/obs"
-	"github.com/handset-voice/handset/internal/sim/twiliocaller"
+	"github.com/handset-voice/handset/internal/sim/phone"
+	"github.com/handset-voice/handset/internal/sim/simkit"
 	"github.com/handset-voice/handset/internal/testpeer"
 )
 
@@ -51,15 +52,19 @@ func startStoppable(t *testing.T, transcripts []string, extra ...string) (*rig, 
 	return r, stop
 }
 
-// TestDrainRefusesWebhooksAndSaysGoodbye: once serve is told to stop, /readyz and the voice
-// webhook answer 503 (Twilio then uses the number's fallback URL), and a call still going
-// when HANDSET_DRAIN_TIMEOUT runs out has its reply cut and hears the goodbye, played to
-// its end, before its stream closes.
+// TestDrainRefusesWebhooksAndSaysGoodbye: once serve is told to stop, /readyz and a new
+// call's webhook answer 503 (the carrier then tries the number's fallback), and a call
+// still going when HANDSET_DRAIN_TIMEOUT runs out has its reply cut and hears the goodbye,
+// played to its end, before its stream closes.
 func TestDrainRefusesWebhooksAndSaysGoodbye(t *testing.T) {
+	forEachCarrier(t, testDrainRefusesWebhooksAndSaysGoodbye)
+}
+
+func testDrainRefusesWebhooksAndSaysGoodbye(t *testing.T, kit simkit.Kit) {
 	testpeer.Slow(t, "waits out a drain timeout in real time")
-	r, stop := startStoppable(t, []string{"LONG SLOW tell me everything about the menu"}, "HANDSET_DRAIN_TIMEOUT=2s")
+	r, stop := startStoppableWith(t, kit, []string{"LONG SLOW tell me everything about the menu"}, "HANDSET_DRAIN_TIMEOUT=2s")
 	ctx := context.Background()
-	c := r.dial(ctx)
+	c := r.call(ctx, simkit.CallOptions{})
 	waitMark(ctx, t, c, "t0-end")
 	if err := c.SayAndWait(ctx, speech(1200*time.Millisecond, 3)); err != nil {
 		t.Fatal(err)
@@ -76,10 +81,14 @@ func TestDrainRefusesWebhooksAndSaysGoodbye(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusServiceUnavailable
 	}, nil)
-	resp, err := twiliocaller.PostWebhook(ctx, twiliocaller.Options{BaseURL: r.baseURL(), AuthToken: r.token, CallSid: twiliocaller.NewSid("CA")}, nil)
-	if err != nil || resp.Status != http.StatusServiceUnavailable {
-		t.Errorf("voice webhook while draining: %d %v %q, want 503", resp.Status, err, resp.Body)
+	// A new call is refused: the carrier's webhook gets 503 (the log says so) and no
+	// stream opens.
+	refusedCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	if late, err := r.vendor.Call(refusedCtx, r.baseURL(), simkit.CallOptions{}); err == nil {
+		_ = late.Hangup()
+		t.Error("a call placed while draining was answered")
 	}
+	cancel()
 
 	select {
 	case <-c.Done():
@@ -91,7 +100,7 @@ func TestDrainRefusesWebhooksAndSaysGoodbye(t *testing.T) {
 	}
 
 	snap := c.Snapshot()
-	if snap.Count(twiliocaller.StopSent) != 0 {
+	if snap.Count(phone.StopSent) != 0 {
 		t.Errorf("the caller hung up: the call was to be ended by Handset:\n%s", dumpCaller(c))
 	}
 	if hasPlayedMark(snap, "t1-end") {
@@ -100,7 +109,7 @@ func TestDrainRefusesWebhooksAndSaysGoodbye(t *testing.T) {
 	if !hasPlayedMark(snap, "t2-end") {
 		t.Fatalf("the goodbye (turn 2) never played to its end before the stream closed:\n%s", dumpCaller(c))
 	}
-	closed := snap.Filter(twiliocaller.Closed)
+	closed := snap.Filter(phone.Closed)
 	if len(closed) != 1 || closed[0].Bytes != 0 {
 		t.Errorf("stream closed %+v: want it closed once, with no audio left unplayed", closed)
 	}
@@ -109,14 +118,14 @@ func TestDrainRefusesWebhooksAndSaysGoodbye(t *testing.T) {
 			t.Errorf("the goodbye's mark came back at %v, after the stream closed at %v", m.EchoedAt, closed[0].At)
 		}
 	}
-	clears := snap.Filter(twiliocaller.Clear)
+	clears := snap.Filter(phone.Clear)
 	if len(clears) == 0 {
 		t.Fatal("the reply on the wire was not cleared for the goodbye")
 	}
 	// What played after the clear is the goodbye: as long as the fake voice makes it
 	// (20 ms a character).
 	var played int
-	for _, e := range snap.Filter(twiliocaller.AudioPlayed) {
+	for _, e := range snap.Filter(phone.AudioPlayed) {
 		if e.Start >= clears[len(clears)-1].At {
 			played += e.Bytes
 		}
@@ -147,7 +156,7 @@ func TestDrainRefusesWebhooksAndSaysGoodbye(t *testing.T) {
 	if recorded := call.Decisions(events); !cmp.Equal(recorded, replayed) {
 		t.Errorf("replayed decisions differ (-recorded +replayed):\n%s", cmp.Diff(recorded, replayed))
 	}
-	if !strings.Contains(r.logs.String(), "voice webhook refused while draining") {
+	if !strings.Contains(r.logs.String(), "refused while draining") {
 		t.Error("the refused webhook was not logged")
 	}
 }

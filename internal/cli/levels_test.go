@@ -17,12 +17,13 @@ import (
 	"github.com/handset-voice/handset/internal/audio/vad/silero"
 	"github.com/handset-voice/handset/internal/audio/vad/vadtest"
 	"github.com/handset-voice/handset/internal/obs"
-	"github.com/handset-voice/handset/internal/sim/twiliocaller"
+	"github.com/handset-voice/handset/internal/sim/phone"
+	"github.com/handset-voice/handset/internal/sim/simkit"
 	"github.com/handset-voice/handset/internal/testpeer"
 )
 
-// Barge-in at real phone levels, through `handset serve` and a simulated Twilio caller whose
-// line returns the agent's voice as echo. The agent's voice is as loud as a cloud TTS
+// Barge-in at real phone levels, through `handset serve` and each carrier's simulated caller
+// whose line returns the agent's voice as echo. The agent's voice is as loud as a cloud TTS
 // normalises it (frames at -6 dBFS RMS); the caller talks at -20, -26 and -34 dBFS active
 // level, in a real recorded voice or a synthetic one; the line returns no echo, or echo at
 // 6, 12, 20 and 30 dB echo return loss after 60, 200 and 400 ms; each VAD built in.
@@ -90,8 +91,11 @@ func levelCells() []levelCell {
 	return cells
 }
 
-// TestBargeInAtPhoneLevels runs the level matrix for every VAD in this build.
-func TestBargeInAtPhoneLevels(t *testing.T) {
+// TestBargeInAtPhoneLevels runs the level matrix for every carrier kit and every VAD in
+// this build.
+func TestBargeInAtPhoneLevels(t *testing.T) { forEachCarrier(t, testBargeInAtPhoneLevels) }
+
+func testBargeInAtPhoneLevels(t *testing.T, kit simkit.Kit) {
 	testpeer.Slow(t, "the level matrix takes minutes of real-time calls")
 	if raceDetector {
 		// Timing is what it measures: scripts/test.sh runs it in a stage of its own
@@ -109,13 +113,17 @@ func TestBargeInAtPhoneLevels(t *testing.T) {
 	}
 	for _, engine := range engines {
 		t.Run(engine, func(t *testing.T) {
-			results := runLevelMatrix(t, engine, recorded)
-			report := levelTable(engine, results)
+			results := runLevelMatrix(t, kit, engine, recorded)
+			report := levelTable(kit.Name(), engine, results)
 			t.Log("\n" + report)
-			writeArtifact(t, "barge-in-levels-"+engine+".md", report)
+			writeArtifact(t, "barge-in-levels-"+kit.Name()+"-"+engine+".md", report)
 			for _, r := range results {
 				if r.falseClears > 0 {
 					t.Errorf("%v: the agent interrupted itself %d times on its own echo", r.cell, r.falseClears)
+				}
+				if r.cell.lossDB == 6 && (r.echoPath == "" || r.echoPath == "none") {
+					// The loudest echo is always learned: none means the line returned none.
+					t.Errorf("%v: no echo path learned: the %s caller's line returned no echo", r.cell, kit.Name())
 				}
 				if r.cell.lossDB != 0 && r.cell.lossDB < 12 {
 					continue // louder echo than 12 dB below the agent: no promise but the one above
@@ -145,11 +153,11 @@ func bargeInLimit(c levelCell) time.Duration {
 	return 500 * time.Millisecond
 }
 
-// runLevelMatrix runs every cell as a call against one serve with the given VAD, a few
-// calls at a time.
-func runLevelMatrix(t *testing.T, engine string, recorded []int16) []levelResult {
+// runLevelMatrix runs every cell as a call through kit's carrier against one serve with the
+// given VAD, a few calls at a time.
+func runLevelMatrix(t *testing.T, kit simkit.Kit, engine string, recorded []int16) []levelResult {
 	greetingText := "Hello, this is Handset, the voice of your agent. How can I help you today?"
-	r := startServe(t, []string{"LONG tell me about the menu", "hold on"},
+	r := startServeWith(t, kit, []string{"LONG tell me about the menu", "hold on"},
 		"HANDSET_VAD="+engine, "HANDSET_ENGINES_DIR="+repoEngines(t),
 		"HANDSET_FIRST_MESSAGE="+greetingText)
 	cells := levelCells()
@@ -174,11 +182,11 @@ func runLevelCell(t *testing.T, r *rig, cell levelCell, recorded []int16) levelR
 	res := levelResult{cell: cell, clearAfter: -1, wireAfter: -1}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c := r.dial(ctx, func(o *twiliocaller.Options) {
-		if cell.lossDB != 0 {
-			o.Echo = &twiliocaller.EchoOptions{Delay: cell.delay, GainDB: -cell.lossDB}
-		}
-	})
+	var opts simkit.CallOptions
+	if cell.lossDB != 0 {
+		opts.Echo = &phone.EchoOptions{Delay: cell.delay, GainDB: -cell.lossDB}
+	}
+	c := r.call(ctx, opts)
 	defer func() { _ = c.Hangup(); <-c.Done() }()
 	voice := audiotest.SpeechLike(8000, 1800*time.Millisecond, int64(cell.callerDB*7+cell.lossDB))
 	if cell.recorded {
@@ -199,25 +207,25 @@ func runLevelCell(t *testing.T, r *rig, cell levelCell, recorded []int16) levelR
 		_ = c.Hangup()
 		<-c.Done()
 		t.Errorf("%v: the reply's first sentence never played; timeline:\n%s\njournal:\n%s", cell, dumpCaller(c),
-			dumpEvents(journalOf(t, r, handsetCallID(t, r, c.CallSid()))))
+			dumpEvents(journalOf(t, r, handsetCallID(t, r, c.Ref()))))
 		return res
 	}
 	res.falseClears = c.Clears()
 	said := c.Say(audiotest.Mulaw(voice))
 	// Wait for the clear (or give up 3 s after the caller started).
 	waitCtx, stop := context.WithTimeout(ctx, 4*time.Second)
-	_ = c.WaitFor(waitCtx, func(s twiliocaller.Snapshot) bool { return s.Clears() > res.falseClears || s.Ended })
+	_ = c.WaitFor(waitCtx, func(s phone.Snapshot) bool { return s.Clears() > res.falseClears || s.Ended })
 	stop()
 	<-said
 	snap := c.Snapshot()
 	var sayAt, sayStream time.Duration = -1, -1
 	for _, e := range snap.Events {
-		if e.Kind == twiliocaller.SayStarted {
+		if e.Kind == phone.SayStarted {
 			sayAt, sayStream = e.At, e.Start // the last Say: the interruption
 		}
 	}
 	onset := sayAt + speechOnset(voice, 8000)
-	for _, e := range snap.Filter(twiliocaller.Clear) {
+	for _, e := range snap.Filter(phone.Clear) {
 		if e.At >= sayAt && sayAt >= 0 {
 			res.wireAfter = max(0, e.At-onset)
 			break
@@ -225,7 +233,7 @@ func runLevelCell(t *testing.T, r *rig, cell levelCell, recorded []int16) levelR
 	}
 	_ = c.Hangup()
 	<-c.Done()
-	events := journalOf(t, r, handsetCallID(t, r, c.CallSid()))
+	events := journalOf(t, r, handsetCallID(t, r, c.Ref()))
 	if res.wireAfter >= 0 {
 		res.clearAfter = bargeInAfter(events, sayStream+speechOnset(voice, 8000))
 	}
@@ -262,10 +270,10 @@ func bargeInAfter(events []obs.Event, onset time.Duration) time.Duration {
 }
 
 // waitMarkOK is waitMarkFor without failing the test (cells run on other goroutines).
-func waitMarkOK(ctx context.Context, c *twiliocaller.Call, name string, limit time.Duration) bool {
+func waitMarkOK(ctx context.Context, c phone.Phone, name string, limit time.Duration) bool {
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	_ = c.WaitFor(ctx, func(s twiliocaller.Snapshot) bool { return hasPlayedMark(s, name) || s.Ended })
+	_ = c.WaitFor(ctx, func(s phone.Snapshot) bool { return hasPlayedMark(s, name) || s.Ended })
 	return hasPlayedMark(c.Snapshot(), name)
 }
 
@@ -290,7 +298,7 @@ func fmtClear(d time.Duration) string {
 }
 
 // levelTable is the matrix as Markdown: time to clear per echo condition and caller level.
-func levelTable(engine string, results []levelResult) string {
+func levelTable(carrier, engine string, results []levelResult) string {
 	type key struct {
 		echo string
 		lvl  float64
@@ -307,7 +315,7 @@ func levelTable(engine string, results []levelResult) string {
 	}
 	levels := []float64{audiotest.LoudCallerDBFS, audiotest.CallerActiveDBFS, audiotest.QuietCallerDBFS}
 	var b strings.Builder
-	fmt.Fprintf(&b, "VAD %s: caller onset to the interruption in the caller's audio (r: recorded voice, s: synthetic; then onset to the carrier's clear by the wall clock); false interruptions; learned path\n\n", engine)
+	fmt.Fprintf(&b, "%s, VAD %s: caller onset to the interruption in the caller's audio (r: recorded voice, s: synthetic; then onset to the carrier's clear by the wall clock); false interruptions; learned path\n\n", carrier, engine)
 	b.WriteString("| echo (loss/delay) |")
 	for _, l := range levels {
 		fmt.Fprintf(&b, " caller %g dBFS |", l)

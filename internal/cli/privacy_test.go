@@ -11,28 +11,29 @@ import (
 
 	"github.com/handset-voice/handset/internal/obs"
 	"github.com/handset-voice/handset/internal/sim/fakehermes"
-	"github.com/handset-voice/handset/internal/sim/twiliocaller"
+	"github.com/handset-voice/handset/internal/sim/simkit"
 	"github.com/handset-voice/handset/internal/testpeer"
 )
 
 // privacyRig is serve with caller-hash memory on Hermes (its session key is a header the
-// fake records) and a fake Twilio account for callbacks.
-func privacyRig(t *testing.T, extra ...string) (*outRig, *fakehermes.Server) {
+// fake records) and a fake of kit's vendor for the calls and callbacks.
+func privacyRig(t *testing.T, kit simkit.Kit, extra ...string) (*outRig, *fakehermes.Server) {
 	t.Helper()
 	h := fakehermes.New(fakehermes.Options{Key: "hermes-key-0123456789"})
 	hSrv := httptest.NewServer(h)
 	t.Cleanup(func() { h.Close(); hSrv.Close() })
-	o := startOutbound(t, nil, []string{"what do you remember about me"}, append([]string{
+	o := startServeAPI(t, kit, []string{"what do you remember about me"}, append([]string{
 		"HANDSET_AGENT=hermes", "HANDSET_AGENT_URL=" + hSrv.URL + "/v1", "HANDSET_AGENT_KEY=hermes-key-0123456789",
+		"HANDSET_SESSION_KEY_FROM=caller_hash",
 	}, extra...)...)
 	return o, h
 }
 
-// oneTurn places a call from `from` with extra webhook parameters, says one line, waits
-// for the reply and hangs up; it returns the call's id.
-func oneTurn(ctx context.Context, t *testing.T, o *outRig, from string, params map[string]string) string {
+// oneTurn places a call as opts say, says one line, waits for the reply and hangs up; it
+// returns the call's id.
+func oneTurn(ctx context.Context, t *testing.T, o *outRig, opts simkit.CallOptions) string {
 	t.Helper()
-	c := o.dial(ctx, func(op *twiliocaller.Options) { op.From, op.Params = from, params })
+	c := o.call(ctx, opts)
 	waitMark(ctx, t, c, "t0-end")
 	if err := c.SayAndWait(ctx, speech(1200*time.Millisecond, 81)); err != nil {
 		t.Fatal(err)
@@ -40,12 +41,7 @@ func oneTurn(ctx context.Context, t *testing.T, o *outRig, from string, params m
 	waitMark(ctx, t, c, markEnd(1))
 	_ = c.Hangup()
 	<-c.Done()
-	var list struct{ Calls []apiCall }
-	o.api("GET", "/api/calls?limit=1", nil, &list)
-	if len(list.Calls) != 1 {
-		t.Fatalf("calls: %+v", list)
-	}
-	return list.Calls[0].ID
+	return handsetCallID(t, o.rig, c.Ref())
 }
 
 // runStarts are the turns Hermes was asked for, in order.
@@ -69,13 +65,17 @@ func runStarts(t *testing.T, h *fakehermes.Server, raw ...string) []fakehermes.R
 // session, the journal says the caller was withheld, the runtime is told, and a callback is
 // refused without a number; two calls from one real number share their session.
 func TestWithheldCallersShareNoMemory(t *testing.T) {
+	forEachCarrier(t, testWithheldCallersShareNoMemory)
+}
+
+func testWithheldCallersShareNoMemory(t *testing.T, kit simkit.Kit) {
 	testpeer.Slow(t, "several calls in real time")
-	o, h := privacyRig(t)
+	o, h := privacyRig(t, kit)
 	ctx := context.Background()
-	anon1 := oneTurn(ctx, t, o, "anonymous", nil)
-	anon2 := oneTurn(ctx, t, o, "anonymous", nil)
-	oneTurn(ctx, t, o, alice, nil)
-	oneTurn(ctx, t, o, "+1 555 010 2000", nil)
+	anon1 := oneTurn(ctx, t, o, simkit.CallOptions{Withheld: true})
+	anon2 := oneTurn(ctx, t, o, simkit.CallOptions{Withheld: true})
+	oneTurn(ctx, t, o, simkit.CallOptions{From: alice})
+	oneTurn(ctx, t, o, simkit.CallOptions{From: alice})
 
 	starts := runStarts(t, h, "5550102000", "anonymous")
 	if len(starts) != 4 {
@@ -103,8 +103,8 @@ func TestWithheldCallersShareNoMemory(t *testing.T) {
 			t.Errorf("deliver to withheld caller %s: %d %v", id, code, e)
 		}
 	}
-	if n := len(o.tw.Calls()); n != 0 {
-		t.Errorf("Twilio was asked to place %d calls", n)
+	if n := len(o.vendor.Calls()); n != 0 {
+		t.Errorf("%s was asked to place %d calls", kit.Name(), n)
 	}
 	if logs := o.logs.String(); strings.Contains(logs, "5550102000") {
 		t.Error("a phone number reached the logs")
@@ -115,13 +115,17 @@ func TestWithheldCallersShareNoMemory(t *testing.T) {
 // attestation (a possible spoofer) gets a fresh session and the runtime hears the number is
 // unverified; alice's own attested calls keep her memory, and the API names her by hash.
 func TestUnverifiedCallerGetsAFreshSession(t *testing.T) {
+	forEachCarrier(t, testUnverifiedCallerGetsAFreshSession)
+}
+
+func testUnverifiedCallerGetsAFreshSession(t *testing.T, kit simkit.Kit) {
 	testpeer.Slow(t, "several calls in real time")
-	o, h := privacyRig(t, "HANDSET_CALLER_MEMORY_ATTESTATION=A")
+	o, h := privacyRig(t, kit, "HANDSET_CALLER_MEMORY_ATTESTATION=A")
 	ctx := context.Background()
-	passedA := map[string]string{"StirVerstat": "TN-Validation-Passed-A"}
-	first := oneTurn(ctx, t, o, alice, passedA)
-	spoof := oneTurn(ctx, t, o, alice, map[string]string{"StirVerstat": "TN-Validation-Passed-B"})
-	oneTurn(ctx, t, o, alice, passedA)
+	passedA := simkit.CallOptions{From: alice, Attestation: "A"}
+	first := oneTurn(ctx, t, o, passedA)
+	spoof := oneTurn(ctx, t, o, simkit.CallOptions{From: alice, Attestation: "B"})
+	oneTurn(ctx, t, o, passedA)
 
 	starts := runStarts(t, h, "5550102000")
 	if len(starts) != 3 {
@@ -161,8 +165,8 @@ func TestUnverifiedCallerGetsAFreshSession(t *testing.T) {
 	}
 	var job apiJob
 	_ = json.Unmarshal(raw, &job)
-	if calls := o.tw.Calls(); len(calls) != 1 || calls[0].To != alice {
-		t.Fatalf("Twilio calls %+v", calls)
+	if calls := o.vendor.Calls(); len(calls) != 1 || calls[0].To != alice {
+		t.Fatalf("%s calls %+v", kit.Name(), calls)
 	}
 	for _, path := range []string{"/api/jobs/" + itoa(job.ID), "/api/jobs", "/api/sessions/" + starts[0].SessionKey, "/api/calls"} {
 		o.api("GET", path, nil, &raw)

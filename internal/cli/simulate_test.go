@@ -10,6 +10,8 @@ import (
 	"github.com/handset-voice/handset/internal/audio"
 	"github.com/handset-voice/handset/internal/audio/audiotest"
 	"github.com/handset-voice/handset/internal/audio/wav"
+	"github.com/handset-voice/handset/internal/obs"
+	"github.com/handset-voice/handset/internal/sim/simkit"
 	"github.com/handset-voice/handset/internal/testpeer"
 )
 
@@ -23,13 +25,16 @@ func callerWAV(t *testing.T, pcm []int16) string {
 	return path
 }
 
-// TestSimulateAudio: with a configured STT, the caller's file is heard, its turn answered
-// and reported; simulate waits for the reply rather than hanging up after the file.
-func TestSimulateAudio(t *testing.T) {
+// TestSimulateAudio: with a configured STT, the caller's file is heard, through each
+// carrier's fake, its turn answered and reported; simulate waits for the reply rather than
+// hanging up after the file.
+func TestSimulateAudio(t *testing.T) { forEachCarrier(t, testSimulateAudio) }
+
+func testSimulateAudio(t *testing.T, kit simkit.Kit) {
 	testpeer.Slow(t, "a 4 s caller file heard in real time")
 	_, env := withFakes(t, []string{"what are your opening hours"}, "HANDSET_VAD=energy")
 	file := callerWAV(t, audiotest.SpeechLike(8000, 4*time.Second, 7)) // longer than the old 3 s wait
-	code, out := runCmd(t, env, "simulate", "--audio", file, "--json")
+	code, out := runCmd(t, env, "simulate", "--carrier", kit.Name(), "--audio", file, "--json")
 	if code != 0 {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
@@ -39,6 +44,13 @@ func TestSimulateAudio(t *testing.T) {
 	}
 	if len(rep.Turns) != 1 || rep.Turns[0].Caller != "what are your opening hours" || rep.Turns[0].Reply == "" || rep.STT != "deepgram" {
 		t.Errorf("report %+v, want one answered turn heard by deepgram", rep)
+	}
+	events, err := obs.ReadFile(rep.Journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(events) == 0 || events[0].Type != obs.CallStart || events[0].Carrier != kit.Name() {
+		t.Errorf("the simulated call's journal does not start with a call through %s:\n%s", kit.Name(), dumpEvents(events))
 	}
 }
 

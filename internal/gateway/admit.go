@@ -44,6 +44,12 @@ func (s *server) admit(leg voice.Leg) (<-chan struct{}, error) {
 		cc.Turn.FirstMessage = plan.firstMessage
 	}
 	cc.Turn.Voicemail = plan.voicemail
+	if plan.voicemail && info.AnsweredBy == string(carrier.AnsweredMachine) {
+		// Judged during the greeting by a carrier that cannot hear the beep: the message
+		// waits for the greeting's end, or it would be spoken over it.
+		cc.Turn.AwaitGreeting = true
+		cc.Turn.GreetingQuiet, cc.Turn.NoGreeting = greetingQuiet, noGreeting
+	}
 	rec := s.recorderFor(&cc, info, journal)
 	c, err := s.calls.Start(cc, call.Deps{
 		Leg: leg, STT: s.prov.stt, TTS: s.prov.tts, Agent: s.prov.agent, NewVAD: s.prov.newVAD,
@@ -114,6 +120,14 @@ func (s *server) record(ctx context.Context, info voice.LegInfo, sc session.Cont
 	}
 	return plan
 }
+
+// A voicemail greeting is over once the line has been quiet this long after it (the
+// pause before a mailbox's beep is shorter, the beep itself is speech to the VAD); one
+// that has not begun by noGreeting is not coming.
+const (
+	greetingQuiet = 1200 * time.Millisecond
+	noGreeting    = 5 * time.Second
+)
 
 // planFor reads the job that placed rec: its first message, and whether a machine that
 // answered gets it as a voicemail.

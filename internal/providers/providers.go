@@ -11,6 +11,7 @@ import (
 	"github.com/handset-voice/handset/internal/agent/webhook"
 	"github.com/handset-voice/handset/internal/audio/vad/silero"
 	"github.com/handset-voice/handset/internal/audio/vad/webrtc"
+	"github.com/handset-voice/handset/internal/carrier/plivo"
 	"github.com/handset-voice/handset/internal/carrier/telnyx"
 	"github.com/handset-voice/handset/internal/carrier/twilio"
 	"github.com/handset-voice/handset/internal/registry"
@@ -28,6 +29,7 @@ func init() {
 		// carriers
 		twilio.Provider,
 		telnyx.Provider,
+		plivo.Provider,
 
 		// speech to text
 		deepgram.Provider,

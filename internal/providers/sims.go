@@ -1,6 +1,7 @@
 package providers
 
 import (
+	"github.com/handset-voice/handset/internal/carrier/plivo/plivosim"
 	"github.com/handset-voice/handset/internal/carrier/telnyx/telnyxsim"
 	"github.com/handset-voice/handset/internal/sim/simkit"
 	"github.com/handset-voice/handset/internal/sim/twiliokit"
@@ -11,4 +12,5 @@ import (
 func init() {
 	simkit.Register(twiliokit.Kit)
 	simkit.Register(telnyxsim.Kit)
+	simkit.Register(plivosim.Kit)
 }

@@ -71,12 +71,14 @@ const (
 	TimerFiller                       // the agent is slow: speak the long-turn filler
 	TimerSilence                      // the caller has been silent: re-prompt, or hang up
 	TimerDeaf                         // nothing has heard the caller for SilenceHangup: hang up
+	TimerGreeting                     // a voicemail greeting is over (or never began): leave the message
 	numTimers
 )
 
 var timerNames = [...]string{
 	TimerMaxCall: "max_call", TimerGate: "gate", TimerConfirm: "confirm",
 	TimerTailGrace: "tail_grace", TimerFiller: "filler", TimerSilence: "silence", TimerDeaf: "deaf",
+	TimerGreeting: "greeting",
 }
 
 func (t TimerID) String() string {
@@ -141,6 +143,8 @@ const (
 	NoteFiller         = "filler"
 	NoteReprompt       = "silence.reprompt"
 	NoteSTTNotice      = "stt.notice" // nothing hears the caller: they are told so, once a call
+	// NoteGreetingOver: a voicemail's greeting is over (or never came): the message starts.
+	NoteGreetingOver = "voicemail.greeting_over"
 )
 
 // TimerByName finds a timer by the name its String gives (as journals record it).

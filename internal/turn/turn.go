@@ -76,6 +76,14 @@ type Config struct {
 	// message is spoken whole (nothing the line says interrupts it) and the call ends once
 	// the carrier has played it.
 	Voicemail bool
+	// AwaitGreeting (with Voicemail): the carrier judged "machine" while its greeting was
+	// still playing and cannot hear the beep, so the message waits until the line has been
+	// quiet for GreetingQuiet after speech (the greeting and its beep are over), or for
+	// NoGreeting when nothing is heard at all. Left without it, the message would be
+	// spoken over the greeting and the recording would keep only its end.
+	AwaitGreeting bool
+	GreetingQuiet time.Duration // quiet after the greeting that means it is over
+	NoGreeting    time.Duration // how long to wait for a greeting that never comes
 }
 
 // Filter windows for repeated transcripts.
@@ -122,6 +130,9 @@ type State struct {
 	Deaf bool
 	// DeafNoticed: the caller was told nothing hears them (once a call).
 	DeafNoticed bool
+	// Greeting: a voicemail's own greeting is playing or may still come (AwaitGreeting);
+	// the message waits for its end.
+	Greeting bool
 
 	LastCommit   string // normalised text of the last committed caller turn
 	LastCommitAt time.Time
@@ -165,6 +176,9 @@ func (s State) deferBargeIn() bool {
 func Step(s State, in Input, now time.Time) (State, []Action) {
 	if s.Phase == Ended {
 		return s, nil
+	}
+	if s.Greeting && (in.Kind == SpeechStart || in.Kind == SpeechEnd) {
+		return onGreetingSpeech(s, in.Kind)
 	}
 	if s.Config.Voicemail && (callerInput(in.Kind) || in.Kind == STTLost || in.Kind == STTRestored) {
 		return s, nil // a recording is listening, not a caller: nothing it hears matters
@@ -280,6 +294,15 @@ func onCallStarted(s State, _ time.Time) (State, []Action) {
 	if s.Config.FirstMessage == "" && s.Config.Notice == "" {
 		return enterIdle(s, acts)
 	}
+	if s.Config.Voicemail && s.Config.AwaitGreeting {
+		s.Greeting = true
+		return s, append(acts, s.arm(TimerGreeting, s.Config.NoGreeting))
+	}
+	return speakFirst(s, acts)
+}
+
+// speakFirst starts turn 0: the notice, then the first message.
+func speakFirst(s State, acts []Action) (State, []Action) {
 	s, acts = beginTurn(s, 0, acts)
 	if s.Config.Notice != "" {
 		s.Noticing = true
@@ -717,8 +740,22 @@ func onTimer(s State, in Input) (State, []Action) {
 		if s.Deaf {
 			return end(s, voice.EndSTTFailed)
 		}
+	case TimerGreeting:
+		if s.Greeting {
+			s.Greeting = false
+			return speakFirst(s, []Action{{Kind: Note, Reason: NoteGreetingOver}})
+		}
 	}
 	return s, nil
+}
+
+// onGreetingSpeech follows a voicemail greeting the message waits for: speech holds the
+// message back, and the quiet after it (the greeting and its beep are over) lets it go.
+func onGreetingSpeech(s State, k InputKind) (State, []Action) {
+	if k == SpeechStart {
+		return s, s.disarm(nil, TimerGreeting)
+	}
+	return s, []Action{s.arm(TimerGreeting, s.Config.GreetingQuiet)}
 }
 
 // onAgentProgress: the runtime started a tool. The caller is going to wait, so the filler

@@ -71,6 +71,10 @@ type Options struct {
 	// playback buffer still times marks exactly; it holds only the length of what is
 	// queued, or the audio itself until it has played and echoed when Echo is set.
 	Lean bool
+	// Silent sends no media at all, as a line whose audio never reaches the carrier: the
+	// handshake, key presses, raw frames, mark reports and stop still go out; Say's audio
+	// is never sent (its channel closes when the call ends).
+	Silent bool
 	// WriteTimeout bounds one write to Handset; a Handset that stops reading for this long
 	// loses the call, as it would lose a real carrier's stream. Default 10 s.
 	WriteTimeout time.Duration

@@ -66,6 +66,12 @@ func (h *handset) nextMedia() []byte {
 // connect runs a phone on wire against a test server and returns both ends.
 func connect(t *testing.T, wire Wire, clk clock.Clock) (*Call, *handset) {
 	t.Helper()
+	return connectWith(t, wire, Options{Clock: clk})
+}
+
+// connectWith is connect with the phone's options (Ref is set).
+func connectWith(t *testing.T, wire Wire, opts Options) (*Call, *handset) {
+	t.Helper()
 	accepted := make(chan *handset, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		conn, err := websocket.Accept(w, r, nil)
@@ -89,7 +95,8 @@ func connect(t *testing.T, wire Wire, clk clock.Clock) (*Call, *handset) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := Run(ctx, conn, wire, Options{Ref: "call-1", Clock: clk})
+	opts.Ref = "call-1"
+	c, err := Run(ctx, conn, wire, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,5 +314,48 @@ func TestLeanPlaybackKeepsNoAudioAndStaysSmall(t *testing.T) {
 	}
 	if n := c.counters.PlayedBytes; n != 500*160 {
 		t.Errorf("played %d bytes, want %d", n, 500*160)
+	}
+}
+
+// TestSilentSendsNoMedia: a silent phone sends its handshake, key presses and raw frames,
+// and plays what Handset sends, but never a media frame however long the call runs.
+func TestSilentSendsNoMedia(t *testing.T) {
+	clk := newFakeClock()
+	c, h := connectWith(t, telephoneWire(), Options{Clock: clk, Silent: true})
+	said := c.Say(tone(100*ms, 0.5))
+	for range 5 {
+		clk.Advance(20 * ms)
+	}
+	if err := c.DTMF("7"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SendRaw("raw"); err != nil {
+		t.Fatal(err)
+	}
+	h.send(websocket.MessageBinary, tone(40*ms, 0.5))
+	h.send(websocket.MessageText, []byte("mark:m1"))
+	if err := c.WaitFor(testCtx(t), func(s Snapshot) bool { return s.Count(MarkSent) == 1 }); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(40 * ms)
+	for _, want := range []string{"dtmf:7", "raw", "played:m1"} {
+		select {
+		case m := <-h.msgs:
+			if string(m) != want {
+				t.Fatalf("got %q, want %q", m, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no %q from the phone", want)
+		}
+	}
+	if err := c.Hangup(); err != nil {
+		t.Fatal(err)
+	}
+	<-said
+	for m := range h.msgs {
+		t.Errorf("the silent phone sent %q", m)
+	}
+	if s := c.Snapshot(); s.Counters.SentFrames != 0 || s.Count(SayStarted) != 0 {
+		t.Fatalf("recording %v", s)
 	}
 }

@@ -313,6 +313,15 @@ func (c *Call) writeLoop() {
 			c.hangup()
 			return
 		}
+		if c.opts.Silent {
+			select {
+			case <-c.wake:
+			case <-c.ctx.Done():
+				c.finish(Ending{Code: -1, Err: context.Cause(c.ctx)})
+				return
+			}
+			continue
+		}
 		now := c.clk.Now()
 		due := c.t0.Add(time.Duration(n) * c.info.Frame)
 		if !now.Before(due) {

@@ -7,6 +7,7 @@ package simkit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -42,6 +43,19 @@ type VendorOptions struct {
 	// Lean and Echo apply to every simulated caller the vendor connects (see phone.Options).
 	Lean bool
 	Echo *phone.EchoOptions
+	// Silent callers start their streams and send no media, as lines whose audio never
+	// reaches the carrier (see phone.Options.Silent).
+	Silent bool
+	// Frame is the audio each media message of the vendor's callers carries, for a
+	// carrier that sends other sizes than 20 ms; zero is the carrier's usual.
+	Frame time.Duration
+	// EarlyFrames, when positive, has every caller send that many media frames of silence
+	// and then a key press "1" before the stream's start message, as a carrier that does
+	// not order its events may.
+	//
+	// A kit whose carrier never does what Frame or EarlyFrames ask refuses them: Start
+	// returns an error wrapping ErrUnsupported.
+	EarlyFrames int
 	// HTTPClient is how the vendor reaches Handset; default http.DefaultClient. A kit
 	// accepts a ws:// stream URL, since the Handset it serves listens on plain http.
 	HTTPClient *http.Client
@@ -84,6 +98,12 @@ type CallOptions struct {
 	PublicURL string
 	// Ref is the carrier's id for the call; empty generates one.
 	Ref string
+	// Withheld is a caller who withheld their number, shown as the carrier shows one;
+	// From is then ignored.
+	Withheld bool
+	// Attestation is the STIR/SHAKEN attestation the carrier gives From: "A", "B" or "C";
+	// empty for none. The kit carries it as its carrier does (Twilio: StirVerstat).
+	Attestation string
 	// Params are carrier-specific extras for the webhook (Twilio: form parameters such as
 	// StirVerstat); a kit ignores names it does not know.
 	Params map[string]string
@@ -121,6 +141,19 @@ type Vendor interface {
 	WaitCall(ctx context.Context, n int) (OutboundCall, error)
 	// Close stops the vendor and the calls it connected.
 	Close() error
+}
+
+// ErrUnsupported is what Start wraps when VendorOptions ask for something the carrier
+// never does.
+var ErrUnsupported = errors.New("the carrier never does this")
+
+// MalformedFramer is a vendor that names the frames of its carrier's media stream Handset
+// must drop as malformed, counting each, while the call goes on. Every kit's vendor
+// implements it; it is apart from Vendor so a kit written before it still builds.
+type MalformedFramer interface {
+	// MalformedFrames are text frames for p's stream: at least one that is not JSON, a
+	// media message whose payload is not base64, and an event the carrier never sends.
+	MalformedFrames(p phone.Phone) []string
 }
 
 // Forgery is one request Handset must refuse.

@@ -121,7 +121,7 @@ func start(ctx context.Context, o Options, tw StreamTwiML, conn *websocket.Conn)
 		w.params = map[string]string{}
 	}
 	pc, err := phone.Run(ctx, conn, w, phone.Options{
-		Ref: o.CallSid, Echo: o.Echo, Lean: o.Lean, WriteTimeout: writeTimeout,
+		Ref: o.CallSid, Echo: o.Echo, Lean: o.Lean, Silent: o.Silent, WriteTimeout: writeTimeout,
 		Clock: o.Clock, Logger: o.Logger.With("call_sid", o.CallSid),
 	})
 	if err != nil {

@@ -61,6 +61,8 @@ type Options struct {
 	// playback buffer still times marks exactly; it holds only the length of what is
 	// queued, or the audio itself until it has played and echoed when Echo is set.
 	Lean bool
+	// Silent sends no media frames after start (see phone.Options.Silent).
+	Silent bool
 
 	HTTPClient     *http.Client  // default http.DefaultClient
 	WebhookTimeout time.Duration // default DefaultWebhookTimeout

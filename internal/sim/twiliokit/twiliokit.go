@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"time"
@@ -30,8 +31,19 @@ func (kit) Name() string { return "twilio" }
 // DefaultNumber is the account's number when VendorOptions.Numbers is empty.
 const DefaultNumber = "+15550100002"
 
+// WithheldCaller is From for a caller who withheld their number.
+const WithheldCaller = "anonymous"
+
 // Start serves a fake Twilio REST API on a loopback port.
+// Twilio's streams carry 20 ms frames and start with start: Frame and EarlyFrames are
+// refused.
 func (kit) Start(ctx context.Context, o simkit.VendorOptions) (simkit.Vendor, error) {
+	if o.Frame != 0 && o.Frame != 20*time.Millisecond {
+		return nil, fmt.Errorf("twiliokit: %v media frames: %w", o.Frame, simkit.ErrUnsupported)
+	}
+	if o.EarlyFrames > 0 {
+		return nil, fmt.Errorf("twiliokit: frames before start: %w", simkit.ErrUnsupported)
+	}
 	if o.Secret == "" {
 		b := make([]byte, 16)
 		_, _ = rand.Read(b)
@@ -117,11 +129,21 @@ func (v *vendor) callerOptions(handsetURL string, c simkit.CallOptions) twilioca
 	o := twiliocaller.Options{
 		BaseURL: handsetURL, PublicURL: c.PublicURL, InsecureStreamURL: true,
 		AccountSid: v.tw.AccountSID(), AuthToken: v.opts.Secret, From: c.From, To: c.To, CallSid: c.Ref,
-		Params: c.Params, Lean: v.opts.Lean || c.Lean, Echo: v.opts.Echo,
+		Params: c.Params, Lean: v.opts.Lean || c.Lean, Echo: v.opts.Echo, Silent: v.opts.Silent,
 		HTTPClient: v.opts.HTTPClient, Clock: v.opts.Clock, Logger: v.opts.Logger,
 	}
 	if c.Echo != nil {
 		o.Echo = c.Echo
+	}
+	if c.Withheld {
+		o.From = WithheldCaller
+	}
+	if c.Attestation != "" {
+		o.Params = maps.Clone(o.Params)
+		if o.Params == nil {
+			o.Params = map[string]string{}
+		}
+		o.Params["StirVerstat"] = "TN-Validation-Passed-" + c.Attestation
 	}
 	if o.To == "" {
 		o.To = v.opts.Numbers[0]
@@ -137,6 +159,22 @@ func (v *vendor) Call(ctx context.Context, handsetURL string, c simkit.CallOptio
 	}
 	return call, nil
 }
+
+// MalformedFrames are a frame that is not JSON, media on p's stream whose payload is not
+// base64, and an event Twilio never sends.
+func (v *vendor) MalformedFrames(p phone.Phone) []string {
+	sid := ""
+	if c, ok := p.(*twiliocaller.Call); ok {
+		sid = c.StreamSid()
+	}
+	return []string{
+		`not json at all`,
+		`{"event":"media","streamSid":"` + sid + `","media":{"payload":"@@@not base64"}}`,
+		`{"event":"bogus"}`,
+	}
+}
+
+var _ simkit.MalformedFramer = (*vendor)(nil)
 
 func (v *vendor) Calls() []simkit.OutboundCall {
 	var out []simkit.OutboundCall

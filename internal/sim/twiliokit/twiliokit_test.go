@@ -2,11 +2,13 @@ package twiliokit
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/handset-voice/handset/internal/sim/faketwilio"
 	"github.com/handset-voice/handset/internal/sim/simkit"
 )
 
@@ -57,5 +59,36 @@ func TestGeneratedSecretsDiffer(t *testing.T) {
 	defer b.Close()
 	if a.Secret() == "" || a.Secret() == b.Secret() {
 		t.Fatalf("secrets %q and %q", a.Secret(), b.Secret())
+	}
+}
+
+func TestWithheldAndAttestedCallersAsTwilioShowsThem(t *testing.T) {
+	v := &vendor{opts: simkit.VendorOptions{Numbers: []string{DefaultNumber}}, tw: faketwilio.New(faketwilio.Options{})}
+	t.Cleanup(v.tw.Close)
+	params := map[string]string{"CallerName": "Alice"}
+	o := v.callerOptions("http://h", simkit.CallOptions{From: "+15550100001", Withheld: true, Attestation: "B", Params: params})
+	if o.From != "anonymous" || o.Params["StirVerstat"] != "TN-Validation-Passed-B" || o.Params["CallerName"] != "Alice" {
+		t.Fatalf("caller options %+v", o)
+	}
+	if _, ok := params["StirVerstat"]; ok {
+		t.Error("the test's parameters were changed")
+	}
+	if o := v.callerOptions("http://h", simkit.CallOptions{From: "+15550100001"}); o.From != "+15550100001" || o.Params["StirVerstat"] != "" || o.Silent {
+		t.Fatalf("an ordinary caller's options %+v", o)
+	}
+	v.opts.Silent = true
+	if o := v.callerOptions("http://h", simkit.CallOptions{}); !o.Silent {
+		t.Fatal("a silent vendor's caller is not silent")
+	}
+}
+
+func TestFramesTwilioNeverSendsAreRefused(t *testing.T) {
+	for _, o := range []simkit.VendorOptions{{Frame: 60 * time.Millisecond}, {EarlyFrames: 2}} {
+		if v, err := Kit.Start(context.Background(), o); !errors.Is(err, simkit.ErrUnsupported) {
+			if v != nil {
+				_ = v.Close()
+			}
+			t.Errorf("Start(%+v) = %v, want ErrUnsupported", o, err)
+		}
 	}
 }

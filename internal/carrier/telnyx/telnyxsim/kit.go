@@ -33,6 +33,10 @@ const DefaultNumber = "+15550100003"
 // defaultCaller is who calls in when CallOptions.From is empty.
 const defaultCaller = "+15550100901"
 
+// withheldCaller is from for a caller who withheld their number (UNCONFIRMED how Telnyx
+// shows one).
+const withheldCaller = "anonymous"
+
 // forgerNumber places the calls whose streams the forgeries dial themselves.
 const forgerNumber = "+15550100999"
 
@@ -54,9 +58,13 @@ func (kit) Start(ctx context.Context, o simkit.VendorOptions) (simkit.Vendor, er
 	if o.HTTPClient == nil {
 		o.HTTPClient = http.DefaultClient
 	}
+	if o.Frame%(20*time.Millisecond) != 0 || o.Frame < 0 {
+		return nil, fmt.Errorf("telnyxsim: %v media frames (Telnyx sends multiples of 20 ms): %w", o.Frame, simkit.ErrUnsupported)
+	}
 	v := &vendor{opts: o, connection: randomDigits(19), dialled: make(chan struct{}, 1)}
-	phoneOpts := phone.Options{Lean: o.Lean, Echo: o.Echo, Clock: o.Clock, Logger: o.Logger}
-	v.caller = NewCaller(CallerOptions{Phone: phoneOpts, HTTP: o.HTTPClient, DialURL: v.dialURL, Talk: v.talk, Logger: o.Logger})
+	phoneOpts := phone.Options{Lean: o.Lean, Echo: o.Echo, Silent: o.Silent, Clock: o.Clock, Logger: o.Logger}
+	stream := StreamOptions{ChunkMS: int(o.Frame / time.Millisecond), PreStartFrames: o.EarlyFrames}
+	v.caller = NewCaller(CallerOptions{Stream: stream, Phone: phoneOpts, HTTP: o.HTTPClient, DialURL: v.dialURL, Talk: v.talk, Logger: o.Logger})
 	fo := Options{APIKey: o.Secret, ConnectionID: v.connection, OpenStream: v.caller.OpenStream, HTTP: o.HTTPClient, Callee: v.callee}
 	if o.Clock != nil {
 		fo.Now = o.Clock.Now
@@ -186,7 +194,14 @@ func (v *vendor) Call(ctx context.Context, handsetURL string, c simkit.CallOptio
 	if to == "" {
 		to = v.opts.Numbers[0]
 	}
-	call, err := v.fake.Ring(ctx, from, to, RingOptions{Attestation: c.Params["shaken_stir_attestation"]})
+	if c.Withheld {
+		from = withheldCaller
+	}
+	attestation := c.Attestation
+	if attestation == "" {
+		attestation = c.Params["shaken_stir_attestation"]
+	}
+	call, err := v.fake.Ring(ctx, from, to, RingOptions{Attestation: attestation})
 	if err != nil {
 		return nil, err
 	}
@@ -262,6 +277,20 @@ func (v *vendor) talk(ctx context.Context, p phone.Phone, o StreamOrder) error {
 	<-ctx.Done()
 	return nil
 }
+
+// MalformedFrames are a frame that is not JSON, media whose payload is not base64, and an
+// event Telnyx never sends. Handset reads no stream_id from the caller's frames, so they
+// carry one of their own.
+func (v *vendor) MalformedFrames(phone.Phone) []string {
+	id := randomUUID()
+	return []string{
+		`not json at all`,
+		`{"event":"media","sequence_number":"1000000","stream_id":"` + id + `","media":{"track":"inbound","chunk":"1000000","timestamp":"0","payload":"@@@not base64"}}`,
+		`{"event":"bogus","sequence_number":"1000001","stream_id":"` + id + `"}`,
+	}
+}
+
+var _ simkit.MalformedFramer = (*vendor)(nil)
 
 func (v *vendor) Calls() []simkit.OutboundCall {
 	var out []simkit.OutboundCall
