@@ -131,7 +131,13 @@ type StreamOrder struct {
 type RingOptions struct {
 	// Attestation is the STIR/SHAKEN level (A, B, C; "" none).
 	Attestation string
+	// CallControlID is the call's id (default generated); one in use is refused.
+	CallControlID string
 }
+
+// Withheld is the from of a caller who withheld their number (UNCONFIRMED how Telnyx
+// shows one); Ring takes it as well as E.164 numbers.
+const Withheld = "anonymous"
 
 // Call is a call as the fake holds it.
 type Call struct {
