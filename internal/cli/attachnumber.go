@@ -124,6 +124,8 @@ func runAttachNumber(ctx context.Context, env Env, args []string) error {
 			entry.Title, number, after.VoiceMethod, after.VoiceURL, entry.Numbers.Override, after.VoiceApplicationSID, voiceURL)
 	}
 
+	warnings = append(warnings, sharedWebhookWarnings(ctx, c, number)...)
+
 	for _, w := range warnings {
 		fmt.Fprintln(env.Stderr, "warning: "+w)
 	}
@@ -197,6 +199,30 @@ func checkWebhookURL(c registry.Carrier, flagName, raw, route string) (warnings 
 func isPrivateHost(host string) bool {
 	ip := net.ParseIP(host)
 	return ip != nil && (ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsUnspecified())
+}
+
+// attachNoticer is a carrier whose webhook URL belongs to something several numbers share
+// (an application), so attaching one number moves the others' calls too.
+type attachNoticer interface {
+	// AttachNotice says which numbers besides except now reach the same URL ("" for none).
+	AttachNotice(ctx context.Context, except string) (string, error)
+}
+
+// sharedWebhookWarnings are the warnings about the other numbers attaching number moved
+// along with it, when the carrier shares one webhook URL between numbers.
+func sharedWebhookWarnings(ctx context.Context, c carrier.Carrier, number string) []string {
+	n, ok := c.(attachNoticer)
+	if !ok {
+		return nil
+	}
+	notice, err := n.AttachNotice(ctx, number)
+	switch {
+	case err != nil:
+		return []string{fmt.Sprintf("could not list the other numbers whose calls now reach Handset too: %v (run `handset numbers` to see them)", err)}
+	case notice != "":
+		return []string{notice}
+	}
+	return nil
 }
 
 // attachNotes are the follow-ups after a successful attach.

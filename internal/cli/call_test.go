@@ -104,12 +104,13 @@ func testWholeCall(t *testing.T, kit simkit.Kit) {
 		len(interrupted.Content) <= len(voice.InterruptedMarker) {
 		t.Errorf("history before the barge-in turn should end with the heard prefix and the marker, got %+v", interrupted)
 	}
+	checkHeardPrefix(t, snap, "t3", r.agent.ReplyText(reqs[2].Messages), interrupted.Content)
 	if !reqs[2].Aborted {
 		t.Error("the interrupted agent stream was not aborted")
 	}
 
 	events := r.journal()
-	checkJournal(t, events)
+	checkJournal(t, events, kit.Name())
 
 	// The journal reproduces the call's turn-taking decisions when replayed.
 	replayed, err := call.Replay(events)
@@ -147,11 +148,11 @@ func containsMessage(msgs []fakeopenaiMessage, role, content string) bool {
 	return false
 }
 
-// checkJournal asserts every milestone of the whole call, in order and with sensible
-// latencies.
-func checkJournal(t *testing.T, events []obs.Event) {
+// checkJournal asserts every milestone of the whole call through the carrier named
+// carrier, in order and with sensible latencies.
+func checkJournal(t *testing.T, events []obs.Event, carrier string) {
 	t.Helper()
-	if events[0].Type != obs.CallStart || events[0].Carrier != "twilio" || events[0].CallerHash == "" || events[0].Agent != "openai" {
+	if events[0].Type != obs.CallStart || events[0].Carrier != carrier || events[0].CallerHash == "" || events[0].Agent != "openai" {
 		t.Errorf("first event %+v, want call.start with carrier, caller hash, agent", events[0])
 	}
 	if strings.Contains(dumpEvents(events), "5550100001") {

@@ -166,7 +166,7 @@ func testTraceAndDiagnoseHealthyCall(t *testing.T, kit simkit.Kit) {
 		}
 	}
 	entries, _ := os.ReadDir(filepath.Join(r.dataDir, "calls"))
-	if len(entries) != 1 || tr.CallID != entries[0].Name() || tr.Carrier != "twilio" || tr.Agent != "openai" || !tr.Ended {
+	if len(entries) != 1 || tr.CallID != entries[0].Name() || tr.Carrier != kit.Name() || tr.Agent != "openai" || !tr.Ended {
 		t.Errorf("call facts: id %q carrier %q agent %q ended %v", tr.CallID, tr.Carrier, tr.Agent, tr.Ended)
 	}
 

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/handset-voice/handset/internal/doctor"
@@ -160,13 +161,17 @@ func probeWrite(dir string) error {
 
 // ---- carrier ----
 
-// carrierChecks are every carrier's own checks of its account and number (a carrier that
-// is not configured says so).
+// carrierChecks are the own checks of each carrier begun in the settings (of every carrier,
+// each saying it is not configured, when none is).
 func (d *doctorRun) carrierChecks() []doctor.Check {
 	_, placeholder := placeholderURL(strings.TrimRight(d.cfg.PublicURL, "/"))
+	carriers := registry.All[registry.Carrier]()
+	begun := slices.ContainsFunc(carriers, func(c registry.Carrier) bool { return c.Started != nil && c.Started(d.cfg) })
 	var cs []doctor.Check
-	for _, c := range registry.All[registry.Carrier]() {
-		if c.Checks == nil {
+	for _, c := range carriers {
+		// A carrier nobody set up says so only when none is: beside one that is, its
+		// "not configured" would be noise (and "browser calls only" untrue).
+		if c.Checks == nil || (begun && (c.Started == nil || !c.Started(d.cfg))) {
 			continue
 		}
 		p := d.providerProbe(secCarrier, "")

@@ -200,7 +200,7 @@ func runSetup(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	if !o.network {
-		fmt.Fprintf(env.Stdout, "\nThe network checks (agent runtime, speech keys, Twilio, public URL) did not run: once .env is filled in, run `cd %s && %s doctor`.\n", shellQuote(o.dir), hs)
+		fmt.Fprintf(env.Stdout, "\nThe network checks (agent runtime, speech keys, %s, public URL) did not run: once .env is filled in, run `cd %s && %s doctor`.\n", setupCarrier(o).Title, shellQuote(o.dir), hs)
 	}
 	return nil // blockers are expected until .env is filled in; doctor has listed them
 }

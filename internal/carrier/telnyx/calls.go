@@ -79,6 +79,11 @@ type HangupRequest struct {
 	ClientState string `json:"client_state,omitempty"`
 }
 
+// StreamingStopRequest is the body of actions/streaming_stop.
+type StreamingStopRequest struct {
+	CommandID string `json:"command_id,omitempty"`
+}
+
 // TransferRequest is the body of actions/transfer.
 type TransferRequest struct {
 	To          string `json:"to"`

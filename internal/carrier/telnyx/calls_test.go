@@ -210,6 +210,10 @@ func TestHangupCause(t *testing.T) {
 		{"unspecified", true, carrier.StatusCompleted},
 		{"unspecified", false, carrier.StatusFailed},
 		{"something_new", false, carrier.StatusFailed},
+		// Answered, then ended for a reason Handset does not know: the call connected, so
+		// it is completed (failed means it never connected, and ends a job for good).
+		{"something_new", true, carrier.StatusCompleted},
+		{"destination_out_of_order", true, carrier.StatusCompleted},
 		{"", true, carrier.StatusCompleted},
 	} {
 		if got := telnyx.HangupCause(tc.cause, tc.answered); got != tc.want {

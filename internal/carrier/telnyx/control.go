@@ -180,7 +180,8 @@ func (c *Control) Hangup(ctx context.Context, ref string) error {
 	return err
 }
 
-// Transfer sends actions/transfer: Telnyx dials to and bridges the caller to it.
+// Transfer sends actions/transfer: Telnyx dials to and bridges the caller to it; then
+// actions/streaming_stop, which ends Handset's side of the call.
 func (c *Control) Transfer(ctx context.Context, ref, to, callerID string) error {
 	n, err := carrier.NormalizeNumber(to)
 	if err != nil {
@@ -192,7 +193,17 @@ func (c *Control) Transfer(ctx context.Context, ref, to, callerID string) error 
 			return carrier.Classify(carrier.ErrInvalid, fmt.Errorf("transfer caller id: %w", err))
 		}
 	}
-	return c.rest.Command(ctx, ref, "transfer", TransferRequest{To: n, From: from, CommandID: "transfer:" + ref + ":" + n})
+	if err := c.rest.Command(ctx, ref, "transfer", TransferRequest{To: n, From: from, CommandID: "transfer:" + ref + ":" + n}); err != nil {
+		return err
+	}
+	// Handset's side of a transferred call ends when its media stream does (as on Twilio,
+	// which ends the stream itself). Whether Telnyx stops the stream on a transfer is
+	// UNCONFIRMED, so Handset asks; a call gone already has no stream left.
+	err = c.rest.Command(ctx, ref, "streaming_stop", StreamingStopRequest{CommandID: "streaming_stop:" + ref + ":" + n})
+	if err == nil || errors.Is(err, ErrCallEnded) || errors.Is(err, carrier.ErrNotFound) {
+		return nil
+	}
+	return fmt.Errorf("the call was transferred to %s, but its media stream to Handset did not stop: %w", n, err)
 }
 
 // Account checks the key with GET /balance and names the account by its Call Control
@@ -310,7 +321,7 @@ func (c *Control) numberOf(n PhoneNumber, hook string) carrier.Number {
 	case n.ConnectionID != "" && n.ConnectionID == c.rest.connection:
 		out.VoiceURL, out.VoiceMethod, out.StatusCallback = hook, "POST", hook
 	case n.ConnectionID != "":
-		out.Override = "connection " + n.ConnectionID
+		out.Override = n.ConnectionID // worded by Numbers.Override: "different connection 999"
 		if n.ConnectionName != "" {
 			out.Override += " (" + n.ConnectionName + ")"
 		}
@@ -387,7 +398,9 @@ func (s ClientState) check() error {
 }
 
 // HangupCause is a call.hangup event's hangup_cause as a final status; answered says
-// whether the call had been answered. An unknown cause is failed.
+// whether the call had been answered. An unknown cause is failed before the answer and
+// completed after it: a call someone answered did connect, and "failed" would tell an
+// outbound job the carrier could not connect it (a permanent failure, no delivery).
 func HangupCause(cause string, answered bool) carrier.Status {
 	switch cause {
 	case "normal_clearing", "time_limit":

@@ -29,7 +29,7 @@ var numbers = registry.Numbers{
 	Open:            openAccount,
 	Explain:         explain,
 	AccountID:       func(s registry.Settings) string { return strings.TrimSpace(s.Value("TELNYX_CONNECTION_ID")) },
-	Override:        "another connection",
+	Override:        "different connection",
 	Console:         Portal,
 	BuyNumbers:      PortalBuyNumbers,
 	SignatureHeader: "telnyx-signature-ed25519",

@@ -3,9 +3,11 @@ package telnyx
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/handset-voice/handset/internal/carrier/carriertest"
@@ -22,6 +24,7 @@ type withFake struct {
 	legs   chan voice.Leg
 	memory *carriertest.Memory
 	rest   *REST
+	refuse atomic.Bool // Admit refuses every call
 }
 
 const (
@@ -29,18 +32,22 @@ const (
 	testConnection = "1494404757140276705"
 )
 
-func newWithFake(t *testing.T, codec Codec, stream telnyxsim.StreamOptions) *withFake {
+func newWithFake(t *testing.T, codec Codec, stream telnyxsim.StreamOptions, tweaks ...func(*telnyxsim.Options)) *withFake {
 	t.Helper()
 	f := &withFake{legs: make(chan voice.Leg, 4), memory: carriertest.NewMemory()}
 	var handset http.Handler
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handset.ServeHTTP(w, r) }))
 	t.Cleanup(hs.Close)
 	f.caller = telnyxsim.NewCaller(telnyxsim.CallerOptions{Stream: stream})
-	f.fake = telnyxsim.New(telnyxsim.Options{
+	o := telnyxsim.Options{
 		ConnectionID: testConnection,
 		Numbers:      []telnyxsim.Number{{PhoneNumber: ourNumber, ConnectionID: testConnection}},
 		WebhookURL:   hs.URL + WebhookPath, OpenStream: f.caller.OpenStream,
-	})
+	}
+	for _, tweak := range tweaks {
+		tweak(&o)
+	}
+	f.fake = telnyxsim.New(o)
 	f.caller.Bind(f.fake)
 	api := httptest.NewServer(f.fake)
 	t.Cleanup(func() { f.fake.Close(); api.Close() })
@@ -58,6 +65,9 @@ func newWithFake(t *testing.T, codec Codec, stream telnyxsim.StreamOptions) *wit
 		PublicKey: key, APIKey: f.fake.APIKey(), Command: rest.Command, Codec: codec,
 		PublicURL: hs.URL, Memory: f.memory,
 		Admit: func(l voice.Leg) (<-chan struct{}, error) {
+			if f.refuse.Load() {
+				return nil, errors.New("at capacity")
+			}
 			f.legs <- l
 			return make(chan struct{}), nil
 		},
@@ -268,5 +278,123 @@ func TestL16ThroughTheFake(t *testing.T) {
 	})
 	if errs := p.Snapshot().ProtocolErrors(); len(errs) != 0 {
 		t.Errorf("protocol errors: %v", errs)
+	}
+}
+
+// hangups are the hangup commands the fake took for call ccid.
+func (f *withFake) hangups(ccid string) []telnyxsim.Request {
+	var out []telnyxsim.Request
+	for _, q := range f.fake.Requests() {
+		if q.Method == http.MethodPost && q.Path == "/v2/calls/"+ccid+"/actions/hangup" {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+// TestHandsetEndingTheCallHangsItUp: a Telnyx call outlives its media stream, so when
+// Handset ends a call (its context ends) the leg sends the hangup command, once, and the
+// call ends at Telnyx from Handset's side, even when Telnyx does not report the stream
+// Handset dropped.
+func TestHandsetEndingTheCallHangsItUp(t *testing.T) {
+	f := newWithFake(t, CodecPCMU, telnyxsim.StreamOptions{}, func(o *telnyxsim.Options) { o.NoStreamFailed = true })
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	call, err := f.fake.Ring(ctx, "+15550001111", ourNumber, telnyxsim.RingOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var leg voice.Leg
+	select {
+	case leg = <-f.legs:
+	case <-ctx.Done():
+		t.Fatal("no call admitted")
+	}
+	callCtx, end := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- leg.Run(callCtx, newSink()) }()
+	end()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Errorf("Run = %v, want the call's end", err)
+	}
+	ended, err := f.fake.WaitCall(ctx, call.CallControlID, func(c telnyxsim.Call) bool { return !c.Alive })
+	if err != nil {
+		t.Fatalf("the call is still up at Telnyx: %v", err)
+	}
+	if ended.HangupSource != "callee" {
+		t.Errorf("hangup_source %q, want callee: Handset, which answered, hung up", ended.HangupSource)
+	}
+	if hs := f.hangups(call.CallControlID); len(hs) != 1 || hs[0].Status != http.StatusOK ||
+		!strings.Contains(string(hs[0].Body), `"command_id":"hangup:`+call.CallControlID+`:end"`) {
+		t.Errorf("hangup commands %+v, want one with a command_id of its own", hs)
+	}
+}
+
+// TestRefusedCallIsHungUp: a call Handset cannot take (Admit refuses it) is hung up, not
+// left at Telnyx in silence with its stream closed, whether or not Telnyx reports the
+// stream as failed.
+func TestRefusedCallIsHungUp(t *testing.T) {
+	for _, silent := range []bool{false, true} {
+		t.Run(map[bool]string{false: "stream failure reported", true: "stream failure silent"}[silent], func(t *testing.T) {
+			testRefusedCallIsHungUp(t, silent)
+		})
+	}
+}
+
+func testRefusedCallIsHungUp(t *testing.T, silent bool) {
+	f := newWithFake(t, CodecPCMU, telnyxsim.StreamOptions{}, func(o *telnyxsim.Options) { o.NoStreamFailed = silent })
+	f.refuse.Store(true)
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	call, err := f.fake.Ring(ctx, "+15550001111", ourNumber, telnyxsim.RingOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.fake.WaitCall(ctx, call.CallControlID, func(c telnyxsim.Call) bool { return !c.Alive }); err != nil {
+		t.Fatalf("the refused call is still up at Telnyx: %v", err)
+	}
+	// The leg hangs up, and so may the webhook of the stream that failed: Telnyx takes one.
+	accepted := 0
+	for _, q := range f.hangups(call.CallControlID) {
+		if q.Status == http.StatusOK {
+			accepted++
+		}
+	}
+	if accepted != 1 {
+		t.Errorf("%d hangup commands accepted, want 1", accepted)
+	}
+}
+
+// TestTransferEndsHandsetsSideOfTheCall: a transfer bridges the caller elsewhere and stops
+// the stream to Handset, so Handset's leg ends as Twilio's does when it moves a call; the
+// call itself is not hung up (it is the transferee's now).
+func TestTransferEndsHandsetsSideOfTheCall(t *testing.T) {
+	f := newWithFake(t, CodecPCMU, telnyxsim.StreamOptions{})
+	_, leg, _, done := f.ring(t)
+	control, err := NewControl(RESTOptions{BaseURL: f.rest.BaseURL(), APIKey: f.fake.APIKey(), ConnectionID: f.rest.ConnectionID()}, f.memory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	ref := leg.Info().CarrierRef
+	if err := control.Transfer(ctx, ref, "+15550003333", ourNumber); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Run = %v, want the stream's end", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("Handset's leg outlived the transfer")
+	}
+	c, _ := f.fake.Call(ref)
+	if !c.Alive || c.TransferredTo != "+15550003333" || len(f.hangups(ref)) != 0 {
+		t.Errorf("after the transfer: alive %v, transferred to %q, %d hangups; want alive, bridged, none", c.Alive, c.TransferredTo, len(f.hangups(ref)))
+	}
+	// Repeated (a retried job), the commands are the same ones: nothing new happens.
+	if err := control.Transfer(ctx, ref, "+15550003333", ourNumber); err != nil {
+		t.Errorf("repeated transfer: %v", err)
 	}
 }

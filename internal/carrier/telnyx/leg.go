@@ -21,6 +21,8 @@ type Leg struct {
 	codec Codec
 	log   *slog.Logger
 	early *mediastream.PreStart // what came before `start`, handed to the call when it runs
+	// hangup ends the call at Telnyx: closing its stream alone would leave it up, silent.
+	hangup func(context.Context) error
 
 	// mu guards what the reader (echoes) and the writer (marks sent, clear) share.
 	mu    sync.Mutex
@@ -34,14 +36,16 @@ type Leg struct {
 
 var _ voice.Leg = (*Leg)(nil)
 
-func newLeg(conn *websocket.Conn, info voice.LegInfo, codec Codec, early *mediastream.PreStart, log *slog.Logger) *Leg {
-	return &Leg{conn: conn, info: info, codec: codec, early: early, log: log, out: make([]byte, 0, 512)}
+func newLeg(conn *websocket.Conn, info voice.LegInfo, codec Codec, early *mediastream.PreStart, hangup func(context.Context) error, log *slog.Logger) *Leg {
+	return &Leg{conn: conn, info: info, codec: codec, early: early, hangup: hangup, log: log, out: make([]byte, 0, 512)}
 }
 
 // Info describes the call.
 func (l *Leg) Info() voice.LegInfo { return l.info }
 
-// Run reads Telnyx's messages until `stop`, a close, or ctx ends.
+// Run reads Telnyx's messages until `stop`, a close, or ctx ends. When the call ends on
+// Handset's side (ctx, or a stream that broke), Run hangs the call up before it returns:
+// a Telnyx call outlives its media stream.
 func (l *Leg) Run(ctx context.Context, sink voice.LegSink) error {
 	defer l.conn.Close(websocket.StatusNormalClosure, "call ended")
 	// Reads and writes pass a context that is never cancelled, so the WebSocket library
@@ -67,11 +71,13 @@ func (l *Leg) Run(ctx context.Context, sink voice.LegSink) error {
 		if err != nil {
 			l.order.Flush(emit)
 			if ctx.Err() != nil {
+				l.hangUp(ctx)
 				return ctx.Err()
 			}
 			if websocket.CloseStatus(err) != -1 {
 				return nil // Telnyx closed the stream: the call is over
 			}
+			l.hangUp(ctx)
 			return fmt.Errorf("telnyx: read: %w", err)
 		}
 		var m media
@@ -91,6 +97,16 @@ func (l *Leg) Run(ctx context.Context, sink voice.LegSink) error {
 		if done := l.event(msg, sink, emit); done {
 			return nil
 		}
+	}
+}
+
+// hangUp ends the call at Telnyx; a call that has ended already counts as hung up.
+func (l *Leg) hangUp(ctx context.Context) {
+	if l.hangup == nil {
+		return
+	}
+	if err := l.hangup(context.WithoutCancel(ctx)); err != nil {
+		l.log.Warn("could not hang up the call at Telnyx", "call_control_id", l.info.CarrierRef, "err", err)
 	}
 }
 

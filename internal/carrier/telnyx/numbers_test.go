@@ -49,7 +49,7 @@ func TestAttachMovesTheApplication(t *testing.T) {
 			{PhoneNumber: "+14155550122", ConnectionID: "999", ConnectionName: "the old PBX"}}})
 	ctx := ctxOf(t)
 	old, err := r.control.Number(ctx, "+14155550122")
-	if err != nil || old.Override != "connection 999 (the old PBX)" || old.VoiceURL != "" {
+	if err != nil || old.Override != "999 (the old PBX)" || old.VoiceURL != "" {
 		t.Errorf("number on another connection: %+v, %v", old, err)
 	}
 	n, err := r.control.Number(ctx, ours)

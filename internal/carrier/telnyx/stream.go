@@ -72,10 +72,11 @@ func (c *Carrier) stream(w http.ResponseWriter, r *http.Request) {
 		CallID: id, Carrier: Name, CarrierRef: claims.CallRef,
 		Direction: voice.Direction(claims.Direction), From: claims.From, To: claims.To,
 		Format: format, AnsweredBy: claims.AnsweredBy, Attestation: voice.Attestation(claims.Attestation),
-	}, c.codec, early, c.log)
+	}, c.codec, early, func(ctx context.Context) error { return c.hangup(ctx, claims.CallRef, "end") }, c.log)
 	if _, err := c.opts.Admit(leg); err != nil {
 		c.log.Warn("refused call", "call_control_id", ref, "err", err)
 		conn.Close(websocket.StatusTryAgainLater, voice.Clip(err.Error(), 120))
+		leg.hangUp(r.Context()) // refused, the call would stay up in silence
 	}
 	// The connection is now the call's: this handler need not wait for it to end.
 }

@@ -48,8 +48,11 @@ type answer struct {
 }
 
 // newCallLocked registers a call and starts delivering its events.
-func (s *Server) newCallLocked(direction, from, to string) *call {
-	c := &call{Call: Call{CallControlID: "v3:" + base64.RawURLEncoding.EncodeToString([]byte(randomHex(16))),
+func (s *Server) newCallLocked(direction, from, to, ccid string) *call {
+	if ccid == "" {
+		ccid = NewCallControlID()
+	}
+	c := &call{Call: Call{CallControlID: ccid,
 		CallLegID: randomUUID(), CallSessionID: randomUUID(), Direction: direction, From: from, To: to,
 		Alive: true, Started: s.opts.Now()},
 		wake: make(chan struct{}, 1), done: make(chan struct{}), commanded: make(chan struct{}), answers: map[string]answer{}}
@@ -59,6 +62,11 @@ func (s *Server) newCallLocked(direction, from, to string) *call {
 	s.wg.Add(1)
 	go s.deliverAll(c)
 	return c
+}
+
+// NewCallControlID is a fresh call_control_id in Telnyx's shape.
+func NewCallControlID() string {
+	return "v3:" + base64.RawURLEncoding.EncodeToString([]byte(randomHex(16)))
 }
 
 // snapshot copies the call's public state.
@@ -190,7 +198,7 @@ func (s *Server) dial(w http.ResponseWriter, r *http.Request) {
 	case b.WebhookURL != "" && !httpURL(b.WebhookURL):
 		bad("webhook_url", "webhook_url must be an http(s) URL.")
 	default:
-		c := s.newCallLocked("outgoing", b.From, b.To)
+		c := s.newCallLocked("outgoing", b.From, b.To, "")
 		c.State, c.ClientState, c.WebhookURL, c.AMD = "bridging", b.ClientState, b.WebhookURL, cmpOr(b.AMD, "disabled")
 		c.ring, c.limit = seconds(b.TimeoutSecs, defaultRingTimeout), seconds(b.TimeLimit, defaultTimeLimit)
 		if b.CommandID != "" {
@@ -359,8 +367,11 @@ func (s *Server) emitAlive(c *call, typ, result string) bool {
 // the application: call.initiated (state parked) goes to the application's webhook URL,
 // and the call waits FirstCommandTimeout for a command before it is dropped.
 func (s *Server) Ring(ctx context.Context, from, to string, o RingOptions) (Call, error) {
-	if !validE164(from) {
+	if !validE164(from) && from != Withheld {
 		return Call{}, errors.New("telnyxsim: from " + from + " is not E.164")
+	}
+	if len(o.CallControlID) > 200 {
+		return Call{}, errors.New("telnyxsim: call_control_id too long")
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -368,7 +379,10 @@ func (s *Server) Ring(ctx context.Context, from, to string, o RingOptions) (Call
 		return Call{}, errors.New("telnyxsim: closed")
 	}
 	n := s.numberLocked(to)
+	_, taken := s.calls[o.CallControlID]
 	switch {
+	case taken:
+		return Call{}, errors.New("telnyxsim: call " + o.CallControlID + " exists already")
 	case n == nil:
 		return Call{}, errors.New("telnyxsim: " + to + " is not a number of the account")
 	case n.ConnectionID != s.opts.ConnectionID:
@@ -376,7 +390,7 @@ func (s *Server) Ring(ctx context.Context, from, to string, o RingOptions) (Call
 	case s.app.webhookURL == "":
 		return Call{}, errors.New("telnyxsim: the application has no webhook URL")
 	}
-	c := s.newCallLocked("incoming", from, to)
+	c := s.newCallLocked("incoming", from, to, o.CallControlID)
 	c.State = "parked"
 	s.emitLocked(c, "call.initiated", initiatedFields(c, o.Attestation))
 	s.changedLocked()
@@ -636,7 +650,7 @@ func (s *Server) openStreamLocked(c *call, b commandBody) {
 		defer s.wg.Done()
 		if err := s.opts.OpenStream(ctx, o); err != nil && ctx.Err() == nil {
 			s.mu.Lock()
-			if c.Alive {
+			if c.Alive && !s.opts.NoStreamFailed {
 				s.emitLocked(c, "streaming.failed", map[string]any{"failure_reason": err.Error()})
 				s.changedLocked()
 			}

@@ -33,10 +33,6 @@ const DefaultNumber = "+15550100003"
 // defaultCaller is who calls in when CallOptions.From is empty.
 const defaultCaller = "+15550100901"
 
-// withheldCaller is from for a caller who withheld their number (UNCONFIRMED how Telnyx
-// shows one).
-const withheldCaller = "anonymous"
-
 // forgerNumber places the calls whose streams the forgeries dial themselves.
 const forgerNumber = "+15550100999"
 
@@ -62,7 +58,8 @@ func (kit) Start(ctx context.Context, o simkit.VendorOptions) (simkit.Vendor, er
 		return nil, fmt.Errorf("telnyxsim: %v media frames (Telnyx sends multiples of 20 ms): %w", o.Frame, simkit.ErrUnsupported)
 	}
 	v := &vendor{opts: o, connection: randomDigits(19), dialled: make(chan struct{}, 1)}
-	phoneOpts := phone.Options{Lean: o.Lean, Echo: o.Echo, Silent: o.Silent, Clock: o.Clock, Logger: o.Logger}
+	v.phoneOpts = phone.Options{Lean: o.Lean, Echo: o.Echo, Silent: o.Silent, Clock: o.Clock, Logger: o.Logger}
+	phoneOpts := v.phoneOpts
 	stream := StreamOptions{ChunkMS: int(o.Frame / time.Millisecond), PreStartFrames: o.EarlyFrames}
 	v.caller = NewCaller(CallerOptions{Stream: stream, Phone: phoneOpts, HTTP: o.HTTPClient, DialURL: v.dialURL, Talk: v.talk, Logger: o.Logger})
 	fo := Options{APIKey: o.Secret, ConnectionID: v.connection, OpenStream: v.caller.OpenStream, HTTP: o.HTTPClient, Callee: v.callee}
@@ -85,9 +82,20 @@ func (kit) Start(ctx context.Context, o simkit.VendorOptions) (simkit.Vendor, er
 	return v, nil
 }
 
+// FakeOf is the fake Telnyx behind v, a vendor this kit started (false for any other), for
+// tests that break it on purpose.
+func FakeOf(v simkit.Vendor) (*Server, bool) {
+	tv, ok := v.(*vendor)
+	if !ok {
+		return nil, false
+	}
+	return tv.fake, true
+}
+
 // vendor is a running fake Telnyx.
 type vendor struct {
 	opts       simkit.VendorOptions
+	phoneOpts  phone.Options // every caller's line, unless a call has its own
 	connection string
 	fake       *Server
 	caller     *Caller
@@ -185,14 +193,28 @@ func (v *vendor) Call(ctx context.Context, handsetURL string, c simkit.CallOptio
 		to = v.opts.Numbers[0]
 	}
 	if c.Withheld {
-		from = withheldCaller
+		from = Withheld
 	}
 	attestation := c.Attestation
 	if attestation == "" {
 		attestation = c.Params["shaken_stir_attestation"]
 	}
-	call, err := v.fake.Ring(ctx, from, to, RingOptions{Attestation: attestation})
+	ring := RingOptions{Attestation: attestation, CallControlID: c.Ref}
+	if c.Lean || c.Echo != nil {
+		// This call's line differs from the vendor's: its phone is set up before it rings.
+		if ring.CallControlID == "" {
+			ring.CallControlID = NewCallControlID()
+		}
+		o := v.phoneOpts
+		o.Lean = o.Lean || c.Lean
+		if c.Echo != nil {
+			o.Echo = c.Echo
+		}
+		v.caller.Expect(ring.CallControlID, o)
+	}
+	call, err := v.fake.Ring(ctx, from, to, ring)
 	if err != nil {
+		v.caller.forget(ring.CallControlID)
 		return nil, err
 	}
 	return v.phone(ctx, call.CallControlID)

@@ -36,6 +36,24 @@ func (s *Server) WebhookURL() string {
 	return s.app.webhookURL
 }
 
+// SetWebhookURL changes the application's webhook_event_url, as a person would in the
+// portal.
+func (s *Server) SetWebhookURL(u string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.app.webhookURL = u
+	s.changedLocked()
+}
+
+// SetWebhookAPIVersion changes the application's webhook_api_version ("1" or "2"), as a
+// person would in the portal.
+func (s *Server) SetWebhookAPIVersion(v string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.app.apiVersion = v
+	s.changedLocked()
+}
+
 // numberJSON is a number as the API shows it.
 func numberJSON(n *Number) map[string]any {
 	return map[string]any{"record_type": "phone_number", "id": n.ID, "phone_number": n.PhoneNumber,

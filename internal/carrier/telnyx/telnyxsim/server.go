@@ -65,6 +65,10 @@ type Options struct {
 	// ends the call from the far end first and answers 422 with code 90018, as Telnyx does
 	// when the caller hung up while the command was in flight.
 	HangupRace bool
+	// NoStreamFailed sends no streaming.failed when a stream fails or is dropped: the call
+	// just lives on without media (whether Telnyx reports a stream the server dropped is
+	// UNCONFIRMED).
+	NoStreamFailed bool
 	// EndedCallsNotFound makes GET /calls/{id} answer 404 for a call that has ended,
 	// instead of is_alive false (which of the two Telnyx does is UNCONFIRMED).
 	EndedCallsNotFound bool
@@ -127,7 +131,13 @@ type StreamOrder struct {
 type RingOptions struct {
 	// Attestation is the STIR/SHAKEN level (A, B, C; "" none).
 	Attestation string
+	// CallControlID is the call's id (default generated); one in use is refused.
+	CallControlID string
 }
+
+// Withheld is the from of a caller who withheld their number (UNCONFIRMED how Telnyx
+// shows one); Ring takes it as well as E.164 numbers.
+const Withheld = "anonymous"
 
 // Call is a call as the fake holds it.
 type Call struct {
@@ -366,6 +376,13 @@ func (s *Server) AddFault(f Fault) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.faults = append(s.faults, &f)
+}
+
+// SetHangupRace turns Options.HangupRace on or off for the commands from now on.
+func (s *Server) SetHangupRace(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.opts.HangupRace = on
 }
 
 // APIKey is the key requests must carry.

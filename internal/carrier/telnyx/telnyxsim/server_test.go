@@ -382,3 +382,23 @@ func TestFaultsApplyAfterAndTimes(t *testing.T) {
 		t.Errorf("statuses %v, want 200 503 200", got)
 	}
 }
+
+// TestRingTakesAWithheldCallerAndAChosenID: a withheld caller rings as Withheld, a call
+// can be given its call_control_id (a kit sets up its line first), and an id in use or a
+// from that is neither a number nor withheld is refused.
+func TestRingTakesAWithheldCallerAndAChosenID(t *testing.T) {
+	s, _, k := fakeOn(t, Options{FirstCommandTimeout: time.Minute})
+	c, err := s.Ring(context.Background(), Withheld, ours, RingOptions{CallControlID: "v3:chosen"})
+	if err != nil || c.From != Withheld || c.CallControlID != "v3:chosen" {
+		t.Fatalf("Ring: %+v, %v", c, err)
+	}
+	if evs := k.waitEvent("call.initiated"); evs[0].CCID != "v3:chosen" {
+		t.Errorf("call.initiated for %q, want v3:chosen", evs[0].CCID)
+	}
+	if _, err := s.Ring(context.Background(), callee, ours, RingOptions{CallControlID: "v3:chosen"}); err == nil {
+		t.Error("rang a second call with an id in use")
+	}
+	if _, err := s.Ring(context.Background(), "nobody", ours, RingOptions{}); err == nil {
+		t.Error("rang from something that is neither a number nor withheld")
+	}
+}

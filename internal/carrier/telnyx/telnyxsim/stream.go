@@ -43,10 +43,11 @@ type Caller struct {
 	server *Server
 
 	mu      sync.Mutex
-	phones  map[string]*phone.Call // by call_control_id
-	parked  map[string]StreamOrder // orders from Park's number, not dialled
-	park    string                 // calls from this number are not streamed
-	changed chan struct{}          // closed and replaced on every new phone or parked order
+	phones  map[string]*phone.Call   // by call_control_id
+	parked  map[string]StreamOrder   // orders from Park's number, not dialled
+	park    string                   // calls from this number are not streamed
+	expect  map[string]phone.Options // a call's own phone options, by call_control_id, used once
+	changed chan struct{}            // closed and replaced on every new phone or parked order
 }
 
 // NewCaller returns a caller; Bind it to the Server whose OpenStream it is.
@@ -54,7 +55,8 @@ func NewCaller(o CallerOptions) *Caller {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Caller{opts: o, phones: map[string]*phone.Call{}, parked: map[string]StreamOrder{}, changed: make(chan struct{})}
+	return &Caller{opts: o, phones: map[string]*phone.Call{}, parked: map[string]StreamOrder{}, expect: map[string]phone.Options{},
+		changed: make(chan struct{})}
 }
 
 // Park makes the streams of calls from number (E.164) not dialled but kept, for a test
@@ -92,6 +94,21 @@ func (c *Caller) notifyLocked() {
 // Bind names the fake the caller's hang-ups go to. Call it before any stream opens.
 func (c *Caller) Bind(s *Server) { c.server = s }
 
+// Expect gives the stream of call ccid, when it opens, phone options of its own instead of
+// CallerOptions.Phone: a call that needs another line (an echo) than the rest.
+func (c *Caller) Expect(ccid string, o phone.Options) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.expect[ccid] = o
+}
+
+// forget drops what Expect kept for a call that never rang.
+func (c *Caller) forget(ccid string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.expect, ccid)
+}
+
 // OpenStream is the fake's Options.OpenStream: it dials o.StreamURL, speaks Telnyx's
 // handshake and runs the phone until the call ends either way.
 func (c *Caller) OpenStream(ctx context.Context, o StreamOrder) error {
@@ -119,7 +136,13 @@ func (c *Caller) OpenStream(ctx context.Context, o StreamOrder) error {
 		return fmt.Errorf("telnyxsim: dial the stream: %w", err)
 	}
 	conn.SetReadLimit(maxMessage)
-	opts := c.opts.Phone
+	c.mu.Lock()
+	opts, own := c.expect[o.CallControlID]
+	delete(c.expect, o.CallControlID)
+	c.mu.Unlock()
+	if !own {
+		opts = c.opts.Phone
+	}
 	opts.Ref = o.CallControlID
 	// The phone's own context outlives ctx: when the fake ends the call, the phone hangs up
 	// (stop, then close) rather than dropping the socket.
@@ -152,9 +175,10 @@ func (c *Caller) OpenStream(ctx context.Context, o StreamOrder) error {
 		_ = p.Hangup()
 	}
 	<-p.Done()
-	// The caller hung up: the call ends at the fake. When Handset closed the stream, the
-	// call lives on (as on Telnyx) until Handset's hangup command ends it.
-	if e, _ := p.Ending(); !e.ByHandset && ctx.Err() == nil && c.server != nil {
+	// The caller hung up: the call ends at the fake. When Handset closed the stream, or
+	// dropped it without a close, the call lives on (as on Telnyx) until Handset's hangup
+	// command ends it.
+	if e, _ := p.Ending(); !e.ByHandset && e.Err == nil && ctx.Err() == nil && c.server != nil {
 		side := "caller" // the phone is the caller of an inbound call, the callee of an outbound one
 		if o.Direction == "outgoing" {
 			side = "callee"
