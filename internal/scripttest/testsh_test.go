@@ -70,7 +70,7 @@ func TestTestShPasses(t *testing.T) {
 	log := s.log()
 	for _, want := range []string{"go vet ./...", "go vet -tags embedded",
 		"go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...", "go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 -tags embedded ./...",
-		"go test -race -count=1 -timeout 30m", "smoke-demo.sh", "handset bench", "go test -run ^$ -fuzz ^FuzzP$"} {
+		"go test -race -count=1 -timeout 75m", "smoke-demo.sh", "handset bench", "go test -run ^$ -fuzz ^FuzzP$"} {
 		if !slices.ContainsFunc(log, func(l string) bool { return strings.Contains(l, want) }) {
 			t.Errorf("test.sh did not run %q:\n%s", want, strings.Join(log, "\n"))
 		}
@@ -94,7 +94,7 @@ func TestTestShNamesTheFailedStageAndTheOnesThatDidNotRun(t *testing.T) {
 		fail  string // what fails: STUB_GO_FAIL
 		stage string // the stage it fails, by a part of its name
 	}{
-		{"-timeout 30m", "go test -race"},
+		{"-timeout 75m", "go test -race"},
 		{"vet ./...", "go vet"},                              // the first command of a stage of several
 		{"staticcheck@v0.8.2 -tags embedded", "staticcheck"}, // the second command of a stage
 		{"-fuzz", "fuzz"},                                    // the last stage, after a retry

@@ -73,8 +73,12 @@ func newTwilio(t *testing.T, a carriertest.Account, f carriertest.Fault) carrier
 			})
 			return err
 		},
+		// The fake follows a redirect as Twilio does, after answering it: wait for the
+		// <Dial> (or the call's end) rather than read at once.
 		TransferredTo: func(ref string) string {
-			c, _ := fake.Call(ref)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			c, _ := fake.WaitCall(ctx, ref, func(c faketwilio.Call) bool { return c.TransferredTo != "" || faketwilio.Ended(c.Status) })
 			return c.TransferredTo
 		},
 		Requests: func() int { return len(fake.Requests()) },
