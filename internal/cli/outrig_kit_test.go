@@ -205,72 +205,24 @@ func (o *outRig) webhooksAnswered(t *testing.T) {
 	}
 }
 
-// dialWire reads a carrier's dial request: which API request places a call, and the
-// answering-machine detection it asked for, in the vendor's words for each policy.
-type dialWire struct {
-	isDial    func(tapped) bool
-	detection func(tapped) string
-	// hangup and message are what Handset must ask for with on_machine hangup (the
-	// default) and message (a delivery).
-	hangup, message string
-}
-
-// dialWires are the carriers whose dial requests the outbound tests read; a carrier not
-// here has its detection left unchecked (logged).
-var dialWires = map[string]dialWire{
-	"twilio": {
-		isDial: func(rq tapped) bool { return rq.Method == http.MethodPost && strings.HasSuffix(rq.Path, "/Calls.json") },
-		detection: func(rq tapped) string {
-			form, _ := url.ParseQuery(string(rq.Body))
-			return form.Get("MachineDetection")
-		},
-		hangup: "Enable", message: "DetectMessageEnd",
-	},
-	"telnyx": {
-		isDial: func(rq tapped) bool { return rq.Method == http.MethodPost && strings.HasSuffix(rq.Path, "/v2/calls") },
-		detection: func(rq tapped) string {
-			var b struct {
-				AMD string `json:"answering_machine_detection"`
-			}
-			_ = json.Unmarshal(rq.Body, &b)
-			return b.AMD
-		},
-		hangup: "detect", message: "detect_beep",
-	},
-	"plivo": {
-		// Make Call is POST .../Call/ (a call's own resource is .../Call/{uuid}/). Plivo
-		// only detects and reports: what to do with a machine is Handset's either way.
-		isDial: func(rq tapped) bool { return rq.Method == http.MethodPost && strings.HasSuffix(rq.Path, "/Call/") },
-		detection: func(rq tapped) string {
-			form, _ := url.ParseQuery(string(rq.Body))
-			return form.Get("machine_detection")
-		},
-		hangup: "true", message: "true",
-	},
-}
-
-// detectionAsked checks that Handset's dial requests asked the vendor for the machine
-// detection of policy ("hangup" or "message"), each of them.
+// detectionAsked checks that every call Handset placed asked the vendor for the machine
+// detection of policy ("hangup" or "message"), as the vendor's kit words it.
 func (o *outRig) detectionAsked(t *testing.T, policy string) {
 	t.Helper()
-	w, ok := dialWires[o.kit.Name()]
-	if !ok || o.outbound == nil {
-		t.Logf("%s: the dial request's machine detection is not read by this test", o.kit.Name())
+	words, ok := o.vendor.(simkit.DetectionWords)
+	if !ok {
+		t.Errorf("%s's kit does not say which machine detection each policy needs (simkit.DetectionWords)", o.kit.Name())
 		return
 	}
-	want := map[string]string{"hangup": w.hangup, "message": w.message}[policy]
-	dials := 0
-	for _, rq := range o.outbound.requests() {
-		if !w.isDial(rq) {
-			continue
-		}
-		dials++
-		if got := w.detection(rq); got != want {
-			t.Errorf("%s dial %s asked for machine detection %q, want %q (on_machine %s)", o.kit.Name(), rq.Path, got, want, policy)
+	want := words.DetectionFor(policy)
+	calls := o.vendor.Calls()
+	for _, c := range calls {
+		if c.Detection != want {
+			t.Errorf("%s call %s asked for machine detection %q, want %q (on_machine %s)", o.kit.Name(), c.Ref, c.Detection, want, policy)
 		}
 	}
-	if dials == 0 {
-		t.Errorf("no dial request reached %s's API: %s", o.kit.Name(), describeTapped(o.outbound.requests()))
+	if len(calls) == 0 {
+		t.Errorf("no call was placed through %s: %s", o.kit.Name(), describeTapped(o.outbound.requests()))
 	}
 }
 

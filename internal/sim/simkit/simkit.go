@@ -185,10 +185,22 @@ type OutboundCall struct {
 	To, From   string
 	Status     string // the vendor-neutral words of carrier.Status: "completed", "busy", …
 	AnsweredBy string // "human", "machine", "" when not detected
+	// Detection is the answering-machine detection the dial asked the vendor for, in the
+	// vendor's words ("" or the vendor's word for none).
+	Detection string
 	// TransferredTo is where Handset transferred the call, "" if it did not.
 	TransferredTo string
 	// Phone is the far end's simulated phone once the call is streaming; nil before.
 	Phone phone.Phone
+}
+
+// DetectionWords is a vendor that knows, in its own words, the answering-machine detection a
+// dial must ask for to carry out a machine policy: the oracle the outbound tests hold
+// OutboundCall.Detection to.
+type DetectionWords interface {
+	// DetectionFor is what a dial with policy ("hangup": hang up on a machine; "message":
+	// leave the message once its greeting is over) must ask this vendor for.
+	DetectionFor(policy string) string
 }
 
 var (

@@ -197,7 +197,7 @@ func (v *vendor) WaitCall(ctx context.Context, n int) (simkit.OutboundCall, erro
 
 // outbound is a faketwilio call in the kit's words.
 func (v *vendor) outbound(c faketwilio.Call) simkit.OutboundCall {
-	oc := simkit.OutboundCall{Ref: c.SID, To: c.To, From: c.From, Status: c.Status, TransferredTo: c.TransferredTo}
+	oc := simkit.OutboundCall{Ref: c.SID, To: c.To, From: c.From, Status: c.Status, Detection: c.MachineDetection, TransferredTo: c.TransferredTo}
 	switch c.AnsweredBy {
 	case "":
 	case "human":
@@ -220,4 +220,13 @@ func (v *vendor) Close() error {
 		return fmt.Errorf("twiliokit: stop the fake API: %w", err)
 	}
 	return nil
+}
+
+// DetectionFor is Twilio's MachineDetection for a policy: a message waits for the greeting's
+// end (DetectMessageEnd), a hang-up needs only the first verdict (Enable).
+func (v *vendor) DetectionFor(policy string) string {
+	if policy == "message" {
+		return "DetectMessageEnd"
+	}
+	return "Enable"
 }

@@ -337,7 +337,7 @@ func (v *vendor) WaitCall(ctx context.Context, n int) (simkit.OutboundCall, erro
 
 // outbound is a fake call in the kit's words.
 func (v *vendor) outbound(c Call) simkit.OutboundCall {
-	oc := simkit.OutboundCall{Ref: c.CallControlID, To: c.To, From: c.From, Status: status(c), TransferredTo: c.TransferredTo}
+	oc := simkit.OutboundCall{Ref: c.CallControlID, To: c.To, From: c.From, Status: status(c), Detection: c.AMD, TransferredTo: c.TransferredTo}
 	switch c.Verdict {
 	case "":
 	case "human", "human_residence", "human_business":
@@ -384,4 +384,13 @@ func (v *vendor) Close() error {
 		return fmt.Errorf("telnyxsim: stop the fake API: %w", err)
 	}
 	return nil
+}
+
+// DetectionFor is Telnyx's answering_machine_detection for a policy: a message waits for
+// the beep (detect_beep), a hang-up needs only the verdict (detect).
+func (v *vendor) DetectionFor(policy string) string {
+	if policy == "message" {
+		return "detect_beep"
+	}
+	return "detect"
 }
