@@ -107,7 +107,7 @@ func (h *Hooks) Progress(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if h.OnProgress != nil && p.CallID != "" {
-		h.OnProgress(p)
+		h.OnProgress(placed(p, cb))
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
@@ -121,12 +121,18 @@ func (h *Hooks) verdict(r *http.Request, cb Callback) (carrier.Progress, error) 
 		return p, errors.New("Plivo is not configured: set PLIVO_AUTH_ID and PLIVO_AUTH_TOKEN")
 	}
 	if p.AnsweredBy.Machine() && carrier.MachinePolicy(r.URL.Query().Get(MachineParam)) == carrier.MachineHangup {
-		if err := h.Control.REST().HangupCall(ctx, p.Ref); err != nil && !notFound(err) {
-			return p, classify(err)
-		}
+		// Said before the hang-up: Plivo's hangup callback for it ("completed") can come
+		// back before this request returns, and the call must end as declined, not as
+		// a call that was talked on.
 		declined := carrier.Progress{CallID: p.CallID, Ref: p.Ref, AnsweredBy: p.AnsweredBy, Declined: true}
 		if err := h.Verifier.Memory.Progressed(ctx, declined, h.now()); err != nil {
 			h.log().Warn("cannot record a declined call", "call_uuid", p.Ref, "err", err)
+		}
+		if h.OnProgress != nil && declined.CallID != "" {
+			h.OnProgress(placed(declined, cb))
+		}
+		if err := h.Control.REST().HangupCall(ctx, p.Ref); err != nil && !notFound(err) {
+			return p, classify(err)
 		}
 		return declined, nil
 	}
@@ -184,4 +190,15 @@ func (h *Hooks) log() *slog.Logger {
 		return h.Log
 	}
 	return slog.New(slog.DiscardHandler)
+}
+
+// placed names a call Handset placed by the request id Dial returned, which its record
+// and job keep for the call's whole life (Call, Hangup and Transfer resolve it to the
+// CallUUID through the ledger); without it, the record's id would change from one name to
+// the other as the first callback arrived.
+func placed(p carrier.Progress, cb Callback) carrier.Progress {
+	if cb.RequestUUID != "" {
+		p.Ref = cb.RequestUUID
+	}
+	return p
 }

@@ -330,7 +330,7 @@ func (v *vendor) WaitCall(ctx context.Context, n int) (simkit.OutboundCall, erro
 // outbound is a fake call in the kit's words.
 func (v *vendor) outbound(c Call) simkit.OutboundCall {
 	ref := c.RequestUUID
-	oc := simkit.OutboundCall{Ref: ref, To: c.To, From: c.From, Status: kitStatus(c.Status), TransferredTo: c.TransferredTo}
+	oc := simkit.OutboundCall{Ref: ref, To: c.To, From: c.From, Status: kitStatus(c.Status), Detection: c.Detection, TransferredTo: c.TransferredTo}
 	switch c.Verdict {
 	case "true":
 		oc.AnsweredBy = "machine"
@@ -384,3 +384,7 @@ func randomAlnum(n int) string {
 	}
 	return string(b)
 }
+
+// DetectionFor is Plivo's machine_detection for a policy: Plivo only detects and reports
+// (it hears no beep), so every policy that acts on a machine asks for "true".
+func (v *vendor) DetectionFor(string) string { return "true" }
