@@ -62,7 +62,7 @@ func (l *Leg) Run(ctx context.Context, sink voice.LegSink) error {
 			sink.Audio(frame)
 		}
 	}
-	buf := make([]byte, 0, maxMediaPayload)
+	buf := make([]byte, 0, initialMediaBuffer)
 	var in bytes.Buffer // one message at a time, reused
 	for {
 		msg, err := l.read(&in)
@@ -76,6 +76,7 @@ func (l *Leg) Run(ctx context.Context, sink voice.LegSink) error {
 			}
 			return fmt.Errorf("plivo: read: %w", err)
 		}
+		buf = mediaBuffer(buf, msg)
 		m, err := DecodeMedia(buf, msg)
 		if err == nil {
 			if m.HasChunk && m.Chunk > 0 {
@@ -186,4 +187,19 @@ func (l *Leg) write(context.Context) error {
 		return fmt.Errorf("plivo: write: %w", err)
 	}
 	return nil
+}
+
+// initialMediaBuffer holds a media message of the usual sizes (20 ms of 16 kHz L16 is
+// 640 bytes); a call grows its buffer only when a larger message comes.
+const initialMediaBuffer = 2 << 10
+
+// mediaBuffer is buf, or a larger one when msg's payload might not fit (up to
+// maxMediaPayload): every leg keeping a buffer for the largest message would cost tens of
+// kilobytes a call.
+func mediaBuffer(buf, msg []byte) []byte {
+	need := min(len(msg)*3/4, maxMediaPayload)
+	if need <= cap(buf) {
+		return buf
+	}
+	return make([]byte, 0, need)
 }

@@ -101,12 +101,13 @@ func (c *Carrier) refuse(conn *websocket.Conn, ref string, code websocket.Status
 func (c *Carrier) readStart(ctx context.Context, conn *websocket.Conn) (Frame, *mediastream.PreStart, error) {
 	format, _ := c.codec.Format()
 	early := mediastream.NewPreStart(format)
-	buf := make([]byte, 0, maxMediaPayload)
+	buf := make([]byte, 0, initialMediaBuffer)
 	for range mediastream.MaxEarlyFrames + 1 {
 		_, msg, err := conn.Read(ctx)
 		if err != nil {
 			return Frame{}, nil, fmt.Errorf("waiting for start: %w", err)
 		}
+		buf = mediaBuffer(buf, msg)
 		m, err := DecodeMedia(buf, msg)
 		if err == nil {
 			if err := early.Media(m.Payload); err != nil {
