@@ -44,12 +44,13 @@ func (c *Call) noteEcho(now time.Time, f echo.Frame) {
 	ev := obs.Event{Type: obs.EchoPath, Turn: c.fsm.Turn, Name: "none"}
 	if e.Echo {
 		ev.Name, ev.DelayMS, ev.ReturnLossDB = "echo", e.DelayMS, round1(e.ReturnLossDB)
+		ev.CancelledDB = round1(e.CancelledDB)
 	}
 	c.deps.Journal.Record(now, ev)
 }
 
 // pathChanged: worth a journal line (first learned, echo found or lost, delay moved by
-// more than 20 ms or the loss by more than 3 dB).
+// more than 20 ms, the loss by more than 3 dB, or the canceller's depth by more than 6).
 func pathChanged(was, now echo.Estimate) bool {
 	switch {
 	case !was.Learned, was.Echo != now.Echo:
@@ -57,7 +58,8 @@ func pathChanged(was, now echo.Estimate) bool {
 	case !now.Echo:
 		return false
 	}
-	return math.Abs(was.DelayMS-now.DelayMS) > 20 || math.Abs(was.ReturnLossDB-now.ReturnLossDB) > 3
+	return math.Abs(was.DelayMS-now.DelayMS) > 20 || math.Abs(was.ReturnLossDB-now.ReturnLossDB) > 3 ||
+		math.Abs(was.CancelledDB-now.CancelledDB) > 6
 }
 
 // flushEchoTally journals the turn's suppressed audio, if any.

@@ -58,8 +58,9 @@ const (
 	HandoffRequested  = "handoff.requested"  // name: the channel
 	HandoffDone       = "handoff.done"       // name
 	HandoffFailed     = "handoff.failed"     // name, message
-	// EchoPath: the call's echo path as learned (name "echo" with delay_ms and
-	// return_loss_db, or "none": no echo detected); again when it changes.
+	// EchoPath: the call's echo path as learned (name "echo" with delay_ms,
+	// return_loss_db and, once the canceller has learned the line, cancelled_db; or
+	// "none": no echo detected); again when it changes.
 	EchoPath = "echo.path"
 	// EchoSuppressed: in this turn, count 20 ms frames of audible inbound audio were
 	// taken as the agent's echo, the loudest at level_db. A caller who talked over the
@@ -117,6 +118,7 @@ type Event struct {
 	// echo.path and echo.suppressed
 	DelayMS      float64 `json:"delay_ms,omitempty"`
 	ReturnLossDB float64 `json:"return_loss_db,omitempty"`
+	CancelledDB  float64 `json:"cancelled_db,omitempty"` // echo.path: the canceller's depth
 	LevelDB      float64 `json:"level_db,omitempty"`
 
 	// call.start only

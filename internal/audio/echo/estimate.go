@@ -47,6 +47,12 @@ type estimator struct {
 	// the reference within a few ms of it.
 	narrow   bool
 	narrowAt int
+	// The settling talkspurt's spectral vote: for each of its lags (settleSpan either side
+	// of voteDelay, the delay when it began), the summed match of that lag's reference
+	// spectrum with what came back, over votes[i] frames.
+	vote      [maxLags]float64
+	votes     [maxLags]int
+	voteDelay int
 }
 
 // sums are the running sums of the reference envelope at every lag (x) against the
@@ -232,7 +238,7 @@ const (
 	// delay before it moves it; the suppressor's lags cover it either way.
 	spurtTolerance = lagStep / 2
 	// narrowCorrelation: a talkspurt whose echo correlates this well at one delay is
-	// suppressed within 10 ms of it.
+	// suppressed within narrowSpan of it.
 	narrowCorrelation = 0.8
 )
 
@@ -240,6 +246,54 @@ const (
 func (e *estimator) beginSpurt() {
 	e.spurt.reset()
 	e.inSpurt, e.spurtActive, e.narrow = true, 0, false
+	e.resetVote()
+}
+
+func (e *estimator) resetVote() {
+	e.vote, e.votes = [maxLags]float64{}, [maxLags]int{}
+	e.voteDelay = e.delay
+}
+
+// A settling talkspurt's spectra show where it plays long before its envelopes do: echo
+// alone matches the reference spectrum at its own delay almost exactly (a cosine near 1),
+// and at another only where the voice held still. Once minVotes frames have voted, the lag
+// whose mean match is best, if it is clear, is where the canceller looks. (Narrowing the
+// suppressor's span to the lags that match best as well was tried: a talkspurt 7-13 ms from
+// a lag, between two of them, then let its echo through.)
+const (
+	minVotes = 4 // 80 ms
+	// voteFloor: a best mean match below it shows nothing (the caller, or noise, dominates);
+	// nor do lags that all match about as well (voteContrast).
+	voteFloor    = 0.6
+	voteContrast = 0.3
+)
+
+// addVote adds one frame's matches (one per lag of the settle span, in order, for the
+// lags whose reference holds the talkspurt).
+func (e *estimator) addVote(match []float64) {
+	for i, m := range match {
+		e.vote[i] += m
+		e.votes[i]++
+	}
+}
+
+// voted is the lag of the settle span's n that the vote shows the talkspurt playing at, or
+// -1 while it shows none clearly.
+func (e *estimator) voted(n int) int {
+	top, worst, best := -1.0, math.Inf(1), -1
+	for i, v := range e.vote[:n] {
+		if e.votes[i] >= minVotes {
+			m := v / float64(e.votes[i])
+			if m > top {
+				top, best = m, i
+			}
+			worst = min(worst, m)
+		}
+	}
+	if top < voteFloor || top-worst < voteContrast {
+		return -1
+	}
+	return best
 }
 
 // endSpurt ends the talkspurt's settling: where it clearly plays elsewhere, the delay moves
@@ -289,6 +343,7 @@ func (e *estimator) loudest() float64 {
 const (
 	lagStep    = 4
 	lagSpan    = 2 // ±40 ms
+	narrowSpan = 3 // ±15 ms: the envelopes' 5 ms, and a talkspurt placed between them
 	settleSpan = 6 // ±120 ms
 	maxLags    = 2*settleSpan + 1
 )
@@ -296,16 +351,16 @@ const (
 // lags are the delays (in blocks) whose reference the suppressor compares; the middle one
 // is the learned delay.
 func (e *estimator) lags(settling bool) []int {
-	step, span := lagStep, lagSpan
+	step, span, centre := lagStep, lagSpan, e.delay
 	switch {
 	case settling:
-		span = settleSpan
+		span, centre = settleSpan, e.voteDelay
 	case e.narrow:
-		step = 1
+		step, span = 1, narrowSpan
 	}
 	n := 0
 	for i := -span; i <= span; i++ {
-		e.lagBuf[n] = min(e.maxLag, max(0, e.delay+i*step))
+		e.lagBuf[n] = min(e.maxLag, max(0, centre+i*step))
 		n++
 	}
 	return e.lagBuf[:n]

@@ -3,14 +3,17 @@
 // Line places them on the inbound audio's timeline (where the carrier plays them), learns
 // the echo path from how that reference correlates with what comes back (its delay and its
 // echo return loss, on cheap 5 ms envelopes), and removes from each inbound frame only the
-// part the learned path explains (a spectral suppressor on 40 ms windows). A line with no
-// echo therefore takes nothing away, and a caller quieter than the agent's voice still
-// reaches the voice activity detector while the agent speaks.
+// part the learned path explains (a spectral suppressor on 40 ms windows). Where the line
+// does echo, a canceller learns it to the sample and subtracts it, so the suppressor has
+// only the remainder to take and a caller under the echo keeps their voice (cancel.go). A
+// line with no echo therefore takes nothing away, and a caller quieter than the agent's
+// voice still reaches the voice activity detector while the agent speaks.
 //
 // Each talkspurt (audio sent after a pause) may play tens of milliseconds earlier or later
 // than the last: the carrier starts it when it arrives. For its first half second of echo
-// the suppressor compares the reference within 120 ms either side of the learned delay, and
-// what that half second shows moves the delay if the talkspurt plays elsewhere.
+// the suppressor compares the reference within 120 ms either side of the learned delay,
+// narrowed as soon as the talkspurt's spectra show where it plays (usually within 100-250
+// ms), and what that half second shows moves the delay if the talkspurt plays elsewhere.
 //
 // Until the path is learned (the first three quarters of a second of agent audio on a
 // call) a frame counts as echo only if it is quieter than the worst echo a phone line may
@@ -61,6 +64,9 @@ type Estimate struct {
 	ReturnLossDB float64
 	// Correlation of the envelopes at DelayMS, 0 to 1.
 	Correlation float64
+	// CancelledDB is how much further down the canceller leaves the echo than the line
+	// returns it (the mean over the bands it has learned; 0 until it has learned any).
+	CancelledDB float64
 }
 
 // Line is one call's echo path. Played and Cleared are called by the goroutine that sends
@@ -80,7 +86,8 @@ type Line struct {
 	pos        int64   // inbound samples processed
 	refw       []int16 // a window of the reference copied out of the ring
 	seenSpurts int     // talkspurts Process has begun
-	settle     int     // frames the current talkspurt still settles under the worst-case rule
+	settle     int     // frames the current talkspurt still settles under the wide span
+	settleFrom int64   // where the settling talkspurt starts on the inbound timeline
 	quiet      bool    // nothing was sent within the delay window at the last frame
 	est        estimator
 	sup        suppressor
@@ -190,7 +197,7 @@ func (l *Line) Process(in, out []int16) ([]int16, Frame) {
 	l.mu.Unlock()
 	if spurts != l.seenSpurts {
 		l.seenSpurts = spurts
-		l.beginSpurt(spurtAt - start)
+		l.beginSpurt(spurtAt, spurtAt-start)
 	}
 	loud := l.est.louderThanEcho(f.LevelDB)
 	if loud {
@@ -211,7 +218,7 @@ func (l *Line) Process(in, out []int16) ([]int16, Frame) {
 	if l.quiet { // audio again after a silence, though none was seen to start
 		l.quiet = false
 		if l.settle == 0 {
-			l.beginSpurt(0)
+			l.beginSpurt(start, 0)
 		}
 	}
 	if !l.est.learned {
@@ -236,8 +243,30 @@ func (l *Line) Process(in, out []int16) ([]int16, Frame) {
 	for i, lag := range lags {
 		l.referenceLocked(l.sup.refBuf(i), start+int64(l.frame)-int64(2*l.frame)-int64(lag*l.block))
 	}
+	voters, best := 0, -1
+	if settling {
+		best = l.est.voted(len(lags))
+	}
+	// The canceller looks where the path is, or where this talkspurt's vote says it plays.
+	switch {
+	case best >= 0: // a caller talking over the talkspurt can sway its vote
+		l.sup.can.align(int64(lags[best]*l.block), true)
+	case !settling && l.est.corr >= echoCorrelation:
+		l.sup.can.align(int64(l.est.delay*l.block), false)
+	}
+	if l.sup.can.delay >= 0 {
+		l.referenceLocked(l.sup.can.ref, start-int64(l.frame)-l.sup.can.delay)
+	}
 	l.mu.Unlock()
-	res := l.sup.process(in, out[:len(in)], len(lags), l.est.bandGain[:], &l.est, !settling)
+	if settling && l.est.corr >= echoCorrelation {
+		// Only lags whose window holds this talkspurt alone say where it plays (and only
+		// on a line with echo: the vote serves the canceller).
+		for voters < len(lags) && start-int64(l.frame)-int64(lags[voters]*l.block) >= l.settleFrom {
+			voters++
+		}
+	}
+	own := !settling || start-int64(l.frame)-l.sup.can.delay >= l.settleFrom
+	res := l.sup.process(in, out[:len(in)], len(lags), voters, l.est.bandGain[:], &l.est, !settling, own)
 	f.EchoDB, f.ResidualDB = l.sup.echoDB, LevelDB(res)
 	f.Suppressed = f.LevelDB > audibleDB && f.ResidualDB < f.LevelDB-10
 	// What is left well above the echo predicted is the caller talking over it.
@@ -260,6 +289,7 @@ func (l *Line) Estimate() Estimate {
 		sum += g
 	}
 	e.ReturnLossDB = -sum / float64(len(l.est.bandGain))
+	e.CancelledDB = l.sup.can.cancelledDB(l.est.bandGain[:])
 	return e
 }
 
@@ -275,12 +305,14 @@ func (l *Line) idle(in []int16, loud bool) {
 // beginSpurt starts a talkspurt that plays ahead samples from now: it settles until
 // settleFrames of its echo have come back even if it plays as late as the span the
 // suppressor looks at meanwhile allows.
-func (l *Line) beginSpurt(ahead int64) {
+func (l *Line) beginSpurt(from, ahead int64) {
+	l.settleFrom = from
 	if l.est.learned {
 		ahead += int64((l.est.delay + settleSpan*lagStep) * l.block)
 	}
 	l.settle = settleFrames + int(max(0, ahead)/int64(l.frame))
 	l.est.beginSpurt()
+	l.sup.can.beginSpurt()
 }
 
 // settleFrames (500 ms) of each talkspurt's echo are suppressed over the wide span.

@@ -107,22 +107,44 @@ func TestLineAtPhoneLevels(t *testing.T) {
 	}
 }
 
-// BenchmarkProcess20ms is the per-frame cost while the agent speaks over a 12 dB echo
-// path: the envelopes, the delay search and the spectral suppression.
-func BenchmarkProcess20ms(b *testing.B) {
-	agent := audiotest.AtPeakFrame(audiotest.SpeechLike(rate, 4*time.Second, 3), rate, audiotest.TTSPeakFrameDBFS)
-	mic := audiotest.Gain(agent, -12)
-	l, _ := echo.NewLine(rate, 0)
-	out := make([]int16, 160)
+// learnedLine is a line that has learned a 12 dB echo path of a speech-like agent voice,
+// with that voice and its echo, and the inbound position reached.
+func learnedLine() (l *echo.Line, agent, mic, out []int16, pos int64) {
+	agent = audiotest.AtPeakFrame(audiotest.SpeechLike(rate, 4*time.Second, 3), rate, audiotest.TTSPeakFrameDBFS)
+	mic = audiotest.Gain(agent, -12)
+	l, _ = echo.NewLine(rate, 0)
+	out = make([]int16, 160)
 	for i := 0; i+160 <= len(agent); i += 160 { // learn the path first
 		l.Played(int64(i), agent[i:i+160])
 		l.Process(mic[i:i+160], out)
 	}
-	pos := int64(len(agent))
+	return l, agent, mic, out, int64(len(agent))
+}
+
+// BenchmarkProcess20ms is the per-frame cost while the agent speaks over a 12 dB echo
+// path: the envelopes, the delay search, the canceller and the spectral suppression.
+func BenchmarkProcess20ms(b *testing.B) {
+	l, agent, mic, out, pos := learnedLine()
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
 		l.Played(pos, agent[i:i+160])
+		l.Process(mic[i:i+160], out)
+		pos += 160
+		i = (i + 160) % (len(agent) - 160)
+	}
+}
+
+// BenchmarkProcess20msSettling is the per-frame cost while each talkspurt settles: the agent
+// pauses every half second, so the suppressor compares, and votes over, the wide span.
+func BenchmarkProcess20msSettling(b *testing.B) {
+	l, agent, mic, out, pos := learnedLine()
+	b.ReportAllocs()
+	i, frame := 0, 0
+	for b.Loop() {
+		if frame++; frame%25 != 0 { // a pause of one frame: the next audio is a new talkspurt
+			l.Played(pos, agent[i:i+160])
+		}
 		l.Process(mic[i:i+160], out)
 		pos += 160
 		i = (i + 160) % (len(agent) - 160)

@@ -52,7 +52,7 @@ func TestTalkspurtsPlayingEarlierOrLater(t *testing.T) {
 	for name, voice := range voices {
 		for _, loss := range []float64{6, 12} {
 			for _, delay := range []time.Duration{60 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond} {
-				for _, late := range [][3]int{{0, 100, 0}, {0, -40, 60}, {0, 60, -40}, {0, 0, 100}} {
+				for _, late := range [][3]int{{0, 100, 0}, {0, -40, 60}, {0, 60, -40}, {0, 0, 100}, {0, 7, -13}, {0, 13, 3}, {0, -3, 17}} {
 					spurts := []talkspurt{
 						{at: 200 * time.Millisecond, audio: voice(2*time.Second, 1), late: ms(late[0])},
 						{at: 2300 * time.Millisecond, audio: voice(1500*time.Millisecond, 2), late: ms(late[1])},

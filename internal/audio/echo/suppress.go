@@ -7,10 +7,10 @@ import (
 )
 
 // The suppressor removes the predicted echo from 40 ms windows (the previous and the
-// current frame) hopping by 20 ms: for each frequency bin the echo predicted there, the
-// reference's power at the learned delay (the loudest of three delays around it, and of the
-// bin's neighbours) times the band's learned gain, is taken off the inbound power with a
-// 3 dB margin, and what is left is resynthesised with square-root Hann windows that add
+// current frame) hopping by 20 ms: for each frequency bin the echo predicted there (what
+// the canceller leaves, or the reference's power around the learned delay, the loudest of
+// the lags compared, times the band's learned gain; either the loudest of the bin and its
+// neighbours) is taken off the inbound power with a 3 dB margin, and what is left is resynthesised with square-root Hann windows that add
 // back to the original where nothing is taken. Its output lags the input by one frame.
 const overSubtract = 2.0 // 3 dB: echo is taken off as if it were twice as strong
 
@@ -31,6 +31,9 @@ type suppressor struct {
 	echoDB     float64          // the echo predicted in the last frame (dBFS)
 	bandOf     []int            // band of each bin
 	bandPow    [2][bands]float64
+	mag        []float64        // inbound magnitude per bin
+	match      [maxLags]float64 // how well each lag's reference spectrum matches the inbound
+	can        canceller
 }
 
 func (s *suppressor) init(frame int) {
@@ -51,6 +54,8 @@ func (s *suppressor) init(frame int) {
 	s.echo = make([]float64, bins)
 	s.spread = make([]float64, bins)
 	s.inPow = make([]float64, bins)
+	s.mag = make([]float64, bins)
+	s.can.init(s.win, s.fft)
 	s.tail = make([]float64, frame)
 	s.bandOf = make([]int, bins)
 	rate := float64(frame * 50)
@@ -90,9 +95,12 @@ func (s *suppressor) load(a, b []int16) {
 }
 
 // process suppresses the echo in in (the current frame), writing the previous frame's
-// cleaned samples to out, from the reference windows at the first lags lags (the middle
-// one at the learned delay), and learns the bands' gains from what it sees if learn.
-func (s *suppressor) process(in, out []int16, lags int, gain []float64, e *estimator, learn bool) []int16 {
+// cleaned samples to out: what the canceller leaves of it once the talkspurt trusts the
+// canceller (ownCancel: its reference window holds the current talkspurt alone), or else
+// the loudest of the reference windows at the first lags (the middle one at the learned
+// delay). It learns the bands' gains from what it sees if learn, and the first voters lags'
+// matches with the inbound spectrum go to the estimator.
+func (s *suppressor) process(in, out []int16, lags, voters int, gain []float64, e *estimator, learn, ownCancel bool) []int16 {
 	if !s.active {
 		clear(s.tail) // the windows before were not analysed: start afresh
 		s.active = true
@@ -100,27 +108,50 @@ func (s *suppressor) process(in, out []int16, lags int, gain []float64, e *estim
 	// Inbound spectrum.
 	s.load(s.prev, in)
 	s.fft.Coefficients(s.spec, s.x)
+	var inTotal float64
 	for k, c := range s.spec {
 		s.inPow[k] = real(c)*real(c) + imag(c)*imag(c)
+		inTotal += s.inPow[k]
 	}
-	// Reference spectra; the loudest per bin over the three lags.
+	norm := float64(s.win) * float64(s.win) / 4
+	silent := activeAmp * activeAmp * norm * float64(s.win)
+	if voters > 0 {
+		for k, p := range s.inPow {
+			s.mag[k] = math.Sqrt(p)
+		}
+	}
+	inSound := inTotal >= silent
+	// Reference spectra: while a talkspurt settles every lag votes; the learned delay (the
+	// middle lag) teaches the band gains. The rest are needed only if the canceller does
+	// not take the frame.
 	clear(s.echo)
 	s.bandPow = [2][bands]float64{}
-	for i, r := range s.refs[:lags] {
-		s.load(r[:s.frame], r[s.frame:])
-		s.fft.Coefficients(s.rspec, s.x)
-		for k, c := range s.rspec {
-			p := real(c)*real(c) + imag(c)*imag(c)
-			s.echo[k] = max(s.echo[k], p)
-			if i == lags/2 { // the learned delay itself: what the gains are learned from
-				s.bandPow[0][s.bandOf[k]] += p
-				s.bandPow[1][s.bandOf[k]] += s.inPow[k]
+	var seen [maxLags]bool
+	mid := lags / 2
+	for i := range lags {
+		if i >= voters && (i != mid || !learn) {
+			continue
+		}
+		seen[i] = true
+		refTotal, dot := s.lagSpectrum(i, i == mid && learn, i < voters)
+		if i < voters {
+			// Sound against sound matches by the spectra's shape; silence against
+			// silence matches; sound against silence does not.
+			switch refSound := refTotal >= silent; {
+			case refSound && inSound:
+				s.match[i] = dot / math.Sqrt(refTotal*inTotal)
+			case refSound == inSound:
+				s.match[i] = 1
+			default:
+				s.match[i] = 0
 			}
 		}
 	}
+	if voters > 0 {
+		e.addVote(s.match[:voters])
+	}
 	// Learn each band's gain from frames whose reference band carried sound.
 	// A band's power over norm is its mean square in samples² (Parseval, with the window).
-	norm := float64(s.win) * float64(s.win) / 4
 	for b := range bands {
 		ref, inb := s.bandPow[0][b], s.bandPow[1][b]
 		if !learn || ref/norm < activeAmp*activeAmp { // reference band near silence: it says nothing
@@ -128,15 +159,23 @@ func (s *suppressor) process(in, out []int16, lags int, gain []float64, e *estim
 		}
 		e.learnBand(b, 10*math.Log10((inb+1e-9)/ref))
 	}
-	// Predicted echo per bin, spread to the neighbours, and the suppression.
-	var echoSum, inSum float64
-	var lin [bands]float64
-	for b, g := range gain {
-		lin[b] = math.Pow(10, g/10)
+	// Predicted echo per bin: what the canceller leaves, or else the loudest reference at
+	// the lags times the band gains; spread to the neighbours, and the suppression.
+	if !s.can.cancel(s, !e.paused(), ownCancel, silent, gain) {
+		for i := range lags {
+			if !seen[i] {
+				s.lagSpectrum(i, false, false)
+			}
+		}
+		var lin [bands]float64
+		for b, g := range gain {
+			lin[b] = math.Pow(10, g/10)
+		}
+		for k := range s.echo {
+			s.echo[k] *= lin[s.bandOf[k]]
+		}
 	}
-	for k := range s.echo {
-		s.echo[k] *= lin[s.bandOf[k]]
-	}
+	var echoSum float64
 	for k := range s.spread {
 		p := s.echo[k]
 		if k > 0 {
@@ -147,7 +186,6 @@ func (s *suppressor) process(in, out []int16, lags int, gain []float64, e *estim
 		}
 		s.spread[k] = p
 		echoSum += p
-		inSum += s.inPow[k]
 	}
 	for k, c := range s.spec {
 		m := s.inPow[k]
@@ -158,7 +196,7 @@ func (s *suppressor) process(in, out []int16, lags int, gain []float64, e *estim
 		}
 		s.spec[k] = c * complex(math.Sqrt(left/m), 0)
 	}
-	s.echoDB = 10*math.Log10(echoSum/(inSum+1e-9)) + levelOf2(s.prev, in)
+	s.echoDB = 10*math.Log10(echoSum/(inTotal+1e-9)) + levelOf2(s.prev, in)
 	// Resynthesis: the inverse transform, windowed again, overlapped with the last tail.
 	s.fft.Sequence(s.x, s.spec)
 	scale := 1 / float64(s.win)
@@ -171,6 +209,29 @@ func (s *suppressor) process(in, out []int16, lags int, gain []float64, e *estim
 	}
 	copy(s.prev, in)
 	return out
+}
+
+// lagSpectrum transforms the reference window at lag i: its power goes into the loudest
+// per bin (s.echo), and into the band sums the gains are learned from if learn. With vote
+// it returns the window's total power and its magnitudes' dot product with the inbound's
+// (s.mag).
+func (s *suppressor) lagSpectrum(i int, learn, vote bool) (refTotal, dot float64) {
+	r := s.refs[i]
+	s.load(r[:s.frame], r[s.frame:])
+	s.fft.Coefficients(s.rspec, s.x)
+	for k, c := range s.rspec {
+		p := real(c)*real(c) + imag(c)*imag(c)
+		if vote {
+			dot += math.Sqrt(p) * s.mag[k]
+			refTotal += p
+		}
+		s.echo[k] = max(s.echo[k], p)
+		if learn {
+			s.bandPow[0][s.bandOf[k]] += p
+			s.bandPow[1][s.bandOf[k]] += s.inPow[k]
+		}
+	}
+	return refTotal, dot
 }
 
 // levelOf2 is the RMS level in dBFS of a and b together.
