@@ -51,10 +51,17 @@ const (
 )
 
 type canceller struct {
-	n       int
-	fft     *fourier.FFT
-	delay   int64   // samples from sent to heard; -1 before the first alignment
-	ref     []int16 // the reference window at delay (the Line fills it)
+	n     int
+	fft   *fourier.FFT
+	delay int64   // samples from sent to heard; -1 before the first alignment
+	ref   []int16 // the reference window at delay (the Line fills it)
+	// A frame it takes: the inbound spectrum with the echo taken off, its power and what
+	// is left of the echo per bin; then the samples synthesised from it, and their tail.
+	out     []complex128
+	outPow  []float64
+	echo    []float64
+	tail    []float64
+	pcm     []int16
 	x       []complex128
 	sxy     []complex128
 	sxx     []float64
@@ -71,9 +78,8 @@ type canceller struct {
 	// residual per band (dB, like the suppressor's band gains): what the canceller leaves of
 	// the reference, learned as a running median.
 	residual [bands]float64
-	good     int  // frames of the current talkspurt that cancelled
-	failed   int  // judged frames running that it did not
-	inUse    bool // the last frame used the canceller's output
+	good     int // frames of the current talkspurt that cancelled
+	failed   int // judged frames running that it did not
 }
 
 func (c *canceller) init(win int, fft *fourier.FFT) {
@@ -89,6 +95,11 @@ func (c *canceller) grow() {
 	win := c.n
 	bins := win/2 + 1
 	c.ref = make([]int16, win)
+	c.out = make([]complex128, bins)
+	c.outPow = make([]float64, bins)
+	c.echo = make([]float64, bins)
+	c.tail = make([]float64, win/2)
+	c.pcm = make([]int16, win/2)
 	c.x = make([]complex128, bins)
 	c.sxy = make([]complex128, bins)
 	c.sxx = make([]float64, bins)
@@ -200,12 +211,12 @@ func (c *canceller) refine() {
 }
 
 // cancel takes the echo off the suppressor's inbound spectrum (s.spec, s.inPow) using the
-// reference window at the canceller's alignment (c.ref), once the talkspurt trusts it;
-// s.echo is then what it leaves of the echo per bin, gain the path's band gains (dB). learn: the
+// reference window at the canceller's alignment (c.ref), once the talkspurt trusts it, into
+// c.out and c.outPow, with what it leaves of the echo per bin in c.echo; gain is the path's
+// band gains (dB). learn: the
 // frame may teach it (no double talk); own: ref holds the current talkspurt alone. It
-// reports whether the frame used it (a frame whose reference is silent there passes whole).
+// reports whether it took the frame (a frame whose reference is silent there passes whole).
 func (c *canceller) cancel(s *suppressor, learn, own bool, silent float64, gain []float64) bool {
-	c.inUse = false
 	if c.delay < 0 {
 		return false
 	}
@@ -330,14 +341,14 @@ func (c *canceller) cancel(s *suppressor, learn, own bool, silent float64, gain 
 	floor := whole * math.Pow(10, -maxCancelDB/10) / float64(len(c.x))
 	for k, x := range c.x {
 		p := real(x)*real(x) + imag(x)*imag(x)
-		s.spec[k] = s.rspec[k]
-		s.inPow[k] = real(s.rspec[k])*real(s.rspec[k]) + imag(s.rspec[k])*imag(s.rspec[k])
+		v := s.rspec[k]
+		c.out[k] = v
+		c.outPow[k] = real(v)*real(v) + imag(v)*imag(v)
 		if !c.learnedAt(k, x) { // the echo is all there
-			s.echo[k] = raw[s.bandOf[k]] * p
+			c.echo[k] = raw[s.bandOf[k]] * p
 			continue
 		}
-		s.echo[k] = lin[s.bandOf[k]]*p + floor
+		c.echo[k] = lin[s.bandOf[k]]*p + floor
 	}
-	c.inUse = true
 	return true
 }

@@ -269,9 +269,10 @@ func (l *Line) Process(in, out []int16) ([]int16, Frame) {
 	res := l.sup.process(in, out[:len(in)], len(lags), voters, l.est.bandGain[:], &l.est, !settling, own)
 	f.EchoDB, f.ResidualDB = l.sup.echoDB, LevelDB(res)
 	f.Suppressed = f.LevelDB > audibleDB && f.ResidualDB < f.LevelDB-10
-	// What is left well above the echo predicted is the caller talking over it.
+	// What suppression alone leaves well above the echo predicted is the caller talking
+	// over it.
 	if !loud {
-		l.est.doubleTalk(f.ResidualDB > audibleDB && f.ResidualDB > f.EchoDB)
+		l.est.doubleTalk(l.sup.residualDB > audibleDB && l.sup.residualDB > f.EchoDB)
 	}
 	return res, f
 }

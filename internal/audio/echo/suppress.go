@@ -14,6 +14,10 @@ import (
 // back to the original where nothing is taken. Its output lags the input by one frame.
 const overSubtract = 2.0 // 3 dB: echo is taken off as if it were twice as strong
 
+// callerFloorDB: where suppression alone leaves more than this of a frame, something besides
+// the echo is there, and the canceller's output (which keeps it whole) is passed on.
+const callerFloorDB = -50.0
+
 type suppressor struct {
 	frame, win int
 	fft        *fourier.FFT
@@ -29,6 +33,9 @@ type suppressor struct {
 	tail       []float64        // the second half of the last window, still to be added
 	active     bool             // the last frame went through the suppressor
 	echoDB     float64          // the echo predicted in the last frame (dBFS)
+	residualDB float64          // what suppression alone left of the last frame (dBFS)
+	usedCancel bool             // the last frame's output was the canceller's
+	cancelled  bool             // the canceller took the last frame (whichever output was used)
 	bandOf     []int            // band of each bin
 	bandPow    [2][bands]float64
 	mag        []float64        // inbound magnitude per bin
@@ -159,56 +166,81 @@ func (s *suppressor) process(in, out []int16, lags, voters int, gain []float64, 
 		}
 		e.learnBand(b, 10*math.Log10((inb+1e-9)/ref))
 	}
-	// Predicted echo per bin: what the canceller leaves, or else the loudest reference at
-	// the lags times the band gains; spread to the neighbours, and the suppression.
-	if !s.can.cancel(s, !e.paused(), ownCancel, silent, gain) {
-		for i := range lags {
-			if !seen[i] {
-				s.lagSpectrum(i, false, false)
-			}
-		}
-		var lin [bands]float64
-		for b, g := range gain {
-			lin[b] = math.Pow(10, g/10)
-		}
-		for k := range s.echo {
-			s.echo[k] *= lin[s.bandOf[k]]
+	// The echo the path predicts per bin: the loudest reference at the lags times the band
+	// gains. The canceller, once trusted, offers a second output: what is left after it.
+	for i := range lags {
+		if !seen[i] {
+			s.lagSpectrum(i, false, false)
 		}
 	}
-	var echoSum float64
-	for k := range s.spread {
-		p := s.echo[k]
-		if k > 0 {
-			p = max(p, s.echo[k-1])
+	var lin [bands]float64
+	for b, g := range gain {
+		lin[b] = math.Pow(10, g/10)
+	}
+	for k := range s.echo {
+		s.echo[k] *= lin[s.bandOf[k]]
+	}
+	cancelled := s.can.cancel(s, !e.paused(), ownCancel, silent, gain)
+	echoSum := s.suppress(s.spec, s.inPow, s.echo)
+	s.echoDB = 10*math.Log10(echoSum/(inTotal+1e-9)) + levelOf2(s.prev, in)
+	s.synthesize(s.spec, s.tail, out)
+	s.residualDB = LevelDB(out)
+	s.usedCancel, s.cancelled = false, cancelled
+	if cancelled {
+		s.suppress(s.can.out, s.can.outPow, s.can.echo)
+		s.synthesize(s.can.out, s.can.tail, s.can.pcm)
+		// Where suppression alone leaves nothing audible there is nothing but echo in the
+		// frame, and its silence is the safer answer: a canceller a few samples off (a
+		// carrier that ran dry for a moment) leaves some. Where it leaves something, that is
+		// the caller, whom the canceller keeps whole.
+		if s.residualDB > callerFloorDB {
+			copy(out, s.can.pcm)
+			s.usedCancel = true
 		}
-		if k+1 < len(s.echo) {
-			p = max(p, s.echo[k+1])
+	} else if s.can.tail != nil {
+		clear(s.can.tail) // its windows before were not synthesised: start afresh
+	}
+	copy(s.prev, in)
+	return out
+}
+
+// suppress takes off spec (whose power per bin is pow) the echo predicted per bin, spread to
+// the neighbours, with overSubtract's margin; it returns the predicted echo's total power.
+func (s *suppressor) suppress(spec []complex128, pow, echo []float64) (echoSum float64) {
+	for k := range s.spread {
+		p := echo[k]
+		if k > 0 {
+			p = max(p, echo[k-1])
+		}
+		if k+1 < len(echo) {
+			p = max(p, echo[k+1])
 		}
 		s.spread[k] = p
 		echoSum += p
 	}
-	for k, c := range s.spec {
-		m := s.inPow[k]
+	for k, c := range spec {
+		m := pow[k]
 		left := m - overSubtract*s.spread[k]
 		if left <= 0 || m == 0 {
-			s.spec[k] = 0
+			spec[k] = 0
 			continue
 		}
-		s.spec[k] = c * complex(math.Sqrt(left/m), 0)
+		spec[k] = c * complex(math.Sqrt(left/m), 0)
 	}
-	s.echoDB = 10*math.Log10(echoSum/(inTotal+1e-9)) + levelOf2(s.prev, in)
-	// Resynthesis: the inverse transform, windowed again, overlapped with the last tail.
-	s.fft.Sequence(s.x, s.spec)
+	return echoSum
+}
+
+// synthesize writes spec's window to out: the inverse transform, windowed again, overlapped
+// with the last window's second half (tail), which it then replaces.
+func (s *suppressor) synthesize(spec []complex128, tail []float64, out []int16) {
+	s.fft.Sequence(s.x, spec)
 	scale := 1 / float64(s.win)
 	for i := range s.frame {
-		v := s.tail[i] + s.x[i]*s.window[i]*scale
-		out[i] = clip16(v)
+		out[i] = clip16(tail[i] + s.x[i]*s.window[i]*scale)
 	}
 	for i := range s.frame {
-		s.tail[i] = s.x[s.frame+i] * s.window[s.frame+i] * scale
+		tail[i] = s.x[s.frame+i] * s.window[s.frame+i] * scale
 	}
-	copy(s.prev, in)
-	return out
 }
 
 // lagSpectrum transforms the reference window at lag i: its power goes into the loudest
