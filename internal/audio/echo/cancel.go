@@ -56,18 +56,18 @@ type canceller struct {
 	delay int64   // samples from sent to heard; -1 before the first alignment
 	ref   []int16 // the reference window at delay (the Line fills it)
 	// A frame it takes: the inbound spectrum with the echo taken off, its power and what
-	// is left of the echo per bin; then the samples synthesised from it, and their tail.
-	out     []complex128
-	outPow  []float64
-	echo    []float64
-	tail    []float64
-	pcm     []int16
-	x       []complex128
-	sxy     []complex128
-	sxx     []float64
-	gcc     []complex128
-	corr    []float64
-	updates int
+	// is left of the echo per bin; the tail of the last window synthesised from it.
+	out         []complex128
+	outPow      []float64
+	echo        []float64
+	tail        []float64
+	synthesized bool // the last frame's output was synthesised from out (tail follows it)
+	x           []complex128
+	sxy         []complex128
+	sxx         []float64
+	gcc         []complex128
+	corr        []float64
+	updates     int
 	// The recent cross-spectrum (a few frames) finds the alignment to the sample; the long
 	// sums above learn only while it is locked there, so they hold the line's response
 	// whatever talkspurt they came from.
@@ -99,7 +99,6 @@ func (c *canceller) grow() {
 	c.outPow = make([]float64, bins)
 	c.echo = make([]float64, bins)
 	c.tail = make([]float64, win/2)
-	c.pcm = make([]int16, win/2)
 	c.x = make([]complex128, bins)
 	c.sxy = make([]complex128, bins)
 	c.sxx = make([]float64, bins)
@@ -174,7 +173,7 @@ func (c *canceller) refine() {
 		most = max(most, v)
 	}
 	for k, v := range c.rxy {
-		m := cmplx.Abs(v)
+		m := math.Sqrt(real(v)*real(v) + imag(v)*imag(v))
 		if m == 0 || c.rxx[k] < most*1e-3 { // a bin the reference barely reached says nothing
 			c.gcc[k] = 0
 			continue
@@ -261,8 +260,8 @@ func (c *canceller) cancel(s *suppressor, learn, own bool, silent float64, gain 
 		v := s.spec[k]
 		if c.learnedAt(k, x) { // a bin it has not learned keeps its echo
 			h := c.sxy[k] / complex(c.sxx[k]+reg, 0)
-			if m := cmplx.Abs(h); m > 2 {
-				h *= complex(2/m, 0)
+			if m2 := real(h)*real(h) + imag(h)*imag(h); m2 > 4 { // never more than 6 dB of gain
+				h *= complex(2/math.Sqrt(m2), 0)
 			}
 			v -= h * x
 		}

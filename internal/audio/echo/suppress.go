@@ -186,20 +186,19 @@ func (s *suppressor) process(in, out []int16, lags, voters int, gain []float64, 
 	s.synthesize(s.spec, s.tail, out)
 	s.residualDB = LevelDB(out)
 	s.usedCancel, s.cancelled = false, cancelled
-	if cancelled {
-		s.suppress(s.can.out, s.can.outPow, s.can.echo)
-		s.synthesize(s.can.out, s.can.tail, s.can.pcm)
-		// Where suppression alone leaves nothing audible there is nothing but echo in the
-		// frame, and its silence is the safer answer: a canceller a few samples off (a
-		// carrier that ran dry for a moment) leaves some. Where it leaves something, that is
-		// the caller, whom the canceller keeps whole.
-		if s.residualDB > callerFloorDB {
-			copy(out, s.can.pcm)
-			s.usedCancel = true
+	// Where suppression alone leaves nothing audible there is nothing but echo in the frame,
+	// and its silence is the safer answer: a canceller a few samples off (a carrier that ran
+	// dry for a moment) leaves some. Where it leaves something, that is the caller, whom the
+	// canceller keeps whole.
+	if cancelled && s.residualDB > callerFloorDB {
+		if !s.can.synthesized {
+			clear(s.can.tail) // its windows before were not synthesised: start afresh
 		}
-	} else if s.can.tail != nil {
-		clear(s.can.tail) // its windows before were not synthesised: start afresh
+		s.suppress(s.can.out, s.can.outPow, s.can.echo)
+		s.synthesize(s.can.out, s.can.tail, out)
+		s.usedCancel = true
 	}
+	s.can.synthesized = s.usedCancel
 	copy(s.prev, in)
 	return out
 }
