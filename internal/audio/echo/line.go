@@ -11,9 +11,9 @@
 //
 // Each talkspurt (audio sent after a pause) may play tens of milliseconds earlier or later
 // than the last: the carrier starts it when it arrives. For its first half second of echo
-// the suppressor compares the reference within 120 ms either side of the learned delay,
-// narrowed as soon as the talkspurt's spectra show where it plays (usually within 100-250
-// ms), and what that half second shows moves the delay if the talkspurt plays elsewhere.
+// the suppressor compares the reference within 120 ms either side of the learned delay
+// (while the talkspurt's spectra, once they show where it plays, point the canceller there),
+// and what that half second shows moves the delay if the talkspurt plays elsewhere.
 //
 // Until the path is learned (the first three quarters of a second of agent audio on a
 // call) a frame counts as echo only if it is quieter than the worst echo a phone line may

@@ -7,11 +7,12 @@ import (
 )
 
 // The suppressor removes the predicted echo from 40 ms windows (the previous and the
-// current frame) hopping by 20 ms: for each frequency bin the echo predicted there (what
-// the canceller leaves, or the reference's power around the learned delay, the loudest of
-// the lags compared, times the band's learned gain; either the loudest of the bin and its
-// neighbours) is taken off the inbound power with a 3 dB margin, and what is left is resynthesised with square-root Hann windows that add
-// back to the original where nothing is taken. Its output lags the input by one frame.
+// current frame) hopping by 20 ms: for each frequency bin the echo predicted there (the
+// reference's power around the learned delay, the loudest of the lags compared, times the
+// band's learned gain; after the canceller, what it leaves; either way the loudest of the
+// bin and its neighbours) is taken off the inbound power with a 3 dB margin, and what is
+// left is resynthesised with square-root Hann windows that add back to the original where
+// nothing is taken. Its output lags the input by one frame.
 const overSubtract = 2.0 // 3 dB: echo is taken off as if it were twice as strong
 
 // callerFloorDB: where suppression alone leaves more than this of a frame, something besides
@@ -34,7 +35,6 @@ type suppressor struct {
 	active     bool             // the last frame went through the suppressor
 	echoDB     float64          // the echo predicted in the last frame (dBFS)
 	residualDB float64          // what suppression alone left of the last frame (dBFS)
-	usedCancel bool             // the last frame's output was the canceller's
 	cancelled  bool             // the canceller took the last frame (whichever output was used)
 	bandOf     []int            // band of each bin
 	bandPow    [2][bands]float64
@@ -128,18 +128,12 @@ func (s *suppressor) process(in, out []int16, lags, voters int, gain []float64, 
 		}
 	}
 	inSound := inTotal >= silent
-	// Reference spectra: while a talkspurt settles every lag votes; the learned delay (the
-	// middle lag) teaches the band gains. The rest are needed only if the canceller does
-	// not take the frame.
+	// Reference spectra, the loudest per bin over the lags: the learned delay (the middle
+	// lag) teaches the band gains, and while a talkspurt settles every lag votes.
 	clear(s.echo)
 	s.bandPow = [2][bands]float64{}
-	var seen [maxLags]bool
 	mid := lags / 2
 	for i := range lags {
-		if i >= voters && (i != mid || !learn) {
-			continue
-		}
-		seen[i] = true
 		refTotal, dot := s.lagSpectrum(i, i == mid && learn, i < voters)
 		if i < voters {
 			// Sound against sound matches by the spectra's shape; silence against
@@ -168,11 +162,6 @@ func (s *suppressor) process(in, out []int16, lags, voters int, gain []float64, 
 	}
 	// The echo the path predicts per bin: the loudest reference at the lags times the band
 	// gains. The canceller, once trusted, offers a second output: what is left after it.
-	for i := range lags {
-		if !seen[i] {
-			s.lagSpectrum(i, false, false)
-		}
-	}
 	var lin [bands]float64
 	for b, g := range gain {
 		lin[b] = math.Pow(10, g/10)
@@ -185,20 +174,20 @@ func (s *suppressor) process(in, out []int16, lags, voters int, gain []float64, 
 	s.echoDB = 10*math.Log10(echoSum/(inTotal+1e-9)) + levelOf2(s.prev, in)
 	s.synthesize(s.spec, s.tail, out)
 	s.residualDB = LevelDB(out)
-	s.usedCancel, s.cancelled = false, cancelled
+	s.cancelled = cancelled
+	passOn := cancelled && s.residualDB > callerFloorDB
 	// Where suppression alone leaves nothing audible there is nothing but echo in the frame,
 	// and its silence is the safer answer: a canceller a few samples off (a carrier that ran
 	// dry for a moment) leaves some. Where it leaves something, that is the caller, whom the
 	// canceller keeps whole.
-	if cancelled && s.residualDB > callerFloorDB {
+	if passOn {
 		if !s.can.synthesized {
 			clear(s.can.tail) // its windows before were not synthesised: start afresh
 		}
 		s.suppress(s.can.out, s.can.outPow, s.can.echo)
 		s.synthesize(s.can.out, s.can.tail, out)
-		s.usedCancel = true
 	}
-	s.can.synthesized = s.usedCancel
+	s.can.synthesized = passOn
 	copy(s.prev, in)
 	return out
 }
