@@ -341,6 +341,10 @@ var thirdParties = []thirdParty{
 	{"modernc.org/sqlite", []string{"internal/store/sqlite"}, nil},
 	{"github.com/coder/websocket", []string{"internal/carrier/*/...", "internal/browser", "internal/stt/deepgram",
 		"internal/agent/openclaw", "internal/sim/..."}, []string{"internal/cli", "internal/gateway", "internal/edge"}},
+	// SIP trunks: signalling and media are the sip carrier's, and its simulated callers'
+	{"github.com/emiago/sipgo", []string{"internal/carrier/sip/...", "internal/sim/..."}, nil},
+	{"github.com/pion/rtp", []string{"internal/carrier/sip/...", "internal/sim/..."}, nil},
+	{"github.com/pion/sdp/v3", []string{"internal/carrier/sip/...", "internal/sim/..."}, nil},
 	{"github.com/tetratelabs/wazero", []string{"internal/audio/vad/webrtc"}, nil},
 	{"github.com/yalue/onnxruntime_go", []string{"internal/audio/vad/silero"}, nil},
 	{"gonum.org/v1/gonum", []string{"internal/audio/echo"}, nil},
