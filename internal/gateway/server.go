@@ -208,6 +208,13 @@ const goodbyeWithin = 10 * time.Second
 // serve listens until ctx ends, then drains calls and jobs and shuts down.
 func (s *server) serve(ctx context.Context, ln net.Listener, ready func(string)) error {
 	s.raiseOpenFileLimit()
+	stopListening, err := s.listenCarriers()
+	if err != nil {
+		s.stopCalls()
+		s.lines.Close()
+		return err
+	}
+	defer stopListening() // after the drain below: calls in progress keep their carrier
 	limiter := edge.NewLimiter(edge.DefaultPerAddress, s.proxies, s.log)
 	hs := edge.Server(s.mux, edge.DefaultTimeouts(), limiter, s.log)
 	errc := make(chan error, 1)
@@ -288,20 +295,47 @@ func configuredCarriers(cfg *config.Config, log *slog.Logger, st store.Store) (m
 	return out, nil
 }
 
+// listenCarriers starts the listeners of every configured carrier that has its own (a SIP
+// trunk's ports); stop closes them all. A listener that cannot start closes those started.
+func (s *server) listenCarriers() (stop func(), err error) {
+	var stops []func()
+	stop = func() {
+		for _, f := range stops {
+			f()
+		}
+	}
+	for _, c := range registry.All[registry.Carrier]() {
+		if c.Listen == nil || !c.Configured(s.cfg) {
+			continue
+		}
+		f, err := c.Listen(s.inboundFor(c.Name), s.cfg)
+		if err != nil {
+			stop()
+			return nil, fmt.Errorf("%s: %w", c.Title, err)
+		}
+		stops = append(stops, f)
+	}
+	return stop, nil
+}
+
+// inboundFor is what the gateway gives carrier name to serve its calls.
+func (s *server) inboundFor(name string) carrier.Inbound {
+	return carrier.Inbound{
+		PublicURL:      s.cfg.PublicURL,
+		TrustedProxies: s.proxies,
+		Memory:         memoriesOf(s.st)(name),
+		Draining:       s.calls.Draining,
+		Admit:          s.admit,
+		OnProgress:     s.onProgress,
+		Logger:         s.log,
+	}
+}
+
 // mountCarriers serves every carrier's webhooks and media streams, configured or not (its
 // routes refuse what they cannot verify), each with its own name on the calls it remembers.
 func (s *server) mountCarriers() error {
 	for _, c := range registry.All[registry.Carrier]() {
-		in := carrier.Inbound{
-			PublicURL:      s.cfg.PublicURL,
-			TrustedProxies: s.proxies,
-			Memory:         memoriesOf(s.st)(c.Name),
-			Draining:       s.calls.Draining,
-			Admit:          s.admit,
-			OnProgress:     s.onProgress,
-			Logger:         s.log,
-		}
-		if err := c.Mount(s.mux, in, s.cfg); err != nil {
+		if err := c.Mount(s.mux, s.inboundFor(c.Name), s.cfg); err != nil {
 			return fmt.Errorf("%s: %w", c.Title, err)
 		}
 	}

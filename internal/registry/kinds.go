@@ -62,6 +62,13 @@ type Carrier struct {
 	// the gateway through in. The gateway mounts every carrier, configured or not: a
 	// carrier's routes refuse the requests they cannot verify.
 	Mount func(mux *http.ServeMux, in carrier.Inbound, s Settings) error
+	// Listen starts the carrier's own listeners, for calls that do not come through
+	// Handset's HTTP server (a SIP trunk's signalling and media ports), and returns once
+	// they listen, so a port that cannot be had fails `serve` at startup. The gateway calls
+	// it for a configured carrier only (an unconfigured one opens no port), after Mount,
+	// and calls stop once the calls are drained. Nil for a carrier whose calls all come
+	// through Mount.
+	Listen func(in carrier.Inbound, s Settings) (stop func(), err error)
 	// Numbers is what `handset numbers` and `handset attach-number` need of it.
 	Numbers Numbers
 	// Declares are the settings the carrier brings to the settings table beyond the ones
