@@ -96,6 +96,11 @@ type Media struct {
 	// SessionID and SessionVersion are the o= line's: a re-INVITE with the same version
 	// changes nothing (a session refresh).
 	SessionID, SessionVersion uint64
+
+	// streams are every m= line of the body Parse read, and audio the index of this one:
+	// an Answer repeats them all.
+	streams []stream
+	audio   int
 }
 
 // Codec is the first (preferred, or in an agreed Media the only) codec; the zero Codec
