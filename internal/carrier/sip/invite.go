@@ -1,0 +1,349 @@
+package sip
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"net/netip"
+	"strings"
+
+	"github.com/emiago/sipgo"
+	"github.com/emiago/sipgo/sip"
+
+	"github.com/handset-voice/handset/internal/carrier/sip/dtmfinfo"
+	"github.com/handset-voice/handset/internal/carrier/sip/media"
+	"github.com/handset-voice/handset/internal/carrier/sip/sdp"
+	"github.com/handset-voice/handset/internal/voice"
+)
+
+// dtmfPayloadType is the telephone-event payload type Handset offers; an answer takes the
+// offerer's.
+const dtmfPayloadType = 101
+
+// onInvite answers an INVITE: a new call, or a re-INVITE inside one.
+func (t *Trunk) onInvite(req *sip.Request, tx sip.ServerTransaction) {
+	if !t.allowed(req) {
+		t.refuse(req, tx)
+		return
+	}
+	if to := req.To(); to != nil {
+		if _, tagged := to.Params.Get("tag"); tagged {
+			t.onReinvite(req, tx)
+			return
+		}
+	}
+	t.answerCall(req, tx)
+}
+
+// answerCall takes a new call: 100 Trying and 180 Ringing at once, then the media port, the
+// SDP answer and the call engine, and 200 OK with RTP already flowing, so the first
+// syllable of the greeting is never clipped. A call refused on the way gets the final
+// status that says why.
+func (t *Trunk) answerCall(req *sip.Request, tx sip.ServerTransaction) {
+	if t.in.Draining != nil && t.in.Draining() {
+		res := sip.NewResponseFromRequest(req, sip.StatusServiceUnavailable, "Draining", nil)
+		res.AppendHeader(sip.NewHeader("Retry-After", "5"))
+		_ = tx.Respond(res)
+		return
+	}
+	dialog, err := t.dialogUA().ReadInvite(req, tx)
+	if err != nil {
+		_ = tx.Respond(sip.NewResponseFromRequest(req, sip.StatusBadRequest, clipReason(err), nil))
+		return
+	}
+	_ = dialog.Respond(sip.StatusTrying, "Trying", nil)
+	_ = dialog.Respond(sip.StatusRinging, "Ringing", nil)
+
+	offer, err := sdp.Parse(req.Body())
+	if err != nil {
+		t.log.Warn("refused a call: its SDP offer", "call_id", callID(req), "err", err)
+		_ = dialog.Respond(offerStatus(err), clipReason(err), nil)
+		return
+	}
+	conn, err := t.ports.Listen()
+	if err != nil {
+		t.log.Error("refused a call: no RTP port", "call_id", callID(req), "err", err)
+		_ = dialog.Respond(sip.StatusServiceUnavailable, "No media port", nil)
+		return
+	}
+	local := sdp.Local{
+		Addr:      netip.AddrPortFrom(t.addr.Addr(), uint16(conn.LocalAddr().(interface{ AddrPort() netip.AddrPort }).AddrPort().Port())),
+		Codecs:    t.opts.Codecs,
+		DTMF:      dtmfPayloadType,
+		SessionID: randomID(),
+		Version:   1,
+	}
+	answer, agreed, err := sdp.Answer(offer, local)
+	if err != nil {
+		_ = conn.Close()
+		t.log.Warn("refused a call: its SDP offer", "call_id", callID(req), "err", err)
+		_ = dialog.Respond(offerStatus(err), clipReason(err), nil)
+		return
+	}
+	codec, _ := mediaCodec(agreed.Codec())
+	sess, err := media.New(media.Config{
+		Conn: conn, Remote: agreed.Addr, Peer: sourceAddr(req), Codec: codec, DTMF: agreed.DTMF,
+		Log: t.log.With("call_id", callID(req)),
+	})
+	if err != nil {
+		_ = conn.Close()
+		t.log.Error("refused a call: its media", "call_id", callID(req), "err", err)
+		_ = dialog.Respond(sip.StatusServiceUnavailable, "Media unavailable", nil)
+		return
+	}
+	c := &inboundCall{dialog: dialog, media: sess, local: local, agreed: agreed, answer: answer}
+	c.leg = newLeg(t, c, inboundInfo(req, codec))
+	t.dialogs.add(c)
+	if _, err := t.in.Admit(c.leg); err != nil {
+		t.dialogs.remove(c)
+		_ = sess.Close()
+		t.log.Warn("refused a call", "call_id", callID(req), "err", err)
+		_ = dialog.Respond(sip.StatusServiceUnavailable, clipReason(err), nil)
+		return
+	}
+	sess.Start() // RTP flows before the 200 OK leaves: the caller's first packet is ours
+	if err := dialog.RespondSDP(answer); err != nil {
+		// Cancelled while ringing, or the ACK never came: the call is over.
+		t.log.Info("call not established", "call_id", callID(req), "err", err)
+		c.leg.end(errNotEstablished)
+		return
+	}
+	c.leg.established()
+}
+
+// errNotEstablished ends a leg whose 200 OK was never acknowledged (or was cancelled).
+var errNotEstablished = errors.New("sip: the call was not established (cancelled, or no ACK)")
+
+// onReinvite answers a re-INVITE: a session refresh (the same SDP version) gets the same
+// answer; a new offer (hold, a new address or codec) is answered and applied to the media.
+func (t *Trunk) onReinvite(req *sip.Request, tx sip.ServerTransaction) {
+	c := t.dialogs.match(req)
+	if c == nil {
+		_ = tx.Respond(sip.NewResponseFromRequest(req, sip.StatusCallTransactionDoesNotExists, "Call/Transaction Does Not Exist", nil))
+		return
+	}
+	if err := c.dialog.ReadRequest(req, tx); err != nil {
+		_ = tx.Respond(sip.NewResponseFromRequest(req, sip.StatusInternalServerError, clipReason(err), nil))
+		return
+	}
+	body, err := c.renegotiate(req.Body())
+	if err != nil {
+		t.log.Warn("refused a re-INVITE", "call_id", callID(req), "err", err)
+		_ = tx.Respond(sip.NewResponseFromRequest(req, offerStatus(err), clipReason(err), nil))
+		return
+	}
+	res := sip.NewSDPResponseFromRequest(req, body)
+	res.AppendHeader(&t.contact)
+	_ = tx.Respond(res)
+}
+
+// renegotiate answers a new offer inside the call and applies it to the media. An empty
+// body (an offer Handset would have to make) is answered with the current session.
+func (c *inboundCall) renegotiate(body []byte) ([]byte, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(body) == 0 {
+		return c.answer, nil
+	}
+	offer, err := sdp.Parse(body)
+	if err != nil {
+		return nil, err
+	}
+	if offer.SessionID == c.agreed.SessionID && offer.SessionVersion == c.agreed.SessionVersion {
+		return c.answer, nil // a session refresh: nothing changed
+	}
+	local := c.local
+	local.Version++
+	answer, agreed, err := sdp.Answer(offer, local)
+	if err != nil {
+		return nil, err
+	}
+	if agreed.Addr != c.agreed.Addr {
+		c.media.SetRemote(agreed.Addr)
+	}
+	if agreed.Codec() != c.agreed.Codec() || agreed.DTMF != c.agreed.DTMF {
+		codec, _ := mediaCodec(agreed.Codec())
+		if err := c.media.SetCodec(codec, agreed.DTMF); err != nil {
+			return nil, err
+		}
+	}
+	c.media.Hold(agreed.OnHold())
+	c.local, c.agreed, c.answer = local, agreed, answer
+	return answer, nil
+}
+
+// onAck confirms the dialog of a 200 OK.
+func (t *Trunk) onAck(req *sip.Request, tx sip.ServerTransaction) {
+	if c := t.dialogs.match(req); c != nil {
+		_ = c.dialog.ReadAck(req, tx)
+	}
+}
+
+// onBye ends a call from the caller's side.
+func (t *Trunk) onBye(req *sip.Request, tx sip.ServerTransaction) {
+	c := t.dialogs.match(req)
+	if c == nil {
+		_ = tx.Respond(sip.NewResponseFromRequest(req, sip.StatusCallTransactionDoesNotExists, "Call/Transaction Does Not Exist", nil))
+		return
+	}
+	if err := c.dialog.ReadBye(req, tx); err != nil {
+		_ = tx.Respond(sip.NewResponseFromRequest(req, sip.StatusBadRequest, clipReason(err), nil))
+		return
+	}
+	c.leg.end(nil)
+}
+
+// onOptions answers a keepalive or capability probe.
+func (t *Trunk) onOptions(req *sip.Request, tx sip.ServerTransaction) {
+	if !t.allowed(req) {
+		t.refuse(req, tx)
+		return
+	}
+	res := sip.NewResponseFromRequest(req, sip.StatusOK, "OK", nil)
+	res.AppendHeader(sip.NewHeader("Allow", allowedMethods))
+	res.AppendHeader(sip.NewHeader("Accept", "application/sdp, application/dtmf-relay, application/dtmf"))
+	_ = tx.Respond(res)
+}
+
+// allowedMethods are the requests Handset answers.
+const allowedMethods = "INVITE, ACK, CANCEL, BYE, OPTIONS, INFO"
+
+// refuse answers 403 without a dialog to a request from a source the allow-list does
+// not name (the gate has already limited how many reach here and logged the source).
+func (t *Trunk) refuse(req *sip.Request, tx sip.ServerTransaction) {
+	_ = tx.Respond(sip.NewResponseFromRequest(req, sip.StatusForbidden, "Forbidden", nil))
+}
+
+// dialogUA builds the dialogs of inbound calls: the trunk's client sends their BYEs.
+func (t *Trunk) dialogUA() *sipgo.DialogUA {
+	return &sipgo.DialogUA{Client: t.client, ContactHDR: t.contact}
+}
+
+// offerStatus is the final status for an offer Handset cannot answer: 488 when it is
+// readable but has nothing Handset can use, 400 when it is not readable.
+func offerStatus(err error) int {
+	if errors.Is(err, sdp.ErrNoCommonCodec) || errors.Is(err, sdp.ErrSecureUnsupported) || errors.Is(err, sdp.ErrNoAudio) {
+		return sip.StatusNotAcceptableHere
+	}
+	return sip.StatusBadRequest
+}
+
+// mediaCodec is the media session's codec for an agreed SDP codec.
+func mediaCodec(c sdp.Codec) (media.Codec, bool) {
+	switch c.Name {
+	case sdp.PCMA.Name:
+		return media.Codec{PayloadType: c.PayloadType, Format: media.PCMA.Format}, true
+	case sdp.PCMU.Name:
+		return media.Codec{PayloadType: c.PayloadType, Format: media.PCMU.Format}, true
+	}
+	return media.Codec{}, false
+}
+
+// inboundInfo describes an inbound call from its INVITE. The caller is the user part of
+// P-Asserted-Identity when the trunk sent one (what the network vouches for), else of
+// From; the number called is the user part of the request URI.
+func inboundInfo(req *sip.Request, codec media.Codec) voice.LegInfo {
+	from := ""
+	if h := req.GetHeader("P-Asserted-Identity"); h != nil {
+		from = userOf(h.Value())
+	}
+	if from == "" && req.From() != nil {
+		from = req.From().Address.User
+	}
+	return voice.LegInfo{
+		CallID: voice.NewCallID(), Carrier: Name, CarrierRef: callID(req),
+		Direction: voice.Inbound, From: from, To: req.Recipient.User, Format: codec.Format,
+	}
+}
+
+// userOf is the user part of a name-addr or addr-spec header value: "<sip:+1555@host>".
+func userOf(v string) string {
+	if i := strings.IndexByte(v, '<'); i >= 0 {
+		v = v[i+1:]
+		if j := strings.IndexByte(v, '>'); j >= 0 {
+			v = v[:j]
+		}
+	}
+	var uri sip.Uri
+	if err := sip.ParseUri(strings.TrimSpace(v), &uri); err != nil {
+		return ""
+	}
+	return uri.User
+}
+
+func callID(req *sip.Request) string {
+	if h := req.CallID(); h != nil {
+		return voice.Clip(h.Value(), 80)
+	}
+	return ""
+}
+
+func sourceAddr(req *sip.Request) netip.Addr {
+	ap, err := netip.ParseAddrPort(req.Source())
+	if err != nil {
+		return netip.Addr{}
+	}
+	return ap.Addr().Unmap()
+}
+
+func clipReason(err error) string { return voice.Clip(err.Error(), 80) }
+
+func randomID() uint64 {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return binary.BigEndian.Uint64(b[:]) >> 1 // SDP's o= numbers fit in 63 bits
+}
+
+// onInfo takes a key the caller pressed, sent as a SIP INFO request.
+func (t *Trunk) onInfo(req *sip.Request, tx sip.ServerTransaction) {
+	c := t.dialogs.match(req)
+	if c == nil {
+		_ = tx.Respond(sip.NewResponseFromRequest(req, sip.StatusCallTransactionDoesNotExists, "Call/Transaction Does Not Exist", nil))
+		return
+	}
+	if err := c.dialog.ReadRequest(req, tx); err != nil {
+		_ = tx.Respond(sip.NewResponseFromRequest(req, sip.StatusInternalServerError, clipReason(err), nil))
+		return
+	}
+	contentType := ""
+	if h := req.ContentType(); h != nil {
+		contentType = h.Value()
+	}
+	if err := c.leg.dtmf(contentType, req.Body()); err != nil {
+		status := sip.StatusBadRequest
+		if errors.Is(err, dtmfinfo.ErrContentType) {
+			status = sip.StatusUnsupportedMediaType
+		}
+		_ = tx.Respond(sip.NewResponseFromRequest(req, status, clipReason(err), nil))
+		return
+	}
+	_ = tx.Respond(sip.NewResponseFromRequest(req, sip.StatusOK, "OK", nil))
+}
+
+// onStray answers a CANCEL that matches no pending INVITE (the transaction layer answers
+// the ones that do: 200, and 487 to the INVITE).
+func (t *Trunk) onStray(req *sip.Request, tx sip.ServerTransaction) {
+	_ = tx.Respond(sip.NewResponseFromRequest(req, sip.StatusCallTransactionDoesNotExists, "Call/Transaction Does Not Exist", nil))
+}
+
+// onOther answers a request Handset does not take.
+func (t *Trunk) onOther(req *sip.Request, tx sip.ServerTransaction) {
+	if !t.allowed(req) {
+		t.refuse(req, tx)
+		return
+	}
+	res := sip.NewResponseFromRequest(req, sip.StatusMethodNotAllowed, "Method Not Allowed", nil)
+	res.AppendHeader(sip.NewHeader("Allow", allowedMethods))
+	_ = tx.Respond(res)
+}
+
+// route points every request at its handler.
+func (t *Trunk) route() {
+	t.srv.OnInvite(t.onInvite)
+	t.srv.OnAck(t.onAck)
+	t.srv.OnBye(t.onBye)
+	t.srv.OnCancel(t.onStray)
+	t.srv.OnOptions(t.onOptions)
+	t.srv.OnInfo(t.onInfo)
+	t.srv.OnNoRoute(t.onOther)
+}

@@ -1,0 +1,155 @@
+package sip
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/handset-voice/handset/internal/carrier/sip/dtmfinfo"
+	"github.com/handset-voice/handset/internal/voice"
+)
+
+// byeTimeout bounds the BYE Handset sends when it ends a call.
+const byeTimeout = 5 * time.Second
+
+// Leg is one SIP call as the call engine drives it: the media session's audio, with the
+// dialog's end (a BYE either way) as the call's.
+//
+// There are no carrier marks in SIP: the media session reports a mark when the audio
+// before it has been sent on the RTP clock, which is what the caller heard. Audio the call
+// sends before the caller has acknowledged the 200 OK waits for the ACK, so the greeting
+// starts when the caller can hear it.
+type Leg struct {
+	trunk *Trunk
+	call  *inboundCall
+	info  voice.LegInfo
+
+	answered chan struct{} // closed on the ACK of the 200 OK
+	ended    chan struct{} // closed when the dialog ends, by either side
+	endOnce  sync.Once
+	endErr   error // why, when not a BYE from the caller; set before ended closes
+
+	mu   sync.Mutex
+	sink voice.LegSink // set by Run; INFO digits go to it
+}
+
+var _ voice.Leg = (*Leg)(nil)
+
+func newLeg(t *Trunk, c *inboundCall, info voice.LegInfo) *Leg {
+	return &Leg{trunk: t, call: c, info: info, answered: make(chan struct{}), ended: make(chan struct{})}
+}
+
+// Info describes the call.
+func (l *Leg) Info() voice.LegInfo { return l.info }
+
+// Run carries the call's media until the caller hangs up (nil), the call ends on
+// Handset's side (ctx: a BYE is sent, ctx.Err()), or the media fails (a BYE is sent, the
+// error).
+func (l *Leg) Run(ctx context.Context, sink voice.LegSink) error {
+	l.mu.Lock()
+	l.sink = sink
+	l.mu.Unlock()
+	defer l.trunk.dialogs.remove(l.call)
+	mediaCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() {
+		select {
+		case <-l.ended:
+			stop()
+		case <-mediaCtx.Done():
+		}
+	}()
+	err := l.call.media.Run(mediaCtx, sink)
+	_ = l.call.media.Close()
+	select {
+	case <-l.ended:
+		if l.endErr != nil {
+			return l.endErr
+		}
+		return nil // the caller hung up
+	default:
+	}
+	l.hangUp()
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
+}
+
+// hangUp ends the dialog from Handset's side with a BYE (once established) and marks the
+// leg ended.
+func (l *Leg) hangUp() {
+	select {
+	case <-l.answered:
+		ctx, cancel := context.WithTimeout(context.Background(), byeTimeout)
+		defer cancel()
+		if err := l.call.dialog.Bye(ctx); err != nil {
+			l.trunk.log.Warn("could not hang up the call (BYE)", "call_id", l.info.CarrierRef, "err", err)
+		}
+	default:
+	}
+	l.end(nil)
+}
+
+// established opens the way for the call's audio: the caller acknowledged the 200 OK.
+func (l *Leg) established() { close(l.answered) }
+
+// end marks the dialog over; err says why when it is not an ordinary hang-up.
+func (l *Leg) end(err error) {
+	l.endOnce.Do(func() {
+		l.endErr = err
+		close(l.ended)
+	})
+}
+
+// dtmf reports a key the caller pressed in a SIP INFO request.
+func (l *Leg) dtmf(contentType string, body []byte) error {
+	digit, err := dtmfinfo.Parse(contentType, body)
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	sink := l.sink
+	l.mu.Unlock()
+	if sink != nil {
+		sink.DTMF(digit)
+	}
+	return nil
+}
+
+// SendAudio queues audio in the call's codec. Until the caller acknowledged the 200 OK it
+// waits, so nothing is played to a caller who cannot hear it yet.
+func (l *Leg) SendAudio(ctx context.Context, audio []byte) error {
+	if err := l.waitAnswered(ctx); err != nil {
+		return err
+	}
+	return l.call.media.SendAudio(ctx, audio)
+}
+
+// SendMark asks for the mark back once the audio before it has been sent.
+func (l *Leg) SendMark(ctx context.Context, name string) error {
+	return l.call.media.SendMark(ctx, name)
+}
+
+// Clear drops the queued audio at once.
+func (l *Leg) Clear(ctx context.Context) error { return l.call.media.Clear(ctx) }
+
+// errEnded: the call ended before the caller acknowledged the answer.
+var errEnded = errors.New("sip: the call ended")
+
+func (l *Leg) waitAnswered(ctx context.Context) error {
+	select {
+	case <-l.answered:
+		return nil
+	default:
+	}
+	select {
+	case <-l.answered:
+		return nil
+	case <-l.ended:
+		return errEnded
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,178 @@
+package sip
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	"github.com/handset-voice/handset/internal/carrier/sip/allow"
+	"github.com/handset-voice/handset/internal/carrier/sip/sdp"
+	"github.com/handset-voice/handset/internal/registry"
+)
+
+// The settings a SIP trunk reads.
+const (
+	SettingListen     = "HANDSET_SIP_LISTEN"
+	SettingTransports = "HANDSET_SIP_TRANSPORTS"
+	SettingAllow      = "HANDSET_SIP_ALLOW"
+	SettingPublicAddr = "HANDSET_SIP_PUBLIC_ADDR"
+	SettingRTPPorts   = "HANDSET_SIP_RTP_PORTS"
+	SettingCodecs     = "HANDSET_SIP_CODECS"
+)
+
+// Defaults of the settings.
+const (
+	DefaultListen     = "0.0.0.0:5060"
+	DefaultTransports = "udp,tcp"
+	DefaultRTPPorts   = "10000-20000"
+	DefaultCodecs     = "PCMU,PCMA"
+)
+
+// settings are the settings SIP trunks bring to the configuration.
+var settings = []registry.CarrierSetting{
+	{Env: SettingAllow, YAML: "allow",
+		Help: "The trunk's signalling hosts, the only sources whose INVITEs are answered: IP addresses, CIDR blocks or hostnames, comma-separated."},
+	{Env: SettingListen, YAML: "listen", Default: DefaultListen,
+		Help: "The address and port SIP signalling listens on (every transport of HANDSET_SIP_TRANSPORTS, the same port)."},
+	{Env: SettingTransports, YAML: "transports", Default: DefaultTransports,
+		Help: "The SIP transports to listen on, comma-separated: udp, tcp."},
+	{Env: SettingPublicAddr, YAML: "public_addr",
+		Help: "The IP address the trunk reaches Handset at, written into SDP and Contact headers (behind NAT, the public one); empty: the listening address, or the interface that routes to the internet."},
+	{Env: SettingRTPPorts, YAML: "rtp_ports", Default: DefaultRTPPorts,
+		Help: "The UDP port range calls' audio (RTP) uses, low-high; each call takes one even port."},
+	{Env: SettingCodecs, YAML: "codecs", Default: DefaultCodecs,
+		Help: "The audio codecs Handset accepts, most preferred first: PCMU, PCMA."},
+}
+
+// Options are a SIP trunk's settings, read and checked.
+type Options struct {
+	Listen     netip.AddrPort
+	Transports []string // "udp", "tcp"
+	Allow      *allow.List
+	// PublicAddr is the address written into SDP and Contact headers.
+	PublicAddr netip.Addr
+	RTPLow     int
+	RTPHigh    int
+	Codecs     []sdp.Codec
+}
+
+// ReadOptions reads the settings; an error names the setting and what is wrong with it.
+func ReadOptions(s registry.Settings) (Options, error) {
+	var o Options
+	var errs []error
+	bad := func(setting string, err error) { errs = append(errs, fmt.Errorf("%s: %w", setting, err)) }
+
+	listen := orDefault(s.Value(SettingListen), DefaultListen)
+	ap, err := netip.ParseAddrPort(listen)
+	if err != nil {
+		bad(SettingListen, fmt.Errorf("%q is not an IP address and port such as %s", listen, DefaultListen))
+	}
+	o.Listen = ap
+
+	for _, t := range splitList(orDefault(s.Value(SettingTransports), DefaultTransports)) {
+		t = strings.ToLower(t)
+		switch t {
+		case "udp", "tcp":
+			o.Transports = append(o.Transports, t)
+		default:
+			bad(SettingTransports, fmt.Errorf("%q is not a transport Handset listens on (udp, tcp)", t))
+		}
+	}
+	if len(o.Transports) == 0 && len(errs) == 0 {
+		bad(SettingTransports, errors.New("names no transport"))
+	}
+
+	if o.Allow, err = allow.Parse(s.Value(SettingAllow)); err != nil {
+		bad(SettingAllow, err)
+	}
+
+	if v := strings.TrimSpace(s.Value(SettingPublicAddr)); v != "" {
+		if o.PublicAddr, err = netip.ParseAddr(v); err != nil || o.PublicAddr.IsUnspecified() {
+			bad(SettingPublicAddr, fmt.Errorf("%q is not an IP address peers can send to", v))
+		}
+	}
+
+	if o.RTPLow, o.RTPHigh, err = parsePortRange(orDefault(s.Value(SettingRTPPorts), DefaultRTPPorts)); err != nil {
+		bad(SettingRTPPorts, err)
+	}
+
+	for _, name := range splitList(orDefault(s.Value(SettingCodecs), DefaultCodecs)) {
+		switch strings.ToUpper(name) {
+		case "PCMU":
+			o.Codecs = append(o.Codecs, sdp.PCMU)
+		case "PCMA":
+			o.Codecs = append(o.Codecs, sdp.PCMA)
+		default:
+			bad(SettingCodecs, fmt.Errorf("%q is not a codec Handset speaks (PCMU, PCMA)", name))
+		}
+	}
+	if len(o.Codecs) == 0 && len(errs) == 0 {
+		bad(SettingCodecs, errors.New("names no codec"))
+	}
+	return o, errors.Join(errs...)
+}
+
+// advertised is the address peers are told to send to: the public address when set, else
+// the listening one, else the address this host routes to the internet from.
+func (o Options) advertised() (netip.Addr, error) {
+	if o.PublicAddr.IsValid() {
+		return o.PublicAddr, nil
+	}
+	if a := o.Listen.Addr(); !a.IsUnspecified() {
+		return a, nil
+	}
+	return outboundAddr()
+}
+
+// outboundAddr is the local address of the route to a public address. Connecting a UDP
+// socket sends nothing: it only asks the kernel which interface it would use.
+func outboundAddr() (netip.Addr, error) {
+	conn, err := net.Dial("udp4", "192.0.2.1:9") // TEST-NET-1: never reached
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("no route to find this host's address by (set %s): %w", SettingPublicAddr, err)
+	}
+	defer conn.Close()
+	ap, err := netip.ParseAddrPort(conn.LocalAddr().String())
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	return ap.Addr(), nil
+}
+
+func parsePortRange(v string) (lo, hi int, err error) {
+	a, b, ok := strings.Cut(strings.TrimSpace(v), "-")
+	if !ok {
+		return 0, 0, fmt.Errorf("%q is not a range such as %s", v, DefaultRTPPorts)
+	}
+	lo, err1 := strconv.Atoi(strings.TrimSpace(a))
+	hi, err2 := strconv.Atoi(strings.TrimSpace(b))
+	switch {
+	case err1 != nil || err2 != nil:
+		return 0, 0, fmt.Errorf("%q is not a range such as %s", v, DefaultRTPPorts)
+	case lo < 1024 || hi > 65535 || lo >= hi:
+		return 0, 0, fmt.Errorf("%q: the range must lie within 1024-65535, low before high", v)
+	case hi-lo < 3:
+		return 0, 0, fmt.Errorf("%q holds fewer than two even ports: one call each", v)
+	}
+	return lo, hi, nil
+}
+
+func splitList(v string) []string {
+	var out []string
+	for _, f := range strings.Split(v, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func orDefault(v, def string) string {
+	if strings.TrimSpace(v) == "" {
+		return def
+	}
+	return v
+}

@@ -1,0 +1,166 @@
+// Package sipsim is a simulated SIP trunk caller for tests, `handset simulate` and `handset
+// bench`: a user agent (over github.com/emiago/sipgo) that places calls into Handset the
+// way a trunk or a PBX does, and an RTP endpoint that plays audio on a 20 ms clock and
+// records every packet it receives with its arrival time. It is written from the wire
+// alone (its SDP is plain text, its RTP is pion/rtp) and shares no code with the carrier
+// it calls, so a test that passes against it says something about the carrier.
+package sipsim
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"strconv"
+	"sync"
+
+	"github.com/emiago/sipgo"
+	"github.com/emiago/sipgo/sip"
+)
+
+// Caller is one simulated trunk: a SIP user agent on a loopback (or given) UDP port.
+type Caller struct {
+	ua      *sipgo.UserAgent
+	srv     *sipgo.Server
+	cli     *sipgo.Client
+	dialogs *sipgo.DialogClientCache
+	addr    netip.AddrPort
+	conn    net.PacketConn
+	done    chan struct{}
+
+	mu    sync.Mutex
+	calls map[string]*Call // by SIP Call-ID, for requests Handset sends into a call
+}
+
+// CallerOptions shape a Caller.
+type CallerOptions struct {
+	// Addr is the address to listen on; empty is 127.0.0.1 on a free port.
+	Addr string
+	// Logger receives sipgo's warnings; nil discards them.
+	Logger *slog.Logger
+}
+
+// NewCaller starts a simulated trunk.
+func NewCaller(o CallerOptions) (*Caller, error) {
+	addr := o.Addr
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	conn, err := net.ListenPacket("udp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("sipsim: %w", err)
+	}
+	ap := conn.LocalAddr().(*net.UDPAddr).AddrPort()
+	host := ap.Addr().Unmap().String()
+	ua, err := sipgo.NewUA(sipgo.WithUserAgent("handset-sipsim"), sipgo.WithUserAgentHostname(host),
+		sipgo.WithUserAgentTransportLayerOptions(sip.WithTransportLayerLogger(log)),
+		sipgo.WithUserAgentTransactionLayerOptions(sip.WithTransactionLayerLogger(log)))
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	c := &Caller{ua: ua, addr: netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()), conn: conn,
+		done: make(chan struct{}), calls: map[string]*Call{}}
+	if c.srv, err = sipgo.NewServer(ua, sipgo.WithServerLogger(log)); err != nil {
+		ua.Close()
+		conn.Close()
+		return nil, err
+	}
+	if c.cli, err = sipgo.NewClient(ua, sipgo.WithClientHostname(host), sipgo.WithClientPort(int(ap.Port()))); err != nil {
+		ua.Close()
+		conn.Close()
+		return nil, err
+	}
+	contact := sip.ContactHeader{Address: sip.Uri{Scheme: "sip", User: "sipsim", Host: host, Port: int(ap.Port())}}
+	c.dialogs = sipgo.NewDialogClientCache(c.cli, contact)
+	c.srv.OnBye(c.onBye)
+	c.srv.OnInvite(c.onReinvite)
+	c.srv.OnAck(func(*sip.Request, sip.ServerTransaction) {})
+	go func() {
+		defer close(c.done)
+		_ = c.srv.ServeUDP(conn)
+	}()
+	return c, nil
+}
+
+// Addr is the caller's SIP address.
+func (c *Caller) Addr() netip.AddrPort { return c.addr }
+
+// Close stops the caller and every call it holds.
+func (c *Caller) Close() {
+	c.mu.Lock()
+	calls := make([]*Call, 0, len(c.calls))
+	for _, call := range c.calls {
+		calls = append(calls, call)
+	}
+	c.mu.Unlock()
+	for _, call := range calls {
+		call.closeMedia()
+	}
+	_ = c.ua.Close()
+	_ = c.conn.Close()
+	<-c.done
+}
+
+// onBye is Handset hanging up.
+func (c *Caller) onBye(req *sip.Request, tx sip.ServerTransaction) {
+	call := c.call(req)
+	if err := c.dialogs.ReadBye(req, tx); err != nil {
+		_ = tx.Respond(sip.NewResponseFromRequest(req, sip.StatusCallTransactionDoesNotExists, err.Error(), nil))
+		return
+	}
+	if call != nil {
+		call.hungUpByFarEnd()
+	}
+}
+
+// onReinvite refuses an offer from Handset: the simulated trunk never expects one.
+func (c *Caller) onReinvite(req *sip.Request, tx sip.ServerTransaction) {
+	_ = tx.Respond(sip.NewResponseFromRequest(req, sip.StatusNotAcceptableHere, "Not Acceptable Here", nil))
+}
+
+func (c *Caller) call(req *sip.Request) *Call {
+	h := req.CallID()
+	if h == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.calls[h.Value()]
+}
+
+func (c *Caller) keep(call *Call) {
+	c.mu.Lock()
+	c.calls[call.sipCallID] = call
+	c.mu.Unlock()
+}
+
+func (c *Caller) forget(call *Call) {
+	c.mu.Lock()
+	delete(c.calls, call.sipCallID)
+	c.mu.Unlock()
+}
+
+// Refused is a call Handset answered with a final failure status.
+type Refused struct {
+	Status int
+	Reason string
+}
+
+func (e *Refused) Error() string { return "sipsim: refused: " + strconv.Itoa(e.Status) + " " + e.Reason }
+
+// refusal turns sipgo's dialog error into a *Refused when Handset answered one.
+func refusal(err error) error {
+	var dr *sipgo.ErrDialogResponse
+	if errors.As(err, &dr) {
+		return &Refused{Status: dr.Res.StatusCode, Reason: dr.Res.Reason}
+	}
+	return err
+}
+
+

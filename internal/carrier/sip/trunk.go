@@ -1,0 +1,206 @@
+package sip
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/emiago/sipgo"
+	"github.com/emiago/sipgo/sip"
+
+	"github.com/handset-voice/handset/internal/carrier"
+	"github.com/handset-voice/handset/internal/carrier/sip/allow"
+	"github.com/handset-voice/handset/internal/carrier/sip/media"
+)
+
+// maxMessage bounds a SIP message. A call's INVITE with its SDP is a few kilobytes; the
+// parser refuses anything larger before it is read into memory.
+const maxMessage = 16 << 10
+
+// allowRefresh is how often the allow-list's hostnames are resolved again.
+const allowRefresh = 5 * time.Minute
+
+// Trunk serves the calls of one SIP trunk: it listens for signalling, admits the INVITEs
+// of the sources the allow-list names, and gives each call its media port.
+type Trunk struct {
+	opts    Options
+	in      carrier.Inbound
+	log     *slog.Logger
+	ua      *sipgo.UserAgent
+	srv     *sipgo.Server
+	client  *sipgo.Client
+	ports   *media.Ports
+	refuser *allow.Refuser
+	// addr is where peers send signalling and media: the advertised address, and the port
+	// the listeners bound.
+	addr    netip.AddrPort
+	contact sip.ContactHeader
+	dialogs *dialogs
+
+	stop    context.CancelFunc
+	serving sync.WaitGroup
+	closers []func() error
+}
+
+// Start listens on every transport of opts and serves until Close.
+func Start(opts Options, in carrier.Inbound) (*Trunk, error) {
+	log := in.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	log = log.With("carrier", Name)
+	advertised, err := opts.advertised()
+	if err != nil {
+		return nil, err
+	}
+	ports, err := media.NewPorts(rtpBindAddr(opts), opts.RTPLow, opts.RTPHigh)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", SettingRTPPorts, err)
+	}
+	t := &Trunk{
+		opts: opts, in: in, log: log, ports: ports,
+		refuser: allow.NewRefuser(allow.RefuserConfig{}),
+	}
+	t.dialogs = newDialogs()
+	parser := sip.NewParser()
+	parser.MaxMessageLength = maxMessage
+	quiet := quietLogger(log)
+	t.ua, err = sipgo.NewUA(
+		sipgo.WithUserAgent("Handset"),
+		sipgo.WithUserAgentHostname(advertised.String()),
+		sipgo.WithUserAgentParser(parser),
+		sipgo.WithUserAgentTransportLayerOptions(sip.WithTransportLayerReadFilter(t.gate), sip.WithTransportLayerLogger(quiet)),
+		sipgo.WithUserAgentTransactionLayerOptions(sip.WithTransactionLayerLogger(quiet)),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("sip: %w", err)
+	}
+	if t.srv, err = sipgo.NewServer(t.ua, sipgo.WithServerLogger(quiet)); err != nil {
+		_ = t.ua.Close()
+		return nil, fmt.Errorf("sip: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.stop = cancel
+	port, err := t.listen(ctx)
+	if err != nil {
+		t.Close()
+		return nil, err
+	}
+	t.addr = netip.AddrPortFrom(advertised, port)
+	if t.client, err = sipgo.NewClient(t.ua, sipgo.WithClientHostname(advertised.String()), sipgo.WithClientPort(int(port))); err != nil {
+		t.Close()
+		return nil, fmt.Errorf("sip: %w", err)
+	}
+	t.contact = sip.ContactHeader{Address: sip.Uri{Scheme: "sip", User: "handset", Host: advertised.String(), Port: int(port)}}
+	t.route()
+	if !opts.Allow.Empty() {
+		t.serving.Add(1)
+		go func() { defer t.serving.Done(); t.refreshAllow(ctx) }()
+	}
+	log.Info("SIP trunk listening", "addr", t.addr.String(), "transports", opts.Transports, "allow", opts.Allow.String())
+	return t, nil
+}
+
+// Addr is where peers reach the trunk: the advertised address and the signalling port.
+func (t *Trunk) Addr() netip.AddrPort { return t.addr }
+
+// Close stops listening. Calls in progress are the gateway's to end (it drains them
+// first); their dialogs can no longer send a BYE once the trunk is closed.
+func (t *Trunk) Close() {
+	if t.stop != nil {
+		t.stop()
+	}
+	for _, c := range t.closers {
+		_ = c()
+	}
+	if t.ua != nil {
+		_ = t.ua.Close()
+	}
+	t.serving.Wait()
+}
+
+// listen binds every transport on the listening address; with port 0, the first binds a
+// free port and the others take the same one.
+func (t *Trunk) listen(ctx context.Context) (uint16, error) {
+	port := t.opts.Listen.Port()
+	for _, transport := range t.opts.Transports {
+		addr := netip.AddrPortFrom(t.opts.Listen.Addr(), port).String()
+		switch transport {
+		case "udp":
+			conn, err := net.ListenPacket("udp", addr)
+			if err != nil {
+				return 0, fmt.Errorf("%s: SIP over UDP on %s: %w", SettingListen, addr, err)
+			}
+			port = uint16(conn.LocalAddr().(*net.UDPAddr).Port)
+			t.closers = append(t.closers, conn.Close)
+			t.serve(func() error { return t.srv.ServeUDP(conn) })
+		case "tcp":
+			ln, err := net.Listen("tcp", addr)
+			if err != nil {
+				return 0, fmt.Errorf("%s: SIP over TCP on %s: %w", SettingListen, addr, err)
+			}
+			port = uint16(ln.Addr().(*net.TCPAddr).Port)
+			gated := &gatedListener{Listener: ln, trunk: t}
+			t.closers = append(t.closers, ln.Close)
+			t.serve(func() error { return t.srv.ServeTCP(gated) })
+		}
+	}
+	_ = ctx
+	return port, nil
+}
+
+func (t *Trunk) serve(run func() error) {
+	t.serving.Add(1)
+	go func() {
+		defer t.serving.Done()
+		if err := run(); err != nil && !errors.Is(err, net.ErrClosed) {
+			t.log.Warn("SIP listener stopped", "err", err)
+		}
+	}()
+}
+
+// refreshAllow resolves the allow-list's hostnames again now and then: a provider's
+// signalling hosts are names whose addresses change.
+func (t *Trunk) refreshAllow(ctx context.Context) {
+	resolve := func() {
+		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		if err := t.opts.Allow.Refresh(rctx, net.DefaultResolver); err != nil && ctx.Err() == nil {
+			t.log.Warn("could not resolve every host of "+SettingAllow+" (their last addresses stay allowed)", "err", err)
+		}
+	}
+	resolve()
+	tick := time.NewTicker(allowRefresh)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			resolve()
+		}
+	}
+}
+
+// rtpBindAddr is the address media sockets bind: the listening address's.
+func rtpBindAddr(o Options) netip.Addr { return o.Listen.Addr() }
+
+// quietLogger is sipgo's logger: its debug and info lines describe every transaction,
+// which is Handset's to log or not; warnings and errors pass.
+func quietLogger(log *slog.Logger) *slog.Logger {
+	return slog.New(minLevel{log.Handler(), slog.LevelWarn})
+}
+
+type minLevel struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
