@@ -12,6 +12,7 @@ import (
 	"github.com/handset-voice/handset/internal/audio/vad/silero"
 	"github.com/handset-voice/handset/internal/audio/vad/webrtc"
 	"github.com/handset-voice/handset/internal/carrier/plivo"
+	"github.com/handset-voice/handset/internal/carrier/sip"
 	"github.com/handset-voice/handset/internal/carrier/telnyx"
 	"github.com/handset-voice/handset/internal/carrier/twilio"
 	"github.com/handset-voice/handset/internal/registry"
@@ -30,6 +31,7 @@ func init() {
 		twilio.Provider,
 		telnyx.Provider,
 		plivo.Provider,
+		sip.Provider,
 
 		// speech to text
 		deepgram.Provider,

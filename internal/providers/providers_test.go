@@ -243,10 +243,14 @@ func TestCarriersHaveAnInboundSideAndNumbers(t *testing.T) {
 		if c.Configured == nil || c.Started == nil || c.New == nil || c.AccountSettings == "" || c.PhoneSetup == "" {
 			t.Errorf("carrier %s lacks Configured, Started or New, or the words for its set-up", c.Name)
 		}
-		if !strings.HasPrefix(n.Webhooks.VoicePath, "/") || !strings.HasPrefix(n.Webhooks.StatusPath, "/") ||
-			n.Override == "" || n.Console == "" || n.BuyNumbers == "" || n.SignatureHeader == "" {
-			t.Errorf("carrier %s: webhooks %+v or words %q %q %q %q missing", c.Name, n.Webhooks,
-				n.Override, n.Console, n.BuyNumbers, n.SignatureHeader)
+		if n.Override == "" || n.Console == "" || n.BuyNumbers == "" {
+			t.Errorf("carrier %s: words %q %q %q missing", c.Name, n.Override, n.Console, n.BuyNumbers)
+		}
+		if c.Listen != nil {
+			continue // its calls come to its own listeners (a SIP trunk): no webhooks to sign
+		}
+		if !strings.HasPrefix(n.Webhooks.VoicePath, "/") || !strings.HasPrefix(n.Webhooks.StatusPath, "/") || n.SignatureHeader == "" {
+			t.Errorf("carrier %s: webhooks %+v or signature header %q missing", c.Name, n.Webhooks, n.SignatureHeader)
 		}
 	}
 }
