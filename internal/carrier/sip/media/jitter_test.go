@@ -1,0 +1,197 @@
+package media
+
+import (
+	"bytes"
+	"testing"
+)
+
+// frameOf is a 20 ms PCMU frame whose every byte is v: frames are told apart by value.
+func frameOf(v byte) []byte { return bytes.Repeat([]byte{v}, 160) }
+
+// popAll pops n frames and returns their first bytes (0xFF for silence).
+func popAll(t *testing.T, b *jitterBuffer, n int) []byte {
+	t.Helper()
+	out := make([]byte, 0, n)
+	dst := make([]byte, 160)
+	for range n {
+		if !b.pop(dst) {
+			t.Fatal("pop found no stream")
+		}
+		for _, v := range dst[1:] {
+			if v != dst[0] {
+				t.Fatalf("a popped frame mixes values: %v", dst)
+			}
+		}
+		out = append(out, dst[0])
+	}
+	return out
+}
+
+func TestJitterInOrderPlaysEveryFrameAfterOneFrameOfCushion(t *testing.T) {
+	b := newJitterBuffer(PCMU)
+	dst := make([]byte, 160)
+	if b.pop(dst) {
+		t.Fatal("a buffer without packets played a frame")
+	}
+	var got []byte
+	for i := range 5 {
+		b.push(uint32(1000+160*i), frameOf(byte(i+1)), true, int64(160*i))
+		got = append(got, popAll(t, b, 1)...)
+	}
+	got = append(got, popAll(t, b, 1)...)
+	want := []byte{0xFF, 1, 2, 3, 4, 5}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("played %v, want %v", got, want)
+	}
+	if b.concealed != 0 || b.late != 0 {
+		t.Fatalf("concealed %d late %d, want none", b.concealed, b.late)
+	}
+}
+
+func TestJitterReordersByTimestamp(t *testing.T) {
+	b := newJitterBuffer(PCMU)
+	b.push(0, frameOf(1), true, 0)
+	b.push(320, frameOf(3), true, 320)
+	b.push(160, frameOf(2), false, 330)
+	b.push(480, frameOf(4), true, 480)
+	if got, want := popAll(t, b, 5), []byte{0xFF, 1, 2, 3, 4}; !bytes.Equal(got, want) {
+		t.Fatalf("played %v, want %v", got, want)
+	}
+}
+
+func TestJitterConcealsALostFrameWithSilence(t *testing.T) {
+	b := newJitterBuffer(PCMU)
+	b.push(0, frameOf(1), true, 0)
+	b.push(320, frameOf(3), true, 320)
+	if got, want := popAll(t, b, 4), []byte{0xFF, 1, 0xFF, 3}; !bytes.Equal(got, want) {
+		t.Fatalf("played %v, want %v", got, want)
+	}
+	if b.concealed != 1 {
+		t.Fatalf("concealed %d frames, want 1", b.concealed)
+	}
+}
+
+func TestJitterRecutsOtherPacketTimes(t *testing.T) {
+	for _, ms := range []int{10, 30, 60} {
+		b := newJitterBuffer(PCMU)
+		n := ms * 8
+		var sent []byte
+		for i := range 240 / ms { // 240 ms: whole frames for every ptime
+			p := make([]byte, n)
+			for j := range p {
+				p[j] = byte((i*n + j) % 200)
+			}
+			sent = append(sent, p...)
+			b.push(uint32(5000+i*n), p, true, int64(i*n))
+		}
+		var got []byte
+		dst := make([]byte, 160)
+		b.pop(dst) // the cushion
+		for range 12 {
+			b.pop(dst)
+			got = append(got, dst...)
+		}
+		if !bytes.Equal(got, sent) {
+			t.Errorf("%d ms packets: re-cut audio differs from what was sent", ms)
+		}
+	}
+}
+
+func TestJitterDropsLatePacketsAndGrowsItsCushion(t *testing.T) {
+	b := newJitterBuffer(PCMU)
+	b.push(0, frameOf(1), true, 0)
+	popAll(t, b, 3) // cushion, frame 1, and frame 2 (missing) played as silence
+	if r := b.push(160, frameOf(2), false, 500); r != pushLate {
+		t.Fatalf("a packet after its play time: result %d, want late", r)
+	}
+	if b.late != 1 || b.depth != 2 {
+		t.Fatalf("late %d depth %d, want 1 and 2", b.late, b.depth)
+	}
+	b.push(320, frameOf(3), true, 520)
+	// The grown cushion holds the playhead one pop: silence, then frame 3 plays.
+	if got, want := popAll(t, b, 2), []byte{0xFF, 3}; !bytes.Equal(got, want) {
+		t.Fatalf("played %v, want %v", got, want)
+	}
+}
+
+func TestJitterRestartsOnTimestampJumps(t *testing.T) {
+	for name, jump := range map[string]int32{"forward": 8000 * 10, "backward": -8000 * 10} {
+		b := newJitterBuffer(PCMU)
+		b.push(1<<20, frameOf(1), true, 0)
+		popAll(t, b, 2)
+		if r := b.push(uint32(1<<20+160+jump), frameOf(2), true, 160); r != pushRestarted {
+			t.Fatalf("%s: a newest packet 10 s off: result %d, want restarted", name, r)
+		}
+		b.push(uint32(1<<20+320+jump), frameOf(3), true, 320)
+		if got, want := popAll(t, b, 3), []byte{0xFF, 2, 3}; !bytes.Equal(got, want) {
+			t.Fatalf("%s: played %v, want %v", name, got, want)
+		}
+		if b.restarts != 1 {
+			t.Fatalf("%s: restarts %d, want 1", name, b.restarts)
+		}
+	}
+}
+
+func TestJitterTimestampWraparound(t *testing.T) {
+	b := newJitterBuffer(PCMU)
+	start := uint32(0xFFFFFFFF - 200)
+	for i := range 4 {
+		b.push(start+uint32(160*i), frameOf(byte(i+1)), true, int64(160*i))
+	}
+	if got, want := popAll(t, b, 5), []byte{0xFF, 1, 2, 3, 4}; !bytes.Equal(got, want) {
+		t.Fatalf("played %v across the 32-bit wrap, want %v", got, want)
+	}
+}
+
+// steady feeds n frames one per pop with arrival noise jitter (in samples) on odd frames.
+func steady(b *jitterBuffer, from, n int, noise int64) {
+	dst := make([]byte, 160)
+	for i := from; i < from+n; i++ {
+		arrival := int64(160 * i)
+		if i%2 == 1 {
+			arrival += noise
+		}
+		b.push(uint32(160*i), frameOf(1), true, arrival)
+		b.pop(dst)
+	}
+}
+
+func TestJitterDepthFollowsTheMeasuredJitter(t *testing.T) {
+	b := newJitterBuffer(PCMU)
+	steady(b, 0, 200, 240) // 30 ms of arrival noise every other packet
+	if b.depth < 4 {
+		t.Fatalf("depth %d frames after 4 s of 30 ms jitter (estimate %.0f samples), want >= 4", b.depth, b.jitter)
+	}
+	grown := b.depth
+	// A calm network: the cushion comes back down. Feeding more than one frame per pop
+	// is not needed: the held-back frames leave a surplus the shrink rule sees.
+	steady(b, 200, 1000, 0)
+	if b.depth >= grown || b.depth > 2 {
+		t.Fatalf("depth %d after 20 s without jitter (was %d), want <= 2", b.depth, grown)
+	}
+}
+
+func TestJitterRefusesPayloadsItCannotPlace(t *testing.T) {
+	b := newJitterBuffer(Codec{PayloadType: 96, Format: PCMU.Format})
+	if b.check(nil) == nil || b.check(make([]byte, 8*160+1)) == nil {
+		t.Fatal("an empty or over-long payload passed the check")
+	}
+	l16 := newJitterBuffer(Codec{PayloadType: 96, Format: struct16k()})
+	if l16.check(make([]byte, 3)) == nil {
+		t.Fatal("half a 16-bit sample passed the check")
+	}
+}
+
+func TestJitterPushAndPopAllocateNothing(t *testing.T) {
+	b := newJitterBuffer(PCMU)
+	frame, dst := frameOf(1), make([]byte, 160)
+	var i uint32
+	allocs := testing.AllocsPerRun(1000, func() {
+		b.push(160*i, frame, true, int64(160*i))
+		b.pop(dst)
+		i++
+	})
+	if allocs != 0 {
+		t.Fatalf("push and pop allocate %.1f times per frame, want 0", allocs)
+	}
+}

@@ -1,0 +1,258 @@
+package media
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"time"
+
+	"github.com/pion/rtp"
+
+	"github.com/handset-voice/handset/internal/audio/pace"
+)
+
+// The shape of one sent RFC 4733 event, in 20 ms ticks.
+const (
+	eventUpdates = 5 // 100 ms of tone: long enough for every detector
+	eventEnds    = 3 // the end packet, twice repeated in case one is lost
+	eventGap     = 2 // ticks of audio between two events, so they read as two key presses
+)
+
+// rtpHeaderBytes is a header without CSRCs or extensions, all the session sends.
+const rtpHeaderBytes = 12
+
+// maxFrameBytes is the largest 20 ms frame a valid codec has (48 kHz PCM16).
+const maxFrameBytes = 48000 / 50 * 2
+
+// sender is the send side's state: the RTP numbering and what the next packet carries.
+// The session's mu guards it; only the clock goroutine builds packets.
+type sender struct {
+	ssrc         uint32
+	seq          uint16
+	ts           uint32
+	frameSamples uint32
+	frameBytes   int
+	marker       bool // the next packet sent starts a talkspurt
+	talking      bool // the last frame carried queued audio
+	hdr          rtp.Header
+	frame        []byte // one frame of payload, within packet
+	packet       []byte // header and payload, written to the socket
+
+	digits      [maxDigits]uint8
+	digitHead   int
+	digitCount  int
+	event       outEvent
+	eventBuffer [eventBytes]byte
+}
+
+// outEvent is the telephone event being sent.
+type outEvent struct {
+	active           bool
+	code             uint8
+	ts               uint32 // every packet of the event carries its start timestamp
+	updates, ends    int
+	gap              int
+	marker, finished bool
+}
+
+// init numbers a new stream at random (RFC 3550: SSRC, sequence and timestamp start
+// unpredictable) on the first call and sizes frames for c; numbering continues across
+// codec changes.
+func (o *sender) init(c Codec) {
+	if o.packet == nil {
+		o.ssrc = rand.Uint32()
+		o.seq = uint16(rand.Uint32())
+		o.ts = rand.Uint32()
+		o.marker = true // the stream's first packet
+		o.packet = make([]byte, rtpHeaderBytes+maxFrameBytes)
+		o.hdr = rtp.Header{Version: 2, SSRC: o.ssrc}
+	}
+	o.frameSamples = uint32(c.Format.Rate / 50)
+	o.frameBytes = c.Format.FrameBytes()
+	o.frame = o.packet[rtpHeaderBytes : rtpHeaderBytes+o.frameBytes]
+	o.talking = false
+}
+
+func (o *sender) queueDigit(code uint8) bool {
+	if o.digitCount == maxDigits {
+		return false
+	}
+	o.digits[(o.digitHead+o.digitCount)%maxDigits] = code
+	o.digitCount++
+	return true
+}
+
+// eventDue reports whether this tick carries a telephone event, starting the next
+// queued digit when the gap after the last one has passed.
+func (o *sender) eventDue(ts uint32) bool {
+	e := &o.event
+	if e.active {
+		return true
+	}
+	if e.gap > 0 {
+		e.gap--
+		return false
+	}
+	if o.digitCount == 0 {
+		return false
+	}
+	*e = outEvent{active: true, code: o.digits[o.digitHead], ts: ts}
+	o.digitHead = (o.digitHead + 1) % maxDigits
+	o.digitCount--
+	o.talking = false // the audio after the event starts a new talkspurt
+	return true
+}
+
+// eventPayload is this tick's packet of the active event: updates with a growing
+// duration, then the end packets with the final one.
+func (o *sender) eventPayload() (payload []byte, marker bool) {
+	e := &o.event
+	ev := event{code: e.code, volume: 10}
+	if e.updates < eventUpdates {
+		e.updates++
+		ev.duration = uint16(uint32(e.updates) * o.frameSamples)
+		marker = e.updates == 1
+	} else {
+		e.ends++
+		ev.duration, ev.end = uint16(uint32(eventUpdates)*o.frameSamples), true
+		if e.ends == eventEnds {
+			e.active, e.gap, e.finished = false, eventGap, true
+		}
+	}
+	encodeEvent(o.eventBuffer[:], ev)
+	return o.eventBuffer[:], marker
+}
+
+// clockLoop is the session's one timer goroutine: every 20 ms it sends a packet, plays a
+// frame out of the jitter buffer to the sink and reports the marks that fell due.
+func (s *Session) clockLoop(p *pace.Pacer) {
+	timer := s.clk.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		s.tick(p)
+		timer.Reset(max(0, p.Next().Sub(s.clk.Now())))
+		if s.armed != nil {
+			s.armed()
+		}
+		select {
+		case <-timer.C():
+		case <-s.stop:
+			return
+		}
+	}
+}
+
+// tick does everything due by now.
+func (s *Session) tick(p *pace.Pacer) {
+	now := s.clk.Now()
+	n := p.Due(now)
+	for range n {
+		due := p.Next()
+		s.mu.Lock()
+		pkt, to, send := s.nextPacket()
+		s.mu.Unlock()
+		if send {
+			_, err := s.conn.WriteToUDPAddrPort(pkt, to)
+			sent := s.clk.Now()
+			s.mu.Lock()
+			if err == nil {
+				s.stats.PacketsOut++
+				s.stats.BytesOut += uint64(len(pkt) - rtpHeaderBytes)
+				if s.stats.FirstOut.IsZero() {
+					s.stats.FirstOut = sent
+				}
+			}
+			s.stats.Lateness.add(sent.Sub(due))
+			s.mu.Unlock()
+		}
+		p.Sent(1)
+	}
+	s.playOut(now, min(n, maxCatchUp))
+}
+
+// nextPacket builds the packet for one tick and says where to send it; send is false on
+// hold or with no address to send to. Caller holds mu.
+func (s *Session) nextPacket() (pkt []byte, to netip.AddrPort, send bool) {
+	o := &s.out
+	ts := o.ts
+	o.ts += o.frameSamples
+	pt, payload, marker := s.codec.PayloadType, o.frame, false
+	if s.dtmfPT != 0 && o.eventDue(ts) {
+		pt = s.dtmfPT
+		payload, marker = o.eventPayload()
+		ts = o.event.ts
+		if o.event.finished {
+			o.event.finished = false
+			s.stats.DTMFOut++
+		}
+	} else {
+		took := s.queue.frame(o.frame, silenceByte(s.codec.Format.Encoding))
+		if took && !o.talking {
+			o.marker = true
+		}
+		o.talking = took
+	}
+	if s.held || !sendable(s.remote) {
+		return nil, netip.AddrPort{}, false
+	}
+	o.hdr.Marker = marker || o.marker
+	o.marker = false
+	o.hdr.PayloadType = pt
+	o.hdr.SequenceNumber = o.seq
+	o.hdr.Timestamp = ts
+	o.seq++
+	if _, err := o.hdr.MarshalTo(o.packet[:rtpHeaderBytes]); err != nil {
+		panic(fmt.Sprintf("media: an RTP header without CSRCs or extensions did not fit 12 bytes: %v", err))
+	}
+	if &payload[0] != &o.packet[rtpHeaderBytes] {
+		copy(o.packet[rtpHeaderBytes:], payload)
+	}
+	return o.packet[:rtpHeaderBytes+len(payload)], s.remote, true
+}
+
+// sendable is an address RTP can go to: not the unspecified address of an old-style hold.
+func sendable(a netip.AddrPort) bool {
+	return a.Addr().IsValid() && !a.Addr().IsUnspecified() && a.Port() != 0
+}
+
+// playOut hands frames frames of the jitter buffer to the sink with the marks now due,
+// and ends Run when the peer has been silent too long.
+func (s *Session) playOut(now time.Time, frames int) {
+	s.deliverMu.Lock()
+	defer s.deliverMu.Unlock()
+	s.mu.Lock()
+	played := 0
+	for played < frames && s.jitter.pop(s.playout[played]) {
+		played++
+	}
+	var marks []string
+	if s.sink != nil {
+		marks = s.queue.due() // held back until a sink can take them
+	}
+	s.checkTimeout(now)
+	s.mu.Unlock()
+	if s.sink == nil {
+		return
+	}
+	for i := range played {
+		s.sink.Audio(s.playout[i])
+	}
+	for _, name := range marks {
+		s.sink.Mark(name)
+	}
+}
+
+// checkTimeout ends Run when no RTP came for too long. Caller holds mu.
+func (s *Session) checkTimeout(now time.Time) {
+	if s.held || s.timedOut != nil {
+		return
+	}
+	limit, what := s.firstTimeout, "since the call started"
+	if s.flowed {
+		limit, what = s.timeout, "since the last packet"
+	}
+	if silent := now.Sub(s.lastIn); silent > limit {
+		s.timedOut = fmt.Errorf("%w for %s %s", ErrMediaTimeout, silent.Round(time.Millisecond), what)
+		_ = s.conn.SetReadDeadline(time.Now()) // wake the reader: Run returns the timeout
+	}
+}

@@ -1,0 +1,100 @@
+package media
+
+import (
+	"bytes"
+	"slices"
+	"testing"
+)
+
+func TestQueueCutsFramesAndPadsTheLastOne(t *testing.T) {
+	q := newSendQueue(1000)
+	audio := make([]byte, 400)
+	for i := range audio {
+		audio[i] = byte(i)
+	}
+	if !q.push(audio) {
+		t.Fatal("push refused 400 bytes into 1000")
+	}
+	dst := make([]byte, 160)
+	var got []byte
+	for range 3 {
+		if !q.frame(dst, 0xFF) {
+			t.Fatal("a frame with audio queued took none")
+		}
+		got = append(got, dst...)
+	}
+	if !bytes.Equal(got[:400], audio) || !bytes.Equal(got[400:], bytes.Repeat([]byte{0xFF}, 80)) {
+		t.Fatal("frames differ from the queued audio padded with silence")
+	}
+	if q.frame(dst, 0xFF) || !bytes.Equal(dst, bytes.Repeat([]byte{0xFF}, 160)) {
+		t.Fatal("an empty queue did not give a silence frame")
+	}
+}
+
+func TestQueueWrapsAndRefusesOverflow(t *testing.T) {
+	q := newSendQueue(320)
+	dst := make([]byte, 160)
+	for i := range 10 {
+		if !q.push(frameOf(byte(i))) {
+			t.Fatalf("push %d refused with %d queued", i, q.size)
+		}
+		q.frame(dst, 0)
+		if dst[0] != byte(i) || dst[159] != byte(i) {
+			t.Fatalf("frame %d came back as %d", i, dst[0])
+		}
+	}
+	q.push(frameOf(1))
+	q.push(frameOf(2))
+	if q.push([]byte{3}) {
+		t.Fatal("push past the capacity was accepted")
+	}
+}
+
+func TestQueueMarksFollowTheAudio(t *testing.T) {
+	q := newSendQueue(1000)
+	dst := make([]byte, 160)
+	q.mark("m0") // nothing before it: due at once
+	q.push(frameOf(1))
+	q.mark("m1")
+	q.push(frameOf(2))
+	q.mark("m2")
+	q.mark("m3")
+	if got := q.due(); !slices.Equal(got, []string{"m0"}) {
+		t.Fatalf("due before sending: %q", got)
+	}
+	q.frame(dst, 0)
+	if got := q.due(); !slices.Equal(got, []string{"m1"}) {
+		t.Fatalf("due after one frame: %q", got)
+	}
+	q.push(frameOf(3))
+	q.mark("m4")
+	q.drop()
+	if got := q.due(); !slices.Equal(got, []string{"m2", "m3", "m4"}) {
+		t.Fatalf("due after a clear: %q", got)
+	}
+	if got := q.due(); len(got) != 0 {
+		t.Fatalf("marks reported twice: %q", got)
+	}
+}
+
+func TestQueueMarkStorageDoesNotGrowWithOnePending(t *testing.T) {
+	q := newSendQueue(100000)
+	dst := make([]byte, 160)
+	q.push(frameOf(0))
+	q.mark("first")
+	for range 10000 {
+		q.push(frameOf(0))
+		q.mark("next")
+		q.frame(dst, 0)
+		q.due()
+	}
+	if cap(q.marks) > 64 {
+		t.Fatalf("mark storage grew to %d with at most two pending", cap(q.marks))
+	}
+	for range MaxMarks {
+		q.mark("x")
+	}
+	if q.mark("one too many") {
+		t.Fatal("more than MaxMarks pending were accepted")
+	}
+}
