@@ -91,6 +91,10 @@ func (t *Trunk) answerCall(req *sip.Request, tx sip.ServerTransaction) {
 		_ = dialog.Respond(sip.StatusServiceUnavailable, "Media unavailable", nil)
 		return
 	}
+	if dialog.Context().Err() != nil { // cancelled while the port and answer were made
+		_ = sess.Close()
+		return
+	}
 	c := &inboundCall{dialog: dialog, media: sess, local: local, agreed: agreed, answer: answer}
 	c.leg = newLeg(t, c, inboundInfo(req, codec))
 	t.dialogs.add(c)
@@ -102,6 +106,13 @@ func (t *Trunk) answerCall(req *sip.Request, tx sip.ServerTransaction) {
 		return
 	}
 	sess.Start() // RTP flows before the 200 OK leaves: the caller's first packet is ours
+	select {
+	case <-c.leg.ended:
+		// The call ended before it was answered (the call engine gave up on it at once).
+		_ = dialog.Respond(sip.StatusTemporarilyUnavailable, "Temporarily Unavailable", nil)
+		return
+	default:
+	}
 	if err := dialog.RespondSDP(answer); err != nil {
 		// Cancelled while ringing, or the ACK never came: the call is over.
 		t.log.Info("call not established", "call_id", callID(req), "err", err)

@@ -79,18 +79,28 @@ func (l *Leg) Run(ctx context.Context, sink voice.LegSink) error {
 
 // hangUp ends the dialog from Handset's side with a BYE (once established) and marks the
 // leg ended.
+//
+// A call that ends while its 200 OK awaits the ACK waits for it (a BYE may not overtake
+// the ACK), as long as the 200 OK is retransmitted at most.
 func (l *Leg) hangUp() {
+	defer l.end(nil)
 	select {
 	case <-l.answered:
-		ctx, cancel := context.WithTimeout(context.Background(), byeTimeout)
-		defer cancel()
-		if err := l.call.dialog.Bye(ctx); err != nil {
-			l.trunk.log.Warn("could not hang up the call (BYE)", "call_id", l.info.CarrierRef, "err", err)
-		}
-	default:
+	case <-l.ended:
+		return // never established: answerCall answers the INVITE with a failure
+	case <-time.After(ackWait):
+		return
 	}
-	l.end(nil)
+	ctx, cancel := context.WithTimeout(context.Background(), byeTimeout)
+	defer cancel()
+	if err := l.call.dialog.Bye(ctx); err != nil {
+		l.trunk.log.Warn("could not hang up the call (BYE)", "call_id", l.info.CarrierRef, "err", err)
+	}
 }
+
+// ackWait bounds how long a hang-up waits for the ACK of the 200 OK: 64·T1, the time the
+// 200 OK is retransmitted for.
+const ackWait = 32 * time.Second
 
 // established opens the way for the call's audio: the caller acknowledged the 200 OK.
 func (l *Leg) established() { close(l.answered) }

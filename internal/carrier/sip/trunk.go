@@ -41,6 +41,8 @@ type Trunk struct {
 	addr    netip.AddrPort
 	contact sip.ContactHeader
 	dialogs *dialogs
+	// udpAddr is the UDP listener's local address, which requests are sent from.
+	udpAddr string
 
 	stop    context.CancelFunc
 	serving sync.WaitGroup
@@ -92,7 +94,14 @@ func Start(opts Options, in carrier.Inbound) (*Trunk, error) {
 		return nil, err
 	}
 	t.addr = netip.AddrPortFrom(advertised, port)
-	if t.client, err = sipgo.NewClient(t.ua, sipgo.WithClientHostname(advertised.String()), sipgo.WithClientPort(int(port))); err != nil {
+	// Requests Handset sends (BYE) leave from the listening socket, as peers expect of a
+	// UDP user agent, with the advertised address in their Via.
+	clientOpts := []sipgo.ClientOption{sipgo.WithClientHostname(advertised.String()), sipgo.WithClientPort(int(port))}
+	if t.udpAddr != "" {
+		clientOpts = append(clientOpts, sipgo.WithClientConnectionAddr(t.udpAddr))
+	}
+	clientOpts = append(clientOpts, sipgo.WithClientLogger(quiet))
+	if t.client, err = sipgo.NewClient(t.ua, clientOpts...); err != nil {
 		t.Close()
 		return nil, fmt.Errorf("sip: %w", err)
 	}
@@ -139,6 +148,10 @@ func (t *Trunk) listen(ctx context.Context) (uint16, error) {
 			port = uint16(conn.LocalAddr().(*net.UDPAddr).Port)
 			t.closers = append(t.closers, conn.Close)
 			t.serve(func() error { return t.srv.ServeUDP(conn) })
+			t.udpAddr = conn.LocalAddr().String()
+			if err := waitListening(t.ua, "udp", t.udpAddr); err != nil {
+				return 0, err
+			}
 		case "tcp":
 			ln, err := net.Listen("tcp", addr)
 			if err != nil {
@@ -152,6 +165,21 @@ func (t *Trunk) listen(ctx context.Context) (uint16, error) {
 	}
 	_ = ctx
 	return port, nil
+}
+
+// waitListening waits until the transport layer holds the listener at addr: it is added
+// on the goroutine that serves it, and a request sent before would leave from a new socket.
+func waitListening(ua *sipgo.UserAgent, network, addr string) error {
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		if c, err := ua.TransportLayer().GetConnection(network, addr); err == nil && c != nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("sip: the %s listener on %s did not start", network, addr)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 func (t *Trunk) serve(run func() error) {

@@ -118,16 +118,20 @@ func (c *Caller) Call(ctx context.Context, target netip.AddrPort, o CallOptions)
 	call.sess = sess
 	call.sipCallID = sess.InviteRequest.CallID().Value()
 	c.keep(call)
-	err = sess.WaitAnswer(ctx, sipgo.AnswerOptions{OnResponse: func(res *sip.Response) error {
-		call.Responses = append(call.Responses, Response{Status: res.StatusCode, At: time.Now()})
-		return nil
-	}})
+	err = sess.WaitAnswer(ctx, sipgo.AnswerOptions{})
+	call.Responses = c.heardFor(call.sipCallID)
 	if err != nil {
 		c.forget(call)
 		rtpConn.Close()
 		return nil, refusal(err)
 	}
-	call.Answered = call.Responses[len(call.Responses)-1].At
+	call.Answered = time.Now()
+	for _, r := range call.Responses {
+		if r.Status == sip.StatusOK {
+			call.Answered = r.At // the first 200 off the wire
+			break
+		}
+	}
 	call.Answer = sess.InviteResponse.Body()
 	go call.read() // before the ACK: Handset's RTP may already flow
 	if call.remote, call.dtmfPT, err = readAnswer(call.Answer); err != nil {
@@ -155,19 +159,13 @@ func (c *Caller) CallAndCancel(ctx context.Context, target netip.AddrPort, o Cal
 	if err != nil {
 		return nil, err
 	}
-	var got []Response
 	err = sess.WaitAnswer(ctx, sipgo.AnswerOptions{OnResponse: func(res *sip.Response) error {
-		got = append(got, Response{Status: res.StatusCode, At: time.Now()})
 		if res.StatusCode == sip.StatusRinging {
-			cancel() // WaitAnswer sends the CANCEL
+			cancel() // WaitAnswer sends the CANCEL, and waits for the INVITE's final response
 		}
 		return nil
 	}})
-	// The final response to a cancelled INVITE arrives after WaitAnswer stopped reporting.
-	if res := sess.InviteResponse; res != nil && !res.IsProvisional() && (len(got) == 0 || got[len(got)-1].Status != res.StatusCode) {
-		got = append(got, Response{Status: res.StatusCode, At: time.Now()})
-	}
-	return got, err
+	return c.heardFor(sess.InviteRequest.CallID().Value()), err
 }
 
 // SIPCallID is the call's SIP Call-ID.

@@ -7,6 +7,7 @@
 package sipsim
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,6 +15,7 @@ import (
 	"net/netip"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/emiago/sipgo"
 	"github.com/emiago/sipgo/sip"
@@ -31,6 +33,9 @@ type Caller struct {
 
 	mu    sync.Mutex
 	calls map[string]*Call // by SIP Call-ID, for requests Handset sends into a call
+	// heard are the responses to each Call-ID as they came off the wire, before sipgo's
+	// transactions (which hand them on from goroutines of their own, in any order).
+	heard map[string][]Response
 }
 
 // CallerOptions shape a Caller.
@@ -57,23 +62,38 @@ func NewCaller(o CallerOptions) (*Caller, error) {
 	}
 	ap := conn.LocalAddr().(*net.UDPAddr).AddrPort()
 	host := ap.Addr().Unmap().String()
+	c := &Caller{addr: netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()), conn: conn,
+		done: make(chan struct{}), calls: map[string]*Call{}, heard: map[string][]Response{}}
 	ua, err := sipgo.NewUA(sipgo.WithUserAgent("handset-sipsim"), sipgo.WithUserAgentHostname(host),
-		sipgo.WithUserAgentTransportLayerOptions(sip.WithTransportLayerLogger(log)),
+		sipgo.WithUserAgentTransportLayerOptions(sip.WithTransportLayerLogger(log), sip.WithTransportLayerReadFilter(c.hear)),
 		sipgo.WithUserAgentTransactionLayerOptions(sip.WithTransactionLayerLogger(log)))
 	if err != nil {
 		conn.Close()
 		return nil, err
 	}
-	c := &Caller{ua: ua, addr: netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()), conn: conn,
-		done: make(chan struct{}), calls: map[string]*Call{}}
+	c.ua = ua
 	if c.srv, err = sipgo.NewServer(ua, sipgo.WithServerLogger(log)); err != nil {
 		ua.Close()
 		conn.Close()
 		return nil, err
 	}
-	if c.cli, err = sipgo.NewClient(ua, sipgo.WithClientHostname(host), sipgo.WithClientPort(int(ap.Port()))); err != nil {
-		ua.Close()
-		conn.Close()
+	go func() {
+		defer close(c.done)
+		_ = c.srv.ServeUDP(conn)
+	}()
+	// Requests leave from the listening socket once the transport holds it.
+	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(time.Millisecond) {
+		if lc, err := ua.TransportLayer().GetConnection("udp", conn.LocalAddr().String()); err == nil && lc != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			c.Close()
+			return nil, errors.New("sipsim: the UDP listener did not start")
+		}
+	}
+	if c.cli, err = sipgo.NewClient(ua, sipgo.WithClientHostname(host), sipgo.WithClientPort(int(ap.Port())),
+		sipgo.WithClientConnectionAddr(conn.LocalAddr().String())); err != nil {
+		c.Close()
 		return nil, err
 	}
 	contact := sip.ContactHeader{Address: sip.Uri{Scheme: "sip", User: "sipsim", Host: host, Port: int(ap.Port())}}
@@ -81,10 +101,6 @@ func NewCaller(o CallerOptions) (*Caller, error) {
 	c.srv.OnBye(c.onBye)
 	c.srv.OnInvite(c.onReinvite)
 	c.srv.OnAck(func(*sip.Request, sip.ServerTransaction) {})
-	go func() {
-		defer close(c.done)
-		_ = c.srv.ServeUDP(conn)
-	}()
 	return c, nil
 }
 
@@ -164,3 +180,48 @@ func refusal(err error) error {
 }
 
 
+
+// hear notes each response as it arrives, by Call-ID.
+func (c *Caller) hear(_ sip.TransportReadProps, data []byte) ([]byte, error) {
+	status, callID, ok := responseLine(data)
+	if ok {
+		c.mu.Lock()
+		if len(c.heard[callID]) < 32 {
+			c.heard[callID] = append(c.heard[callID], Response{Status: status, At: time.Now()})
+		}
+		c.mu.Unlock()
+	}
+	return data, nil
+}
+
+// heardFor takes the responses heard for callID.
+func (c *Caller) heardFor(callID string) []Response {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r := c.heard[callID]
+	delete(c.heard, callID)
+	return r
+}
+
+// responseLine reads a response's status and Call-ID without the parser.
+func responseLine(data []byte) (status int, callID string, ok bool) {
+	rest, found := bytes.CutPrefix(data, []byte("SIP/2.0 "))
+	if !found || len(rest) < 3 {
+		return 0, "", false
+	}
+	status, err := strconv.Atoi(string(rest[:3]))
+	if err != nil {
+		return 0, "", false
+	}
+	for line := range bytes.Lines(rest) {
+		name, value, found := bytes.Cut(line, []byte(":"))
+		if !found {
+			continue
+		}
+		name = bytes.TrimSpace(name)
+		if bytes.EqualFold(name, []byte("Call-ID")) || bytes.Equal(name, []byte("i")) {
+			return status, string(bytes.TrimSpace(value)), true
+		}
+	}
+	return 0, "", false
+}

@@ -1,0 +1,357 @@
+package sip
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/netip"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/handset-voice/handset/internal/carrier"
+	"github.com/handset-voice/handset/internal/carrier/sip/allow"
+	"github.com/handset-voice/handset/internal/carrier/sip/sdp"
+	"github.com/handset-voice/handset/internal/carrier/sip/sipsim"
+	"github.com/handset-voice/handset/internal/voice"
+)
+
+// answering is what a test's call engine does with each leg it admits: run it with a
+// recording sink, send a greeting of greetFrames frames of a tone with a mark after it.
+type answering struct {
+	greetFrames int
+	refuse      error
+	hold        chan struct{} // when set, admissions wait for it to close
+
+	mu   sync.Mutex
+	legs []*legRun
+	got  chan *legRun
+}
+
+type legRun struct {
+	leg    voice.Leg
+	sink   *recordingSink
+	runErr chan error
+	sent   chan error // the greeting's SendAudio and SendMark, once done
+}
+
+func newAnswering(greetFrames int) *answering {
+	return &answering{greetFrames: greetFrames, got: make(chan *legRun, 16)}
+}
+
+func (a *answering) admit(leg voice.Leg) (<-chan struct{}, error) {
+	if a.hold != nil {
+		<-a.hold
+	}
+	if a.refuse != nil {
+		return nil, a.refuse
+	}
+	r := &legRun{leg: leg, sink: newRecordingSink(), runErr: make(chan error, 1), sent: make(chan error, 1)}
+	done := make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		defer close(done)
+		defer cancel()
+		r.runErr <- leg.Run(ctx, r.sink)
+	}()
+	go func() {
+		frame := toneFrame(leg.Info().Format.FrameBytes())
+		var err error
+		for range a.greetFrames {
+			if err = leg.SendAudio(ctx, frame); err != nil {
+				break
+			}
+		}
+		if err == nil {
+			err = leg.SendMark(ctx, "greeting")
+		}
+		r.sent <- err
+	}()
+	a.mu.Lock()
+	a.legs = append(a.legs, r)
+	a.mu.Unlock()
+	a.got <- r
+	return done, nil
+}
+
+// toneFrame is a loud mu-law/A-law pattern that is not silence in either law.
+func toneFrame(n int) []byte {
+	f := make([]byte, n)
+	for i := range f {
+		if i%2 == 0 {
+			f[i] = 0x20
+		} else {
+			f[i] = 0xA0
+		}
+	}
+	return f
+}
+
+type recordingSink struct {
+	mu     sync.Mutex
+	frames int
+	heard  int // frames carrying the caller's test pattern (0x35)
+	marks  []string
+	digits []string
+	bad    []error
+	event  chan struct{}
+}
+
+func newRecordingSink() *recordingSink { return &recordingSink{event: make(chan struct{}, 1)} }
+
+func (s *recordingSink) note(f func()) {
+	s.mu.Lock()
+	f()
+	s.mu.Unlock()
+	select {
+	case s.event <- struct{}{}:
+	default:
+	}
+}
+func (s *recordingSink) Audio(f []byte) {
+	s.note(func() {
+		s.frames++
+		if len(f) > 0 && f[0] == 0x35 && f[len(f)-1] == 0x35 {
+			s.heard++
+		}
+	})
+}
+func (s *recordingSink) Mark(name string)    { s.note(func() { s.marks = append(s.marks, name) }) }
+func (s *recordingSink) DTMF(digit string)   { s.note(func() { s.digits = append(s.digits, digit) }) }
+func (s *recordingSink) Malformed(err error) { s.note(func() { s.bad = append(s.bad, err) }) }
+
+// waitFor waits until cond holds of the sink.
+func (s *recordingSink) waitFor(t *testing.T, what string, cond func(*recordingSink) bool) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		s.mu.Lock()
+		ok := cond(s)
+		s.mu.Unlock()
+		if ok {
+			return
+		}
+		select {
+		case <-s.event:
+		case <-deadline:
+			t.Fatalf("waited 10 s for %s", what)
+		}
+	}
+}
+
+// startTrunk runs a trunk on loopback that admits calls through a.
+func startTrunk(t *testing.T, allowSpec string, a *answering) *Trunk {
+	t.Helper()
+	list, err := allow.Parse(allowSpec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := Options{
+		Listen: netip.MustParseAddrPort("127.0.0.1:0"), Transports: []string{"udp", "tcp"},
+		Allow: list, RTPLow: 31000, RTPHigh: 31999, Codecs: []sdp.Codec{sdp.PCMU, sdp.PCMA},
+	}
+	tr, err := Start(opts, carrier.Inbound{Admit: a.admit, Draining: func() bool { return false },
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tr.Close)
+	return tr
+}
+
+func newCaller(t *testing.T) *sipsim.Caller {
+	t.Helper()
+	c, err := sipsim.NewCaller(sipsim.CallerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// An INVITE from an allowed source gets 100 and 180 at once, 200 OK with an answer, RTP
+// before or with the 200 OK, the greeting only after the ACK, and a mark once it was sent.
+func TestInboundCallAnsweredWithMediaFlowing(t *testing.T) {
+	a := newAnswering(25) // 500 ms of greeting
+	tr := startTrunk(t, "127.0.0.1", a)
+	caller := newCaller(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	call, err := caller.Call(ctx, tr.Addr(), sipsim.CallOptions{From: "+15551230000", To: "+15557650000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var codes []int
+	for _, r := range call.Responses {
+		codes = append(codes, r.Status)
+	}
+	// sipgo hands responses to the transaction on goroutines of their own, so two that
+	// arrive together may be seen in either order: both provisionals, then 200.
+	if !slices.Contains(codes, 100) || !slices.Contains(codes, 180) || codes[len(codes)-1] != 200 {
+		t.Fatalf("responses %v, want 100 and 180, then 200", codes)
+	}
+	r := <-a.got
+	info := r.leg.Info()
+	if info.Carrier != Name || info.From != "+15551230000" || info.To != "+15557650000" || info.Direction != voice.Inbound ||
+		info.CarrierRef != call.SIPCallID() {
+		t.Errorf("leg info %+v", info)
+	}
+	pkts, err := call.WaitReceived(ctx, 40)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first := pkts[0].At.Sub(call.Answered); first > 100*time.Millisecond {
+		t.Errorf("first RTP packet %v after the 200 OK, want within 100 ms", first)
+	}
+	var loud int
+	for _, p := range pkts {
+		if p.PayloadType != 0 {
+			t.Fatalf("payload type %d, want PCMU (0)", p.PayloadType)
+		}
+		if p.Payload[0] == 0x20 {
+			loud++
+		}
+	}
+	if loud == 0 {
+		t.Errorf("no greeting frame among the first %d packets", len(pkts))
+	}
+	r.sink.waitFor(t, "the greeting's mark", func(s *recordingSink) bool { return len(s.marks) == 1 })
+	if err := <-r.sent; err != nil {
+		t.Fatal(err)
+	}
+
+	// The caller's audio reaches the sink as 20 ms frames.
+	frame := make([]byte, 160)
+	for i := range frame {
+		frame[i] = 0x35
+	}
+	payloads := make([][]byte, 25)
+	for i := range payloads {
+		payloads[i] = frame
+	}
+	if err := call.Play(ctx, payloads); err != nil {
+		t.Fatal(err)
+	}
+	r.sink.waitFor(t, "the caller's frames", func(s *recordingSink) bool { return s.heard >= 24 })
+
+	// A key pressed as RFC 4733 events reaches the call once; one sent by INFO too.
+	if err := call.SendDTMF(ctx, "7"); err != nil {
+		t.Fatal(err)
+	}
+	if status, err := call.Info(ctx, "application/dtmf-relay", []byte("Signal=#\r\nDuration=160\r\n")); err != nil || status != 200 {
+		t.Fatalf("INFO: %d %v", status, err)
+	}
+	r.sink.waitFor(t, "two digits", func(s *recordingSink) bool { return len(s.digits) >= 2 })
+	time.Sleep(200 * time.Millisecond) // any duplicate of the event would have arrived by now
+	r.sink.mu.Lock()
+	digits := append([]string(nil), r.sink.digits...)
+	r.sink.mu.Unlock()
+	if len(digits) != 2 || digits[0] != "7" || digits[1] != "#" {
+		t.Errorf("digits %q, want [7 #]", digits)
+	}
+
+	// The caller hangs up: Run returns nil.
+	if err := call.Hangup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-r.runErr:
+		if err != nil {
+			t.Errorf("Run after the caller's BYE: %v, want nil", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("Run did not return after the caller's BYE")
+	}
+	if n := tr.dialogs.count(); n != 0 {
+		t.Errorf("%d dialogs left after the call", n)
+	}
+}
+
+// When the call ends on Handset's side, the caller gets a BYE.
+func TestHandsetHangsUpWithBye(t *testing.T) {
+	a := newAnswering(5)
+	tr := startTrunk(t, "127.0.0.0/8", a)
+	caller := newCaller(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	call, err := caller.Call(ctx, tr.Addr(), sipsim.CallOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := <-a.got
+	// End the call as the engine would: cancel Run's context. The test's admit owns it,
+	// so close the leg's dialog through Run's context by hanging up from Handset.
+	r.leg.(*Leg).hangUp()
+	select {
+	case <-call.Ended():
+	case <-ctx.Done():
+		t.Fatal("no BYE reached the caller")
+	}
+}
+
+// A source the allow-list does not name gets 403 and no dialog; past the refusal rate it
+// gets nothing at all.
+func TestStrangersAreRefused(t *testing.T) {
+	a := newAnswering(0)
+	tr := startTrunk(t, "192.0.2.0/24", a)
+	caller := newCaller(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, err := caller.Call(ctx, tr.Addr(), sipsim.CallOptions{})
+	var refused *sipsim.Refused
+	if !errors.As(err, &refused) || refused.Status != 403 {
+		t.Fatalf("a stranger's INVITE: %v, want 403", err)
+	}
+	if len(a.legs) != 0 || tr.dialogs.count() != 0 {
+		t.Errorf("a stranger's INVITE reached the call engine")
+	}
+}
+
+// An offer with no codec Handset speaks gets 488; an admission refused gets 503.
+func TestRefusedOffersAndAdmissions(t *testing.T) {
+	a := newAnswering(0)
+	tr := startTrunk(t, "127.0.0.1", a)
+	caller := newCaller(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	g729 := []byte("v=0\r\no=x 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio 40000 RTP/AVP 18\r\na=rtpmap:18 G729/8000\r\n")
+	_, err := caller.Call(ctx, tr.Addr(), sipsim.CallOptions{Offer: g729})
+	var refused *sipsim.Refused
+	if !errors.As(err, &refused) || refused.Status != 488 {
+		t.Errorf("a G.729-only offer: %v, want 488", err)
+	}
+	a.refuse = errors.New("at capacity")
+	_, err = caller.Call(ctx, tr.Addr(), sipsim.CallOptions{})
+	if !errors.As(err, &refused) || refused.Status != 503 {
+		t.Errorf("a refused admission: %v, want 503", err)
+	}
+}
+
+// A CANCEL while ringing ends the INVITE 487 and the leg.
+func TestCancelWhileRinging(t *testing.T) {
+	a := newAnswering(0)
+	a.hold = make(chan struct{}) // the call engine is slow to take the call
+	tr := startTrunk(t, "127.0.0.1", a)
+	caller := newCaller(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	got, _ := caller.CallAndCancel(ctx, tr.Addr(), sipsim.CallOptions{})
+	close(a.hold)
+	r := <-a.got
+	select {
+	case err := <-r.runErr:
+		if err == nil {
+			t.Errorf("Run of a cancelled call returned nil, want why it was not established")
+		}
+	case <-ctx.Done():
+		t.Fatal("the cancelled call's leg never ended")
+	}
+	var codes []int
+	for _, r := range got {
+		codes = append(codes, r.Status)
+	}
+	if len(codes) == 0 || codes[len(codes)-1] != 487 {
+		t.Errorf("responses %v, want the INVITE to end 487", codes)
+	}
+}
