@@ -116,10 +116,7 @@ func (s *Session) receive(r *receiver, datagram []byte, from netip.AddrPort) (di
 	case seqReordered:
 		s.stats.Reordered++
 	case seqRestart:
-		if s.stats.PacketsIn > 1 {
-			s.stats.Resets++
-			s.jitter.empty()
-		}
+		s.jitter.restart()
 	}
 	switch h.PayloadType {
 	case s.codec.PayloadType:

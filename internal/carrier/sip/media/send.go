@@ -47,12 +47,12 @@ type sender struct {
 
 // outEvent is the telephone event being sent.
 type outEvent struct {
-	active           bool
-	code             uint8
-	ts               uint32 // every packet of the event carries its start timestamp
-	updates, ends    int
-	gap              int
-	marker, finished bool
+	active        bool
+	code          uint8
+	ts            uint32 // every packet of the event carries its start timestamp
+	updates, ends int
+	gap           int
+	finished      bool // the last end packet was just built: count the digit
 }
 
 // init numbers a new stream at random (RFC 3550: SSRC, sequence and timestamp start

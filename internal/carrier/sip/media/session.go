@@ -53,26 +53,25 @@ type Session struct {
 	deliverMu sync.Mutex
 	sink      voice.LegSink // guarded by deliverMu
 
-	mu        sync.Mutex // guards the following
-	closed    bool
-	codec     Codec
-	dtmfPT    uint8
-	sdp       netip.AddrPort // the address the SDP gave
-	remote    netip.AddrPort // where packets go and come from: sdp, or the latched source
-	latched   bool
-	held      bool
-	flowed    bool      // a valid packet arrived since Start
-	lastIn    time.Time // last valid packet, or Start, or the end of a hold
-	timedOut  error
-	epoch     time.Time // arrival times count from here, for the jitter estimate
-	queue     *sendQueue
-	jitter    *jitterBuffer
-	seq       sequence
-	dtmfIn    dtmfReceiver
-	out       sender
-	stats     Stats
-	playout   [maxCatchUp][]byte // frames popped for the sink, reused
-	playCount int
+	mu       sync.Mutex // guards the following
+	closed   bool
+	codec    Codec
+	dtmfPT   uint8
+	sdp      netip.AddrPort // the address the SDP gave
+	remote   netip.AddrPort // where packets go and come from: sdp, or the latched source
+	latched  bool
+	held     bool
+	flowed   bool      // a valid packet arrived since Start
+	lastIn   time.Time // last valid packet, or Start, or the end of a hold
+	timedOut error
+	epoch    time.Time // arrival times count from here, for the jitter estimate
+	queue    *sendQueue
+	jitter   *jitterBuffer
+	seq      sequence
+	dtmfIn   dtmfReceiver
+	out      sender
+	stats    Stats
+	playout  [maxCatchUp][]byte // frames popped for the sink, reused
 }
 
 // New checks cfg and returns a session that sends nothing until Start (or Run).

@@ -111,6 +111,7 @@ func waitStats(t *testing.T, s *Session, what string, cond func(Stats) bool) Sta
 type rawPeer struct {
 	t    *testing.T
 	conn *net.UDPConn
+	ssrc uint32
 }
 
 func newRawPeer(t *testing.T) *rawPeer {
@@ -120,7 +121,7 @@ func newRawPeer(t *testing.T) *rawPeer {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = conn.Close() })
-	return &rawPeer{t: t, conn: conn}
+	return &rawPeer{t: t, conn: conn, ssrc: 0x5150}
 }
 
 func (p *rawPeer) addr() netip.AddrPort { return p.conn.LocalAddr().(*net.UDPAddr).AddrPort() }
@@ -135,7 +136,7 @@ func (p *rawPeer) sendRaw(to netip.AddrPort, b []byte) {
 func (p *rawPeer) send(to netip.AddrPort, pt uint8, seq uint16, ts uint32, payload []byte) {
 	p.t.Helper()
 	b, err := (&rtp.Packet{Header: rtp.Header{Version: 2, PayloadType: pt, SequenceNumber: seq,
-		Timestamp: ts, SSRC: 0x5150}, Payload: payload}).Marshal()
+		Timestamp: ts, SSRC: p.ssrc}, Payload: payload}).Marshal()
 	if err != nil {
 		p.t.Fatal(err)
 	}
@@ -336,6 +337,39 @@ func TestReceivePlaysReorderedLostAndDuplicatedPackets(t *testing.T) {
 	st := s.Stats()
 	if st.Duplicates != 1 || st.Reordered != 1 || st.Lost != 1 || st.Concealed != 1 || st.FirstIn.IsZero() {
 		t.Fatalf("stats %+v: want 1 duplicate, 1 reordered, 1 lost, 1 concealed", st)
+	}
+}
+
+func TestReceiveRestartsOnANewSSRC(t *testing.T) {
+	peer := newRawPeer(t)
+	s := newStepped(t, peer.addr(), nil)
+	sink := newRecSink()
+	s.run(t, sink)
+	peer.send(s.local, 0, 500, 1000, frameOf(1))
+	peer.send(s.local, 0, 501, 1160, frameOf(2))
+	waitStats(t, s.Session, "the first stream", func(st Stats) bool { return st.PacketsIn == 2 })
+	s.step(t)
+	s.step(t)
+	// The peer's media server changed (a transfer, a failover): new SSRC, numbering and
+	// timestamps. Without the restart these would be refused as far off or late.
+	peer.ssrc = 0x7777
+	peer.send(s.local, 0, 9, 400000, frameOf(3))
+	peer.send(s.local, 0, 10, 400160, frameOf(4))
+	waitStats(t, s.Session, "the second stream", func(st Stats) bool { return st.PacketsIn == 4 })
+	for range 4 {
+		s.step(t)
+	}
+	sink.waitFor(t, "six frames", func() bool { return len(sink.frames) >= 6 })
+	var got []byte
+	for _, f := range sink.frames[:6] {
+		got = append(got, f[0])
+	}
+	// What was buffered of the old stream still plays; the new one follows it.
+	if want := []byte{0xFF, 1, 2, 3, 4, 0xFF}; !bytes.Equal(got, want) {
+		t.Fatalf("played %v, want %v", got, want)
+	}
+	if st := s.Stats(); st.Resets != 1 || st.Late != 0 || st.Lost != 0 {
+		t.Fatalf("stats %+v: want one reset, nothing late or lost", st)
 	}
 }
 
