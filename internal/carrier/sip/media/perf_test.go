@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/netip"
 	"syscall"
 	"testing"
 	"time"
@@ -87,7 +86,7 @@ func BenchmarkSessions(b *testing.B) {
 		b.Run(fmt.Sprintf("sessions=%d", n), func(b *testing.B) {
 			sessions := make([]*Session, 0, n)
 			for range n / 2 {
-				connA, connB := listenLoopbackB(b), listenLoopbackB(b)
+				connA, connB := listenLoopback(b), listenLoopback(b)
 				for _, pair := range [][2]*net.UDPConn{{connA, connB}, {connB, connA}} {
 					s, err := New(Config{Conn: pair[0], Remote: pair[1].LocalAddr().(*net.UDPAddr).AddrPort(), Codec: PCMU, DTMF: 101})
 					if err != nil {
@@ -122,13 +121,4 @@ func BenchmarkSessions(b *testing.B) {
 			b.ReportMetric(float64(sent)/float64(n), "packets/session")
 		})
 	}
-}
-
-func listenLoopbackB(b *testing.B) *net.UDPConn {
-	b.Helper()
-	conn, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.MustParseAddrPort("127.0.0.1:0")))
-	if err != nil {
-		b.Fatal(err)
-	}
-	return conn
 }

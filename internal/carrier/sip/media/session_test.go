@@ -31,7 +31,11 @@ type recSink struct {
 
 func newRecSink() *recSink { return &recSink{changed: make(chan struct{}, 1)} }
 
-func (r *recSink) note() {
+// record applies a change under the lock and wakes whoever waits for one.
+func (r *recSink) record(change func()) {
+	r.mu.Lock()
+	change()
+	r.mu.Unlock()
 	select {
 	case r.changed <- struct{}{}:
 	default:
@@ -39,32 +43,11 @@ func (r *recSink) note() {
 }
 
 func (r *recSink) Audio(frame []byte) {
-	r.mu.Lock()
-	r.frames = append(r.frames, bytes.Clone(frame))
-	r.mu.Unlock()
-	r.note()
+	r.record(func() { r.frames = append(r.frames, bytes.Clone(frame)) })
 }
-
-func (r *recSink) Mark(name string) {
-	r.mu.Lock()
-	r.marks = append(r.marks, name)
-	r.mu.Unlock()
-	r.note()
-}
-
-func (r *recSink) DTMF(digit string) {
-	r.mu.Lock()
-	r.digits = append(r.digits, digit)
-	r.mu.Unlock()
-	r.note()
-}
-
-func (r *recSink) Malformed(err error) {
-	r.mu.Lock()
-	r.malformed = append(r.malformed, err)
-	r.mu.Unlock()
-	r.note()
-}
+func (r *recSink) Mark(name string)    { r.record(func() { r.marks = append(r.marks, name) }) }
+func (r *recSink) DTMF(digit string)   { r.record(func() { r.digits = append(r.digits, digit) }) }
+func (r *recSink) Malformed(err error) { r.record(func() { r.malformed = append(r.malformed, err) }) }
 
 // waitFor waits until cond (called under the sink's lock) holds.
 func (r *recSink) waitFor(t *testing.T, what string, cond func() bool) {
@@ -166,7 +149,7 @@ type stepped struct {
 	local netip.AddrPort
 }
 
-func listenLoopback(t *testing.T) *net.UDPConn {
+func listenLoopback(t testing.TB) *net.UDPConn {
 	t.Helper()
 	conn, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.MustParseAddrPort("127.0.0.1:0")))
 	if err != nil {
