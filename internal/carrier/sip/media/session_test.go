@@ -242,6 +242,16 @@ func TestSendClockNumbersPacketsContinuously(t *testing.T) {
 	}
 }
 
+func TestAudioQueuedBeforeStartIsTheFirstPacket(t *testing.T) {
+	peer := newRawPeer(t)
+	s := newStepped(t, peer.addr(), nil)
+	must(t, s.SendAudio(context.Background(), frameOf(7))) // the greeting, ready at the 200 OK
+	s.Start()
+	if p := peer.read(); p.Payload[0] != 7 || !p.Marker {
+		t.Fatalf("first packet: %#x marker %v; want the greeting with the marker bit", p.Payload[0], p.Marker)
+	}
+}
+
 func TestMarksComeBackOnceWhenTheirAudioWasSent(t *testing.T) {
 	peer := newRawPeer(t)
 	s := newStepped(t, peer.addr(), nil)
@@ -548,17 +558,20 @@ func TestMalformedPacketsFromThePeerAreReported(t *testing.T) {
 	s := newStepped(t, peer.addr(), nil)
 	sink := newRecSink()
 	s.run(t, sink)
+	rtcp := []byte{0x80, 200, 0, 6, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+	peer.sendRaw(s.local, rtcp)                                      // a sender report on the RTP port: ignored
 	peer.sendRaw(s.local, []byte{0x80, 0})                           // short header
 	peer.sendRaw(s.local, append([]byte{0x40}, make([]byte, 20)...)) // version 1
 	peer.send(s.local, 99, 1, 0, frameOf(1))                         // a payload type nobody agreed
 	peer.send(s.local, 101, 2, 0, []byte{1, 2})                      // a short event
 	peer.send(s.local, 13, 3, 0, []byte{40})                         // comfort noise: fine
 	peer.sendRaw(s.local, make([]byte, maxPacket+1))                 // too long
-	sink.waitFor(t, "five malformed", func() bool { return len(sink.malformed) >= 5 })
-	waitStats(t, s.Session, "the comfort noise", func(st Stats) bool { return st.PacketsIn == 1 })
-	if st := s.Stats(); st.Malformed != 5 {
-		t.Fatalf("Malformed %d, want 5", st.Malformed)
+	peer.send(s.local, 0, 4, 0, frameOf(1))                          // audio, last: all before it was read
+	waitStats(t, s.Session, "the comfort noise and the audio", func(st Stats) bool { return st.PacketsIn == 2 })
+	if st := s.Stats(); st.Malformed != 5 || st.Strangers != 0 {
+		t.Fatalf("Malformed %d, Strangers %d; want 5 and 0", st.Malformed, st.Strangers)
 	}
+	sink.waitFor(t, "five malformed reports", func() bool { return len(sink.malformed) == 5 })
 }
 
 func TestMediaTimeouts(t *testing.T) {
