@@ -159,7 +159,7 @@ func (b *jitterBuffer) push(ts uint32, payload []byte, newest bool, arrival int6
 	return result
 }
 
-// begin anchors a new stream on a packet's timestamp, one frame of cushion before it.
+// begin anchors a new stream on a packet's timestamp, the cushion's depth before it.
 func (b *jitterBuffer) begin(ts uint32) {
 	b.empty()
 	b.started = true

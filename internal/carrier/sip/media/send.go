@@ -126,6 +126,7 @@ func (o *sender) eventPayload() (payload []byte, marker bool) {
 // clockLoop is the session's one timer goroutine: every 20 ms it sends a packet, plays a
 // frame out of the jitter buffer to the sink and reports the marks that fell due.
 func (s *Session) clockLoop(p *pace.Pacer) {
+	defer close(s.loopDone)
 	timer := s.clk.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {

@@ -47,6 +47,7 @@ type Session struct {
 	startOnce sync.Once
 	closeOnce sync.Once
 	stop      chan struct{} // closed by Close
+	loopDone  chan struct{} // closed when the clock goroutine has returned
 
 	// deliverMu serialises the clock goroutine's calls into the sink with Run setting and
 	// clearing it, so nothing reaches a sink after Run returned. Taken before mu.
@@ -97,6 +98,7 @@ func New(cfg Config) (*Session, error) {
 		firstTimeout: cfg.FirstMediaTimeout,
 		timeout:      cfg.MediaTimeout,
 		stop:         make(chan struct{}),
+		loopDone:     make(chan struct{}),
 		codec:        cfg.Codec,
 		dtmfPT:       cfg.DTMF,
 		sdp:          unmap(cfg.Remote),
@@ -173,7 +175,14 @@ func (s *Session) Run(ctx context.Context, sink voice.LegSink) error {
 	stopOnCancel := context.AfterFunc(ctx, func() { _ = s.Close() })
 	defer stopOnCancel()
 	s.Start()
-	return s.read(ctx, sink)
+	err := s.read(ctx, sink)
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		<-s.loopDone // nothing of the session outlives a Run that ended it
+	}
+	return err
 }
 
 // SendAudio queues audio in the codec's format (any length; the session cuts 20 ms
@@ -295,7 +304,8 @@ func (s *Session) Stats() Stats {
 	return st
 }
 
-// Close stops the clock and closes the socket; Run returns nil. It is safe to call twice.
+// Close stops the clock and closes the socket; Run returns nil once the clock goroutine
+// has stopped. Close itself does not wait, so a sink may call it. It is safe to call twice.
 func (s *Session) Close() error {
 	var err error
 	s.closeOnce.Do(func() {

@@ -173,7 +173,12 @@ func newStepped(t *testing.T, remote netip.AddrPort, edit func(*Config)) *steppe
 	}
 	t.Cleanup(func() { _ = s.Close() })
 	st := &stepped{Session: s, clk: clk, armed: make(chan struct{}, 1), local: conn.LocalAddr().(*net.UDPAddr).AddrPort()}
-	s.armed = func() { st.armed <- struct{}{} }
+	s.armed = func() {
+		select {
+		case st.armed <- struct{}{}:
+		case <-s.stop: // closed: nobody steps it any more
+		}
+	}
 	return st
 }
 
@@ -625,6 +630,11 @@ func TestRunEndsOnCloseAndOnCancel(t *testing.T) {
 	done := s.run(t, newRecSink())
 	must(t, s.Close())
 	waitRun(t, done, nil)
+	select {
+	case <-s.loopDone:
+	default:
+		t.Fatal("Run returned with the clock goroutine still running")
+	}
 	if err := s.SendAudio(context.Background(), frameOf(1)); !errors.Is(err, ErrClosed) {
 		t.Fatalf("SendAudio after Close: %v", err)
 	}
@@ -634,6 +644,11 @@ func TestRunEndsOnCloseAndOnCancel(t *testing.T) {
 	go func() { ended <- c.Run(ctx, newRecSink()) }()
 	cancel()
 	waitRun(t, ended, context.Canceled)
+	select {
+	case <-c.loopDone:
+	default:
+		t.Fatal("Run returned on cancel with the clock goroutine still running")
+	}
 }
 
 func TestTwoSessionsTalkOverLoopback(t *testing.T) {
