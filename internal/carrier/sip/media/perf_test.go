@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"runtime"
 	"syscall"
 	"testing"
 	"time"
@@ -66,6 +67,14 @@ func TestReceiveAllocatesNothing(t *testing.T) {
 	}
 }
 
+// heapInUse is the live heap after a collection.
+func heapInUse() int64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapInuse)
+}
+
 // cpuTime is the process's user and system CPU time so far.
 func cpuTime(b *testing.B) time.Duration {
 	var ru syscall.Rusage
@@ -78,13 +87,14 @@ func cpuTime(b *testing.B) time.Duration {
 // BenchmarkSessions runs n sessions in pairs over loopback, each pair sending comfort
 // silence both ways with the reader and playout running, as calls that are connected but
 // quiet. One op is one 20 ms period. It reports CPU per session (percent of one core)
-// and the send lateness of every packet: how long after its due time it was written.
+// the live heap per session, and the send lateness of every packet: how long after its due time it was written.
 //
 //	go test -run '^$' -bench Sessions -benchtime 150x ./internal/carrier/sip/media
 func BenchmarkSessions(b *testing.B) {
 	for _, n := range []int{2, 200, 500} {
 		b.Run(fmt.Sprintf("sessions=%d", n), func(b *testing.B) {
 			sessions := make([]*Session, 0, n)
+			heap0 := heapInUse()
 			for range n / 2 {
 				connA, connB := listenLoopback(b), listenLoopback(b)
 				for _, pair := range [][2]*net.UDPConn{{connA, connB}, {connB, connA}} {
@@ -102,6 +112,7 @@ func BenchmarkSessions(b *testing.B) {
 				}
 			}()
 			time.Sleep(200 * time.Millisecond) // every clock started and past its first tick
+			heap := heapInUse() - heap0
 			cpu0, wall0 := cpuTime(b), time.Now()
 			b.ResetTimer()
 			time.Sleep(time.Duration(b.N) * 20 * time.Millisecond)
@@ -114,6 +125,7 @@ func BenchmarkSessions(b *testing.B) {
 				lateness.Merge(st.Lateness)
 				sent += st.PacketsOut
 			}
+			b.ReportMetric(float64(heap)/float64(n), "heap-B/session")
 			b.ReportMetric(100*cpu.Seconds()/wall.Seconds()/float64(n), "cpu%/session")
 			b.ReportMetric(float64(lateness.Quantile(0.5).Microseconds()), "late-p50-µs")
 			b.ReportMetric(float64(lateness.Quantile(0.99).Microseconds()), "late-p99-µs")
