@@ -116,6 +116,7 @@ func New(cfg Config) (*Session, error) {
 		s.timeout = DefaultMediaTimeout
 	}
 	s.remote = s.sdp
+	s.epoch = s.clk.Now() // Start moves it; set here so packets before Start are timed too
 	s.queue = newSendQueue(cfg.Codec.Format.Bytes(MaxQueued))
 	s.jitter = newJitterBuffer(cfg.Codec)
 	s.out.init(cfg.Codec)
