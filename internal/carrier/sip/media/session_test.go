@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"slices"
@@ -66,6 +67,20 @@ func (r *recSink) waitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("gave up waiting for %s", what)
 		}
 	}
+}
+
+// played waits for n frames and returns the first byte of each: frames are told apart
+// by value (frameOf), silence is 0xFF.
+func (r *recSink) played(t *testing.T, n int) []byte {
+	t.Helper()
+	r.waitFor(t, fmt.Sprintf("%d frames", n), func() bool { return len(r.frames) >= n })
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	got := make([]byte, n)
+	for i, f := range r.frames[:n] {
+		got[i] = f[0]
+	}
+	return got
 }
 
 func (r *recSink) snapshotMarks() []string {
@@ -199,6 +214,16 @@ func (s *stepped) step(t *testing.T) {
 	s.waitArmed(t)
 }
 
+// running is a stepped session talking to a raw peer, its Run recording into a sink.
+func running(t *testing.T, edit func(*Config)) (*stepped, *rawPeer, *recSink) {
+	t.Helper()
+	peer := newRawPeer(t)
+	s := newStepped(t, peer.addr(), edit)
+	sink := newRecSink()
+	s.run(t, sink)
+	return s, peer, sink
+}
+
 // run starts Run on sink and returns its result channel.
 func (s *stepped) run(t *testing.T, sink *recSink) <-chan error {
 	t.Helper()
@@ -258,10 +283,7 @@ func TestAudioQueuedBeforeStartIsTheFirstPacket(t *testing.T) {
 }
 
 func TestMarksComeBackOnceWhenTheirAudioWasSent(t *testing.T) {
-	peer := newRawPeer(t)
-	s := newStepped(t, peer.addr(), nil)
-	sink := newRecSink()
-	s.run(t, sink)
+	s, peer, sink := running(t, nil)
 	peer.read()
 	ctx := context.Background()
 	must(t, s.SendAudio(ctx, bytes.Repeat(frameOf(1), 3)))
@@ -311,10 +333,7 @@ func TestSendAudioIsBounded(t *testing.T) {
 }
 
 func TestReceivePlaysReorderedLostAndDuplicatedPackets(t *testing.T) {
-	peer := newRawPeer(t)
-	s := newStepped(t, peer.addr(), nil)
-	sink := newRecSink()
-	s.run(t, sink)
+	s, peer, sink := running(t, nil)
 	// Frames 1-6 at seq 100-105: sent as 1, 3, 2, 4, 4 again, 6 (5 is lost).
 	order := []int{1, 3, 2, 4, 4, 6}
 	for _, f := range order {
@@ -324,11 +343,7 @@ func TestReceivePlaysReorderedLostAndDuplicatedPackets(t *testing.T) {
 	for range 7 {
 		s.step(t)
 	}
-	sink.waitFor(t, "seven frames", func() bool { return len(sink.frames) >= 7 })
-	var got []byte
-	for _, f := range sink.frames[:7] {
-		got = append(got, f[0])
-	}
+	got := sink.played(t, 7)
 	if want := []byte{0xFF, 1, 2, 3, 4, 0xFF, 6}; !bytes.Equal(got, want) {
 		t.Fatalf("played %v, want %v", got, want)
 	}
@@ -339,10 +354,7 @@ func TestReceivePlaysReorderedLostAndDuplicatedPackets(t *testing.T) {
 }
 
 func TestReceiveRestartsOnANewSSRC(t *testing.T) {
-	peer := newRawPeer(t)
-	s := newStepped(t, peer.addr(), nil)
-	sink := newRecSink()
-	s.run(t, sink)
+	s, peer, sink := running(t, nil)
 	peer.send(s.local, 0, 500, 1000, frameOf(1))
 	peer.send(s.local, 0, 501, 1160, frameOf(2))
 	waitStats(t, s.Session, "the first stream", func(st Stats) bool { return st.PacketsIn == 2 })
@@ -357,11 +369,7 @@ func TestReceiveRestartsOnANewSSRC(t *testing.T) {
 	for range 4 {
 		s.step(t)
 	}
-	sink.waitFor(t, "six frames", func() bool { return len(sink.frames) >= 6 })
-	var got []byte
-	for _, f := range sink.frames[:6] {
-		got = append(got, f[0])
-	}
+	got := sink.played(t, 6)
 	// What was buffered of the old stream still plays; the new one follows it.
 	if want := []byte{0xFF, 1, 2, 3, 4, 0xFF}; !bytes.Equal(got, want) {
 		t.Fatalf("played %v, want %v", got, want)
@@ -372,10 +380,7 @@ func TestReceiveRestartsOnANewSSRC(t *testing.T) {
 }
 
 func TestReceiveRecutsTenMillisecondPackets(t *testing.T) {
-	peer := newRawPeer(t)
-	s := newStepped(t, peer.addr(), nil)
-	sink := newRecSink()
-	s.run(t, sink)
+	s, peer, sink := running(t, nil)
 	for i := range 8 { // 80 ms as eight 10 ms packets, values 1..8
 		peer.send(s.local, 0, uint16(i), uint32(80*i), bytes.Repeat([]byte{byte(i + 1)}, 80))
 	}
@@ -393,10 +398,7 @@ func TestReceiveRecutsTenMillisecondPackets(t *testing.T) {
 }
 
 func TestDTMFInIsReportedOncePerEvent(t *testing.T) {
-	peer := newRawPeer(t)
-	s := newStepped(t, peer.addr(), nil)
-	sink := newRecSink()
-	s.run(t, sink)
+	s, peer, sink := running(t, nil)
 	seq := uint16(0)
 	press := func(code uint8, ts uint32) {
 		for i := 1; i <= 5; i++ {
@@ -467,10 +469,7 @@ func TestDTMFOutFollowsRFC4733(t *testing.T) {
 }
 
 func TestHoldStopsSendingAndResumesWithTheMarker(t *testing.T) {
-	peer := newRawPeer(t)
-	s := newStepped(t, peer.addr(), nil)
-	sink := newRecSink()
-	s.run(t, sink)
+	s, peer, sink := running(t, nil)
 	before := peer.read()
 	ctx := context.Background()
 	s.Hold(true)
@@ -490,10 +489,7 @@ func TestHoldStopsSendingAndResumesWithTheMarker(t *testing.T) {
 }
 
 func TestSetCodecDropsTheQueueAndSwitchesPayload(t *testing.T) {
-	peer := newRawPeer(t)
-	s := newStepped(t, peer.addr(), nil)
-	sink := newRecSink()
-	s.run(t, sink)
+	s, peer, sink := running(t, nil)
 	peer.read()
 	ctx := context.Background()
 	must(t, s.SendAudio(ctx, bytes.Repeat(frameOf(5), 10)))
@@ -559,10 +555,7 @@ func TestLatchingAndStrangers(t *testing.T) {
 }
 
 func TestMalformedPacketsFromThePeerAreReported(t *testing.T) {
-	peer := newRawPeer(t)
-	s := newStepped(t, peer.addr(), nil)
-	sink := newRecSink()
-	s.run(t, sink)
+	s, peer, sink := running(t, nil)
 	rtcp := []byte{0x80, 200, 0, 6, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
 	peer.sendRaw(s.local, rtcp)                                      // a sender report on the RTP port: ignored
 	peer.sendRaw(s.local, []byte{0x80, 0})                           // short header
