@@ -1,8 +1,7 @@
 // Package media owns one SIP call's audio path: the RTP session that carries it.
 //
-// A SIP call (issue 20) is two conversations. The signalling (INVITE, 200 OK, BYE) agrees
-// in an SDP offer/answer on where each side wants audio sent (an address and an even UDP
-// port), which codec to use (PCMU or PCMA: G.711, 8000 one-byte samples a second) and
+// A SIP call is two conversations. The signalling (INVITE, 200 OK, BYE) agrees in an
+// SDP offer/answer on where each side wants audio sent (an address and an even UDP port), which codec to use (PCMU or PCMA: G.711, 8000 one-byte samples a second) and
 // which RTP payload type numbers the codec and the telephone-event (DTMF) payloads carry.
 // Then the audio itself travels as RTP packets over UDP, directly between the two media
 // addresses, outside the dialog. This package is that second part. It knows nothing of
@@ -30,11 +29,12 @@
 //
 // # Receiving: playout on the same tick
 //
-// Run reads the socket. Each datagram must come from the peer's address (see LatchPolicy
-// for symmetric RTP behind NAT; everyone else is a stranger, dropped and counted), parse
-// as RTP version 2 (at most 1500 bytes, pion/rtp), and carry the codec's, the telephone-
-// event's or the comfort-noise payload type; anything else from the peer is reported to
-// sink.Malformed and never ends the call.
+// Run reads the socket. Each datagram must come from the peer's address (see
+// LatchPolicy for symmetric RTP behind NAT; everyone else is a stranger, dropped and
+// counted), parse as RTP version 2 (at most 1500 bytes, pion/rtp), and carry the codec's,
+// the telephone-event's or the comfort-noise payload type; anything else from the peer is
+// reported to sink.Malformed and never ends the call. RTCP that a peer multiplexes onto
+// the RTP port is recognised and ignored.
 //
 // Audio goes into a jitter buffer that places samples by timestamp, so reordering needs
 // no sorting and packets of 10, 30 or 60 ms are re-cut into 20 ms frames; duplicates are
