@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/handset-voice/handset/internal/audio"
 )
 
 // frameOf is a 20 ms PCMU frame whose every byte is v: frames are told apart by value.
@@ -178,7 +180,7 @@ func TestJitterRefusesPayloadsItCannotPlace(t *testing.T) {
 	if b.check(nil) == nil || b.check(make([]byte, 8*160+1)) == nil {
 		t.Fatal("an empty or over-long payload passed the check")
 	}
-	l16 := newJitterBuffer(Codec{PayloadType: 96, Format: struct16k()})
+	l16 := newJitterBuffer(Codec{PayloadType: 96, Format: audio.Format{Encoding: audio.PCM16, Rate: 16000}})
 	if l16.check(make([]byte, 3)) == nil {
 		t.Fatal("half a 16-bit sample passed the check")
 	}
