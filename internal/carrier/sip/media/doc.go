@@ -1,5 +1,66 @@
-// Package media owns one SIP call's audio path: the RTP session that carries it. A SIP
-// call (issue 20) agrees in its SDP offer/answer on an address, a port and a codec for each
-// side; after that, audio travels as RTP packets over UDP, outside the SIP dialog. This
-// package knows nothing of SIP or SDP text: the SIP carrier maps the answer onto a Config.
+// Package media owns one SIP call's audio path: the RTP session that carries it.
+//
+// A SIP call is two conversations. The signalling (INVITE, 200 OK, BYE) agrees in an
+// SDP offer/answer on where each side wants audio sent (an address and an even UDP port), which codec to use (PCMU or PCMA: G.711, 8000 one-byte samples a second) and
+// which RTP payload type numbers the codec and the telephone-event (DTMF) payloads carry.
+// Then the audio itself travels as RTP packets over UDP, directly between the two media
+// addresses, outside the dialog. This package is that second part. It knows nothing of
+// SIP or SDP text: the SIP carrier maps the answer onto a Config, and re-INVITEs onto
+// SetRemote, SetCodec and Hold.
+//
+// # Sending: a clock, not a pipe
+//
+// RTP has no flow control and no acknowledgements: the far end plays what arrives when its
+// timestamp says. So a Session sends on its own 20 ms clock (internal/audio/pace: frame n
+// is due at start + n·20 ms, late wake-ups catch up, nothing drifts), one packet per tick,
+// from Start until Close. The call's playout queues audio ahead of real time (up to
+// MaxQueued); each tick takes the next 20 ms of it, or sends encoded silence when the
+// queue is empty ("comfort silence": it keeps NAT bindings and trunks' media timers alive,
+// and it means the greeting's first packet leaves on the tick after it is queued, never
+// behind a stream that had to start first). Sequence numbers and timestamps start at
+// random and advance without a break across silence, audio, clears, DTMF and hold; the
+// marker bit flags the first packet of each talkspurt and the first after a hold.
+//
+// There are no carrier marks in SIP: nobody tells us what the caller heard. The send clock
+// is the answer: a mark is reported once every byte queued before it has been written to
+// the socket on its tick, so the call's "heard prefix" is exact to the frame. Clear drops
+// the queue at once and the pending marks are reported on the next tick, in order, each
+// exactly once.
+//
+// # Receiving: playout on the same tick
+//
+// Run reads the socket. Each datagram must come from the peer's address (see
+// LatchPolicy for symmetric RTP behind NAT; everyone else is a stranger, dropped and
+// counted), parse as RTP version 2 (at most 1500 bytes, pion/rtp), and carry the codec's,
+// the telephone-event's or the comfort-noise payload type; anything else from the peer is
+// reported to sink.Malformed and never ends the call. RTCP that a peer multiplexes onto
+// the RTP port is recognised and ignored.
+//
+// Audio goes into a jitter buffer that places samples by timestamp, so reordering needs
+// no sorting and packets of 10, 30 or 60 ms are re-cut into 20 ms frames; duplicates are
+// dropped by sequence number (16-bit wraparound handled), late packets counted and
+// dropped. An SSRC change or a timestamp or sequence jump starts a new stream, placed
+// right after the audio already buffered, so a failover on the peer's side loses nothing. Lost audio is played
+// as silence, not repeated: a repeated fragment of speech would be heard as more speech by
+// the call's voice detector. Its cushion adapts between one and five frames (20-100 ms)
+// from the RFC 3550 jitter estimate and from packets that arrive too late.
+//
+// Playout is driven by the send clock, not by arrivals: every tick pops exactly one frame
+// and hands it to sink.Audio. The call's voice detector and speech-to-text expect a steady
+// 50 frames a second; arrival-driven playout would pass the network's bunching and gaps
+// straight through, and a second timer per call would double the wake-ups the bench
+// pays for 500 calls. So sink.Audio and sink.Mark are called from the clock goroutine,
+// sink.DTMF and sink.Malformed from Run's; both stop before Run returns.
+//
+// DTMF arrives as RFC 4733 events: every packet of one key press carries the same
+// timestamp, updates repeat with a growing duration and the end packet is sent three
+// times. A digit is reported once, on the first packet of its event seen (even if that is
+// an end packet), and retransmits of a recent event are ignored. SendDTMF sends the same
+// shape: an update every tick for 100 ms, then three end packets, audio held back meanwhile.
+//
+// # Timeouts
+//
+// A peer that never sends RTP (FirstMediaTimeout from Start) or stops (MediaTimeout since
+// the last packet, not counted while on hold) ends Run with ErrMediaTimeout: a dead call
+// must not hold a line and an agent for hours.
 package media

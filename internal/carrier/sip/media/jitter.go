@@ -26,7 +26,7 @@ type pushResult uint8
 const (
 	pushStored    pushResult = iota
 	pushLate                 // its time to play had passed: dropped
-	pushRestarted            // a timestamp jump: the buffer started over from this packet
+	pushRestarted            // a timestamp jump: a new stream follows what was buffered
 )
 
 // jitterBuffer turns the peer's audio packets, in whatever order and size they arrive,
@@ -54,6 +54,7 @@ type jitterBuffer struct {
 	filled []int   // bytes written into each slot's frame
 
 	started    bool
+	rebaseNext bool  // the next packet starts a new stream (new SSRC, sequence jump)
 	anchor     int64 // playhead at the start: slots count frames from it
 	firstAudio int64 // the stream's first packet: frames before it are the cushion
 	playhead   int64 // extended timestamp of the next frame to pop
@@ -100,7 +101,7 @@ func (b *jitterBuffer) empty() {
 	for i := range b.slotTS {
 		b.slotTS[i] = -1
 	}
-	b.started, b.hold, b.haveTransit = false, 0, false
+	b.started, b.rebaseNext, b.hold, b.haveTransit = false, false, 0, false
 	b.minAhead, b.pops = 1<<62, 0
 }
 
@@ -121,8 +122,11 @@ func (b *jitterBuffer) check(payload []byte) error {
 // highest so far (a newest packet whose timestamp is far off is a jump; an older one is
 // just late). arrival is the receive time in timestamp units, for the jitter estimate.
 func (b *jitterBuffer) push(ts uint32, payload []byte, newest bool, arrival int64) pushResult {
-	if !b.started {
+	switch {
+	case !b.started:
 		b.begin(ts)
+	case b.rebaseNext:
+		b.rebase(ts)
 	}
 	ext := b.refExt + int64(int32(ts-b.refTS))
 	end := ext + int64(len(payload)/b.sampleBytes)
@@ -135,8 +139,7 @@ func (b *jitterBuffer) push(ts uint32, payload []byte, newest bool, arrival int6
 			b.late++ // an old sequence number with a far timestamp: a stray, not a jump
 			return pushLate
 		}
-		b.restarts++
-		b.begin(ts)
+		b.rebase(ts)
 		ext, end, result = b.refExt, b.refExt+int64(len(payload)/b.sampleBytes), pushRestarted
 	case end <= b.playhead:
 		b.late++
@@ -156,7 +159,7 @@ func (b *jitterBuffer) push(ts uint32, payload []byte, newest bool, arrival int6
 	return result
 }
 
-// begin anchors a new stream on a packet's timestamp, one frame of cushion before it.
+// begin anchors a new stream on a packet's timestamp, the cushion's depth before it.
 func (b *jitterBuffer) begin(ts uint32) {
 	b.empty()
 	b.started = true
@@ -164,6 +167,25 @@ func (b *jitterBuffer) begin(ts uint32) {
 	b.firstAudio = b.refExt
 	b.anchor = b.refExt - int64(b.depth)*b.frameSamples
 	b.playhead, b.highestEnd = b.anchor, b.anchor
+}
+
+// restart makes the next packet start a new stream: the sender changed its SSRC or
+// jumped its sequence numbers, so its timestamps are unrelated to the old ones.
+func (b *jitterBuffer) restart() {
+	if b.started {
+		b.rebaseNext = true
+	}
+}
+
+// rebase maps a new stream's timestamps onto the buffer's from ts on, placing it right
+// after the audio already buffered (or the cushion, if the buffer ran dry): what was
+// queued still plays, and the new stream follows without a gap or an overlap.
+func (b *jitterBuffer) rebase(ts uint32) {
+	b.restarts++
+	b.rebaseNext, b.haveTransit = false, false
+	from := max(b.highestEnd, b.playhead+int64(b.depth)*b.frameSamples)
+	frames := (from - b.anchor + b.frameSamples - 1) / b.frameSamples
+	b.refTS, b.refExt = ts, b.anchor+frames*b.frameSamples
 }
 
 // observe updates the RFC 3550 interarrival jitter: the smoothed change in transit time.

@@ -2,7 +2,11 @@ package media
 
 import (
 	"bytes"
+	"math/rand/v2"
+	"slices"
 	"testing"
+
+	"github.com/handset-voice/handset/internal/audio"
 )
 
 // frameOf is a 20 ms PCMU frame whose every byte is v: frames are told apart by value.
@@ -176,7 +180,7 @@ func TestJitterRefusesPayloadsItCannotPlace(t *testing.T) {
 	if b.check(nil) == nil || b.check(make([]byte, 8*160+1)) == nil {
 		t.Fatal("an empty or over-long payload passed the check")
 	}
-	l16 := newJitterBuffer(Codec{PayloadType: 96, Format: struct16k()})
+	l16 := newJitterBuffer(Codec{PayloadType: 96, Format: audio.Format{Encoding: audio.PCM16, Rate: 16000}})
 	if l16.check(make([]byte, 3)) == nil {
 		t.Fatal("half a 16-bit sample passed the check")
 	}
@@ -193,5 +197,56 @@ func TestJitterPushAndPopAllocateNothing(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Fatalf("push and pop allocate %.1f times per frame, want 0", allocs)
+	}
+}
+
+// simulate plays a 20 ms stream through a jitter buffer on simulated time: packet i is
+// sent at i·20 ms and arrives delay(i) later (µs); pops happen every 20 ms, 7 ms out of
+// phase with the sender. It returns the buffer and how many packets after warm-up
+// (the first second) arrived too late to play.
+func simulate(packets int, delay func(i int) int64) (*jitterBuffer, int) {
+	b := newJitterBuffer(PCMU)
+	type arrival struct {
+		at int64 // µs
+		i  int
+	}
+	arrivals := make([]arrival, packets)
+	for i := range arrivals {
+		arrivals[i] = arrival{at: int64(i)*20000 + delay(i), i: i}
+	}
+	slices.SortFunc(arrivals, func(x, y arrival) int { return int(x.at - y.at) })
+	dst := make([]byte, 160)
+	late, next := 0, 0
+	for pop := int64(7000); next < len(arrivals); pop += 20000 {
+		for ; next < len(arrivals) && arrivals[next].at <= pop; next++ {
+			a := arrivals[next]
+			newest := true
+			for _, earlier := range arrivals[:next] {
+				if earlier.i > a.i {
+					newest = false
+					break
+				}
+			}
+			if b.push(uint32(160*a.i), frameOf(1), newest, a.at*8/1000) == pushLate && a.i >= 50 {
+				late++
+			}
+		}
+		b.pop(dst)
+	}
+	return b, late
+}
+
+func TestJitterKeepsUpWithARealisticNetwork(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	// Delays of 5-45 ms: 40 ms of spread, reordering included.
+	b, late := simulate(1500, func(int) int64 { return 5000 + rng.Int64N(40000) })
+	t.Logf("40 ms spread: depth %d frames, jitter estimate %s, late after warm-up %d of 1450",
+		b.depth, b.jitterDuration(8000), late)
+	if late > 1450/50 { // 2%
+		t.Fatalf("%d of 1450 packets were late: the cushion did not grow enough", late)
+	}
+	calm, lateCalm := simulate(1500, func(int) int64 { return 5000 })
+	if calm.depth != minDepth || lateCalm != 0 {
+		t.Fatalf("a network without jitter: depth %d, %d late; want %d and 0", calm.depth, lateCalm, minDepth)
 	}
 }

@@ -81,6 +81,9 @@ func (s *Session) receive(r *receiver, datagram []byte, from netip.AddrPort) (di
 	now := s.clk.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if isRTCP(datagram) {
+		return "", nil // reports on the RTP port (rtcp-mux): nothing the call needs
+	}
 	known := from == s.remote
 	if !known && !s.mayLatch(from) {
 		s.stats.Strangers++
@@ -116,10 +119,7 @@ func (s *Session) receive(r *receiver, datagram []byte, from netip.AddrPort) (di
 	case seqReordered:
 		s.stats.Reordered++
 	case seqRestart:
-		if s.stats.PacketsIn > 1 {
-			s.stats.Resets++
-			s.jitter.empty()
-		}
+		s.jitter.restart()
 	}
 	switch h.PayloadType {
 	case s.codec.PayloadType:
@@ -136,6 +136,12 @@ func (s *Session) receive(r *receiver, datagram []byte, from netip.AddrPort) (di
 		}
 	}
 	return digit, nil
+}
+
+// isRTCP tells RTCP multiplexed on the RTP port (RFC 5761) from RTP: version 2 and a
+// packet type of 192-223 where RTP has its marker bit and payload type.
+func isRTCP(datagram []byte) bool {
+	return len(datagram) >= 2 && datagram[0]>>6 == 2 && datagram[1] >= 192 && datagram[1] <= 223
 }
 
 // mayLatch says whether a packet from an address other than the remote may become the

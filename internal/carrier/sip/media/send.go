@@ -47,12 +47,12 @@ type sender struct {
 
 // outEvent is the telephone event being sent.
 type outEvent struct {
-	active           bool
-	code             uint8
-	ts               uint32 // every packet of the event carries its start timestamp
-	updates, ends    int
-	gap              int
-	marker, finished bool
+	active        bool
+	code          uint8
+	ts            uint32 // every packet of the event carries its start timestamp
+	updates, ends int
+	gap           int
+	finished      bool // the last end packet was just built: count the digit
 }
 
 // init numbers a new stream at random (RFC 3550: SSRC, sequence and timestamp start
@@ -126,6 +126,7 @@ func (o *sender) eventPayload() (payload []byte, marker bool) {
 // clockLoop is the session's one timer goroutine: every 20 ms it sends a packet, plays a
 // frame out of the jitter buffer to the sink and reports the marks that fell due.
 func (s *Session) clockLoop(p *pace.Pacer) {
+	defer close(s.loopDone)
 	timer := s.clk.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {

@@ -47,32 +47,32 @@ type Session struct {
 	startOnce sync.Once
 	closeOnce sync.Once
 	stop      chan struct{} // closed by Close
+	loopDone  chan struct{} // closed when the clock goroutine has returned
 
 	// deliverMu serialises the clock goroutine's calls into the sink with Run setting and
 	// clearing it, so nothing reaches a sink after Run returned. Taken before mu.
 	deliverMu sync.Mutex
 	sink      voice.LegSink // guarded by deliverMu
 
-	mu        sync.Mutex // guards the following
-	closed    bool
-	codec     Codec
-	dtmfPT    uint8
-	sdp       netip.AddrPort // the address the SDP gave
-	remote    netip.AddrPort // where packets go and come from: sdp, or the latched source
-	latched   bool
-	held      bool
-	flowed    bool      // a valid packet arrived since Start
-	lastIn    time.Time // last valid packet, or Start, or the end of a hold
-	timedOut  error
-	epoch     time.Time // arrival times count from here, for the jitter estimate
-	queue     *sendQueue
-	jitter    *jitterBuffer
-	seq       sequence
-	dtmfIn    dtmfReceiver
-	out       sender
-	stats     Stats
-	playout   [maxCatchUp][]byte // frames popped for the sink, reused
-	playCount int
+	mu       sync.Mutex // guards the following
+	closed   bool
+	codec    Codec
+	dtmfPT   uint8
+	sdp      netip.AddrPort // the address the SDP gave
+	remote   netip.AddrPort // where packets go and come from: sdp, or the latched source
+	latched  bool
+	held     bool
+	flowed   bool      // a valid packet arrived since Start
+	lastIn   time.Time // last valid packet, or Start, or the end of a hold
+	timedOut error
+	epoch    time.Time // arrival times count from here, for the jitter estimate
+	queue    *sendQueue
+	jitter   *jitterBuffer
+	seq      sequence
+	dtmfIn   dtmfReceiver
+	out      sender
+	stats    Stats
+	playout  [maxCatchUp][]byte // frames popped for the sink, reused
 }
 
 // New checks cfg and returns a session that sends nothing until Start (or Run).
@@ -98,6 +98,7 @@ func New(cfg Config) (*Session, error) {
 		firstTimeout: cfg.FirstMediaTimeout,
 		timeout:      cfg.MediaTimeout,
 		stop:         make(chan struct{}),
+		loopDone:     make(chan struct{}),
 		codec:        cfg.Codec,
 		dtmfPT:       cfg.DTMF,
 		sdp:          unmap(cfg.Remote),
@@ -115,6 +116,7 @@ func New(cfg Config) (*Session, error) {
 		s.timeout = DefaultMediaTimeout
 	}
 	s.remote = s.sdp
+	s.epoch = s.clk.Now() // Start moves it; set here so packets before Start are timed too
 	s.queue = newSendQueue(cfg.Codec.Format.Bytes(MaxQueued))
 	s.jitter = newJitterBuffer(cfg.Codec)
 	s.out.init(cfg.Codec)
@@ -174,7 +176,14 @@ func (s *Session) Run(ctx context.Context, sink voice.LegSink) error {
 	stopOnCancel := context.AfterFunc(ctx, func() { _ = s.Close() })
 	defer stopOnCancel()
 	s.Start()
-	return s.read(ctx, sink)
+	err := s.read(ctx, sink)
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		<-s.loopDone // nothing of the session outlives a Run that ended it
+	}
+	return err
 }
 
 // SendAudio queues audio in the codec's format (any length; the session cuts 20 ms
@@ -296,7 +305,8 @@ func (s *Session) Stats() Stats {
 	return st
 }
 
-// Close stops the clock and closes the socket; Run returns nil. It is safe to call twice.
+// Close stops the clock and closes the socket; Run returns nil once the clock goroutine
+// has stopped. Close itself does not wait, so a sink may call it. It is safe to call twice.
 func (s *Session) Close() error {
 	var err error
 	s.closeOnce.Do(func() {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"slices"
@@ -31,7 +32,11 @@ type recSink struct {
 
 func newRecSink() *recSink { return &recSink{changed: make(chan struct{}, 1)} }
 
-func (r *recSink) note() {
+// record applies a change under the lock and wakes whoever waits for one.
+func (r *recSink) record(change func()) {
+	r.mu.Lock()
+	change()
+	r.mu.Unlock()
 	select {
 	case r.changed <- struct{}{}:
 	default:
@@ -39,32 +44,11 @@ func (r *recSink) note() {
 }
 
 func (r *recSink) Audio(frame []byte) {
-	r.mu.Lock()
-	r.frames = append(r.frames, bytes.Clone(frame))
-	r.mu.Unlock()
-	r.note()
+	r.record(func() { r.frames = append(r.frames, bytes.Clone(frame)) })
 }
-
-func (r *recSink) Mark(name string) {
-	r.mu.Lock()
-	r.marks = append(r.marks, name)
-	r.mu.Unlock()
-	r.note()
-}
-
-func (r *recSink) DTMF(digit string) {
-	r.mu.Lock()
-	r.digits = append(r.digits, digit)
-	r.mu.Unlock()
-	r.note()
-}
-
-func (r *recSink) Malformed(err error) {
-	r.mu.Lock()
-	r.malformed = append(r.malformed, err)
-	r.mu.Unlock()
-	r.note()
-}
+func (r *recSink) Mark(name string)    { r.record(func() { r.marks = append(r.marks, name) }) }
+func (r *recSink) DTMF(digit string)   { r.record(func() { r.digits = append(r.digits, digit) }) }
+func (r *recSink) Malformed(err error) { r.record(func() { r.malformed = append(r.malformed, err) }) }
 
 // waitFor waits until cond (called under the sink's lock) holds.
 func (r *recSink) waitFor(t *testing.T, what string, cond func() bool) {
@@ -83,6 +67,20 @@ func (r *recSink) waitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("gave up waiting for %s", what)
 		}
 	}
+}
+
+// played waits for n frames and returns the first byte of each: frames are told apart
+// by value (frameOf), silence is 0xFF.
+func (r *recSink) played(t *testing.T, n int) []byte {
+	t.Helper()
+	r.waitFor(t, fmt.Sprintf("%d frames", n), func() bool { return len(r.frames) >= n })
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	got := make([]byte, n)
+	for i, f := range r.frames[:n] {
+		got[i] = f[0]
+	}
+	return got
 }
 
 func (r *recSink) snapshotMarks() []string {
@@ -111,6 +109,7 @@ func waitStats(t *testing.T, s *Session, what string, cond func(Stats) bool) Sta
 type rawPeer struct {
 	t    *testing.T
 	conn *net.UDPConn
+	ssrc uint32
 }
 
 func newRawPeer(t *testing.T) *rawPeer {
@@ -120,7 +119,7 @@ func newRawPeer(t *testing.T) *rawPeer {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = conn.Close() })
-	return &rawPeer{t: t, conn: conn}
+	return &rawPeer{t: t, conn: conn, ssrc: 0x5150}
 }
 
 func (p *rawPeer) addr() netip.AddrPort { return p.conn.LocalAddr().(*net.UDPAddr).AddrPort() }
@@ -135,7 +134,7 @@ func (p *rawPeer) sendRaw(to netip.AddrPort, b []byte) {
 func (p *rawPeer) send(to netip.AddrPort, pt uint8, seq uint16, ts uint32, payload []byte) {
 	p.t.Helper()
 	b, err := (&rtp.Packet{Header: rtp.Header{Version: 2, PayloadType: pt, SequenceNumber: seq,
-		Timestamp: ts, SSRC: 0x5150}, Payload: payload}).Marshal()
+		Timestamp: ts, SSRC: p.ssrc}, Payload: payload}).Marshal()
 	if err != nil {
 		p.t.Fatal(err)
 	}
@@ -165,7 +164,7 @@ type stepped struct {
 	local netip.AddrPort
 }
 
-func listenLoopback(t *testing.T) *net.UDPConn {
+func listenLoopback(t testing.TB) *net.UDPConn {
 	t.Helper()
 	conn, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.MustParseAddrPort("127.0.0.1:0")))
 	if err != nil {
@@ -189,7 +188,12 @@ func newStepped(t *testing.T, remote netip.AddrPort, edit func(*Config)) *steppe
 	}
 	t.Cleanup(func() { _ = s.Close() })
 	st := &stepped{Session: s, clk: clk, armed: make(chan struct{}, 1), local: conn.LocalAddr().(*net.UDPAddr).AddrPort()}
-	s.armed = func() { st.armed <- struct{}{} }
+	s.armed = func() {
+		select {
+		case st.armed <- struct{}{}:
+		case <-s.stop: // closed: nobody steps it any more
+		}
+	}
 	return st
 }
 
@@ -208,6 +212,16 @@ func (s *stepped) step(t *testing.T) {
 	t.Helper()
 	s.clk.Advance(20 * time.Millisecond)
 	s.waitArmed(t)
+}
+
+// running is a stepped session talking to a raw peer, its Run recording into a sink.
+func running(t *testing.T, edit func(*Config)) (*stepped, *rawPeer, *recSink) {
+	t.Helper()
+	peer := newRawPeer(t)
+	s := newStepped(t, peer.addr(), edit)
+	sink := newRecSink()
+	s.run(t, sink)
+	return s, peer, sink
 }
 
 // run starts Run on sink and returns its result channel.
@@ -258,11 +272,18 @@ func TestSendClockNumbersPacketsContinuously(t *testing.T) {
 	}
 }
 
-func TestMarksComeBackOnceWhenTheirAudioWasSent(t *testing.T) {
+func TestAudioQueuedBeforeStartIsTheFirstPacket(t *testing.T) {
 	peer := newRawPeer(t)
 	s := newStepped(t, peer.addr(), nil)
-	sink := newRecSink()
-	s.run(t, sink)
+	must(t, s.SendAudio(context.Background(), frameOf(7))) // the greeting, ready at the 200 OK
+	s.Start()
+	if p := peer.read(); p.Payload[0] != 7 || !p.Marker {
+		t.Fatalf("first packet: %#x marker %v; want the greeting with the marker bit", p.Payload[0], p.Marker)
+	}
+}
+
+func TestMarksComeBackOnceWhenTheirAudioWasSent(t *testing.T) {
+	s, peer, sink := running(t, nil)
 	peer.read()
 	ctx := context.Background()
 	must(t, s.SendAudio(ctx, bytes.Repeat(frameOf(1), 3)))
@@ -312,10 +333,7 @@ func TestSendAudioIsBounded(t *testing.T) {
 }
 
 func TestReceivePlaysReorderedLostAndDuplicatedPackets(t *testing.T) {
-	peer := newRawPeer(t)
-	s := newStepped(t, peer.addr(), nil)
-	sink := newRecSink()
-	s.run(t, sink)
+	s, peer, sink := running(t, nil)
 	// Frames 1-6 at seq 100-105: sent as 1, 3, 2, 4, 4 again, 6 (5 is lost).
 	order := []int{1, 3, 2, 4, 4, 6}
 	for _, f := range order {
@@ -325,11 +343,7 @@ func TestReceivePlaysReorderedLostAndDuplicatedPackets(t *testing.T) {
 	for range 7 {
 		s.step(t)
 	}
-	sink.waitFor(t, "seven frames", func() bool { return len(sink.frames) >= 7 })
-	var got []byte
-	for _, f := range sink.frames[:7] {
-		got = append(got, f[0])
-	}
+	got := sink.played(t, 7)
 	if want := []byte{0xFF, 1, 2, 3, 4, 0xFF, 6}; !bytes.Equal(got, want) {
 		t.Fatalf("played %v, want %v", got, want)
 	}
@@ -339,11 +353,34 @@ func TestReceivePlaysReorderedLostAndDuplicatedPackets(t *testing.T) {
 	}
 }
 
+func TestReceiveRestartsOnANewSSRC(t *testing.T) {
+	s, peer, sink := running(t, nil)
+	peer.send(s.local, 0, 500, 1000, frameOf(1))
+	peer.send(s.local, 0, 501, 1160, frameOf(2))
+	waitStats(t, s.Session, "the first stream", func(st Stats) bool { return st.PacketsIn == 2 })
+	s.step(t)
+	s.step(t)
+	// The peer's media server changed (a transfer, a failover): new SSRC, numbering and
+	// timestamps. Without the restart these would be refused as far off or late.
+	peer.ssrc = 0x7777
+	peer.send(s.local, 0, 9, 400000, frameOf(3))
+	peer.send(s.local, 0, 10, 400160, frameOf(4))
+	waitStats(t, s.Session, "the second stream", func(st Stats) bool { return st.PacketsIn == 4 })
+	for range 4 {
+		s.step(t)
+	}
+	got := sink.played(t, 6)
+	// What was buffered of the old stream still plays; the new one follows it.
+	if want := []byte{0xFF, 1, 2, 3, 4, 0xFF}; !bytes.Equal(got, want) {
+		t.Fatalf("played %v, want %v", got, want)
+	}
+	if st := s.Stats(); st.Resets != 1 || st.Late != 0 || st.Lost != 0 {
+		t.Fatalf("stats %+v: want one reset, nothing late or lost", st)
+	}
+}
+
 func TestReceiveRecutsTenMillisecondPackets(t *testing.T) {
-	peer := newRawPeer(t)
-	s := newStepped(t, peer.addr(), nil)
-	sink := newRecSink()
-	s.run(t, sink)
+	s, peer, sink := running(t, nil)
 	for i := range 8 { // 80 ms as eight 10 ms packets, values 1..8
 		peer.send(s.local, 0, uint16(i), uint32(80*i), bytes.Repeat([]byte{byte(i + 1)}, 80))
 	}
@@ -361,10 +398,7 @@ func TestReceiveRecutsTenMillisecondPackets(t *testing.T) {
 }
 
 func TestDTMFInIsReportedOncePerEvent(t *testing.T) {
-	peer := newRawPeer(t)
-	s := newStepped(t, peer.addr(), nil)
-	sink := newRecSink()
-	s.run(t, sink)
+	s, peer, sink := running(t, nil)
 	seq := uint16(0)
 	press := func(code uint8, ts uint32) {
 		for i := 1; i <= 5; i++ {
@@ -435,10 +469,7 @@ func TestDTMFOutFollowsRFC4733(t *testing.T) {
 }
 
 func TestHoldStopsSendingAndResumesWithTheMarker(t *testing.T) {
-	peer := newRawPeer(t)
-	s := newStepped(t, peer.addr(), nil)
-	sink := newRecSink()
-	s.run(t, sink)
+	s, peer, sink := running(t, nil)
 	before := peer.read()
 	ctx := context.Background()
 	s.Hold(true)
@@ -458,10 +489,7 @@ func TestHoldStopsSendingAndResumesWithTheMarker(t *testing.T) {
 }
 
 func TestSetCodecDropsTheQueueAndSwitchesPayload(t *testing.T) {
-	peer := newRawPeer(t)
-	s := newStepped(t, peer.addr(), nil)
-	sink := newRecSink()
-	s.run(t, sink)
+	s, peer, sink := running(t, nil)
 	peer.read()
 	ctx := context.Background()
 	must(t, s.SendAudio(ctx, bytes.Repeat(frameOf(5), 10)))
@@ -527,21 +555,21 @@ func TestLatchingAndStrangers(t *testing.T) {
 }
 
 func TestMalformedPacketsFromThePeerAreReported(t *testing.T) {
-	peer := newRawPeer(t)
-	s := newStepped(t, peer.addr(), nil)
-	sink := newRecSink()
-	s.run(t, sink)
+	s, peer, sink := running(t, nil)
+	rtcp := []byte{0x80, 200, 0, 6, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+	peer.sendRaw(s.local, rtcp)                                      // a sender report on the RTP port: ignored
 	peer.sendRaw(s.local, []byte{0x80, 0})                           // short header
 	peer.sendRaw(s.local, append([]byte{0x40}, make([]byte, 20)...)) // version 1
 	peer.send(s.local, 99, 1, 0, frameOf(1))                         // a payload type nobody agreed
 	peer.send(s.local, 101, 2, 0, []byte{1, 2})                      // a short event
 	peer.send(s.local, 13, 3, 0, []byte{40})                         // comfort noise: fine
 	peer.sendRaw(s.local, make([]byte, maxPacket+1))                 // too long
-	sink.waitFor(t, "five malformed", func() bool { return len(sink.malformed) >= 5 })
-	waitStats(t, s.Session, "the comfort noise", func(st Stats) bool { return st.PacketsIn == 1 })
-	if st := s.Stats(); st.Malformed != 5 {
-		t.Fatalf("Malformed %d, want 5", st.Malformed)
+	peer.send(s.local, 0, 4, 0, frameOf(1))                          // audio, last: all before it was read
+	waitStats(t, s.Session, "the comfort noise and the audio", func(st Stats) bool { return st.PacketsIn == 2 })
+	if st := s.Stats(); st.Malformed != 5 || st.Strangers != 0 {
+		t.Fatalf("Malformed %d, Strangers %d; want 5 and 0", st.Malformed, st.Strangers)
 	}
+	sink.waitFor(t, "five malformed reports", func() bool { return len(sink.malformed) == 5 })
 }
 
 func TestMediaTimeouts(t *testing.T) {
@@ -595,6 +623,11 @@ func TestRunEndsOnCloseAndOnCancel(t *testing.T) {
 	done := s.run(t, newRecSink())
 	must(t, s.Close())
 	waitRun(t, done, nil)
+	select {
+	case <-s.loopDone:
+	default:
+		t.Fatal("Run returned with the clock goroutine still running")
+	}
 	if err := s.SendAudio(context.Background(), frameOf(1)); !errors.Is(err, ErrClosed) {
 		t.Fatalf("SendAudio after Close: %v", err)
 	}
@@ -604,6 +637,11 @@ func TestRunEndsOnCloseAndOnCancel(t *testing.T) {
 	go func() { ended <- c.Run(ctx, newRecSink()) }()
 	cancel()
 	waitRun(t, ended, context.Canceled)
+	select {
+	case <-c.loopDone:
+	default:
+		t.Fatal("Run returned on cancel with the clock goroutine still running")
+	}
 }
 
 func TestTwoSessionsTalkOverLoopback(t *testing.T) {

@@ -1,0 +1,136 @@
+package media
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"runtime"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/handset-voice/handset/internal/audio/pace"
+)
+
+// discardSink takes everything and keeps nothing.
+type discardSink struct{}
+
+func (discardSink) Audio([]byte)    {}
+func (discardSink) Mark(string)     {}
+func (discardSink) DTMF(string)     {}
+func (discardSink) Malformed(error) {}
+
+func TestSendTickAllocatesNothing(t *testing.T) {
+	peer := newRawPeer(t)
+	s := newStepped(t, peer.addr(), nil)
+	s.sink = discardSink{}
+	p := pace.New(s.clk.Now(), 20*time.Millisecond, 0)
+	ctx := context.Background()
+	frame := frameOf(9)
+	allocs := testing.AllocsPerRun(500, func() {
+		_ = s.SendAudio(ctx, frame)
+		_ = s.SendMark(ctx, "spoken")
+		s.clk.Advance(20 * time.Millisecond)
+		s.tick(p)
+	})
+	if allocs != 0 {
+		t.Fatalf("one tick (send, marks, playout) allocates %.1f times, want 0", allocs)
+	}
+	if st := s.Stats(); st.PacketsOut < 500 {
+		t.Fatalf("only %d packets sent", st.PacketsOut)
+	}
+}
+
+func TestReceiveAllocatesNothing(t *testing.T) {
+	s := newStepped(t, fuzzRemote, func(c *Config) { c.Latch = LatchStrict })
+	r := newReceiver()
+	datagram := rtpBytes(0, 0, 0, frameOf(3))
+	event := rtpBytes(101, 0, 0, []byte{1, 10, 0, 160})
+	dst := make([]byte, 160)
+	var i uint32
+	allocs := testing.AllocsPerRun(1000, func() {
+		i++
+		seq, ts := uint16(2*i), 160*i
+		datagram[2], datagram[3] = byte(seq>>8), byte(seq)
+		datagram[4], datagram[5], datagram[6], datagram[7] = byte(ts>>24), byte(ts>>16), byte(ts>>8), byte(ts)
+		s.receive(r, datagram, fuzzRemote)
+		copy(event[2:8], datagram[2:8])
+		event[3]++ // the next sequence number, a new event timestamp
+		s.receive(r, event, fuzzRemote)
+		s.jitter.pop(dst)
+	})
+	if allocs != 0 {
+		t.Fatalf("receiving a packet allocates %.1f times, want 0", allocs)
+	}
+	if st := s.Stats(); st.PacketsIn < 2000 || st.DTMFIn < 1000 || st.Malformed != 0 {
+		t.Fatalf("stats after the run: %+v", st)
+	}
+}
+
+// heapInUse is the live heap after a collection.
+func heapInUse() int64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapInuse)
+}
+
+// cpuTime is the process's user and system CPU time so far.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkSessions runs n sessions in pairs over loopback, each pair sending comfort
+// silence both ways with the reader and playout running, as calls that are connected but
+// quiet. One op is one 20 ms period. It reports CPU per session (percent of one core)
+// the live heap per session, and the send lateness of every packet: how long after its due time it was written.
+//
+//	go test -run '^$' -bench Sessions -benchtime 150x ./internal/carrier/sip/media
+func BenchmarkSessions(b *testing.B) {
+	for _, n := range []int{2, 200, 500} {
+		b.Run(fmt.Sprintf("sessions=%d", n), func(b *testing.B) {
+			sessions := make([]*Session, 0, n)
+			heap0 := heapInUse()
+			for range n / 2 {
+				connA, connB := listenLoopback(b), listenLoopback(b)
+				for _, pair := range [][2]*net.UDPConn{{connA, connB}, {connB, connA}} {
+					s, err := New(Config{Conn: pair[0], Remote: pair[1].LocalAddr().(*net.UDPAddr).AddrPort(), Codec: PCMU, DTMF: 101})
+					if err != nil {
+						b.Fatal(err)
+					}
+					sessions = append(sessions, s)
+					go func() { _ = s.Run(context.Background(), discardSink{}) }()
+				}
+			}
+			defer func() {
+				for _, s := range sessions {
+					_ = s.Close()
+				}
+			}()
+			time.Sleep(200 * time.Millisecond) // every clock started and past its first tick
+			heap := heapInUse() - heap0
+			cpu0, wall0 := cpuTime(b), time.Now()
+			b.ResetTimer()
+			time.Sleep(time.Duration(b.N) * 20 * time.Millisecond)
+			b.StopTimer()
+			cpu, wall := cpuTime(b)-cpu0, time.Since(wall0)
+			var lateness Lateness
+			var sent uint64
+			for _, s := range sessions {
+				st := s.Stats()
+				lateness.Merge(st.Lateness)
+				sent += st.PacketsOut
+			}
+			b.ReportMetric(float64(heap)/float64(n), "heap-B/session")
+			b.ReportMetric(100*cpu.Seconds()/wall.Seconds()/float64(n), "cpu%/session")
+			b.ReportMetric(float64(lateness.Quantile(0.5).Microseconds()), "late-p50-µs")
+			b.ReportMetric(float64(lateness.Quantile(0.99).Microseconds()), "late-p99-µs")
+			b.ReportMetric(float64(lateness.Max.Microseconds()), "late-max-µs")
+			b.ReportMetric(float64(sent)/float64(n), "packets/session")
+		})
+	}
+}
