@@ -29,6 +29,9 @@ func (s *server) admit(leg voice.Leg) (<-chan struct{}, error) {
 	if err != nil {
 		return nil, err
 	}
+	if r, ok := leg.(voice.Reporting); ok {
+		r.ReportTo(func(e voice.LegEvent) { journal.Record(e.At, legEvent(e)) })
+	}
 	if live, ok := leg.(interface{ Observe(obs.Event) }); ok {
 		journal.Tee(live.Observe) // the browser page shows the call as it happens
 	}
@@ -217,4 +220,12 @@ const declinedOutcome = "machine"
 // FlushTranscript saves the transcript lines still queued (a handoff reads the call's).
 func (s *server) FlushTranscript(ctx context.Context, _ voice.CallID) error {
 	return s.lines.Flush(ctx)
+}
+
+// legEvent is a leg's own event as the journal writes it.
+func legEvent(e voice.LegEvent) obs.Event {
+	if e.Kind == voice.LegFirstOut {
+		return obs.Event{Type: obs.MediaFirstOut}
+	}
+	return obs.Event{Type: obs.CarrierSignal, Name: e.Name, Kind: e.Direction, Reason: e.Reason}
 }

@@ -89,7 +89,15 @@ const (
 	// call goes on: message.
 	RecordingError = "recording.error"
 	CallEnd        = "call.end"
+	// CarrierSignal: a signalling message of a carrier whose calls Handset sets up itself
+	// (a SIP trunk): name is the message ("INVITE", "180 Ringing", "200 OK", "ACK", "BYE",
+	// "CANCEL"), kind "in" or "out", reason why a call ended on a BYE or a failure status.
+	CarrierSignal = "carrier.signal"
+	// MediaFirstOut: the first audio packet left for the caller (a SIP trunk's first RTP
+	// packet; carriers with a media stream show it as playout.first_audio).
+	MediaFirstOut = "media.first_out"
 )
+
 
 // Event is one journal line. Fields beyond ts, ms and type are set only where they apply.
 type Event struct {

@@ -2,6 +2,7 @@ package voice
 
 import (
 	"context"
+	"time"
 
 	"github.com/handset-voice/handset/internal/audio"
 )
@@ -75,4 +76,30 @@ type Leg interface {
 	SendAudio(ctx context.Context, audio []byte) error
 	SendMark(ctx context.Context, name string) error
 	Clear(ctx context.Context) error
+}
+
+// LegEvent is something a leg's carrier did that the call's journal keeps beside the
+// call's own events: a SIP trunk's signalling messages, its first packet out.
+type LegEvent struct {
+	At   time.Time
+	Kind LegEventKind
+	// Name is the message as on the wire ("INVITE", "180 Ringing", "200 OK", "BYE");
+	// Direction "in" or "out"; Reason why a call ended (a BYE's cause), else empty.
+	Name, Direction, Reason string
+}
+
+// LegEventKind says what a LegEvent is.
+type LegEventKind uint8
+
+// Kinds of leg event.
+const (
+	LegSignal   LegEventKind = iota + 1 // a signalling message
+	LegFirstOut                         // the first audio packet left for the caller
+)
+
+// Reporting is a leg that reports LegEvents. The gateway tells it where they go when it
+// admits the call; the leg then reports what happened before (its INVITE) with the times
+// it happened, and everything later as it happens.
+type Reporting interface {
+	ReportTo(func(LegEvent))
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/netip"
 	"strings"
+	"time"
 
 	"github.com/emiago/sipgo"
 	"github.com/emiago/sipgo/sip"
@@ -40,6 +41,8 @@ func (t *Trunk) onInvite(req *sip.Request, tx sip.ServerTransaction) {
 // syllable of the greeting is never clipped. A call refused on the way gets the final
 // status that says why.
 func (t *Trunk) answerCall(req *sip.Request, tx sip.ServerTransaction) {
+	sig := &signals{}
+	sig.signal(time.Now(), "INVITE", "in", "")
 	if t.in.Draining != nil && t.in.Draining() {
 		res := sip.NewResponseFromRequest(req, sip.StatusServiceUnavailable, "Draining", nil)
 		res.AppendHeader(sip.NewHeader("Retry-After", "5"))
@@ -53,6 +56,7 @@ func (t *Trunk) answerCall(req *sip.Request, tx sip.ServerTransaction) {
 	}
 	_ = dialog.Respond(sip.StatusTrying, "Trying", nil)
 	_ = dialog.Respond(sip.StatusRinging, "Ringing", nil)
+	sig.signal(time.Now(), "180 Ringing", "out", "")
 
 	offer, err := sdp.Parse(req.Body())
 	if err != nil {
@@ -96,7 +100,7 @@ func (t *Trunk) answerCall(req *sip.Request, tx sip.ServerTransaction) {
 		return
 	}
 	c := &inboundCall{dialog: dialog, media: sess, local: local, agreed: agreed, answer: answer}
-	c.leg = newLeg(t, c, inboundInfo(req, codec))
+	c.leg = newLeg(t, c, inboundInfo(req, codec), sig)
 	t.dialogs.add(c)
 	if _, err := t.in.Admit(c.leg); err != nil {
 		t.dialogs.remove(c)
@@ -113,8 +117,10 @@ func (t *Trunk) answerCall(req *sip.Request, tx sip.ServerTransaction) {
 		return
 	default:
 	}
+	sig.signal(time.Now(), "200 OK", "out", "")
 	if err := dialog.RespondSDP(answer); err != nil {
 		// Cancelled while ringing, or the ACK never came: the call is over.
+		sig.signal(time.Now(), "ACK", "in", voice.Clip(err.Error(), 80))
 		t.log.Info("call not established", "call_id", callID(req), "err", err)
 		c.leg.end(errNotEstablished)
 		return
@@ -201,6 +207,7 @@ func (t *Trunk) onBye(req *sip.Request, tx sip.ServerTransaction) {
 		_ = tx.Respond(sip.NewResponseFromRequest(req, sip.StatusBadRequest, clipReason(err), nil))
 		return
 	}
+	c.leg.signals.signal(time.Now(), "BYE", "in", byeReason(req))
 	c.leg.end(nil)
 }
 
@@ -357,4 +364,13 @@ func (t *Trunk) route() {
 	t.srv.OnOptions(t.onOptions)
 	t.srv.OnInfo(t.onInfo)
 	t.srv.OnNoRoute(t.onOther)
+}
+
+// byeReason is what a BYE says of why the call ended: its Reason header (RFC 3326), else
+// "caller".
+func byeReason(req *sip.Request) string {
+	if h := req.GetHeader("Reason"); h != nil {
+		return voice.Clip(h.Value(), 80)
+	}
+	return "caller"
 }

@@ -32,13 +32,20 @@ type Leg struct {
 
 	mu   sync.Mutex
 	sink voice.LegSink // set by Run; INFO digits go to it
+
+	signals *signals
 }
 
 var _ voice.Leg = (*Leg)(nil)
 
-func newLeg(t *Trunk, c *inboundCall, info voice.LegInfo) *Leg {
-	return &Leg{trunk: t, call: c, info: info, answered: make(chan struct{}), ended: make(chan struct{})}
+func newLeg(t *Trunk, c *inboundCall, info voice.LegInfo, sig *signals) *Leg {
+	return &Leg{trunk: t, call: c, info: info, signals: sig, answered: make(chan struct{}), ended: make(chan struct{})}
 }
+
+var _ voice.Reporting = (*Leg)(nil)
+
+// ReportTo reports the call's signalling, for its journal.
+func (l *Leg) ReportTo(report func(voice.LegEvent)) { l.signals.reportTo(report) }
 
 // Info describes the call.
 func (l *Leg) Info() voice.LegInfo { return l.info }
@@ -93,6 +100,7 @@ func (l *Leg) hangUp() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), byeTimeout)
 	defer cancel()
+	l.signals.signal(time.Now(), "BYE", "out", "handset")
 	if err := l.call.dialog.Bye(ctx); err != nil {
 		l.trunk.log.Warn("could not hang up the call (BYE)", "call_id", l.info.CarrierRef, "err", err)
 	}
@@ -103,7 +111,13 @@ func (l *Leg) hangUp() {
 const ackWait = 32 * time.Second
 
 // established opens the way for the call's audio: the caller acknowledged the 200 OK.
-func (l *Leg) established() { close(l.answered) }
+func (l *Leg) established() {
+	l.signals.signal(time.Now(), "ACK", "in", "")
+	if first := l.call.media.Stats().FirstOut; !first.IsZero() {
+		l.signals.note(voice.LegEvent{At: first, Kind: voice.LegFirstOut})
+	}
+	close(l.answered)
+}
 
 // end marks the dialog over; err says why when it is not an ordinary hang-up.
 func (l *Leg) end(err error) {

@@ -88,7 +88,9 @@ func Start(opts Options, in carrier.Inbound) (*Trunk, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.stop = cancel
-	port, err := t.listen(ctx)
+	// Bind every socket first, then make what the handlers use, then serve: a request
+	// that arrives at once finds everything in place.
+	port, serves, err := t.bind()
 	if err != nil {
 		t.Close()
 		return nil, err
@@ -96,17 +98,26 @@ func Start(opts Options, in carrier.Inbound) (*Trunk, error) {
 	t.addr = netip.AddrPortFrom(advertised, port)
 	// Requests Handset sends (BYE) leave from the listening socket, as peers expect of a
 	// UDP user agent, with the advertised address in their Via.
-	clientOpts := []sipgo.ClientOption{sipgo.WithClientHostname(advertised.String()), sipgo.WithClientPort(int(port))}
+	clientOpts := []sipgo.ClientOption{sipgo.WithClientHostname(advertised.String()), sipgo.WithClientPort(int(port)),
+		sipgo.WithClientLogger(quiet)}
 	if t.udpAddr != "" {
 		clientOpts = append(clientOpts, sipgo.WithClientConnectionAddr(t.udpAddr))
 	}
-	clientOpts = append(clientOpts, sipgo.WithClientLogger(quiet))
 	if t.client, err = sipgo.NewClient(t.ua, clientOpts...); err != nil {
 		t.Close()
 		return nil, fmt.Errorf("sip: %w", err)
 	}
 	t.contact = sip.ContactHeader{Address: sip.Uri{Scheme: "sip", User: "handset", Host: advertised.String(), Port: int(port)}}
 	t.route()
+	for _, serve := range serves {
+		t.serve(serve)
+	}
+	if t.udpAddr != "" {
+		if err := waitListening(t.ua, "udp", t.udpAddr); err != nil {
+			t.Close()
+			return nil, err
+		}
+	}
 	if !opts.Allow.Empty() {
 		t.serving.Add(1)
 		go func() { defer t.serving.Done(); t.refreshAllow(ctx) }()
@@ -133,38 +144,35 @@ func (t *Trunk) Close() {
 	t.serving.Wait()
 }
 
-// listen binds every transport on the listening address; with port 0, the first binds a
-// free port and the others take the same one.
-func (t *Trunk) listen(ctx context.Context) (uint16, error) {
+// bind binds every transport on the listening address (with port 0, the first binds a
+// free port and the others take the same one) and returns the functions that serve them.
+func (t *Trunk) bind() (uint16, []func() error, error) {
 	port := t.opts.Listen.Port()
+	var serves []func() error
 	for _, transport := range t.opts.Transports {
 		addr := netip.AddrPortFrom(t.opts.Listen.Addr(), port).String()
 		switch transport {
 		case "udp":
 			conn, err := net.ListenPacket("udp", addr)
 			if err != nil {
-				return 0, fmt.Errorf("%s: SIP over UDP on %s: %w", SettingListen, addr, err)
+				return 0, nil, fmt.Errorf("%s: SIP over UDP on %s: %w", SettingListen, addr, err)
 			}
 			port = uint16(conn.LocalAddr().(*net.UDPAddr).Port)
 			t.closers = append(t.closers, conn.Close)
-			t.serve(func() error { return t.srv.ServeUDP(conn) })
 			t.udpAddr = conn.LocalAddr().String()
-			if err := waitListening(t.ua, "udp", t.udpAddr); err != nil {
-				return 0, err
-			}
+			serves = append(serves, func() error { return t.srv.ServeUDP(conn) })
 		case "tcp":
 			ln, err := net.Listen("tcp", addr)
 			if err != nil {
-				return 0, fmt.Errorf("%s: SIP over TCP on %s: %w", SettingListen, addr, err)
+				return 0, nil, fmt.Errorf("%s: SIP over TCP on %s: %w", SettingListen, addr, err)
 			}
 			port = uint16(ln.Addr().(*net.TCPAddr).Port)
-			gated := &gatedListener{Listener: ln, trunk: t}
 			t.closers = append(t.closers, ln.Close)
-			t.serve(func() error { return t.srv.ServeTCP(gated) })
+			gated := &gatedListener{Listener: ln, trunk: t}
+			serves = append(serves, func() error { return t.srv.ServeTCP(gated) })
 		}
 	}
-	_ = ctx
-	return port, nil
+	return port, serves, nil
 }
 
 // waitListening waits until the transport layer holds the listener at addr: it is added

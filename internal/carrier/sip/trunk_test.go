@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,7 +22,7 @@ import (
 // recording sink, send a greeting of greetFrames frames of a tone with a mark after it.
 type answering struct {
 	greetFrames int
-	refuse      error
+	refuse      atomic.Pointer[error] // when set, admissions are refused with it
 	hold        chan struct{} // when set, admissions wait for it to close
 
 	mu   sync.Mutex
@@ -44,8 +45,8 @@ func (a *answering) admit(leg voice.Leg) (<-chan struct{}, error) {
 	if a.hold != nil {
 		<-a.hold
 	}
-	if a.refuse != nil {
-		return nil, a.refuse
+	if err := a.refuse.Load(); err != nil {
+		return nil, *err
 	}
 	r := &legRun{leg: leg, sink: newRecordingSink(), runErr: make(chan error, 1), sent: make(chan error, 1)}
 	done := make(chan struct{})
@@ -303,7 +304,10 @@ func TestStrangersAreRefused(t *testing.T) {
 	if !errors.As(err, &refused) || refused.Status != 403 {
 		t.Fatalf("a stranger's INVITE: %v, want 403", err)
 	}
-	if len(a.legs) != 0 || tr.dialogs.count() != 0 {
+	a.mu.Lock()
+	admitted := len(a.legs)
+	a.mu.Unlock()
+	if admitted != 0 || tr.dialogs.count() != 0 {
 		t.Errorf("a stranger's INVITE reached the call engine")
 	}
 }
@@ -321,7 +325,8 @@ func TestRefusedOffersAndAdmissions(t *testing.T) {
 	if !errors.As(err, &refused) || refused.Status != 488 {
 		t.Errorf("a G.729-only offer: %v, want 488", err)
 	}
-	a.refuse = errors.New("at capacity")
+	capacity := errors.New("at capacity")
+	a.refuse.Store(&capacity)
 	_, err = caller.Call(ctx, tr.Addr(), sipsim.CallOptions{})
 	if !errors.As(err, &refused) || refused.Status != 503 {
 		t.Errorf("a refused admission: %v, want 503", err)

@@ -222,10 +222,15 @@ func (s *Session) playOut(now time.Time, frames int) {
 	s.deliverMu.Lock()
 	defer s.deliverMu.Unlock()
 	s.mu.Lock()
-	played := 0
-	for played < frames && s.jitter.pop(s.playout[played]) {
-		played++
+	// Before the peer's first packet the call is handed silence: its clock (the VAD, the
+	// echo path's timeline) runs on the frames it gets, from the answer on, as a carrier's
+	// media stream runs from its start.
+	for played := range frames {
+		if !s.jitter.pop(s.playout[played]) {
+			fill(s.playout[played], silenceByte(s.codec.Format.Encoding))
+		}
 	}
+	played := frames
 	var marks []string
 	if s.sink != nil {
 		marks = s.queue.due() // held back until a sink can take them

@@ -221,7 +221,31 @@ func running(t *testing.T, edit func(*Config)) (*stepped, *rawPeer, *recSink) {
 	s := newStepped(t, peer.addr(), edit)
 	sink := newRecSink()
 	s.run(t, sink)
+	// The first tick handed the call a frame of silence (nothing had arrived yet): the
+	// tests below count what plays from the peer's packets on.
+	sink.waitFor(t, "the first tick's frame", func() bool { return len(sink.frames) == 1 })
+	sink.mu.Lock()
+	sink.frames = nil
+	sink.mu.Unlock()
 	return s, peer, sink
+}
+
+// Before the peer's first packet the call still gets a frame of silence every tick: its
+// VAD and echo path run on the frames' clock from the answer on.
+func TestSilenceIsPlayedBeforeTheFirstPacket(t *testing.T) {
+	s, _, sink := running(t, nil)
+	for range 3 {
+		s.step(t)
+	}
+	got := sink.played(t, 3)
+	if !bytes.Equal(got, []byte{0xFF, 0xFF, 0xFF}) {
+		t.Fatalf("played %v before any packet, want three frames of mu-law silence", got)
+	}
+	for _, f := range sink.frames {
+		if len(f) != PCMU.Format.FrameBytes() || bytes.Count(f, []byte{0xFF}) != len(f) {
+			t.Fatalf("a frame before the first packet is not 20 ms of silence: %v", f)
+		}
+	}
 }
 
 // run starts Run on sink and returns its result channel.
