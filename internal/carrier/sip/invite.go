@@ -95,6 +95,7 @@ func (t *Trunk) answerCall(req *sip.Request, tx sip.ServerTransaction) {
 		_ = dialog.Respond(sip.StatusServiceUnavailable, "Media unavailable", nil)
 		return
 	}
+	sess.Hold(offer.OnHold()) // an INVITE may start on hold
 	if dialog.Context().Err() != nil { // cancelled while the port and answer were made
 		_ = sess.Close()
 		return
@@ -184,7 +185,7 @@ func (c *inboundCall) renegotiate(body []byte) ([]byte, error) {
 			return nil, err
 		}
 	}
-	c.media.Hold(agreed.OnHold())
+	c.media.Hold(offer.OnHold()) // the peer will not receive: sendonly, inactive or 0.0.0.0
 	c.local, c.agreed, c.answer = local, agreed, answer
 	return answer, nil
 }

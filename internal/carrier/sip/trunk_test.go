@@ -1,11 +1,13 @@
 package sip
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"net/netip"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -358,5 +360,85 @@ func TestCancelWhileRinging(t *testing.T) {
 	}
 	if len(codes) == 0 || codes[len(codes)-1] != 487 {
 		t.Errorf("responses %v, want the INVITE to end 487", codes)
+	}
+}
+
+// A re-INVITE that holds the call stops Handset's RTP; one that resumes it starts it again
+// with the marker bit; one with the same SDP version (a session refresh) changes nothing.
+func TestReinviteHoldsAndResumes(t *testing.T) {
+	a := newAnswering(0)
+	tr := startTrunk(t, "127.0.0.1", a)
+	caller := newCaller(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	call, err := caller.Call(ctx, tr.Addr(), sipsim.CallOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-a.got
+	if _, err := call.WaitReceived(ctx, 5); err != nil {
+		t.Fatal(err)
+	}
+	status, answer, err := call.Reinvite(ctx, call.OfferSDP("sendonly", 2))
+	if err != nil || status != 200 {
+		t.Fatalf("hold: %d %v", status, err)
+	}
+	if !strings.Contains(string(answer), "a=recvonly") {
+		t.Errorf("the answer to a sendonly offer is not recvonly:\n%s", answer)
+	}
+	time.Sleep(100 * time.Millisecond) // packets sent before the hold took effect land
+	held := len(call.Received())
+	time.Sleep(300 * time.Millisecond) // 15 ticks
+	if n := len(call.Received()) - held; n > 1 {
+		t.Errorf("%d RTP packets arrived during the hold", n)
+	}
+	status, _, err = call.Reinvite(ctx, call.OfferSDP("sendrecv", 3))
+	if err != nil || status != 200 {
+		t.Fatalf("resume: %d %v", status, err)
+	}
+	pkts, err := call.WaitReceived(ctx, len(call.Received())+3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resumed := slices.IndexFunc(pkts[held:], func(p sipsim.Packet) bool { return p.Marker })
+	if resumed < 0 {
+		t.Error("no packet after the hold carries the marker bit")
+	}
+	// The same version again: a refresh, answered with the same body.
+	_, refresh, err := call.Reinvite(ctx, call.OfferSDP("sendrecv", 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, again, err := call.Reinvite(ctx, call.OfferSDP("sendrecv", 3))
+	if err != nil || !bytes.Equal(refresh, again) {
+		t.Errorf("a session refresh changed the answer:\n%s\n%s", refresh, again)
+	}
+	_ = call.Hangup(ctx)
+}
+
+// TCP signalling works as UDP does.
+func TestInboundCallOverTCP(t *testing.T) {
+	a := newAnswering(5)
+	tr := startTrunk(t, "127.0.0.1", a)
+	caller, err := sipsim.NewCaller(sipsim.CallerOptions{Transport: "tcp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer caller.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	call, err := caller.Call(ctx, tr.Addr(), sipsim.CallOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := <-a.got
+	if _, err := call.WaitReceived(ctx, 10); err != nil {
+		t.Fatal(err)
+	}
+	if err := call.Hangup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-r.runErr; err != nil {
+		t.Errorf("Run after a BYE over TCP: %v", err)
 	}
 }

@@ -100,6 +100,10 @@ func (c *Caller) Call(ctx context.Context, target netip.AddrPort, o CallOptions)
 		offer = offerSDP(c.addr.Addr(), rtpConn.LocalAddr().(*net.UDPAddr).AddrPort().Port(), pt, name)
 	}
 	recipient := sip.Uri{Scheme: "sip", User: o.To, Host: target.Addr().String(), Port: int(target.Port())}
+	if c.transport == "tcp" {
+		recipient.UriParams = sip.NewParams()
+		recipient.UriParams.Add("transport", "tcp")
+	}
 	headers := []sip.Header{
 		sip.NewHeader("Content-Type", "application/sdp"),
 		fromHeader(o.From, c.addr.Addr()),

@@ -23,13 +23,14 @@ import (
 
 // Caller is one simulated trunk: a SIP user agent on a loopback (or given) UDP port.
 type Caller struct {
-	ua      *sipgo.UserAgent
-	srv     *sipgo.Server
-	cli     *sipgo.Client
-	dialogs *sipgo.DialogClientCache
-	addr    netip.AddrPort
-	conn    net.PacketConn
-	done    chan struct{}
+	ua        *sipgo.UserAgent
+	srv       *sipgo.Server
+	cli       *sipgo.Client
+	dialogs   *sipgo.DialogClientCache
+	addr      netip.AddrPort
+	transport string
+	conn      net.PacketConn
+	done      chan struct{}
 
 	mu    sync.Mutex
 	calls map[string]*Call // by SIP Call-ID, for requests Handset sends into a call
@@ -44,6 +45,8 @@ type CallerOptions struct {
 	Addr string
 	// Logger receives sipgo's warnings; nil discards them.
 	Logger *slog.Logger
+	// Transport is how calls are signalled: "udp" (default) or "tcp".
+	Transport string
 }
 
 // NewCaller starts a simulated trunk.
@@ -62,7 +65,7 @@ func NewCaller(o CallerOptions) (*Caller, error) {
 	}
 	ap := conn.LocalAddr().(*net.UDPAddr).AddrPort()
 	host := ap.Addr().Unmap().String()
-	c := &Caller{addr: netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()), conn: conn,
+	c := &Caller{addr: netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()), conn: conn, transport: o.Transport,
 		done: make(chan struct{}), calls: map[string]*Call{}, heard: map[string][]Response{}}
 	ua, err := sipgo.NewUA(sipgo.WithUserAgent("handset-sipsim"), sipgo.WithUserAgentHostname(host),
 		sipgo.WithUserAgentTransportLayerOptions(sip.WithTransportLayerLogger(log), sip.WithTransportLayerReadFilter(c.hear)),
@@ -168,7 +171,9 @@ type Refused struct {
 	Reason string
 }
 
-func (e *Refused) Error() string { return "sipsim: refused: " + strconv.Itoa(e.Status) + " " + e.Reason }
+func (e *Refused) Error() string {
+	return "sipsim: refused: " + strconv.Itoa(e.Status) + " " + e.Reason
+}
 
 // refusal turns sipgo's dialog error into a *Refused when Handset answered one.
 func refusal(err error) error {
@@ -178,8 +183,6 @@ func refusal(err error) error {
 	}
 	return err
 }
-
-
 
 // hear notes each response as it arrives, by Call-ID.
 func (c *Caller) hear(_ sip.TransportReadProps, data []byte) ([]byte, error) {
