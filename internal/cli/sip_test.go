@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -14,6 +15,7 @@ import (
 	"github.com/handset-voice/handset/internal/audio/g711"
 	"github.com/handset-voice/handset/internal/carrier/sip/sipsim"
 	"github.com/handset-voice/handset/internal/obs"
+	"github.com/handset-voice/handset/internal/voice"
 )
 
 // freeSIPPort is a loopback port free for both UDP and TCP just now.
@@ -152,5 +154,74 @@ func waitLoud(ctx context.Context, t *testing.T, call *sipsim.Call, skip int) ti
 		if p := pkts[n-1]; loud(p.Payload) {
 			return p.At
 		}
+	}
+}
+
+// frames cuts mu-law audio into 20 ms payloads, followed by pad of line silence.
+func frames(mulaw []byte, pad time.Duration) [][]byte {
+	out := make([][]byte, 0, len(mulaw)/160+int(pad/(20*time.Millisecond)))
+	for i := 0; i+160 <= len(mulaw); i += 160 {
+		out = append(out, mulaw[i:i+160])
+	}
+	silence := bytes.Repeat([]byte{0xFF}, 160)
+	for range int(pad / (20 * time.Millisecond)) {
+		out = append(out, silence)
+	}
+	return out
+}
+
+// A caller who talks over a long reply stops it: Handset's RTP falls silent within a few
+// frames of the clear, and the agent's history holds only the part of the reply that was
+// sent before it, cut at a word.
+func TestSIPBargeInStopsTheReply(t *testing.T) {
+	r, trunk := startServeSIP(t, []string{"LONG tell me everything about the menu", "stop please"})
+	caller, err := sipsim.NewCaller(sipsim.CallerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer caller.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	call, err := caller.Call(ctx, trunk, sipsim.CallOptions{})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, r.logs.String())
+	}
+	defer call.Hangup(ctx)
+	r.waitEvent(obs.PlayoutDone, nil, 10*time.Second) // the greeting
+	if err := call.Play(ctx, frames(speech(1200*time.Millisecond, 1), time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	r.waitEvent(obs.PlayoutFirstAudio, func(e obs.Event) bool { return e.Turn == 1 }, 20*time.Second)
+	time.Sleep(1500 * time.Millisecond) // the long reply is well under way
+	if err := call.Play(ctx, frames(speech(1000*time.Millisecond, 2), 1500*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	clear := r.waitEvent(obs.Clear, nil, 20*time.Second)
+	next := r.waitEvent(obs.PlayoutFirstAudio, func(e obs.Event) bool { return e.Turn == 2 }, 20*time.Second)
+	// The call sends up to 80 ms ahead; a clear drops that at once. A packet on its way
+	// when the queue was cleared may still land, and nothing after it.
+	var late []time.Duration
+	for _, p := range call.Received() {
+		if p.At.After(clear.TS.Add(30*time.Millisecond)) && p.At.Before(next.TS) && loud(p.Payload) {
+			late = append(late, p.At.Sub(clear.TS))
+		}
+	}
+	if len(late) > 1 {
+		t.Errorf("the interrupted reply was still heard after the clear, at %v", late)
+	}
+	reqs := r.agent.Requests()
+	if len(reqs) < 2 {
+		t.Fatalf("the agent got %d requests, want 2", len(reqs))
+	}
+	reply := r.agent.ReplyText(reqs[0].Messages)
+	var heard string
+	for _, m := range reqs[1].Messages {
+		if m.Role == "assistant" {
+			heard = m.Content
+		}
+	}
+	heard = strings.TrimSpace(strings.TrimSuffix(heard, voice.InterruptedMarker))
+	if heard == "" || len(heard) >= len(reply) || !strings.HasPrefix(reply, heard) || reply[len(heard)] != ' ' {
+		t.Errorf("the agent's history holds %q of the interrupted reply, want a prefix cut at a word of:\n%s", heard, reply)
 	}
 }

@@ -442,3 +442,60 @@ func TestInboundCallOverTCP(t *testing.T) {
 		t.Errorf("Run after a BYE over TCP: %v", err)
 	}
 }
+
+// Clear stops the audio queued ahead at once: the next packet is silence, and the mark
+// after the audio comes back (as dropped) instead of waiting for audio never sent.
+func TestClearStopsTheQueuedAudioAtOnce(t *testing.T) {
+	a := newAnswering(100) // two seconds queued ahead at once
+	tr := startTrunk(t, "127.0.0.1", a)
+	caller := newCaller(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	call, err := caller.Call(ctx, tr.Addr(), sipsim.CallOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer call.Hangup(ctx)
+	r := <-a.got
+	if err := <-r.sent; err != nil {
+		t.Fatal(err)
+	}
+	waitLoudPackets(ctx, t, call, 10)
+	if err := r.leg.Clear(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cleared := time.Now()
+	r.sink.waitFor(t, "the mark back after the clear", func(s *recordingSink) bool { return len(s.marks) == 1 })
+	if took := time.Since(cleared); took > 200*time.Millisecond {
+		t.Errorf("the mark came back %v after the clear", took)
+	}
+	time.Sleep(300 * time.Millisecond)
+	var after int
+	for _, p := range call.Received() {
+		if p.At.After(cleared.Add(5*time.Millisecond)) && p.Payload[0] == 0x20 {
+			after++
+		}
+	}
+	if after > 1 { // one packet may have been on its way
+		t.Errorf("%d packets of the cleared audio arrived after the clear", after)
+	}
+}
+
+func waitLoudPackets(ctx context.Context, t *testing.T, call *sipsim.Call, n int) {
+	t.Helper()
+	for have := 1; ; have++ {
+		pkts, err := call.WaitReceived(ctx, have)
+		if err != nil {
+			t.Fatal(err)
+		}
+		loud := 0
+		for _, p := range pkts {
+			if p.Payload[0] == 0x20 {
+				loud++
+			}
+		}
+		if loud >= n {
+			return
+		}
+	}
+}
