@@ -98,7 +98,6 @@ const (
 	MediaFirstOut = "media.first_out"
 )
 
-
 // Event is one journal line. Fields beyond ts, ms and type are set only where they apply.
 type Event struct {
 	TS   time.Time `json:"ts"`

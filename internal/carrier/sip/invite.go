@@ -95,7 +95,7 @@ func (t *Trunk) answerCall(req *sip.Request, tx sip.ServerTransaction) {
 		_ = dialog.Respond(sip.StatusServiceUnavailable, "Media unavailable", nil)
 		return
 	}
-	sess.Hold(offer.OnHold()) // an INVITE may start on hold
+	sess.Hold(offer.OnHold())          // an INVITE may start on hold
 	if dialog.Context().Err() != nil { // cancelled while the port and answer were made
 		_ = sess.Close()
 		return

@@ -25,7 +25,7 @@ import (
 type answering struct {
 	greetFrames int
 	refuse      atomic.Pointer[error] // when set, admissions are refused with it
-	hold        chan struct{} // when set, admissions wait for it to close
+	hold        chan struct{}         // when set, admissions wait for it to close
 
 	mu   sync.Mutex
 	legs []*legRun
