@@ -1,6 +1,7 @@
 package sip
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
@@ -43,10 +44,24 @@ func (t *Trunk) onInvite(req *sip.Request, tx sip.ServerTransaction) {
 func (t *Trunk) answerCall(req *sip.Request, tx sip.ServerTransaction) {
 	sig := &signals{}
 	sig.signal(time.Now(), "INVITE", "in", "")
+	// 100 Trying at once: it stops the INVITE's retransmissions while the rest is decided.
+	_ = tx.Respond(sip.NewResponseFromRequest(req, sip.StatusTrying, "Trying", nil))
 	if t.in.Draining != nil && t.in.Draining() {
 		res := sip.NewResponseFromRequest(req, sip.StatusServiceUnavailable, "Draining", nil)
 		res.AppendHeader(sip.NewHeader("Retry-After", "5"))
 		_ = tx.Respond(res)
+		return
+	}
+	if fresh, err := t.firstInvite(req); err != nil {
+		t.log.Warn("refused a call: the calls' memory", "call_id", callID(req), "err", err)
+		_ = tx.Respond(sip.NewResponseFromRequest(req, sip.StatusServiceUnavailable, "Service Unavailable", nil))
+		return
+	} else if !fresh {
+		// A new INVITE of a call already taken (its retransmissions are the transaction
+		// layer's): a replay, or the same request come by another path (RFC 3261 8.2.2.2).
+		t.log.Warn("refused a repeated INVITE", "call_id", callID(req), "source", req.Source())
+		sig.signal(time.Now(), "482 Loop Detected", "out", "repeated")
+		_ = tx.Respond(sip.NewResponseFromRequest(req, sip.StatusLoopDetected, "Loop Detected", nil))
 		return
 	}
 	dialog, err := t.dialogUA().ReadInvite(req, tx)
@@ -54,7 +69,6 @@ func (t *Trunk) answerCall(req *sip.Request, tx sip.ServerTransaction) {
 		_ = tx.Respond(sip.NewResponseFromRequest(req, sip.StatusBadRequest, clipReason(err), nil))
 		return
 	}
-	_ = dialog.Respond(sip.StatusTrying, "Trying", nil)
 	_ = dialog.Respond(sip.StatusRinging, "Ringing", nil)
 	sig.signal(time.Now(), "180 Ringing", "out", "")
 
@@ -375,3 +389,22 @@ func byeReason(req *sip.Request) string {
 	}
 	return "caller"
 }
+
+// firstInvite reports whether req is the first INVITE of its call this cluster has seen:
+// its Call-ID and From tag, kept in the calls' memory (24 h, every node), so a replayed or
+// looped INVITE cannot start the call again.
+func (t *Trunk) firstInvite(req *sip.Request) (bool, error) {
+	if t.in.Memory == nil {
+		return true, nil
+	}
+	tag := ""
+	if from := req.From(); from != nil {
+		tag, _ = from.Params.Get("tag")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), memoryTimeout)
+	defer cancel()
+	return t.in.Memory.Once(ctx, "sip-invite:"+callID(req)+";"+tag, time.Now())
+}
+
+// memoryTimeout bounds the calls' memory's answer while a caller waits on 100 Trying.
+const memoryTimeout = 2 * time.Second

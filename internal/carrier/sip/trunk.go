@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/emiago/sipgo"
@@ -144,9 +145,23 @@ func (t *Trunk) Close() {
 	t.serving.Wait()
 }
 
-// bind binds every transport on the listening address (with port 0, the first binds a
-// free port and the others take the same one) and returns the functions that serve them.
+// bind binds every transport on the listening address and returns the functions that
+// serve them. With port 0 the first transport takes a free port and the others the same
+// one; when another program holds that one for another transport, it tries again.
 func (t *Trunk) bind() (uint16, []func() error, error) {
+	for attempt := 0; ; attempt++ {
+		port, serves, err := t.bindOnce()
+		if err == nil || t.opts.Listen.Port() != 0 || attempt == 20 || !errors.Is(err, syscall.EADDRINUSE) {
+			return port, serves, err
+		}
+		for _, c := range t.closers {
+			_ = c()
+		}
+		t.closers, t.udpAddr = nil, ""
+	}
+}
+
+func (t *Trunk) bindOnce() (uint16, []func() error, error) {
 	port := t.opts.Listen.Port()
 	var serves []func() error
 	for _, transport := range t.opts.Transports {

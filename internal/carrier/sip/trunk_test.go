@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/handset-voice/handset/internal/carrier"
+	"github.com/handset-voice/handset/internal/carrier/carriertest"
 	"github.com/handset-voice/handset/internal/carrier/sip/allow"
 	"github.com/handset-voice/handset/internal/carrier/sip/sdp"
 	"github.com/handset-voice/handset/internal/carrier/sip/sipsim"
@@ -155,7 +156,7 @@ func startTrunk(t *testing.T, allowSpec string, a *answering) *Trunk {
 		Allow: list, RTPLow: 31000, RTPHigh: 31999, Codecs: []sdp.Codec{sdp.PCMU, sdp.PCMA},
 	}
 	tr, err := Start(opts, carrier.Inbound{Admit: a.admit, Draining: func() bool { return false },
-		Logger: slog.New(slog.DiscardHandler)})
+		Memory: carriertest.NewMemory(), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -345,14 +346,19 @@ func TestCancelWhileRinging(t *testing.T) {
 	defer cancel()
 	got, _ := caller.CallAndCancel(ctx, tr.Addr(), sipsim.CallOptions{})
 	close(a.hold)
-	r := <-a.got
+	// The CANCEL came while the call engine was taking the call, or before: either no
+	// call starts, or the one that did ends, not established.
 	select {
-	case err := <-r.runErr:
-		if err == nil {
-			t.Errorf("Run of a cancelled call returned nil, want why it was not established")
+	case r := <-a.got:
+		select {
+		case err := <-r.runErr:
+			if err == nil {
+				t.Errorf("Run of a cancelled call returned nil, want why it was not established")
+			}
+		case <-ctx.Done():
+			t.Fatal("the cancelled call's leg never ended")
 		}
-	case <-ctx.Done():
-		t.Fatal("the cancelled call's leg never ended")
+	case <-time.After(time.Second):
 	}
 	var codes []int
 	for _, r := range got {
@@ -497,5 +503,35 @@ func waitLoudPackets(ctx context.Context, t *testing.T, call *sipsim.Call, n int
 		if loud >= n {
 			return
 		}
+	}
+}
+
+// An INVITE of a call already taken (a replay after the call ended, or a looped copy) is
+// refused 482 and starts nothing.
+func TestRepeatedInviteIsRefused(t *testing.T) {
+	a := newAnswering(0)
+	tr := startTrunk(t, "127.0.0.1", a)
+	caller := newCaller(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	o := sipsim.CallOptions{CallID: "replayed-call@192.0.2.7", FromTag: "f1x3d"}
+	call, err := caller.Call(ctx, tr.Addr(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-a.got
+	if err := call.Hangup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_, err = caller.Call(ctx, tr.Addr(), o)
+	var refused *sipsim.Refused
+	if !errors.As(err, &refused) || refused.Status != 482 {
+		t.Fatalf("the same INVITE again: %v, want 482", err)
+	}
+	a.mu.Lock()
+	admitted := len(a.legs)
+	a.mu.Unlock()
+	if admitted != 1 {
+		t.Errorf("%d calls admitted, want 1", admitted)
 	}
 }

@@ -31,6 +31,9 @@ type CallOptions struct {
 	Offer []byte
 	// Headers are extra headers for the INVITE (P-Asserted-Identity, …).
 	Headers map[string]string
+	// CallID and FromTag, when set, are the INVITE's (a test of a repeated INVITE);
+	// empty generates them.
+	CallID, FromTag string
 }
 
 // Response is a provisional or final response as it arrived.
@@ -106,7 +109,11 @@ func (c *Caller) Call(ctx context.Context, target netip.AddrPort, o CallOptions)
 	}
 	headers := []sip.Header{
 		sip.NewHeader("Content-Type", "application/sdp"),
-		fromHeader(o.From, c.addr.Addr()),
+		fromHeader(o.From, o.FromTag, c.addr.Addr()),
+	}
+	if o.CallID != "" {
+		id := sip.CallIDHeader(o.CallID)
+		headers = append(headers, &id)
 	}
 	for k, v := range o.Headers {
 		headers = append(headers, sip.NewHeader(k, v))
@@ -441,8 +448,11 @@ func randomUint32() uint32 {
 
 func randomTag() string { return strconv.FormatUint(uint64(randomUint32()), 36) }
 
-func fromHeader(user string, host netip.Addr) *sip.FromHeader {
+func fromHeader(user, tag string, host netip.Addr) *sip.FromHeader {
+	if tag == "" {
+		tag = randomTag()
+	}
 	params := sip.NewParams()
-	params.Add("tag", randomTag())
+	params.Add("tag", tag)
 	return &sip.FromHeader{Address: sip.Uri{Scheme: "sip", User: user, Host: host.String()}, Params: params}
 }
