@@ -29,7 +29,13 @@ type process struct {
 // startProcess runs path with args in dir, in its own process group so that it and any
 // children end together; t's cleanup kills what is left.
 func startProcess(t testing.TB, path string, args []string, dir string) (*process, error) {
-	p := &process{name: path, out: &logBuffer{}, done: make(chan struct{})}
+	return startProcessWatching(t, path, args, dir, nil)
+}
+
+// startProcessWatching is startProcess that also hands each line the program prints to
+// lines (from the goroutine copying its output).
+func startProcessWatching(t testing.TB, path string, args []string, dir string, lines func([]byte)) (*process, error) {
+	p := &process{name: path, out: &logBuffer{lines: lines}, done: make(chan struct{})}
 	p.cmd = exec.Command(path, args...)
 	p.cmd.Dir = dir
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
