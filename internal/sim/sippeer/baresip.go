@@ -95,7 +95,7 @@ func StartBaresip(t testing.TB, opts BaresipOptions) (*Baresip, error) {
 		return nil, err
 	}
 	files := map[string]string{
-		"config":   baresipConfig(opts, b.addr, ports[1], ports[2], b.recDir),
+		"config": baresipConfig(opts, b.addr, ports[1], ports[2], b.recDir),
 		// the account is created by command once the control socket is connected (Start),
 		// so that no registration event goes out before anyone listens
 		"accounts": "",
