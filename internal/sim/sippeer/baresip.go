@@ -1,0 +1,283 @@
+package sippeer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/handset-voice/handset/internal/testpeer"
+)
+
+// BaresipOptions configure a baresip user agent.
+type BaresipOptions struct {
+	// Dir holds its config, the control socket's state and recordings; t.TempDir() when empty.
+	Dir string
+	// Source is the WAV it plays to the far end of every call (mono, 16-bit PCM, 8 or 16
+	// kHz); WriteSpeechWAV makes one. Required.
+	Source string
+	// User is the user part of its address of record; "baresip" when empty.
+	User string
+	// Registrar, when set ("host:port"), is where it REGISTERs with AuthUser and Password
+	// (digest), as User@Domain; calls then go through it as the outbound proxy.
+	Registrar string
+	// Domain is the domain of its address of record when it registers; "handset.test"
+	// when empty (kamailio's default realm).
+	Domain string
+	// AuthUser and Password answer digest challenges; AuthUser defaults to User.
+	AuthUser, Password string
+	// Transport is "udp" (the default) or "tcp": how it reaches the registrar. Dial
+	// takes a URI, which may say ;transport=tcp itself.
+	Transport string
+	// Codecs are the audio codecs offered, in order; PCMU and PCMA when empty.
+	Codecs []string
+	// AutoAnswer answers incoming calls at once.
+	AutoAnswer bool
+}
+
+// An Event is one thing baresip reported on its control socket, as it arrived.
+type Event struct {
+	At    time.Time
+	Class string // "call", "register", ...
+	Type  string // "CALL_ESTABLISHED", "CALL_CLOSED", "REGISTER_OK", "CALL_DTMF_START", ...
+	Param string // the detail baresip gave: a reason, a status line, a DTMF digit
+	Peer  string // the far end's URI, for call events
+}
+
+// Baresip is a running baresip.
+type Baresip struct {
+	proc         *process
+	addr, recDir string
+	user         string
+	ctrl         *baresipControl
+}
+
+// baresipStart bounds how long baresip may take to load its modules and open its
+// control socket.
+const baresipStart = 15 * time.Second
+
+// StartBaresip starts baresip with a generated config: no sound card (audio comes from
+// Source, what it hears is recorded by the sndfile module), the ctrl_tcp control socket on
+// a free loopback port, SIP on another. It is stopped when t ends.
+func StartBaresip(t testing.TB, opts BaresipOptions) (*Baresip, error) {
+	t.Helper()
+	bin := testpeer.Program(t, "baresip", testpeer.Baresip)
+	if opts.Source == "" {
+		return nil, errors.New("baresip: no Source audio")
+	}
+	source, err := filepath.Abs(opts.Source)
+	if err != nil {
+		return nil, err
+	}
+	opts.Source = source
+	if opts.Dir == "" {
+		opts.Dir = t.TempDir()
+	}
+	if opts.User == "" {
+		opts.User = "baresip"
+	}
+	ports, err := freePorts(3)
+	if err != nil {
+		return nil, err
+	}
+	b := &Baresip{addr: loopback(ports[0]), recDir: filepath.Join(opts.Dir, "recordings"), user: opts.User}
+	if err := os.MkdirAll(b.recDir, 0o755); err != nil {
+		return nil, err
+	}
+	account, err := baresipAccount(opts, b.addr)
+	if err != nil {
+		return nil, err
+	}
+	files := map[string]string{
+		"config": baresipConfig(opts, b.addr, ports[1], ports[2], b.recDir),
+		// the account is created by command once the control socket is connected (Start),
+		// so that no registration event goes out before anyone listens
+		"accounts": "",
+		"contacts": "",
+	}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(opts.Dir, name), []byte(text), 0o644); err != nil {
+			return nil, err
+		}
+	}
+	ready := make(chan struct{})
+	var once sync.Once
+	lines := func(line []byte) {
+		if strings.Contains(string(line), "baresip is ready") {
+			once.Do(func() { close(ready) })
+		}
+	}
+	if b.proc, err = startProcessWatching(t, bin, []string{"-f", opts.Dir}, opts.Dir, lines); err != nil {
+		return nil, err
+	}
+	select {
+	case <-ready:
+	case <-b.proc.done:
+		return nil, fmt.Errorf("baresip exited at start: %v\n%s", b.proc.err, b.proc.out)
+	case <-time.After(baresipStart):
+		return nil, fmt.Errorf("baresip not ready within %v:\n%s", baresipStart, b.proc.out)
+	}
+	if b.ctrl, err = dialBaresipControl(loopback(ports[2])); err != nil {
+		return nil, fmt.Errorf("baresip control socket: %w\n%s", err, b.proc.out)
+	}
+	t.Cleanup(func() { _ = b.Stop() })
+	if err := b.ctrl.command("uanew", account); err != nil {
+		return nil, fmt.Errorf("%w\n%s", err, b.proc.out)
+	}
+	return b, nil
+}
+
+// baresipConfig is the config file: what it loads and where it listens.
+func baresipConfig(opts BaresipOptions, sipAddr string, rtpPort, ctrlPort int, recDir string) string {
+	lines := [][2]string{
+		{"poll_method", "epoll"},
+		{"sip_listen", sipAddr},
+		{"net_interface", "127.0.0.1"},
+		{"audio_source", "aufile," + opts.Source},
+		{"audio_alert", "none,none"},
+		{"audio_level", "no"},
+		// RTP on ports of its own (an even port and the RTCP one after it)
+		{"rtp_ports", fmt.Sprintf("%d-%d", rtpPort, rtpPort+1)},
+		{"rtp_timeout", "0"},
+		{"module_path", "/usr/lib/baresip/modules"},
+		{"module", "g711.so"},
+		{"module", "aufile.so"},
+		// sndfile records each call's decoded audio (what it heard) and encoded audio
+		{"module", "sndfile.so"},
+		{"snd_path", recDir},
+		{"module_app", "account.so"},
+		// menu provides the dial and hangup commands the control socket runs
+		{"module_app", "menu.so"},
+		{"module_app", "ctrl_tcp.so"},
+		{"ctrl_tcp_listen", loopback(ctrlPort)},
+	}
+	var b strings.Builder
+	for _, l := range lines {
+		fmt.Fprintf(&b, "%s\t\t%s\n", l[0], l[1])
+	}
+	return b.String()
+}
+
+// baresipAccount is the accounts line: its address of record and how it registers.
+func baresipAccount(opts BaresipOptions, sipAddr string) (string, error) {
+	codecs := opts.Codecs
+	if len(codecs) == 0 {
+		codecs = []string{"PCMU", "PCMA"}
+	}
+	for _, c := range codecs {
+		if c != "PCMU" && c != "PCMA" {
+			return "", fmt.Errorf("baresip codec %q: this harness loads only G.711 (PCMU, PCMA)", c)
+		}
+	}
+	transport := opts.Transport
+	if transport == "" {
+		transport = "udp"
+	}
+	if transport != "udp" && transport != "tcp" {
+		return "", fmt.Errorf("baresip: transport %q: want udp or tcp", transport)
+	}
+	params := []string{"audio_codecs=" + strings.Join(codecs, ","), "mediaenc=", "medianat="}
+	if opts.AutoAnswer {
+		params = append(params, "answermode=auto")
+	}
+	aor := fmt.Sprintf("sip:%s@%s", opts.User, sipAddr)
+	if opts.Registrar == "" {
+		params = append(params, "regint=0")
+	} else {
+		domain := opts.Domain
+		if domain == "" {
+			domain = defaultRealm
+		}
+		authUser := opts.AuthUser
+		if authUser == "" {
+			authUser = opts.User
+		}
+		aor = fmt.Sprintf("sip:%s@%s", opts.User, domain)
+		params = append(params, "regint=3600", "auth_user="+authUser, "auth_pass="+opts.Password,
+			fmt.Sprintf(`outbound="sip:%s;transport=%s"`, opts.Registrar, transport))
+	}
+	for _, field := range []string{opts.User, opts.AuthUser, opts.Password, opts.Domain, opts.Registrar} {
+		if strings.ContainsAny(field, ";<>\" \t\r\n") {
+			return "", fmt.Errorf("baresip account: %q may not hold ; < > quotes or spaces", field)
+		}
+	}
+	return "<" + aor + ">;" + strings.Join(slices.DeleteFunc(params, func(p string) bool { return strings.HasSuffix(p, "=") }), ";"), nil
+}
+
+// Addr is the "127.0.0.1:port" its SIP socket listens on.
+func (b *Baresip) Addr() string { return b.addr }
+
+// URI is its own SIP URI, for a peer that calls it directly.
+func (b *Baresip) URI() string { return "sip:" + b.user + "@" + b.addr }
+
+// Dial calls uri ("sip:handset@127.0.0.1:5080").
+func (b *Baresip) Dial(uri string) error {
+	if strings.ContainsAny(uri, " \r\n") {
+		return fmt.Errorf("baresip dial %q: a URI has no spaces or line breaks", uri)
+	}
+	return b.ctrl.command("dial", uri)
+}
+
+// Hangup ends the current call.
+func (b *Baresip) Hangup() error { return b.ctrl.command("hangup", "") }
+
+// WaitRegistered waits for the registrar's answer: nil for REGISTER_OK, an error naming
+// the failure for REGISTER_FAIL.
+func (b *Baresip) WaitRegistered(ctx context.Context) error {
+	ev, err := b.ctrl.wait(ctx, "REGISTER_OK", "REGISTER_FAIL")
+	if err == nil && ev.Type == "REGISTER_FAIL" {
+		err = fmt.Errorf("baresip registration failed: %s", ev.Param)
+	}
+	return err
+}
+
+// WaitEstablished waits for a call to be answered and returns the event; a call that
+// closes first is an error naming why.
+func (b *Baresip) WaitEstablished(ctx context.Context) (Event, error) {
+	ev, err := b.ctrl.wait(ctx, "CALL_ESTABLISHED", "CALL_CLOSED")
+	if err == nil && ev.Type == "CALL_CLOSED" {
+		err = fmt.Errorf("baresip call closed before it was established: %s", ev.Param)
+	}
+	return ev, err
+}
+
+// WaitClosed waits for the call to end and returns the event.
+func (b *Baresip) WaitClosed(ctx context.Context) (Event, error) {
+	return b.ctrl.wait(ctx, "CALL_CLOSED")
+}
+
+// WaitDTMF waits for the far end's next DTMF digit (RFC 4733 telephone events) and
+// returns it.
+func (b *Baresip) WaitDTMF(ctx context.Context) (string, error) {
+	ev, err := b.ctrl.wait(ctx, "CALL_DTMF_START")
+	return ev.Param, err
+}
+
+// Events are the events so far, in order.
+func (b *Baresip) Events() []Event { return b.ctrl.all() }
+
+// Recording is the WAV of what it heard on its last call (16-bit PCM at the codec's
+// rate, written by sndfile while the call runs, complete once the call is closed).
+func (b *Baresip) Recording() (string, error) {
+	heard, err := filepath.Glob(filepath.Join(b.recDir, "dump-*-dec.wav"))
+	if err != nil || len(heard) == 0 {
+		return "", fmt.Errorf("baresip recorded no call in %s (%v)", b.recDir, err)
+	}
+	slices.Sort(heard) // the names start with the call's start time
+	return heard[len(heard)-1], nil
+}
+
+// Log is what baresip printed so far.
+func (b *Baresip) Log() string { return b.proc.out.String() }
+
+// Stop ends baresip (it is stopped when t ends anyway).
+func (b *Baresip) Stop() error {
+	b.ctrl.close()
+	return b.proc.stop()
+}

@@ -1,0 +1,51 @@
+package sippeer
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+)
+
+// freePort is a loopback port that is free for both UDP and TCP right now: a peer that
+// listens on both binds it next. Another process could take it in between; tests tolerate
+// that as rare.
+func freePort() (int, error) {
+	for range 50 {
+		u, err := net.ListenPacket("udp4", "127.0.0.1:0")
+		if err != nil {
+			return 0, err
+		}
+		port := u.LocalAddr().(*net.UDPAddr).Port
+		l, err := net.Listen("tcp4", loopback(port))
+		u.Close()
+		if err != nil {
+			continue
+		}
+		l.Close()
+		return port, nil
+	}
+	return 0, fmt.Errorf("no loopback port free for both UDP and TCP")
+}
+
+// freePorts is n distinct free ports.
+func freePorts(n int) ([]int, error) {
+	ports := make([]int, 0, n)
+	for len(ports) < n {
+		p, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		dup := false
+		for _, q := range ports {
+			// an RTP port p is followed by its RTCP port p+1: keep pairs apart
+			dup = dup || q == p || q+1 == p || p+1 == q
+		}
+		if !dup {
+			ports = append(ports, p)
+		}
+	}
+	return ports, nil
+}
+
+// loopback is "127.0.0.1:port".
+func loopback(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
