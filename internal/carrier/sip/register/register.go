@@ -3,7 +3,9 @@ package register
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/emiago/sipgo"
@@ -32,10 +34,54 @@ type Options struct {
 	// Timeout bounds one REGISTER transaction (with its digest retry); 32 s when zero.
 	Timeout time.Duration
 	// OnChange, when set, is called with the new Status after every attempt, from the
-	// Registration's goroutine; it must not block.
+	// Registration's goroutine, once the next attempt is scheduled; it must not block.
 	OnChange func(Status)
 	Logger   *slog.Logger
 	Clock    clock.Clock // clock.Real{} when nil
+}
+
+// Defaults and bounds.
+const (
+	defaultExpires  = 300 * time.Second
+	defaultRetryMin = 2 * time.Second
+	defaultRetryMax = 5 * time.Minute
+	defaultTimeout  = 32 * time.Second
+	// maxExpires bounds what Handset asks for, even when a registrar's 423 demands more: a
+	// binding that outlives a day hides a Handset that went away.
+	maxExpires = 24 * time.Hour
+	// minRefresh keeps a registrar that grants a second or two from making Handset
+	// register in a tight loop.
+	minRefresh = 5 * time.Second
+	// refreshShare is the part of the granted expiry after which the binding is refreshed:
+	// early enough for a retransmitted REGISTER and a digest round trip to finish in time.
+	refreshShare = 85
+)
+
+func (o Options) withDefaults() Options {
+	if o.Expires <= 0 {
+		o.Expires = defaultExpires
+	}
+	o.Expires = min(o.Expires, maxExpires)
+	if o.RetryMin <= 0 {
+		o.RetryMin = defaultRetryMin
+	}
+	if o.RetryMax <= 0 {
+		o.RetryMax = defaultRetryMax
+	}
+	o.RetryMax = max(o.RetryMax, o.RetryMin)
+	if o.Timeout <= 0 {
+		o.Timeout = defaultTimeout
+	}
+	if o.Username == "" {
+		o.Username = o.AOR.User
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Clock == nil {
+		o.Clock = clock.Real{}
+	}
+	return o
 }
 
 // Status is where a Registration stands.
@@ -71,18 +117,153 @@ var (
 type Registration struct {
 	client *sipgo.Client
 	opts   Options
+	log    *slog.Logger
+	clk    clock.Clock
+
+	// The dialog-like identity every REGISTER of this binding shares: registrars match
+	// refreshes by Call-ID and expect CSeq to grow.
+	callID  sip.CallIDHeader
+	fromTag string
+	cseq    uint32
+	// expires is what is asked for: Options.Expires, or more after a 423.
+	expires time.Duration
+
+	mu     sync.Mutex
+	status Status
+	until  time.Time // when the binding lapses; zero when there is none
 }
 
 // New prepares a registration sent through client (the trunk's, so REGISTER leaves from
 // the listening socket); Run starts it.
 func New(client *sipgo.Client, opts Options) *Registration {
-	return &Registration{client: client, opts: opts}
+	opts = opts.withDefaults()
+	return &Registration{
+		client:  client,
+		opts:    opts,
+		log:     opts.Logger.With("registrar", opts.Registrar.String(), "aor", opts.AOR.String()),
+		clk:     opts.Clock,
+		callID:  sip.CallIDHeader(sip.GenerateTagN(24) + "@handset"),
+		fromTag: sip.GenerateTagN(16),
+		expires: opts.Expires,
+		status:  Status{Registrar: opts.Registrar.String()},
+	}
 }
 
 // Run registers and keeps the binding refreshed until ctx ends, then removes it
 // (Expires: 0). Failures are retried, never returned: Status and the log report them. It
 // returns the error of the final un-REGISTER, if any.
-func (r *Registration) Run(ctx context.Context) error { panic("not yet") }
+func (r *Registration) Run(ctx context.Context) error {
+	backoff := r.opts.RetryMin
+	var delay time.Duration // the first attempt goes at once
+	for {
+		if delay > 0 && !r.sleep(ctx, delay) {
+			return r.unregister(ctx)
+		}
+		res, granted, err := r.attempt(ctx, r.expires)
+		if ctx.Err() != nil {
+			return r.unregister(ctx)
+		}
+		if err == nil {
+			delay = max(granted*refreshShare/100, minRefresh)
+			backoff = r.opts.RetryMin
+		} else {
+			delay = backoff
+			if errors.Is(err, ErrCredentials) {
+				// A wrong password does not fix itself: ask again rarely.
+				delay = r.opts.RetryMax
+			}
+			backoff = min(backoff*2, r.opts.RetryMax)
+		}
+		r.record(res, granted, err, delay)
+	}
+}
+
+// sleep waits d on the clock; false when ctx ended first.
+func (r *Registration) sleep(ctx context.Context, d time.Duration) bool {
+	timer := r.clk.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-timer.C():
+		return true
+	}
+}
+
+// record notes an attempt's outcome in the status, logs changes and tells OnChange.
+func (r *Registration) record(res *sip.Response, granted time.Duration, err error, delay time.Duration) {
+	now := r.clk.Now()
+	r.mu.Lock()
+	wasRegistered := r.registeredLocked(now)
+	lastErr := r.status.Err
+	r.status.Attempts++
+	r.status.Err = err
+	r.status.Next = now.Add(delay)
+	if res != nil {
+		r.status.Remote = res.Source()
+	}
+	if err == nil {
+		r.status.Granted = granted
+		r.until = now.Add(granted)
+	}
+	st := r.statusLocked(now)
+	r.mu.Unlock()
+
+	switch {
+	case err == nil && !wasRegistered:
+		r.log.Info("registered", "granted", granted, "refresh_in", delay)
+	case err != nil && (lastErr == nil || lastErr.Error() != err.Error()):
+		// Once per kind of failure, not once per retry.
+		r.log.Warn("registration failed", "err", err, "retry_in", delay, "still_registered", st.Registered)
+	}
+	if r.opts.OnChange != nil {
+		r.opts.OnChange(st)
+	}
+}
 
 // Status reports where the registration stands; safe to call from any goroutine.
-func (r *Registration) Status() Status { panic("not yet") }
+func (r *Registration) Status() Status {
+	now := r.clk.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.statusLocked(now)
+}
+
+func (r *Registration) statusLocked(now time.Time) Status {
+	st := r.status
+	st.Registered = r.registeredLocked(now)
+	return st
+}
+
+func (r *Registration) registeredLocked(now time.Time) bool {
+	return !r.until.IsZero() && now.Before(r.until)
+}
+
+// unregister removes the binding when one may still be held, with its own deadline since
+// ctx has ended.
+func (r *Registration) unregister(ctx context.Context) error {
+	r.mu.Lock()
+	held := !r.until.IsZero()
+	r.mu.Unlock()
+	if !held {
+		return nil
+	}
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.opts.Timeout)
+	defer cancel()
+	res, _, err := r.attempt(uctx, 0)
+	r.mu.Lock()
+	r.until = time.Time{}
+	r.status.Next = time.Time{}
+	r.status.Err = err
+	r.status.Granted = 0
+	if res != nil {
+		r.status.Remote = res.Source()
+	}
+	r.mu.Unlock()
+	if err != nil {
+		r.log.Warn("could not remove the registration", "err", err)
+		return fmt.Errorf("un-register: %w", err)
+	}
+	r.log.Info("registration removed")
+	return nil
+}
