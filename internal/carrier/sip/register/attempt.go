@@ -71,7 +71,8 @@ func (r *Registration) failure(kind error, res *sip.Response, why string) error 
 	if why != "" {
 		why = ": " + why
 	}
-	return fmt.Errorf("%w: %s answered %d %s%s", kind, r.opts.Registrar.String(), res.StatusCode, sanitize(res.Reason), why)
+	// The reason phrase is the registrar's to write: quoted and cut short.
+	return fmt.Errorf("%w: %s answered %d %.64q%s", kind, r.opts.Registrar.String(), res.StatusCode, res.Reason, why)
 }
 
 // request is the next REGISTER of the binding, asking for expires.
@@ -206,18 +207,4 @@ func stale(res *sip.Response) bool {
 		}
 	}
 	return false
-}
-
-// sanitize bounds a peer's reason phrase before it reaches logs and errors.
-func sanitize(s string) string {
-	const limit = 64
-	if len(s) > limit {
-		s = s[:limit] + "…"
-	}
-	return strings.Map(func(c rune) rune {
-		if c < ' ' || c == 0x7f {
-			return -1
-		}
-		return c
-	}, s)
 }

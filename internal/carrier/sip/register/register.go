@@ -154,15 +154,12 @@ func New(client *sipgo.Client, opts Options) *Registration {
 // returns the error of the final un-REGISTER, if any.
 func (r *Registration) Run(ctx context.Context) error {
 	backoff := r.opts.RetryMin
-	var delay time.Duration // the first attempt goes at once
 	for {
-		if delay > 0 && !r.sleep(ctx, delay) {
-			return r.unregister(ctx)
-		}
 		res, granted, err := r.attempt(ctx, r.expires)
 		if ctx.Err() != nil {
 			return r.unregister(ctx)
 		}
+		var delay time.Duration
 		if err == nil {
 			delay = max(granted*refreshShare/100, minRefresh)
 			backoff = r.opts.RetryMin
@@ -174,19 +171,16 @@ func (r *Registration) Run(ctx context.Context) error {
 			}
 			backoff = min(backoff*2, r.opts.RetryMax)
 		}
+		// The timer is set before the status is told: whoever learns of it (a test with a
+		// fake clock) may move time on at once.
+		timer := r.clk.NewTimer(delay)
 		r.record(res, granted, err, delay)
-	}
-}
-
-// sleep waits d on the clock; false when ctx ended first.
-func (r *Registration) sleep(ctx context.Context, d time.Duration) bool {
-	timer := r.clk.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-timer.C():
-		return true
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return r.unregister(ctx)
+		case <-timer.C():
+		}
 	}
 }
 
