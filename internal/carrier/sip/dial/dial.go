@@ -52,7 +52,7 @@ var (
 	ErrNoAnswer      = errors.New("no answer")                         // 480, 408, or RingTimeout passed
 	ErrInvalidNumber = errors.New("invalid number")                    // 404, 484, 604
 	ErrRefused       = errors.New("refused")                           // 403, 603, and other 4xx
-	ErrCredentials   = errors.New("the trunk refused the credentials") // 401/407 after the digest answer
+	ErrCredentials   = errors.New("the trunk refused the credentials") // 401/407 after the digest answer, 403 after a challenge
 	ErrUnreachable   = errors.New("the trunk could not be reached")    // no answer, transport error, 5xx
 	ErrCancelled     = errors.New("cancelled before the answer")       // ctx ended while ringing: CANCEL sent, 487
 	ErrEnded         = errors.New("the dialog has ended")
@@ -116,17 +116,21 @@ func Invite(ctx context.Context, client *sipgo.Client, o Options) (*Dialog, erro
 	}
 	ringing, stopRinging := context.WithTimeoutCause(ctx, o.RingTimeout, ErrNoAnswer)
 	defer stopRinging()
+	challenged := false
 	err = s.WaitAnswer(ringing, sipgo.AnswerOptions{
 		Username: o.Username, Password: o.Password,
 		OnResponse: func(res *sip.Response) error {
-			if res.IsProvisional() && res.StatusCode != 100 && o.OnProvisional != nil {
-				o.OnProvisional(res.StatusCode)
+			switch code := res.StatusCode; {
+			case code == 401 || code == 407:
+				challenged = true
+			case res.IsProvisional() && code != 100 && o.OnProvisional != nil:
+				o.OnProvisional(code)
 			}
 			return nil
 		},
 	})
 	if err != nil {
-		return nil, failed(ctx, ringing, s, err)
+		return nil, failed(ctx, ringing, s, err, challenged)
 	}
 	d := newDialog(s, o)
 	// Kept before the ACK goes: the callee may hang up the moment it arrives.
@@ -138,9 +142,10 @@ func Invite(ctx context.Context, client *sipgo.Client, o Options) (*Dialog, erro
 	return d, nil
 }
 
-// failed explains why WaitAnswer did not establish the call. An answer that crossed the
-// CANCEL is acknowledged and hung up, or the callee would hold a call nobody is on.
-func failed(ctx, ringing context.Context, s *sipgo.DialogClientSession, err error) error {
+// failed explains why WaitAnswer did not establish the call; challenged says a digest
+// challenge came first, after which 403 refuses the credentials. An answer that crossed
+// the CANCEL is acknowledged and hung up, or the callee would hold a call nobody is on.
+func failed(ctx, ringing context.Context, s *sipgo.DialogClientSession, err error, challenged bool) error {
 	if res := s.InviteResponse; res != nil && res.IsSuccess() {
 		bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), hangupBound)
 		defer cancel()
@@ -162,7 +167,11 @@ func failed(ctx, ringing context.Context, s *sipgo.DialogClientSession, err erro
 	case ringing.Err() != nil:
 		return &CallError{Kind: ErrNoAnswer, Err: fmt.Errorf("no answer within the ring timeout")}
 	case errors.As(err, &refused):
-		return statusError(refused.Res)
+		ce := statusError(refused.Res)
+		if challenged && ce.Status == 403 {
+			ce.Kind = ErrCredentials
+		}
+		return ce
 	default:
 		return &CallError{Kind: ErrUnreachable, Err: err}
 	}

@@ -4,19 +4,32 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/emiago/sipgo"
 	"github.com/emiago/sipgo/sip"
+
+	"github.com/handset-voice/handset/internal/carrier/sip/dial/uatest"
 )
 
 func invite(t *testing.T, h *handsetSide, o Options) (*Dialog, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitBound)
 	defer cancel()
-	return Invite(ctx, h.client, o)
+	return Invite(ctx, h.Client, o)
+}
+
+// answeredCall places a call the callee picks up at once, and waits for its ACK.
+func answeredCall(t *testing.T, u *fakeUAS, h *handsetSide) *Dialog {
+	t.Helper()
+	u.set(func(u *fakeUAS) { u.answer = pickUp(u) })
+	d, err := invite(t, h, h.options(u, "+15551234567"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	receive(t, u.acked, "ACK")
+	return d
 }
 
 // An answered call: progress reported, the INVITE says who calls whom with the offer, the
@@ -72,12 +85,7 @@ func TestAnsweredThenCalleeHangsUp(t *testing.T) {
 // Handset hangs up: BYE reaches the callee and the dialog ends.
 func TestHandsetHangsUp(t *testing.T) {
 	u, h := newFakeUAS(t), newHandset(t)
-	u.set(func(u *fakeUAS) { u.answer = pickUp(u) })
-	d, err := invite(t, h, h.options(u, "+15551234567"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	receive(t, u.acked, "ACK")
+	d := answeredCall(t, u, h)
 	ctx, cancel := context.WithTimeout(context.Background(), waitBound)
 	defer cancel()
 	if err := d.Bye(ctx); err != nil {
@@ -124,7 +132,7 @@ func TestDigestChallenge(t *testing.T) {
 		answered := pickUp(u)
 		digest := func(req *sip.Request, dlg *sipgo.DialogServerSession) {
 			auth := req.GetHeader("Proxy-Authorization")
-			if auth == nil || !validDigest(auth.Value(), "INVITE", "trunkuser", "s3cret", fakeRealm, fakeNonce) {
+			if auth == nil || !uatest.ValidDigest(auth.Value(), "INVITE", "trunkuser", "s3cret", fakeRealm, fakeNonce) {
 				_ = dlg.Respond(407, "Proxy Authentication Required", nil, sip.NewHeader("Proxy-Authenticate",
 					`Digest realm="`+fakeRealm+`", nonce="`+fakeNonce+`", algorithm=MD5`))
 				return
@@ -174,7 +182,7 @@ func TestCancelWhileRinging(t *testing.T) {
 	defer cancel()
 	o := h.options(u, "+15551234567")
 	o.OnProvisional = func(int) { cancel() }
-	_, err := Invite(ctx, h.client, o)
+	_, err := Invite(ctx, h.Client, o)
 	var ce *CallError
 	if !errors.Is(err, ErrCancelled) || !errors.As(err, &ce) || ce.Status != 487 {
 		t.Errorf("%v, want ErrCancelled with the 487", err)
@@ -201,48 +209,23 @@ func TestRefer(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			u, h := newFakeUAS(t), newHandset(t)
-			u.set(func(u *fakeUAS) { u.answer = pickUp(u) })
-			var notifying sync.WaitGroup
-			defer notifying.Wait()
 			referTo := make(chan string, 1)
 			notified := make(chan int, len(tc.progress))
-			refer := func(req *sip.Request, tx sip.ServerTransaction) {
-				referTo <- req.GetHeader("Refer-To").Value()
-				if tc.refuse != 0 {
-					_ = tx.Respond(sip.NewResponseFromRequest(req, tc.refuse, "No", nil))
-					return
-				}
-				dlg, err := u.cache().MatchDialogRequest(req)
-				if err != nil {
-					_ = tx.Respond(sip.NewResponseFromRequest(req, 481, "No Such Call", nil))
-					return
-				}
-				_ = tx.Respond(sip.NewResponseFromRequest(req, 202, "Accepted", nil))
-				notifying.Add(1)
-				go func() {
-					defer notifying.Done()
-					for i, frag := range tc.progress {
-						state := "active"
-						if i == len(tc.progress)-1 {
-							state = "terminated;reason=noresource"
-						}
-						code, err := notify(dlg, frag, state)
-						if err != nil {
-							t.Error(err)
-						}
-						notified <- code
+			accept := u.acceptRefer(t, tc.progress, notified)
+			u.set(func(u *fakeUAS) {
+				u.refer = func(req *sip.Request, tx sip.ServerTransaction) {
+					referTo <- req.GetHeader("Refer-To").Value()
+					if tc.refuse != 0 {
+						_ = tx.Respond(sip.NewResponseFromRequest(req, tc.refuse, "No", nil))
+						return
 					}
-				}()
-			}
-			u.set(func(u *fakeUAS) { u.refer = refer })
-			d, err := invite(t, h, h.options(u, "+15551234567"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			receive(t, u.acked, "ACK")
+					accept(req, tx)
+				}
+			})
+			d := answeredCall(t, u, h)
 			ctx, cancel := context.WithTimeout(context.Background(), waitBound)
 			defer cancel()
-			err = d.Refer(ctx, target)
+			err := d.Refer(ctx, target)
 			var ce *CallError
 			switch {
 			case tc.kind == nil && err != nil:
@@ -268,12 +251,7 @@ func TestRefer(t *testing.T) {
 // requests are not the package's to answer.
 func TestInDialogRequests(t *testing.T) {
 	u, h := newFakeUAS(t), newHandset(t)
-	u.set(func(u *fakeUAS) { u.answer = pickUp(u) })
-	d, err := invite(t, h, h.options(u, "+15551234567"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	receive(t, u.acked, "ACK")
+	d := answeredCall(t, u, h)
 	dlg := receive(t, u.answered, "answered dialog")
 	ctx, cancel := context.WithTimeout(context.Background(), waitBound)
 	defer cancel()

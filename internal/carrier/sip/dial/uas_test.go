@@ -10,13 +10,12 @@ import (
 	"github.com/emiago/sipgo"
 	"github.com/emiago/sipgo/sip"
 	"go.uber.org/goleak"
+
+	"github.com/handset-voice/handset/internal/carrier/sip/dial/uatest"
 )
 
-// sipgo's transport layer has no closed state: a retransmission timer of a transaction
-// still running when a test's user agent closes opens a socket nobody closes. That
-// reader is sipgo's, after Close; every other goroutine must be gone.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/emiago/sipgo/sip.(*TransportUDP).readUDPConnection"))
+	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction(uatest.IgnoreSipgoLeak))
 }
 
 // waitBound is how long a test waits for something that should happen at once.
@@ -32,7 +31,7 @@ const (
 // fakeUAS is the callee's side of a trunk, written for the tests: it answers each INVITE
 // as answer says, keeps the dialogs it answers, and records what Handset sent.
 type fakeUAS struct {
-	*endpoint
+	*uatest.Endpoint
 
 	// mu guards the fields a test sets after the server started, and the INVITEs seen.
 	mu      sync.Mutex
@@ -54,7 +53,7 @@ type fakeUAS struct {
 func newFakeUAS(t *testing.T) *fakeUAS {
 	u := &fakeUAS{acked: make(chan *sip.Request, 8), byes: make(chan *sip.Request, 8), cancels: make(chan *sip.Request, 8),
 		answered: make(chan *sipgo.DialogServerSession, 8), ringing: make(chan *sipgo.DialogServerSession, 8)}
-	u.endpoint = newEndpoint(t, func(srv *sipgo.Server) {
+	u.Endpoint = uatest.New(t, func(srv *sipgo.Server) {
 		srv.OnInvite(u.onInvite)
 		srv.OnAck(func(req *sip.Request, tx sip.ServerTransaction) {
 			_ = u.cache().ReadAck(req, tx)
@@ -79,7 +78,7 @@ func newFakeUAS(t *testing.T) *fakeUAS {
 		})
 	})
 	u.set(func(u *fakeUAS) {
-		u.dialogs = sipgo.NewDialogServerCache(u.client, sip.ContactHeader{Address: u.uri("callee")})
+		u.dialogs = sipgo.NewDialogServerCache(u.Client, sip.ContactHeader{Address: u.URI("callee")})
 	})
 	return u
 }
@@ -159,7 +158,7 @@ func (u *fakeUAS) ring(_ *sip.Request, dlg *sipgo.DialogServerSession) {
 // handsetSide is Handset's user agent for a test: its client, and its server handing the
 // requests inside its dialogs to Dialogs, as the trunk does.
 type handsetSide struct {
-	*endpoint
+	*uatest.Endpoint
 	dialogs *Dialogs
 	strays  chan *sip.Request // requests Dialogs did not take
 }
@@ -174,7 +173,7 @@ func newHandset(t *testing.T) *handsetSide {
 			}
 		}
 	}
-	h.endpoint = newEndpoint(t, func(srv *sipgo.Server) {
+	h.Endpoint = uatest.New(t, func(srv *sipgo.Server) {
 		for _, m := range []sip.RequestMethod{sip.INVITE, sip.ACK, sip.BYE, sip.NOTIFY, sip.INFO, sip.OPTIONS} {
 			srv.OnRequest(m, route)
 		}
@@ -185,10 +184,43 @@ func newHandset(t *testing.T) *handsetSide {
 func (h *handsetSide) options(u *fakeUAS, user string) Options {
 	return Options{
 		Dialogs: h.dialogs,
-		Target:  sip.Uri{Scheme: "sip", User: user, Host: "127.0.0.1", Port: u.addr.Port},
+		Target:  sip.Uri{Scheme: "sip", User: user, Host: "127.0.0.1", Port: u.Addr.Port},
 		From:    "+15557654321",
-		Contact: sip.ContactHeader{Address: h.uri("handset")},
+		Contact: sip.ContactHeader{Address: h.URI("handset")},
 		Offer:   []byte(offerSDP),
+	}
+}
+
+// acceptRefer is a REFER handler that answers 202 then reports the new call's progress
+// in a NOTIFY for each sipfrag (the last one ending the subscription), noting the
+// answers to them in notified when set. The NOTIFYs are sent before the test ends.
+func (u *fakeUAS) acceptRefer(t *testing.T, progress []string, notified chan<- int) func(*sip.Request, sip.ServerTransaction) {
+	var notifying sync.WaitGroup
+	t.Cleanup(notifying.Wait)
+	return func(req *sip.Request, tx sip.ServerTransaction) {
+		dlg, err := u.cache().MatchDialogRequest(req)
+		if err != nil {
+			_ = tx.Respond(sip.NewResponseFromRequest(req, 481, "No Such Call", nil))
+			return
+		}
+		_ = tx.Respond(sip.NewResponseFromRequest(req, 202, "Accepted", nil))
+		notifying.Add(1)
+		go func() {
+			defer notifying.Done()
+			for i, frag := range progress {
+				state := "active"
+				if i == len(progress)-1 {
+					state = "terminated;reason=noresource"
+				}
+				code, err := notify(dlg, frag, state)
+				if err != nil {
+					t.Error(err)
+				}
+				if notified != nil {
+					notified <- code
+				}
+			}
+		}()
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/emiago/sipgo"
 	"github.com/emiago/sipgo/sip"
 
+	"github.com/handset-voice/handset/internal/carrier/sip/dial/uatest"
 	"github.com/handset-voice/handset/internal/sim/sippeer"
 	"github.com/handset-voice/handset/internal/testpeer"
 )
@@ -24,21 +25,21 @@ func TestKamailioRegistrar(t *testing.T) {
 		t.Fatal(err)
 	}
 	invites := make(chan *sip.Request, 4)
-	handset := newEndpoint(t, func(srv *sipgo.Server) {
+	handset := uatest.New(t, func(srv *sipgo.Server) {
 		srv.OnInvite(func(req *sip.Request, tx sip.ServerTransaction) {
 			invites <- req
 			_ = tx.Respond(sip.NewResponseFromRequest(req, 486, "Busy Here", nil))
 		})
 		srv.OnAck(func(*sip.Request, sip.ServerTransaction) {})
 	})
-	caller := newEndpoint(t, nil)
+	caller := uatest.New(t, nil)
 	registrar := sip.Uri{Scheme: "sip", Host: "127.0.0.1", Port: portOf(t, k.Addr())}
 	aor := sip.Uri{Scheme: "sip", User: "handset", Host: k.Realm()}
 
 	register := func(password string) (*Registration, context.CancelFunc, chan error, Status) {
 		changes := make(chan Status, 16)
-		reg := New(handset.client, Options{
-			Registrar: registrar, AOR: aor, Contact: sip.ContactHeader{Address: handset.uri("handset")},
+		reg := New(handset.Client, Options{
+			Registrar: registrar, AOR: aor, Contact: sip.ContactHeader{Address: handset.URI("handset")},
 			Password: password, Expires: 120 * time.Second, OnChange: func(s Status) { changes <- s },
 		})
 		ctx, cancel := context.WithCancel(context.Background())
@@ -58,8 +59,8 @@ func TestKamailioRegistrar(t *testing.T) {
 		defer cancel()
 		req := sip.NewRequest(sip.INVITE, *aor.Clone())
 		req.SetDestination(k.Addr())
-		req.AppendHeader(&sip.ContactHeader{Address: caller.uri("caller")})
-		res, err := caller.client.Do(ctx, req)
+		req.AppendHeader(&sip.ContactHeader{Address: caller.URI("caller")})
+		res, err := caller.Client.Do(ctx, req)
 		if err != nil {
 			t.Fatalf("calling the AOR through kamailio: %v", err)
 		}
@@ -75,7 +76,7 @@ func TestKamailioRegistrar(t *testing.T) {
 	}
 	select {
 	case req := <-invites:
-		if req.Recipient.Port != handset.addr.Port {
+		if req.Recipient.Port != handset.Addr.Port {
 			t.Errorf("the INVITE came for %s, want Handset's contact", req.Recipient.String())
 		}
 	case <-time.After(waitBound):

@@ -11,14 +11,12 @@ import (
 	"github.com/emiago/sipgo/sip"
 	"go.uber.org/goleak"
 
+	"github.com/handset-voice/handset/internal/carrier/sip/dial/uatest"
 	"github.com/handset-voice/handset/internal/clock"
 )
 
-// sipgo's transport layer has no closed state: a retransmission timer of a transaction
-// still running when a test's user agent closes opens a socket nobody closes. That
-// reader is sipgo's, after Close; every other goroutine must be gone.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/emiago/sipgo/sip.(*TransportUDP).readUDPConnection"))
+	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction(uatest.IgnoreSipgoLeak))
 }
 
 // running is a Registration running on its own goroutine against a registrar, with its
@@ -37,12 +35,12 @@ var t0 = time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
 
 func startRegistration(t *testing.T, r *fakeRegistrar, password string, tweak func(*Options)) *running {
 	t.Helper()
-	handset := newEndpoint(t, nil)
+	handset := uatest.New(t, nil)
 	run := &running{clk: clock.NewFake(t0), changes: make(chan Status, 64), done: make(chan error, 1)}
 	opts := Options{
-		Registrar: sip.Uri{Scheme: "sip", Host: "127.0.0.1", Port: r.addr.Port},
+		Registrar: sip.Uri{Scheme: "sip", Host: "127.0.0.1", Port: r.Addr.Port},
 		AOR:       sip.Uri{Scheme: "sip", User: "handset", Host: fakeRealm},
-		Contact:   sip.ContactHeader{Address: handset.uri("handset")},
+		Contact:   sip.ContactHeader{Address: handset.URI("handset")},
 		Password:  password,
 		Clock:     run.clk,
 		OnChange:  func(s Status) { run.changes <- s },
@@ -50,7 +48,7 @@ func startRegistration(t *testing.T, r *fakeRegistrar, password string, tweak fu
 	if tweak != nil {
 		tweak(&opts)
 	}
-	run.reg = New(handset.client, opts)
+	run.reg = New(handset.Client, opts)
 	ctx, cancel := context.WithCancel(context.Background())
 	run.cancel = cancel
 	go func() { run.done <- run.reg.Run(ctx) }()
@@ -104,8 +102,8 @@ func TestRegistersRefreshesAndUnregisters(t *testing.T) {
 	if !s.Registered || s.Err != nil || s.Granted != 60*time.Second || !s.Next.Equal(t0.Add(51*time.Second)) {
 		t.Fatalf("status %+v: want registered for 60 s, refreshing at +51 s", s)
 	}
-	if s.Remote != r.addr.String() {
-		t.Errorf("status names the registrar %q, want %q", s.Remote, r.addr.String())
+	if s.Remote != r.Addr.String() {
+		t.Errorf("status names the registrar %q, want %q", s.Remote, r.Addr.String())
 	}
 
 	run.clk.Advance(50 * time.Second)

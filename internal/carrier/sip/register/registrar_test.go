@@ -9,6 +9,8 @@ import (
 
 	"github.com/emiago/sipgo"
 	"github.com/emiago/sipgo/sip"
+
+	"github.com/handset-voice/handset/internal/carrier/sip/dial/uatest"
 )
 
 // waitBound is how long a test waits for something that should happen at once.
@@ -22,7 +24,7 @@ const (
 // fakeRegistrar is a registrar written for the tests: it challenges, checks the digest
 // answer, grants what it is told to, asks for a longer expiry, or goes silent.
 type fakeRegistrar struct {
-	*endpoint
+	*uatest.Endpoint
 
 	mu sync.Mutex
 	// user and password are the account; a wrong answer is refused 403, or challenged
@@ -50,7 +52,7 @@ type seen struct {
 
 func newFakeRegistrar(t *testing.T, user, password string) *fakeRegistrar {
 	r := &fakeRegistrar{user: user, password: password, got: make(chan seen, 64)}
-	r.endpoint = newEndpoint(t, func(srv *sipgo.Server) { srv.OnRegister(r.onRegister) })
+	r.Endpoint = uatest.New(t, func(srv *sipgo.Server) { srv.OnRegister(r.onRegister) })
 	return r
 }
 
@@ -85,7 +87,7 @@ func (r *fakeRegistrar) onRegister(req *sip.Request, tx sip.ServerTransaction) {
 		reply(401, "Unauthorized", challenge)
 		return
 	}
-	if !validDigest(auth.Value(), "REGISTER", r.user, r.password, fakeRealm, fakeNonce) {
+	if !uatest.ValidDigest(auth.Value(), "REGISTER", r.user, r.password, fakeRealm, fakeNonce) {
 		if r.rechallenge {
 			reply(401, "Unauthorized", challenge)
 		} else {

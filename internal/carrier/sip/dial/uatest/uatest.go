@@ -1,7 +1,10 @@
-package register
+// Package uatest gives the tests of Handset's SIP client packages (dial, register) what
+// stands on the other side of the wire: a SIP user agent on a loopback UDP port, with a
+// server for the requests it receives and a client that sends from the same socket, as
+// the trunk's does; and a checker of digest answers for fake registrars and proxies.
+package uatest
 
 import (
-	"context"
 	"crypto/md5"
 	"encoding/hex"
 	"errors"
@@ -14,16 +17,20 @@ import (
 	"github.com/emiago/sipgo/sip"
 )
 
-// endpoint is a SIP user agent on a loopback UDP port: a server for the requests it gets
-// and a client that sends from the same socket, as the trunk's does.
-type endpoint struct {
-	ua     *sipgo.UserAgent
-	srv    *sipgo.Server
-	client *sipgo.Client
-	addr   *net.UDPAddr
+// startBound bounds how long the listener may take to join the transport layer.
+const startBound = 10 * time.Second
+
+// Endpoint is a SIP user agent on a loopback UDP port, closed when the test ends.
+type Endpoint struct {
+	UA     *sipgo.UserAgent
+	Server *sipgo.Server
+	Client *sipgo.Client
+	Addr   *net.UDPAddr
 }
 
-func newEndpoint(t *testing.T, handlers func(*sipgo.Server)) *endpoint {
+// New starts an Endpoint; handlers, when set, registers the server's request handlers
+// before it serves.
+func New(t testing.TB, handlers func(*sipgo.Server)) *Endpoint {
 	t.Helper()
 	ua, err := sipgo.NewUA(sipgo.WithUserAgent("test"))
 	if err != nil {
@@ -52,13 +59,12 @@ func newEndpoint(t *testing.T, handlers func(*sipgo.Server)) *endpoint {
 	})
 	// The listener joins the transport layer on the serving goroutine; a request sent
 	// before it has would leave from a socket of its own.
-	ctx, cancel := context.WithTimeout(context.Background(), waitBound)
-	defer cancel()
+	deadline := time.Now().Add(startBound)
 	for {
 		if c, err := ua.TransportLayer().GetConnection("udp", addr.String()); err == nil && c != nil {
 			break
 		}
-		if ctx.Err() != nil {
+		if time.Now().After(deadline) {
 			t.Fatal("the UDP listener did not start")
 		}
 		time.Sleep(time.Millisecond) // polled, with the bound above
@@ -68,19 +74,25 @@ func newEndpoint(t *testing.T, handlers func(*sipgo.Server)) *endpoint {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &endpoint{ua: ua, srv: srv, client: client, addr: addr}
+	return &Endpoint{UA: ua, Server: srv, Client: client, Addr: addr}
 }
 
-func (e *endpoint) uri(user string) sip.Uri {
-	return sip.Uri{Scheme: "sip", User: user, Host: "127.0.0.1", Port: e.addr.Port}
+// URI is user at the endpoint's address.
+func (e *Endpoint) URI(user string) sip.Uri {
+	return sip.Uri{Scheme: "sip", User: user, Host: "127.0.0.1", Port: e.Addr.Port}
 }
+
+// IgnoreSipgoLeak is the goleak option for the one goroutine sipgo leaves behind: its
+// transport layer has no closed state, so a retransmission timer of a transaction still
+// running when a test's user agent closes opens a socket nobody closes.
+const IgnoreSipgoLeak = "github.com/emiago/sipgo/sip.(*TransportUDP).readUDPConnection"
 
 // digestFields reads the name="value" pairs of an Authorization header.
 var digestFields = regexp.MustCompile(`(\w+)="?([^",]*)"?`)
 
-// validDigest checks an Authorization header's answer for user and password (MD5, no qop,
-// as the fake registrar's challenge asks).
-func validDigest(auth, method, user, password, realm, nonce string) bool {
+// ValidDigest checks the digest answer in an Authorization or Proxy-Authorization header
+// for user and password, to a challenge of realm and nonce without qop, MD5.
+func ValidDigest(auth, method, user, password, realm, nonce string) bool {
 	f := map[string]string{}
 	for _, m := range digestFields.FindAllStringSubmatch(auth, -1) {
 		f[m[1]] = m[2]
