@@ -15,15 +15,21 @@ import (
 	"github.com/handset-voice/handset/internal/testpeer"
 )
 
-// Against a real registrar: kamailio with digest authentication. Registered, Handset is
-// where kamailio sends the AOR's calls; un-registered, kamailio no longer knows it; a
-// wrong password is ErrCredentials.
+// Against a real registrar: kamailio with digest authentication, over UDP and TCP.
+// Registered, Handset is where kamailio sends the AOR's calls; un-registered, kamailio no
+// longer knows it; a wrong password is ErrCredentials.
 func TestKamailioRegistrar(t *testing.T) {
 	testpeer.Slow(t, "starts kamailio")
 	k, err := sippeer.StartKamailio(t, sippeer.KamailioOptions{Users: map[string]string{"handset": "s3cret"}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	for _, transport := range []string{"udp", "tcp"} {
+		t.Run(transport, func(t *testing.T) { registerWithKamailio(t, k, transport) })
+	}
+}
+
+func registerWithKamailio(t *testing.T, k *sippeer.Kamailio, transport string) {
 	invites := make(chan *sip.Request, 4)
 	handset := uatest.New(t, func(srv *sipgo.Server) {
 		srv.OnInvite(func(req *sip.Request, tx sip.ServerTransaction) {
@@ -33,7 +39,8 @@ func TestKamailioRegistrar(t *testing.T) {
 		srv.OnAck(func(*sip.Request, sip.ServerTransaction) {})
 	})
 	caller := uatest.New(t, nil)
-	registrar := sip.Uri{Scheme: "sip", Host: "127.0.0.1", Port: portOf(t, k.Addr())}
+	registrar := sip.Uri{Scheme: "sip", Host: "127.0.0.1", Port: portOf(t, k.Addr()),
+		UriParams: sip.HeaderParams{{K: "transport", V: transport}}}
 	aor := sip.Uri{Scheme: "sip", User: "handset", Host: k.Realm()}
 
 	register := func(password string) (*Registration, context.CancelFunc, chan error, Status) {
@@ -86,7 +93,6 @@ func TestKamailioRegistrar(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("un-registering: %v\n%s", err, k.Log())
 	}
-	t.Logf("registered: %+v", s)
 	if code := call(); code != 404 {
 		t.Errorf("a call after un-registering was answered %d, want kamailio's 404", code)
 	}

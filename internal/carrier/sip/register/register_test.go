@@ -185,6 +185,23 @@ func TestWrongPasswordIsCredentials(t *testing.T) {
 	}
 }
 
+// A stale nonce is not a wrong password: the answer is computed again for the new nonce.
+func TestStaleNonceIsAnsweredAgain(t *testing.T) {
+	r := newFakeRegistrar(t, "handset", "s3cret")
+	r.set(func(r *fakeRegistrar) { r.staleOnce = true })
+	run := startRegistration(t, r, "s3cret", nil)
+	if s := run.status(t); !s.Registered || s.Err != nil {
+		t.Errorf("status %+v, want registered", s)
+	}
+	var statuses []int
+	for range 3 {
+		statuses = append(statuses, r.next(t).status)
+	}
+	if !slices.Equal(statuses, []int{401, 401, 200}) {
+		t.Errorf("answers %v, want 401, 401 stale, 200", statuses)
+	}
+}
+
 // A registrar challenging a Handset that has no password is ErrCredentials too.
 func TestChallengeWithoutPassword(t *testing.T) {
 	r := newFakeRegistrar(t, "handset", "s3cret")

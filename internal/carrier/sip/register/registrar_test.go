@@ -37,6 +37,10 @@ type fakeRegistrar struct {
 	minExpires int
 	// away drops every request unanswered.
 	away bool
+	// nonce is the challenge's; staleOnce answers the first valid answer with a new nonce
+	// and stale=true, as a registrar whose nonce expired does.
+	nonce     string
+	staleOnce bool
 
 	got chan seen
 }
@@ -51,7 +55,7 @@ type seen struct {
 }
 
 func newFakeRegistrar(t *testing.T, user, password string) *fakeRegistrar {
-	r := &fakeRegistrar{user: user, password: password, got: make(chan seen, 64)}
+	r := &fakeRegistrar{user: user, password: password, nonce: fakeNonce, got: make(chan seen, 64)}
 	r.Endpoint = uatest.New(t, func(srv *sipgo.Server) { srv.OnRegister(r.onRegister) })
 	return r
 }
@@ -81,13 +85,19 @@ func (r *fakeRegistrar) onRegister(req *sip.Request, tx sip.ServerTransaction) {
 		s.status = code
 		_ = tx.Respond(res)
 	}
-	challenge := sip.NewHeader("WWW-Authenticate", fmt.Sprintf(`Digest realm="%s", nonce="%s", algorithm=MD5`, fakeRealm, fakeNonce))
+	challenge := sip.NewHeader("WWW-Authenticate", fmt.Sprintf(`Digest realm="%s", nonce="%s", algorithm=MD5`, fakeRealm, r.nonce))
 	auth := req.GetHeader("Authorization")
 	if auth == nil {
 		reply(401, "Unauthorized", challenge)
 		return
 	}
-	if !uatest.ValidDigest(auth.Value(), "REGISTER", r.user, r.password, fakeRealm, fakeNonce) {
+	if r.staleOnce && uatest.ValidDigest(auth.Value(), "REGISTER", r.user, r.password, fakeRealm, r.nonce) {
+		r.staleOnce, r.nonce = false, r.nonce+"2"
+		reply(401, "Unauthorized", sip.NewHeader("WWW-Authenticate",
+			fmt.Sprintf(`Digest realm="%s", nonce="%s", algorithm=MD5, stale=true`, fakeRealm, r.nonce)))
+		return
+	}
+	if !uatest.ValidDigest(auth.Value(), "REGISTER", r.user, r.password, fakeRealm, r.nonce) {
 		if r.rechallenge {
 			reply(401, "Unauthorized", challenge)
 		} else {
