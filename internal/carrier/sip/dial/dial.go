@@ -101,7 +101,10 @@ func statusError(res *sip.Response) *CallError {
 }
 
 // Invite calls o.Target through client and waits for the answer; it returns the
-// established dialog (ACK sent) or a *CallError. Ending ctx before the answer sends CANCEL.
+// established dialog (ACK sent) or a *CallError. Ending ctx before the answer sends CANCEL
+// and waits for the trunk's 487 (at most 32 s); CANCEL cannot go before the first
+// provisional response, so until one comes Invite waits for it or for the INVITE to time
+// out (32 s over UDP). OnProvisional runs on Invite's goroutine.
 func Invite(ctx context.Context, client *sipgo.Client, o Options) (*Dialog, error) {
 	if o.Dialogs == nil {
 		return nil, errors.New("dial: Options.Dialogs is required: it routes the callee's requests to the call")

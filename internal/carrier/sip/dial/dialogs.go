@@ -8,7 +8,16 @@ import (
 
 // Dialogs are the outbound calls in progress, for the requests their callees send inside
 // them. The trunk's server handlers for BYE, ACK, NOTIFY, INVITE, INFO and the rest call
-// Handle first and handle the request themselves only when it returns false.
+// Handle first and handle the request themselves only when it returns false:
+//
+//	srv.OnBye(func(req *sip.Request, tx sip.ServerTransaction) {
+//		if outbound.Handle(req, tx) {
+//			return
+//		}
+//		// an inbound call's BYE
+//	})
+//
+// A request outside any dialog (a new INVITE has no To tag) is never taken.
 type Dialogs struct {
 	mu    sync.Mutex
 	calls map[string]*Dialog
