@@ -199,6 +199,26 @@ func parseSeconds(v string) int {
 	return n
 }
 
+// retryAfter is the wait a failure response asks for (Retry-After), at most limit; zero
+// when it asks for none.
+func retryAfter(res *sip.Response, limit time.Duration) time.Duration {
+	if res == nil {
+		return 0
+	}
+	h := res.GetHeader("Retry-After")
+	if h == nil {
+		return 0
+	}
+	// "120;duration=3600 (maintenance)": the seconds come first.
+	value, _, _ := strings.Cut(h.Value(), ";")
+	value, _, _ = strings.Cut(value, "(")
+	s := parseSeconds(value)
+	if s <= 0 {
+		return 0
+	}
+	return min(time.Duration(s)*time.Second, limit)
+}
+
 // stale reports whether a challenge says only the nonce expired, not the answer.
 func stale(res *sip.Response) bool {
 	for _, name := range []string{"WWW-Authenticate", "Proxy-Authenticate"} {

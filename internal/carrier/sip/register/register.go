@@ -150,8 +150,9 @@ func New(client *sipgo.Client, opts Options) *Registration {
 }
 
 // Run registers and keeps the binding refreshed until ctx ends, then removes it
-// (Expires: 0). Failures are retried, never returned: Status and the log report them. It
-// returns the error of the final un-REGISTER, if any.
+// (Expires: 0). Failures are retried, never returned: Status and the log report them; a
+// registrar's Retry-After (503) is honoured up to RetryMax. It returns the error of the
+// final un-REGISTER, if any. Run once per Registration.
 func (r *Registration) Run(ctx context.Context) error {
 	backoff := r.opts.RetryMin
 	for {
@@ -164,7 +165,7 @@ func (r *Registration) Run(ctx context.Context) error {
 			delay = max(granted*refreshShare/100, minRefresh)
 			backoff = r.opts.RetryMin
 		} else {
-			delay = backoff
+			delay = max(backoff, retryAfter(res, r.opts.RetryMax))
 			if errors.Is(err, ErrCredentials) {
 				// A wrong password does not fix itself: ask again rarely.
 				delay = r.opts.RetryMax

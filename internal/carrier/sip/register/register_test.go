@@ -185,6 +185,24 @@ func TestWrongPasswordIsCredentials(t *testing.T) {
 	}
 }
 
+// 503 with Retry-After: unreachable, and the next attempt waits as long as asked, up to
+// RetryMax.
+func TestUnavailableWithRetryAfter(t *testing.T) {
+	for _, tc := range []struct {
+		retryAfter string
+		wait       time.Duration
+	}{{"30", 30 * time.Second}, {"45;duration=600 (maintenance)", 45 * time.Second}, {"86400", 2 * time.Minute}, {"soon", 2 * time.Second}} {
+		r := newFakeRegistrar(t, "handset", "s3cret")
+		r.set(func(r *fakeRegistrar) { r.unavailable = tc.retryAfter })
+		run := startRegistration(t, r, "s3cret", func(o *Options) { o.RetryMax = 2 * time.Minute })
+		s := run.status(t)
+		if !errors.Is(s.Err, ErrUnreachable) || !s.Next.Equal(t0.Add(tc.wait)) {
+			t.Errorf("Retry-After %q: %+v, want ErrUnreachable and a retry in %v", tc.retryAfter, s, tc.wait)
+		}
+		_ = run.stop(t)
+	}
+}
+
 // A stale nonce is not a wrong password: the answer is computed again for the new nonce.
 func TestStaleNonceIsAnsweredAgain(t *testing.T) {
 	r := newFakeRegistrar(t, "handset", "s3cret")

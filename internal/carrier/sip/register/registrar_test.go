@@ -37,6 +37,8 @@ type fakeRegistrar struct {
 	minExpires int
 	// away drops every request unanswered.
 	away bool
+	// unavailable, when set, answers 503 with this Retry-After.
+	unavailable string
 	// nonce is the challenge's; staleOnce answers the first valid answer with a new nonce
 	// and stale=true, as a registrar whose nonce expired does.
 	nonce     string
@@ -75,6 +77,13 @@ func (r *fakeRegistrar) onRegister(req *sip.Request, tx sip.ServerTransaction) {
 	}
 	defer func() { r.got <- s }()
 	if r.away {
+		return
+	}
+	if r.unavailable != "" {
+		res := sip.NewResponseFromRequest(req, 503, "Service Unavailable", nil)
+		res.AppendHeader(sip.NewHeader("Retry-After", r.unavailable))
+		s.status = 503
+		_ = tx.Respond(res)
 		return
 	}
 	reply := func(code int, reason string, headers ...sip.Header) {
