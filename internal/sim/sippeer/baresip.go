@@ -276,8 +276,39 @@ func (b *Baresip) Recording() (string, error) {
 // Log is what baresip printed so far.
 func (b *Baresip) Log() string { return b.proc.out.String() }
 
-// Stop ends baresip (it is stopped when t ends anyway).
+// baresipGrace is how long baresip has to exit after SIGTERM. A registered baresip
+// lingers for seconds unregistering; its recordings are complete once a call closes,
+// so it is killed rather than waited for.
+const baresipGrace = time.Second
+
+// Stop ends baresip (it is stopped when t ends anyway). A call still up is hung up
+// first, so its recording is complete.
 func (b *Baresip) Stop() error {
+	if b.proc.exited() {
+		return nil
+	}
+	if b.inCall() {
+		ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+		defer cancel()
+		if err := b.Hangup(); err == nil {
+			_, _ = b.ctrl.wait(ctx, "CALL_CLOSED")
+		}
+	}
 	b.ctrl.close()
-	return b.proc.stop()
+	_ = b.proc.stop(baresipGrace) // killed past the grace: nothing is lost
+	return nil
+}
+
+// inCall reports whether a call has been established and not closed since.
+func (b *Baresip) inCall() bool {
+	up := false
+	for _, ev := range b.Events() {
+		switch ev.Type {
+		case "CALL_ESTABLISHED":
+			up = true
+		case "CALL_CLOSED":
+			up = false
+		}
+	}
+	return up
 }

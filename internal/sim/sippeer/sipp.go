@@ -269,7 +269,7 @@ func (s *Sipp) Wait(ctx context.Context) (SippResult, error) {
 }
 
 // Stop ends sipp early (a UAS still waiting for calls); Wait then reads what it did.
-func (s *Sipp) Stop() error { return s.proc.stop() }
+func (s *Sipp) Stop() error { return s.proc.stop(stopGrace) }
 
 // RunSipp is StartSipp then Wait.
 func RunSipp(ctx context.Context, t testing.TB, scenario Scenario, target string, opts SippOptions) (SippResult, error) {
