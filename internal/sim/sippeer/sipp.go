@@ -111,7 +111,7 @@ type Sipp struct {
 	dir              string
 	timeout          time.Duration
 	messages, errors string // log file paths
-	stats, screen    string
+	stats            string
 }
 
 // StartSipp starts sipp playing scenario: a UAC calls target ("host:port"); a UAS ignores
