@@ -43,6 +43,8 @@ type BaresipOptions struct {
 
 // An Event is one thing baresip reported on its control socket, as it arrived.
 type Event struct {
+	// At is when the event was read from the control socket: baresip stamps none, so
+	// this is good to a millisecond or so, and events sent together share a time.
 	At    time.Time
 	Class string // "call", "register", ...
 	Type  string // "CALL_ESTABLISHED", "CALL_CLOSED", "REGISTER_OK", "CALL_DTMF_START", ...
@@ -257,6 +259,36 @@ func (b *Baresip) WaitClosed(ctx context.Context) (Event, error) {
 func (b *Baresip) WaitDTMF(ctx context.Context) (string, error) {
 	ev, err := b.ctrl.wait(ctx, "CALL_DTMF_START")
 	return ev.Param, err
+}
+
+// AnswerToFirstRTP is, for the last call established, the time from baresip learning
+// of the answer (CALL_ESTABLISHED: the 200 OK of a call it placed, the ACK of one it
+// took) to the first RTP packet it received (CALL_RTPESTAB); negative when audio came
+// first. It is how long a caller waits for the greeting. The error says which of the two
+// events is missing.
+func (b *Baresip) AnswerToFirstRTP() (time.Duration, error) {
+	var answered, firstRTP time.Time
+	for _, ev := range b.Events() {
+		switch ev.Type {
+		case "CALL_ESTABLISHED":
+			answered, firstRTP = ev.At, time.Time{}
+		case "CALL_RTPESTAB":
+			if firstRTP.IsZero() {
+				firstRTP = ev.At
+			}
+		case "CALL_CLOSED":
+			if answered.IsZero() {
+				firstRTP = time.Time{} // a call that never answered: its audio is not the next call's
+			}
+		}
+	}
+	switch {
+	case answered.IsZero():
+		return 0, errors.New("baresip: no call was established")
+	case firstRTP.IsZero():
+		return 0, errors.New("baresip: no RTP arrived on the established call")
+	}
+	return firstRTP.Sub(answered), nil
 }
 
 // Events are the events so far, in order.

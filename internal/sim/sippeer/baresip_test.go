@@ -89,6 +89,13 @@ func TestBaresipCallsSippAndRecordsItsAudio(t *testing.T) {
 	if !closed.At.After(established.At) {
 		t.Errorf("closed at %v, not after established at %v", closed.At, established.At)
 	}
+	// sipp starts its audio once it has the ACK: the first packet follows the answer
+	// closely, and never by as much as the second the call lasted
+	if d, err := b.AnswerToFirstRTP(); err != nil || d < -time.Second || d > time.Second {
+		t.Errorf("answer to first RTP: %v, %v", d, err)
+	} else {
+		t.Logf("answer to first RTP: %v", d)
+	}
 	r, err := uas.Wait(ctx)
 	if err != nil || r.Successful != 1 {
 		t.Errorf("sipp: %d successful calls (%v)\n%s", r.Successful, err, r.Errors)
