@@ -104,6 +104,9 @@ type SippResult struct {
 	Output string
 }
 
+// sippStart bounds how long sipp may take to bind its SIP port.
+const sippStart = 10 * time.Second
+
 // Sipp is a running sipp process.
 type Sipp struct {
 	proc             *process
@@ -115,7 +118,7 @@ type Sipp struct {
 }
 
 // StartSipp starts sipp playing scenario: a UAC calls target ("host:port"); a UAS ignores
-// target and listens on Addr. The process is killed when t ends if still running.
+// target and listens on Addr, bound by the time StartSipp returns. The process is killed when t ends if still running.
 // Sipp neither records nor counts the RTP it receives: use baresip (StartBaresip) to
 // check what a far end heard.
 func StartSipp(t testing.TB, scenario Scenario, target string, opts SippOptions) (*Sipp, error) {
@@ -172,6 +175,10 @@ func StartSipp(t testing.TB, scenario Scenario, target string, opts SippOptions)
 	}
 	if s.proc, err = startProcess(t, bin, args, opts.Dir); err != nil {
 		return nil, err
+	}
+	if err := waitBound(s.proc, opts.Transport, ports[0], sippStart); err != nil {
+		s.proc.kill()
+		return nil, fmt.Errorf("sipp: %w\n%s", err, s.proc.out)
 	}
 	return s, nil
 }

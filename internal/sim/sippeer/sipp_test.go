@@ -35,8 +35,8 @@ func sippPair(t *testing.T, uas, uac Scenario, uasOpts, uacOpts SippOptions) (ua
 func wantCalls(t *testing.T, name string, r SippResult, successful, failed int) {
 	t.Helper()
 	if r.Successful != successful || r.Failed != failed {
-		t.Errorf("%s: %d successful and %d failed calls (exit %d), want %d and %d\nerrors:\n%s\nmessages:\n%s",
-			name, r.Successful, r.Failed, r.ExitCode, successful, failed, r.Errors, r.Messages)
+		t.Errorf("%s: %d successful and %d failed calls (exit %d), want %d and %d\nerrors:\n%s\nmessages:\n%s\noutput:\n%s",
+			name, r.Successful, r.Failed, r.ExitCode, successful, failed, r.Errors, r.Messages, r.Output[max(0, len(r.Output)-2000):])
 	}
 }
 
