@@ -32,9 +32,17 @@ type BaresipOptions struct {
 	Domain string
 	// AuthUser and Password answer digest challenges; AuthUser defaults to User.
 	AuthUser, Password string
-	// Transport is "udp" (the default) or "tcp": how it reaches the registrar. Dial
-	// takes a URI, which may say ;transport=tcp itself.
+	// Transport is "udp" (the default), "tcp" or "tls": how it reaches the registrar.
+	// Dial takes a URI, which may say ;transport=tcp or ;transport=tls itself.
 	Transport string
+	// SRTP makes it offer and demand SRTP with keys in the SDP (SDES, a=crypto): a call
+	// without it fails.
+	SRTP bool
+	// TLSCert and TLSKey (PEM files, WriteTestCertificate) give it a TLS listener, on
+	// the port after its SIP port (TLSAddr).
+	TLSCert, TLSKey string
+	// CAFile (PEM) is the certificate it trusts when it calls a TLS listener.
+	CAFile string
 	// Codecs are the audio codecs offered, in order; PCMU and PCMA when empty.
 	Codecs []string
 	// AutoAnswer answers incoming calls at once.
@@ -56,6 +64,7 @@ type Event struct {
 type Baresip struct {
 	proc         *process
 	addr, recDir string
+	tlsAddr      string
 	user         string
 	ctrl         *baresipControl
 }
@@ -84,11 +93,12 @@ func StartBaresip(t testing.TB, opts BaresipOptions) (*Baresip, error) {
 	if opts.User == "" {
 		opts.User = "baresip"
 	}
-	ports, err := freePorts(3)
+	// baresip's TLS listener takes the port after its SIP port: that one must be free too
+	ports, err := freePortsWithNext(3)
 	if err != nil {
 		return nil, err
 	}
-	b := &Baresip{addr: loopback(ports[0]), recDir: filepath.Join(opts.Dir, "recordings"), user: opts.User}
+	b := &Baresip{addr: loopback(ports[0]), tlsAddr: loopback(ports[0] + 1), recDir: filepath.Join(opts.Dir, "recordings"), user: opts.User}
 	if err := os.MkdirAll(b.recDir, 0o755); err != nil {
 		return nil, err
 	}
@@ -96,8 +106,12 @@ func StartBaresip(t testing.TB, opts BaresipOptions) (*Baresip, error) {
 	if err != nil {
 		return nil, err
 	}
+	tlsLines, err := baresipTLS(opts)
+	if err != nil {
+		return nil, err
+	}
 	files := map[string]string{
-		"config": baresipConfig(opts, b.addr, ports[1], ports[2], b.recDir),
+		"config": baresipConfig(opts, b.addr, ports[1], ports[2], b.recDir) + tlsLines,
 		// the account is created by command once the control socket is connected (Start),
 		// so that no registration event goes out before anyone listens
 		"accounts": "",
@@ -181,10 +195,13 @@ func baresipAccount(opts BaresipOptions, sipAddr string) (string, error) {
 	if transport == "" {
 		transport = "udp"
 	}
-	if transport != "udp" && transport != "tcp" {
-		return "", fmt.Errorf("baresip: transport %q: want udp or tcp", transport)
+	if transport != "udp" && transport != "tcp" && transport != "tls" {
+		return "", fmt.Errorf("baresip: transport %q: want udp, tcp or tls", transport)
 	}
-	params := []string{"audio_codecs=" + strings.Join(codecs, ","), "mediaenc=", "medianat="}
+	params := []string{"audio_codecs=" + strings.Join(codecs, ",")}
+	if opts.SRTP {
+		params = append(params, "mediaenc=srtp-mand")
+	}
 	if opts.AutoAnswer {
 		params = append(params, "answermode=auto")
 	}
@@ -209,11 +226,49 @@ func baresipAccount(opts BaresipOptions, sipAddr string) (string, error) {
 			return "", fmt.Errorf("baresip account: %q may not hold ; < > quotes or spaces", field)
 		}
 	}
-	return "<" + aor + ">;" + strings.Join(slices.DeleteFunc(params, func(p string) bool { return strings.HasSuffix(p, "=") }), ";"), nil
+	return "<" + aor + ">;" + strings.Join(params, ";"), nil
+}
+
+// baresipTLS is the config's TLS lines: its certificate and key (baresip takes them in
+// one file, written into opts.Dir) and the CA it trusts; the srtp module when asked.
+func baresipTLS(opts BaresipOptions) (string, error) {
+	var b strings.Builder
+	if opts.SRTP {
+		b.WriteString("module\t\tsrtp.so\n")
+	}
+	if (opts.TLSCert == "") != (opts.TLSKey == "") {
+		return "", errors.New("baresip: TLSCert and TLSKey come together")
+	}
+	if opts.TLSCert != "" {
+		var both []byte
+		for _, f := range []string{opts.TLSCert, opts.TLSKey} {
+			pem, err := os.ReadFile(f)
+			if err != nil {
+				return "", fmt.Errorf("baresip TLS: %w", err)
+			}
+			both = append(append(both, pem...), '\n')
+		}
+		combined := filepath.Join(opts.Dir, "tls.pem")
+		if err := os.WriteFile(combined, both, 0o600); err != nil {
+			return "", err
+		}
+		fmt.Fprintf(&b, "sip_certificate\t\t%s\n", combined)
+	}
+	if opts.CAFile != "" {
+		ca, err := filepath.Abs(opts.CAFile)
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(&b, "sip_cafile\t\t%s\n", ca)
+	}
+	return b.String(), nil
 }
 
 // Addr is the "127.0.0.1:port" its SIP socket listens on.
 func (b *Baresip) Addr() string { return b.addr }
+
+// TLSAddr is the "127.0.0.1:port" of its TLS listener, when it has TLSCert.
+func (b *Baresip) TLSAddr() string { return b.tlsAddr }
 
 // URI is its own SIP URI, for a peer that calls it directly.
 func (b *Baresip) URI() string { return "sip:" + b.user + "@" + b.addr }

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"math"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -142,5 +143,55 @@ func TestSippSendsDTMFToBaresip(t *testing.T) {
 				t.Errorf("baresip heard digits %q, want %q\nevents: %v", got, digits, b.Events())
 			}
 		})
+	}
+}
+
+// One baresip calls another over TLS with SRTP (SDES keys in the SDP): the call is
+// established, both ends say SRTP is on, and the callee records the caller's tone.
+func TestBaresipCallsOverTLSWithSRTP(t *testing.T) {
+	testpeer.Slow(t, "runs a baresip call in real time")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	cert, key, err := WriteTestCertificate(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tone := filepath.Join(dir, "tone.wav")
+	if err := WriteToneWAV(tone, audio.Format{Encoding: audio.PCM16, Rate: 8000}, 3*time.Second, 440); err != nil {
+		t.Fatal(err)
+	}
+	callee, err := StartBaresip(t, BaresipOptions{Source: speechSource(t), User: "callee", TLSCert: cert, TLSKey: key, SRTP: true, AutoAnswer: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	caller, err := StartBaresip(t, BaresipOptions{Source: tone, CAFile: cert, SRTP: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := caller.Dial("sip:callee@" + callee.TLSAddr() + ";transport=tls"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := caller.WaitEstablished(ctx); err != nil {
+		t.Fatalf("%v\ncaller:\n%s\ncallee:\n%s", err, caller.Log(), callee.Log())
+	}
+	time.Sleep(1500 * time.Millisecond)
+	if err := caller.Hangup(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := callee.WaitClosed(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range map[string]*Baresip{"caller": caller, "callee": callee} {
+		if !strings.Contains(b.Log(), "SRTP is Enabled") {
+			t.Errorf("the %s never turned SRTP on:\n%s", name, b.Log())
+		}
+	}
+	rec, err := callee.Recording()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pcm, rate := readPCM(t, rec); toneShare(pcm, rate, 440) < 0.3 {
+		t.Errorf("the callee did not hear the caller's tone through SRTP")
 	}
 }

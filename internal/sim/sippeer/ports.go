@@ -48,6 +48,21 @@ func freePorts(n int) ([]int, error) {
 	return ports, nil
 }
 
+// freePortsWithNext is freePorts whose first port's successor is free for TCP too.
+func freePortsWithNext(n int) ([]int, error) {
+	for range 50 {
+		ports, err := freePorts(n)
+		if err != nil {
+			return nil, err
+		}
+		if l, err := net.Listen("tcp4", loopback(ports[0]+1)); err == nil {
+			l.Close()
+			return ports, nil
+		}
+	}
+	return nil, fmt.Errorf("no loopback port free with the one after it")
+}
+
 // loopback is "127.0.0.1:port".
 func loopback(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
 
