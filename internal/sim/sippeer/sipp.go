@@ -58,6 +58,10 @@ const (
 	// credentials on the second against SippOptions.Username and Password, then answers as UASAnswer. Wrong credentials are answered 403 Forbidden
 	// and, once that is acknowledged, counted as a failed call.
 	UASDigest Scenario = "uas_digest"
+	// UASAcceptRefer answers as UASAnswer, then waits for a REFER (nothing else): it
+	// accepts it 202, reports the transfer done with a NOTIFY (sipfrag SIP/2.0 200 OK),
+	// and hangs up with BYE, as a trunk carrying out a blind transfer does.
+	UASAcceptRefer Scenario = "uas_accept_refer"
 	// UASRefuseRefer answers as UASAnswer, refuses a REFER with 603 Declined and waits for
 	// BYE.
 	UASRefuseRefer Scenario = "uas_refuse_refer"

@@ -129,3 +129,14 @@ func TestSippOverTCP(t *testing.T) {
 		t.Errorf("the call did not go over TCP:\n%s", uac.Messages)
 	}
 }
+
+func TestSippAcceptReferTransfersAndHangsUp(t *testing.T) {
+	uas, uac := sippPair(t, UASAcceptRefer, "testdata/uac_refer_accepted.xml", SippOptions{}, SippOptions{})
+	wantCalls(t, "uas", uas, 1, 0)
+	wantCalls(t, "uac", uac, 1, 0)
+	for _, want := range []string{"NOTIFY sip:", "Event: refer", "Content-Type: message/sipfrag", "BYE sip:"} {
+		if !strings.Contains(uac.Messages, want) {
+			t.Errorf("no %q in the caller's trace:\n%s", want, uac.Messages)
+		}
+	}
+}
