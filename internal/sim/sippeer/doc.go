@@ -24,6 +24,18 @@
 //     forwards INVITEs to registered users or to a fixed target such as Handset,
 //     record-routing every dialog.
 //
+// Pointed at Handset listening on addr ("127.0.0.1:port"), a test might:
+//
+//   - call it: RunSipp(ctx, t, UACCall, addr, SippOptions{Audio: speech}) and read the
+//     result's call counts and message trace; UACRefused proves a caller outside
+//     HANDSET_SIP_ALLOW gets 403;
+//   - let it call out: StartSipp(t, UASDigest, "", SippOptions{Username: u, Password:
+//     p}) as the trunk, Handset dialling the sipp's Addr;
+//   - hear it: StartBaresip, Dial("sip:handset@" + addr), WaitEstablished, then
+//     AnswerToFirstRTP (the greeting's delay) and Recording (what the caller heard);
+//   - go through a provider: StartKamailio with Target addr and Users; baresip
+//     registers there and dials "sip:handset@" + Realm().
+//
 // Missing programs end the test through testpeer (a skip in the fast tier, a failure in
 // the full tier). MalformedMessages and Exchange cover what none of the programs sends:
 // broken and hostile SIP. WriteSpeechWAV and WriteToneWAV make the audio the peers play.

@@ -140,3 +140,9 @@ func TestSippAcceptReferTransfersAndHangsUp(t *testing.T) {
 		}
 	}
 }
+
+func TestSippSeveralCalls(t *testing.T) {
+	uas, uac := sippPair(t, UASAnswer, UACCall, SippOptions{Calls: 3}, SippOptions{Calls: 3, Hold: shortHold})
+	wantCalls(t, "uas", uas, 3, 0)
+	wantCalls(t, "uac", uac, 3, 0)
+}
