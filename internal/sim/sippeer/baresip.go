@@ -19,8 +19,9 @@ import (
 type BaresipOptions struct {
 	// Dir holds its config, the control socket's state and recordings; t.TempDir() when empty.
 	Dir string
-	// Source is the WAV it plays to the far end of every call (mono, 16-bit PCM, 8 or 16
-	// kHz); WriteSpeechWAV makes one. Required.
+	// Source is the WAV it plays to the far end of every call: mono 16-bit PCM at the
+	// rate of the codec the call settles on (8 kHz for G.711, 16 kHz for G.722; baresip
+	// fails the call otherwise). WriteSpeechWAV makes one. Required.
 	Source string
 	// User is the user part of its address of record; "baresip" when empty.
 	User string
@@ -43,7 +44,8 @@ type BaresipOptions struct {
 	TLSCert, TLSKey string
 	// CAFile (PEM) is the certificate it trusts when it calls a TLS listener.
 	CAFile string
-	// Codecs are the audio codecs offered, in order; PCMU and PCMA when empty.
+	// Codecs are the audio codecs offered, in order: PCMU, PCMA, G722 (wideband, 16
+	// kHz); PCMU and PCMA when empty.
 	Codecs []string
 	// AutoAnswer answers incoming calls at once.
 	AutoAnswer bool
@@ -163,6 +165,7 @@ func baresipConfig(opts BaresipOptions, sipAddr string, rtpPort, ctrlPort int, r
 		{"rtp_timeout", "0"},
 		{"module_path", "/usr/lib/baresip/modules"},
 		{"module", "g711.so"},
+		{"module", "g722.so"},
 		{"module", "aufile.so"},
 		// sndfile records each call's decoded audio (what it heard) and encoded audio
 		{"module", "sndfile.so"},
@@ -187,8 +190,8 @@ func baresipAccount(opts BaresipOptions, sipAddr string) (string, error) {
 		codecs = []string{"PCMU", "PCMA"}
 	}
 	for _, c := range codecs {
-		if c != "PCMU" && c != "PCMA" {
-			return "", fmt.Errorf("baresip codec %q: this harness loads only G.711 (PCMU, PCMA)", c)
+		if c != "PCMU" && c != "PCMA" && c != "G722" {
+			return "", fmt.Errorf("baresip codec %q: this harness loads G.711 (PCMU, PCMA) and G.722 (G722)", c)
 		}
 	}
 	transport := opts.Transport
@@ -198,7 +201,14 @@ func baresipAccount(opts BaresipOptions, sipAddr string) (string, error) {
 	if transport != "udp" && transport != "tcp" && transport != "tls" {
 		return "", fmt.Errorf("baresip: transport %q: want udp, tcp or tls", transport)
 	}
-	params := []string{"audio_codecs=" + strings.Join(codecs, ",")}
+	names := make([]string, len(codecs))
+	for i, c := range codecs {
+		names[i] = c
+		if c == "G722" {
+			names[i] = "G722/16000/1" // baresip's name for it: 16 kHz audio (on an 8 kHz RTP clock)
+		}
+	}
+	params := []string{"audio_codecs=" + strings.Join(names, ",")}
 	if opts.SRTP {
 		params = append(params, "mediaenc=srtp-mand")
 	}

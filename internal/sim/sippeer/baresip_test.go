@@ -195,3 +195,52 @@ func TestBaresipCallsOverTLSWithSRTP(t *testing.T) {
 		t.Errorf("the callee did not hear the caller's tone through SRTP")
 	}
 }
+
+// Two baresips that offer only G.722 talk wideband: the callee's recording is at 16 kHz
+// and holds the caller's tone.
+func TestBaresipCallsInG722(t *testing.T) {
+	testpeer.Slow(t, "runs a baresip call in real time")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tone := filepath.Join(t.TempDir(), "tone.wav")
+	if err := WriteToneWAV(tone, audio.Format{Encoding: audio.PCM16, Rate: 16000}, 3*time.Second, 1000); err != nil {
+		t.Fatal(err)
+	}
+	speech := filepath.Join(t.TempDir(), "speech16k.wav")
+	if err := WriteSpeechWAV(speech, audio.Format{Encoding: audio.PCM16, Rate: 16000}); err != nil {
+		testpeer.Missing(t, testpeer.Speech, err)
+	}
+	wideband := []string{"G722"}
+	callee, err := StartBaresip(t, BaresipOptions{Source: speech, User: "callee", Codecs: wideband, AutoAnswer: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	caller, err := StartBaresip(t, BaresipOptions{Source: tone, Codecs: wideband})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := caller.Dial(callee.URI()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := caller.WaitEstablished(ctx); err != nil {
+		t.Fatalf("%v\n%s", err, caller.Log())
+	}
+	time.Sleep(1500 * time.Millisecond)
+	if err := caller.Hangup(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := callee.WaitClosed(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := callee.Recording()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pcm, rate := readPCM(t, rec)
+	if rate != 16000 {
+		t.Errorf("recording at %d Hz, want G.722's 16000", rate)
+	}
+	if share := toneShare(pcm, rate, 1000); share < 0.3 {
+		t.Errorf("1 kHz holds %.2f of the callee's recording, want the caller's tone", share)
+	}
+}
