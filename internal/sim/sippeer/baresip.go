@@ -19,8 +19,9 @@ import (
 type BaresipOptions struct {
 	// Dir holds its config, the control socket's state and recordings; t.TempDir() when empty.
 	Dir string
-	// Source is the WAV it plays to the far end of every call (mono, 16-bit PCM, 8 or 16
-	// kHz); WriteSpeechWAV makes one. Required.
+	// Source is the WAV it plays to the far end of every call: mono 16-bit PCM at the
+	// rate of the codec the call settles on (8 kHz for G.711, 16 kHz for G.722; baresip
+	// fails the call otherwise). WriteSpeechWAV makes one. Required.
 	Source string
 	// User is the user part of its address of record; "baresip" when empty.
 	User string
@@ -32,10 +33,19 @@ type BaresipOptions struct {
 	Domain string
 	// AuthUser and Password answer digest challenges; AuthUser defaults to User.
 	AuthUser, Password string
-	// Transport is "udp" (the default) or "tcp": how it reaches the registrar. Dial
-	// takes a URI, which may say ;transport=tcp itself.
+	// Transport is "udp" (the default), "tcp" or "tls": how it reaches the registrar.
+	// Dial takes a URI, which may say ;transport=tcp or ;transport=tls itself.
 	Transport string
-	// Codecs are the audio codecs offered, in order; PCMU and PCMA when empty.
+	// SRTP makes it offer and demand SRTP with keys in the SDP (SDES, a=crypto): a call
+	// without it fails.
+	SRTP bool
+	// TLSCert and TLSKey (PEM files, WriteTestCertificate) give it a TLS listener, on
+	// the port after its SIP port (TLSAddr).
+	TLSCert, TLSKey string
+	// CAFile (PEM) is the certificate it trusts when it calls a TLS listener.
+	CAFile string
+	// Codecs are the audio codecs offered, in order: PCMU, PCMA, G722 (wideband, 16
+	// kHz); PCMU and PCMA when empty.
 	Codecs []string
 	// AutoAnswer answers incoming calls at once.
 	AutoAnswer bool
@@ -43,6 +53,8 @@ type BaresipOptions struct {
 
 // An Event is one thing baresip reported on its control socket, as it arrived.
 type Event struct {
+	// At is when the event was read from the control socket: baresip stamps none, so
+	// this is good to a millisecond or so, and events sent together share a time.
 	At    time.Time
 	Class string // "call", "register", ...
 	Type  string // "CALL_ESTABLISHED", "CALL_CLOSED", "REGISTER_OK", "CALL_DTMF_START", ...
@@ -54,6 +66,7 @@ type Event struct {
 type Baresip struct {
 	proc         *process
 	addr, recDir string
+	tlsAddr      string
 	user         string
 	ctrl         *baresipControl
 }
@@ -82,11 +95,12 @@ func StartBaresip(t testing.TB, opts BaresipOptions) (*Baresip, error) {
 	if opts.User == "" {
 		opts.User = "baresip"
 	}
-	ports, err := freePorts(3)
+	// baresip's TLS listener takes the port after its SIP port: that one must be free too
+	ports, err := freePortsWithNext(3)
 	if err != nil {
 		return nil, err
 	}
-	b := &Baresip{addr: loopback(ports[0]), recDir: filepath.Join(opts.Dir, "recordings"), user: opts.User}
+	b := &Baresip{addr: loopback(ports[0]), tlsAddr: loopback(ports[0] + 1), recDir: filepath.Join(opts.Dir, "recordings"), user: opts.User}
 	if err := os.MkdirAll(b.recDir, 0o755); err != nil {
 		return nil, err
 	}
@@ -94,8 +108,12 @@ func StartBaresip(t testing.TB, opts BaresipOptions) (*Baresip, error) {
 	if err != nil {
 		return nil, err
 	}
+	tlsLines, err := baresipTLS(opts)
+	if err != nil {
+		return nil, err
+	}
 	files := map[string]string{
-		"config": baresipConfig(opts, b.addr, ports[1], ports[2], b.recDir),
+		"config": baresipConfig(opts, b.addr, ports[1], ports[2], b.recDir) + tlsLines,
 		// the account is created by command once the control socket is connected (Start),
 		// so that no registration event goes out before anyone listens
 		"accounts": "",
@@ -147,6 +165,7 @@ func baresipConfig(opts BaresipOptions, sipAddr string, rtpPort, ctrlPort int, r
 		{"rtp_timeout", "0"},
 		{"module_path", "/usr/lib/baresip/modules"},
 		{"module", "g711.so"},
+		{"module", "g722.so"},
 		{"module", "aufile.so"},
 		// sndfile records each call's decoded audio (what it heard) and encoded audio
 		{"module", "sndfile.so"},
@@ -171,18 +190,28 @@ func baresipAccount(opts BaresipOptions, sipAddr string) (string, error) {
 		codecs = []string{"PCMU", "PCMA"}
 	}
 	for _, c := range codecs {
-		if c != "PCMU" && c != "PCMA" {
-			return "", fmt.Errorf("baresip codec %q: this harness loads only G.711 (PCMU, PCMA)", c)
+		if c != "PCMU" && c != "PCMA" && c != "G722" {
+			return "", fmt.Errorf("baresip codec %q: this harness loads G.711 (PCMU, PCMA) and G.722 (G722)", c)
 		}
 	}
 	transport := opts.Transport
 	if transport == "" {
 		transport = "udp"
 	}
-	if transport != "udp" && transport != "tcp" {
-		return "", fmt.Errorf("baresip: transport %q: want udp or tcp", transport)
+	if transport != "udp" && transport != "tcp" && transport != "tls" {
+		return "", fmt.Errorf("baresip: transport %q: want udp, tcp or tls", transport)
 	}
-	params := []string{"audio_codecs=" + strings.Join(codecs, ","), "mediaenc=", "medianat="}
+	names := make([]string, len(codecs))
+	for i, c := range codecs {
+		names[i] = c
+		if c == "G722" {
+			names[i] = "G722/16000/1" // baresip's name for it: 16 kHz audio (on an 8 kHz RTP clock)
+		}
+	}
+	params := []string{"audio_codecs=" + strings.Join(names, ",")}
+	if opts.SRTP {
+		params = append(params, "mediaenc=srtp-mand")
+	}
 	if opts.AutoAnswer {
 		params = append(params, "answermode=auto")
 	}
@@ -207,11 +236,49 @@ func baresipAccount(opts BaresipOptions, sipAddr string) (string, error) {
 			return "", fmt.Errorf("baresip account: %q may not hold ; < > quotes or spaces", field)
 		}
 	}
-	return "<" + aor + ">;" + strings.Join(slices.DeleteFunc(params, func(p string) bool { return strings.HasSuffix(p, "=") }), ";"), nil
+	return "<" + aor + ">;" + strings.Join(params, ";"), nil
+}
+
+// baresipTLS is the config's TLS lines: its certificate and key (baresip takes them in
+// one file, written into opts.Dir) and the CA it trusts; the srtp module when asked.
+func baresipTLS(opts BaresipOptions) (string, error) {
+	var b strings.Builder
+	if opts.SRTP {
+		b.WriteString("module\t\tsrtp.so\n")
+	}
+	if (opts.TLSCert == "") != (opts.TLSKey == "") {
+		return "", errors.New("baresip: TLSCert and TLSKey come together")
+	}
+	if opts.TLSCert != "" {
+		var both []byte
+		for _, f := range []string{opts.TLSCert, opts.TLSKey} {
+			pem, err := os.ReadFile(f)
+			if err != nil {
+				return "", fmt.Errorf("baresip TLS: %w", err)
+			}
+			both = append(append(both, pem...), '\n')
+		}
+		combined := filepath.Join(opts.Dir, "tls.pem")
+		if err := os.WriteFile(combined, both, 0o600); err != nil {
+			return "", err
+		}
+		fmt.Fprintf(&b, "sip_certificate\t\t%s\n", combined)
+	}
+	if opts.CAFile != "" {
+		ca, err := filepath.Abs(opts.CAFile)
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(&b, "sip_cafile\t\t%s\n", ca)
+	}
+	return b.String(), nil
 }
 
 // Addr is the "127.0.0.1:port" its SIP socket listens on.
 func (b *Baresip) Addr() string { return b.addr }
+
+// TLSAddr is the "127.0.0.1:port" of its TLS listener, when it has TLSCert.
+func (b *Baresip) TLSAddr() string { return b.tlsAddr }
 
 // URI is its own SIP URI, for a peer that calls it directly.
 func (b *Baresip) URI() string { return "sip:" + b.user + "@" + b.addr }
@@ -259,6 +326,36 @@ func (b *Baresip) WaitDTMF(ctx context.Context) (string, error) {
 	return ev.Param, err
 }
 
+// AnswerToFirstRTP is, for the last call established, the time from baresip learning
+// of the answer (CALL_ESTABLISHED: the 200 OK of a call it placed, the ACK of one it
+// took) to the first RTP packet it received (CALL_RTPESTAB); negative when audio came
+// first. It is how long a caller waits for the greeting. The error says which of the two
+// events is missing.
+func (b *Baresip) AnswerToFirstRTP() (time.Duration, error) {
+	var answered, firstRTP time.Time
+	for _, ev := range b.Events() {
+		switch ev.Type {
+		case "CALL_ESTABLISHED":
+			answered, firstRTP = ev.At, time.Time{}
+		case "CALL_RTPESTAB":
+			if firstRTP.IsZero() {
+				firstRTP = ev.At
+			}
+		case "CALL_CLOSED":
+			if answered.IsZero() {
+				firstRTP = time.Time{} // a call that never answered: its audio is not the next call's
+			}
+		}
+	}
+	switch {
+	case answered.IsZero():
+		return 0, errors.New("baresip: no call was established")
+	case firstRTP.IsZero():
+		return 0, errors.New("baresip: no RTP arrived on the established call")
+	}
+	return firstRTP.Sub(answered), nil
+}
+
 // Events are the events so far, in order.
 func (b *Baresip) Events() []Event { return b.ctrl.all() }
 
@@ -276,8 +373,39 @@ func (b *Baresip) Recording() (string, error) {
 // Log is what baresip printed so far.
 func (b *Baresip) Log() string { return b.proc.out.String() }
 
-// Stop ends baresip (it is stopped when t ends anyway).
+// baresipGrace is how long baresip has to exit after SIGTERM. A registered baresip
+// lingers for seconds unregistering; its recordings are complete once a call closes,
+// so it is killed rather than waited for.
+const baresipGrace = time.Second
+
+// Stop ends baresip (it is stopped when t ends anyway). A call still up is hung up
+// first, so its recording is complete.
 func (b *Baresip) Stop() error {
+	if b.proc.exited() {
+		return nil
+	}
+	if b.inCall() {
+		ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+		defer cancel()
+		if err := b.Hangup(); err == nil {
+			_, _ = b.ctrl.wait(ctx, "CALL_CLOSED")
+		}
+	}
 	b.ctrl.close()
-	return b.proc.stop()
+	_ = b.proc.stop(baresipGrace) // killed past the grace: nothing is lost
+	return nil
+}
+
+// inCall reports whether a call has been established and not closed since.
+func (b *Baresip) inCall() bool {
+	up := false
+	for _, ev := range b.Events() {
+		switch ev.Type {
+		case "CALL_ESTABLISHED":
+			up = true
+		case "CALL_CLOSED":
+			up = false
+		}
+	}
+	return up
 }

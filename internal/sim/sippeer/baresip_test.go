@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"math"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -89,6 +90,13 @@ func TestBaresipCallsSippAndRecordsItsAudio(t *testing.T) {
 	if !closed.At.After(established.At) {
 		t.Errorf("closed at %v, not after established at %v", closed.At, established.At)
 	}
+	// sipp starts its audio once it has the ACK: the first packet follows the answer
+	// closely, and never by as much as the second the call lasted
+	if d, err := b.AnswerToFirstRTP(); err != nil || d < -time.Second || d > time.Second {
+		t.Errorf("answer to first RTP: %v, %v", d, err)
+	} else {
+		t.Logf("answer to first RTP: %v", d)
+	}
 	r, err := uas.Wait(ctx)
 	if err != nil || r.Successful != 1 {
 		t.Errorf("sipp: %d successful calls (%v)\n%s", r.Successful, err, r.Errors)
@@ -135,5 +143,104 @@ func TestSippSendsDTMFToBaresip(t *testing.T) {
 				t.Errorf("baresip heard digits %q, want %q\nevents: %v", got, digits, b.Events())
 			}
 		})
+	}
+}
+
+// One baresip calls another over TLS with SRTP (SDES keys in the SDP): the call is
+// established, both ends say SRTP is on, and the callee records the caller's tone.
+func TestBaresipCallsOverTLSWithSRTP(t *testing.T) {
+	testpeer.Slow(t, "runs a baresip call in real time")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	cert, key, err := WriteTestCertificate(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tone := filepath.Join(dir, "tone.wav")
+	if err := WriteToneWAV(tone, audio.Format{Encoding: audio.PCM16, Rate: 8000}, 3*time.Second, 440); err != nil {
+		t.Fatal(err)
+	}
+	callee, err := StartBaresip(t, BaresipOptions{Source: speechSource(t), User: "callee", TLSCert: cert, TLSKey: key, SRTP: true, AutoAnswer: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	caller, err := StartBaresip(t, BaresipOptions{Source: tone, CAFile: cert, SRTP: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := caller.Dial("sip:callee@" + callee.TLSAddr() + ";transport=tls"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := caller.WaitEstablished(ctx); err != nil {
+		t.Fatalf("%v\ncaller:\n%s\ncallee:\n%s", err, caller.Log(), callee.Log())
+	}
+	time.Sleep(1500 * time.Millisecond)
+	if err := caller.Hangup(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := callee.WaitClosed(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range map[string]*Baresip{"caller": caller, "callee": callee} {
+		if !strings.Contains(b.Log(), "SRTP is Enabled") {
+			t.Errorf("the %s never turned SRTP on:\n%s", name, b.Log())
+		}
+	}
+	rec, err := callee.Recording()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pcm, rate := readPCM(t, rec); toneShare(pcm, rate, 440) < 0.3 {
+		t.Errorf("the callee did not hear the caller's tone through SRTP")
+	}
+}
+
+// Two baresips that offer only G.722 talk wideband: the callee's recording is at 16 kHz
+// and holds the caller's tone.
+func TestBaresipCallsInG722(t *testing.T) {
+	testpeer.Slow(t, "runs a baresip call in real time")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tone := filepath.Join(t.TempDir(), "tone.wav")
+	if err := WriteToneWAV(tone, audio.Format{Encoding: audio.PCM16, Rate: 16000}, 3*time.Second, 1000); err != nil {
+		t.Fatal(err)
+	}
+	speech := filepath.Join(t.TempDir(), "speech16k.wav")
+	if err := WriteSpeechWAV(speech, audio.Format{Encoding: audio.PCM16, Rate: 16000}); err != nil {
+		testpeer.Missing(t, testpeer.Speech, err)
+	}
+	wideband := []string{"G722"}
+	callee, err := StartBaresip(t, BaresipOptions{Source: speech, User: "callee", Codecs: wideband, AutoAnswer: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	caller, err := StartBaresip(t, BaresipOptions{Source: tone, Codecs: wideband})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := caller.Dial(callee.URI()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := caller.WaitEstablished(ctx); err != nil {
+		t.Fatalf("%v\n%s", err, caller.Log())
+	}
+	time.Sleep(1500 * time.Millisecond)
+	if err := caller.Hangup(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := callee.WaitClosed(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := callee.Recording()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pcm, rate := readPCM(t, rec)
+	if rate != 16000 {
+		t.Errorf("recording at %d Hz, want G.722's 16000", rate)
+	}
+	if share := toneShare(pcm, rate, 1000); share < 0.3 {
+		t.Errorf("1 kHz holds %.2f of the callee's recording, want the caller's tone", share)
 	}
 }

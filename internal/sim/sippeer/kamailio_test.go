@@ -135,3 +135,41 @@ func TestKamailioRoutesToRegisteredUserAndChallengesInvites(t *testing.T) {
 		t.Errorf("a wrong password: %d calls refused 403 (%v)\n%s", r.Successful, err, r.Messages)
 	}
 }
+
+// Every malformed message goes to a real SIP server (kamailio) over UDP; none may bring
+// a 2xx, and the server answers OPTIONS afterwards: the messages are hostile, not fatal
+// to a sound stack, and Exchange reads what comes back.
+func TestMalformedMessagesAgainstKamailio(t *testing.T) {
+	k := startKamailio(t, KamailioOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	answered := 0
+	for _, j := range MalformedMessages(k.Addr()) {
+		reply, err := Exchange(ctx, "udp", k.Addr(), j.Packet, 200*time.Millisecond)
+		if reply != nil {
+			answered++
+		}
+		if err != nil {
+			t.Errorf("%s: %v", j.Name, err)
+			continue
+		}
+		t.Logf("%-40s -> %q", j.Name, firstLine(reply))
+		if strings.HasPrefix(string(reply), "SIP/2.0 2") {
+			t.Errorf("%s: answered %q", j.Name, firstLine(reply))
+		}
+	}
+	// kamailio refuses many with a 4xx (483 for Max-Forwards zero, 400 for a bad CSeq):
+	// replies must come back through Exchange
+	if answered < 5 {
+		t.Errorf("only %d messages answered, want kamailio's refusals read back", answered)
+	}
+	reply, err := Exchange(ctx, "udp", k.Addr(), optionsPing(k.Addr(), 1), 5*time.Second)
+	if err != nil || !strings.HasPrefix(string(reply), "SIP/2.0 200") {
+		t.Fatalf("kamailio no longer answers OPTIONS: %q, %v\n%s", firstLine(reply), err, k.Log())
+	}
+}
+
+func firstLine(b []byte) string {
+	line, _, _ := strings.Cut(string(b), "\r\n")
+	return line
+}

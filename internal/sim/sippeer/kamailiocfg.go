@@ -56,10 +56,7 @@ request_route {
 		exit;
 	}
 	if (is_method("ACK")) {
-		if (t_check_trans()) {
-			t_relay();
-		}
-		exit;
+		route(ACK);
 	}
 	t_check_trans();
 	if (is_method("REGISTER")) {
@@ -92,10 +89,7 @@ route[IN_DIALOG] {
 		exit;
 	}
 	if (is_method("ACK")) {
-		if (t_check_trans()) {
-			t_relay();
-		}
-		exit;
+		route(ACK);
 	}
 	sl_send_reply("404", "Not Here");
 	exit;
@@ -143,6 +137,15 @@ route[PASSWORD] {
 		return -1;
 	}
 {{PASSWORDS}}	return -1;
+}
+
+# an ACK with no route of its own: relayed when it belongs to a transaction (a failed
+# INVITE's), dropped otherwise
+route[ACK] {
+	if (t_check_trans()) {
+		t_relay();
+	}
+	exit;
 }
 
 route[RELAY] {

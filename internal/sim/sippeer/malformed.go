@@ -27,7 +27,7 @@ func MalformedMessages(target string) []Junk {
 	uri := "sip:handset@" + target
 	head := func(method, extra string) string {
 		return method + " " + uri + " SIP/2.0\r\n" +
-			"Via: SIP/2.0/UDP 192.0.2.7:5060;branch=z9hG4bK-junk\r\n" +
+			"Via: SIP/2.0/UDP 192.0.2.7:5060;rport;branch=z9hG4bK-junk\r\n" +
 			"From: <sip:scanner@192.0.2.7>;tag=junk\r\nTo: <" + uri + ">\r\n" +
 			"Call-ID: junk@192.0.2.7\r\nCSeq: 1 " + method + "\r\nMax-Forwards: 70\r\n" + extra
 	}
@@ -47,7 +47,7 @@ func MalformedMessages(target string) []Junk {
 		junk("Content-Length not a number", head("INVITE", "Content-Length: lots\r\n\r\n")),
 		junk("Content-Length overflowing 64 bits", head("INVITE", "Content-Length: 99999999999999999999999\r\n\r\n")),
 		junk("a 60 KB header", head("OPTIONS", "Subject: "+strings.Repeat("A", 60000)+"\r\nContent-Length: 0\r\n\r\n")),
-		junk("3000 Via headers", head("OPTIONS", strings.Repeat("Via: SIP/2.0/UDP 192.0.2.9:5060;branch=z9hG4bK-v\r\n", 1200)+"Content-Length: 0\r\n\r\n")),
+		junk("1200 Via headers", head("OPTIONS", strings.Repeat("Via: SIP/2.0/UDP 192.0.2.9:5060;branch=z9hG4bK-v\r\n", 1200)+"Content-Length: 0\r\n\r\n")),
 		junk("an 8 KB request URI", "INVITE sip:"+strings.Repeat("9", 8192)+"@"+target+" SIP/2.0\r\n\r\n"),
 		junk("no request URI", "INVITE  SIP/2.0\r\nContent-Length: 0\r\n\r\n"),
 		junk("an unknown SIP version", strings.Replace(head("INVITE", "Content-Length: 0\r\n\r\n"), "SIP/2.0\r\n", "SIP/9.9\r\n", 1)),

@@ -2,7 +2,6 @@ package sippeer
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"os/exec"
 	"sync"
@@ -64,9 +63,9 @@ func (p *process) exited() bool {
 // exitCode is the program's exit status once it has ended (-1 for a signal).
 func (p *process) exitCode() int { return p.cmd.ProcessState.ExitCode() }
 
-// stop asks the program to end (SIGTERM to its group) and kills it after stopGrace. The
+// stop asks the program to end (SIGTERM to its group) and kills it after grace. The
 // error is nil when it ended by itself or by the signal.
-func (p *process) stop() error {
+func (p *process) stop(grace time.Duration) error {
 	if p.exited() {
 		return nil
 	}
@@ -74,9 +73,9 @@ func (p *process) stop() error {
 	select {
 	case <-p.done:
 		return nil
-	case <-time.After(stopGrace):
+	case <-time.After(grace):
 		p.kill()
-		return fmt.Errorf("%s did not end within %v of SIGTERM; killed", p.name, stopGrace)
+		return fmt.Errorf("%s did not end within %v of SIGTERM; killed", p.name, grace)
 	}
 }
 
@@ -124,6 +123,3 @@ func (b *logBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
-
-// errExited is returned by waits that end because the program did.
-var errExited = errors.New("the program exited")

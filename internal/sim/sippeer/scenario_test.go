@@ -10,7 +10,7 @@ import (
 )
 
 var allScenarios = []Scenario{UACCall, UACCancel, UACReinvite, UACDTMF, UACInfoDTMF, UACRefused, UACWaitBye,
-	UASAnswer, UASRing, UASDigest, UASRefuseRefer, "testdata/uac_refer.xml"}
+	UASAnswer, UASRing, UASDigest, UASRefuseRefer, UASAcceptRefer, "testdata/uac_refer.xml", "testdata/uac_refer_accepted.xml"}
 
 // Every scenario renders to well-formed XML with no template text left, and every SIP
 // message in it has a blank line only where its headers end.

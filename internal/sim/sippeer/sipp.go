@@ -58,6 +58,10 @@ const (
 	// credentials on the second against SippOptions.Username and Password, then answers as UASAnswer. Wrong credentials are answered 403 Forbidden
 	// and, once that is acknowledged, counted as a failed call.
 	UASDigest Scenario = "uas_digest"
+	// UASAcceptRefer answers as UASAnswer, then waits for a REFER (nothing else): it
+	// accepts it 202, reports the transfer done with a NOTIFY (sipfrag SIP/2.0 200 OK),
+	// and hangs up with BYE, as a trunk carrying out a blind transfer does.
+	UASAcceptRefer Scenario = "uas_accept_refer"
 	// UASRefuseRefer answers as UASAnswer, refuses a REFER with 603 Declined and waits for
 	// BYE.
 	UASRefuseRefer Scenario = "uas_refuse_refer"
@@ -104,6 +108,9 @@ type SippResult struct {
 	Output string
 }
 
+// sippStart bounds how long sipp may take to bind its SIP port.
+const sippStart = 10 * time.Second
+
 // Sipp is a running sipp process.
 type Sipp struct {
 	proc             *process
@@ -111,11 +118,11 @@ type Sipp struct {
 	dir              string
 	timeout          time.Duration
 	messages, errors string // log file paths
-	stats, screen    string
+	stats            string
 }
 
 // StartSipp starts sipp playing scenario: a UAC calls target ("host:port"); a UAS ignores
-// target and listens on Addr. The process is killed when t ends if still running.
+// target and listens on Addr, bound by the time StartSipp returns. The process is killed when t ends if still running.
 // Sipp neither records nor counts the RTP it receives: use baresip (StartBaresip) to
 // check what a far end heard.
 func StartSipp(t testing.TB, scenario Scenario, target string, opts SippOptions) (*Sipp, error) {
@@ -172,6 +179,10 @@ func StartSipp(t testing.TB, scenario Scenario, target string, opts SippOptions)
 	}
 	if s.proc, err = startProcess(t, bin, args, opts.Dir); err != nil {
 		return nil, err
+	}
+	if err := waitBound(s.proc, opts.Transport, ports[0], sippStart); err != nil {
+		s.proc.kill()
+		return nil, fmt.Errorf("sipp: %w\n%s", err, s.proc.out)
 	}
 	return s, nil
 }
@@ -269,7 +280,7 @@ func (s *Sipp) Wait(ctx context.Context) (SippResult, error) {
 }
 
 // Stop ends sipp early (a UAS still waiting for calls); Wait then reads what it did.
-func (s *Sipp) Stop() error { return s.proc.stop() }
+func (s *Sipp) Stop() error { return s.proc.stop(stopGrace) }
 
 // RunSipp is StartSipp then Wait.
 func RunSipp(ctx context.Context, t testing.TB, scenario Scenario, target string, opts SippOptions) (SippResult, error) {

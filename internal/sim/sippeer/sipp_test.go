@@ -35,8 +35,8 @@ func sippPair(t *testing.T, uas, uac Scenario, uasOpts, uacOpts SippOptions) (ua
 func wantCalls(t *testing.T, name string, r SippResult, successful, failed int) {
 	t.Helper()
 	if r.Successful != successful || r.Failed != failed {
-		t.Errorf("%s: %d successful and %d failed calls (exit %d), want %d and %d\nerrors:\n%s\nmessages:\n%s",
-			name, r.Successful, r.Failed, r.ExitCode, successful, failed, r.Errors, r.Messages)
+		t.Errorf("%s: %d successful and %d failed calls (exit %d), want %d and %d\nerrors:\n%s\nmessages:\n%s\noutput:\n%s",
+			name, r.Successful, r.Failed, r.ExitCode, successful, failed, r.Errors, r.Messages, r.Output[max(0, len(r.Output)-2000):])
 	}
 }
 
@@ -128,4 +128,21 @@ func TestSippOverTCP(t *testing.T) {
 	if !strings.Contains(uac.Messages, "SIP/2.0/TCP") {
 		t.Errorf("the call did not go over TCP:\n%s", uac.Messages)
 	}
+}
+
+func TestSippAcceptReferTransfersAndHangsUp(t *testing.T) {
+	uas, uac := sippPair(t, UASAcceptRefer, "testdata/uac_refer_accepted.xml", SippOptions{}, SippOptions{})
+	wantCalls(t, "uas", uas, 1, 0)
+	wantCalls(t, "uac", uac, 1, 0)
+	for _, want := range []string{"NOTIFY sip:", "Event: refer", "Content-Type: message/sipfrag", "BYE sip:"} {
+		if !strings.Contains(uac.Messages, want) {
+			t.Errorf("no %q in the caller's trace:\n%s", want, uac.Messages)
+		}
+	}
+}
+
+func TestSippSeveralCalls(t *testing.T) {
+	uas, uac := sippPair(t, UASAnswer, UACCall, SippOptions{Calls: 3}, SippOptions{Calls: 3, Hold: shortHold})
+	wantCalls(t, "uas", uas, 3, 0)
+	wantCalls(t, "uac", uac, 3, 0)
 }

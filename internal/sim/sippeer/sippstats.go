@@ -31,6 +31,11 @@ func readStats(path string) (successful, failed int, err error) {
 	if err != nil {
 		return 0, 0, fmt.Errorf("sipp statistics: %w", err)
 	}
+	return parseStats(path, raw)
+}
+
+// parseStats reads the counts from the statistics file named path, read into raw.
+func parseStats(path string, raw []byte) (successful, failed int, err error) {
 	r := csv.NewReader(bytes.NewReader(raw))
 	r.Comma, r.FieldsPerRecord, r.LazyQuotes = ';', -1, true
 	rows, err := r.ReadAll()
