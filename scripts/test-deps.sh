@@ -2,8 +2,8 @@
 # The real peers the test suite talks to, beyond what setup.sh installs: recorded human
 # speech (pocketsphinx-testdata), headless Chromium for the browser page, espeak-ng for its
 # provider, systemd-analyze for the service files setup writes, axe-core (the accessibility
-# checker the page tests run in Chromium) and the real OpenClaw gateway. Idempotent;
-# test.sh runs it.
+# checker the page tests run in Chromium), the real OpenClaw gateway and the SIP peers
+# (sipp, baresip, kamailio). Idempotent; test.sh runs it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/apt.sh pocketsphinx-testdata chromium espeak-ng curl systemd
@@ -12,3 +12,4 @@ cd "$(dirname "$0")/.."
 [ -n "${HANDSET_TEST_DATABASE_URL:-}" ] || ./scripts/postgres.sh >/dev/null
 ./scripts/axe.sh
 ./scripts/openclaw.sh
+./scripts/sip-peers.sh

@@ -214,6 +214,8 @@ var rules = []rule{
 	// the fakes and simulated callers tests and bench use
 	{"internal/sim/...", simMay},
 	{"internal/sim/realopenclaw", []string{"internal/testpeer"}},
+	// real SIP software (sipp, baresip, kamailio) started for tests: found through testpeer
+	{"internal/sim/sippeer", append(slices.Clip(simMay), "internal/testpeer")},
 
 	// tests of the repository itself, and the support every test goes through
 	{"internal/archtest", nil},

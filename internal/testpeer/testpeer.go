@@ -44,6 +44,9 @@ var (
 	Bash           = Peer{"bash", "sudo apt-get install bash"}
 	SystemdAnalyze = Peer{"systemd-analyze", "sudo apt-get install systemd"}
 	GitCheckout    = Peer{"a git checkout (git, run inside a clone)", "git clone the repository and test there"}
+	Sipp           = Peer{"sipp, the scripted SIP caller and answerer (Debian's sip-tester)", "./scripts/sip-peers.sh"}
+	Baresip        = Peer{"baresip, a SIP user agent", "./scripts/sip-peers.sh"}
+	Kamailio       = Peer{"kamailio, a SIP registrar and proxy", "./scripts/sip-peers.sh"}
 )
 
 // DatabaseURLEnv names the PostgreSQL server the tests may create databases on.

@@ -1,0 +1,157 @@
+package dial
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/emiago/sipgo"
+	"github.com/emiago/sipgo/sip"
+)
+
+// Dialog is an answered outbound call.
+type Dialog struct {
+	s      *sipgo.DialogClientSession
+	ds     *Dialogs
+	offer  []byte
+	answer []byte
+	onReq  func(*sip.Request) (int, []byte)
+
+	done     chan struct{}
+	ended    sync.Once
+	byCallee atomic.Bool
+
+	// referring serializes transfers; transfer is the one in progress, nil when none.
+	referring sync.Mutex
+	mu        sync.Mutex
+	transfer  *transfer
+}
+
+func newDialog(s *sipgo.DialogClientSession, o Options) *Dialog {
+	return &Dialog{
+		s: s, ds: o.Dialogs, offer: o.Offer, answer: s.InviteResponse.Body(), onReq: o.OnRequest,
+		done: make(chan struct{}),
+	}
+}
+
+// ID is the dialog's id (Call-ID and tags).
+func (d *Dialog) ID() string { return d.s.ID }
+
+// Answer is the SDP answer from the 200 OK.
+func (d *Dialog) Answer() []byte { return d.answer }
+
+// Done is closed when the dialog ends: the callee's BYE, or Bye.
+func (d *Dialog) Done() <-chan struct{} { return d.done }
+
+// HungUpByCallee reports whether the dialog ended with the callee's BYE.
+func (d *Dialog) HungUpByCallee() bool { return d.byCallee.Load() }
+
+// end marks the dialog over, once, and forgets it.
+func (d *Dialog) end(byCallee bool) {
+	d.ended.Do(func() {
+		d.byCallee.Store(byCallee)
+		d.ds.remove(d)
+		close(d.done)
+	})
+}
+
+func (d *Dialog) over() bool {
+	select {
+	case <-d.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Bye hangs up: BYE, waiting for its answer until ctx ends. The dialog ends either way.
+func (d *Dialog) Bye(ctx context.Context) error {
+	if d.over() {
+		return nil
+	}
+	defer d.end(false)
+	err := d.s.Bye(ctx)
+	var refused sipgo.ErrDialogResponse
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &refused):
+		return statusError(refused.Res)
+	default:
+		return &CallError{Kind: ErrUnreachable, Err: fmt.Errorf("BYE: %w", err)}
+	}
+}
+
+// handle answers a request the callee sent inside the dialog.
+func (d *Dialog) handle(req *sip.Request, tx sip.ServerTransaction) {
+	switch req.Method {
+	case sip.BYE:
+		_ = tx.Respond(sip.NewResponseFromRequest(req, 200, "OK", nil))
+		d.end(true)
+	case sip.ACK:
+		// of a re-INVITE's 200: nothing to do
+	case sip.NOTIFY:
+		d.notified(req, tx)
+	case sip.INVITE:
+		d.reinvite(req, tx)
+	case sip.OPTIONS:
+		if d.onReq == nil {
+			_ = tx.Respond(sip.NewResponseFromRequest(req, 200, "OK", nil))
+			return
+		}
+		d.custom(req, tx)
+	default:
+		if d.onReq == nil {
+			_ = tx.Respond(sip.NewResponseFromRequest(req, 501, "Not Implemented", nil))
+			return
+		}
+		d.custom(req, tx)
+	}
+}
+
+// reinvite answers a re-INVITE: OnRequest's answer, or the first offer again (a session
+// refresh keeps the session as it is).
+func (d *Dialog) reinvite(req *sip.Request, tx sip.ServerTransaction) {
+	status, body := 200, d.offer
+	if d.onReq != nil {
+		status, body = d.onReq(req)
+	}
+	res := sip.NewResponseFromRequest(req, status, reason(status), body)
+	if status >= 200 && status < 300 {
+		res.AppendHeader(d.s.UA.ContactHDR.Clone())
+		if len(body) > 0 {
+			res.AppendHeader(sip.NewHeader("Content-Type", "application/sdp"))
+		}
+	}
+	_ = tx.Respond(res)
+}
+
+func (d *Dialog) custom(req *sip.Request, tx sip.ServerTransaction) {
+	status, body := d.onReq(req)
+	_ = tx.Respond(sip.NewResponseFromRequest(req, status, reason(status), body))
+}
+
+// reason is the phrase of a status Handset sends on OnRequest's behalf.
+func reason(status int) string {
+	switch status {
+	case 200:
+		return "OK"
+	case 400:
+		return "Bad Request"
+	case 488:
+		return "Not Acceptable Here"
+	case 491:
+		return "Request Pending"
+	case 501:
+		return "Not Implemented"
+	}
+	switch {
+	case status < 300:
+		return "OK"
+	case status < 500:
+		return "Refused"
+	}
+	return "Server Error"
+}
