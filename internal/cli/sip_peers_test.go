@@ -1,0 +1,176 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/handset-voice/handset/internal/audio"
+	"github.com/handset-voice/handset/internal/obs"
+	"github.com/handset-voice/handset/internal/sim/sippeer"
+	"github.com/handset-voice/handset/internal/testpeer"
+)
+
+// sippCall runs one sipp scenario against a fresh `handset serve` with a SIP trunk and
+// returns sipp's result with the call's journal (nil when no call started).
+func sippCall(t *testing.T, scenario sippeer.Scenario, opts sippeer.SippOptions, transcripts ...string) (sippeer.SippResult, []obs.Event, *rig) {
+	t.Helper()
+	testpeer.Slow(t, "runs sipp against handset serve")
+	r, trunk := startServeSIP(t, transcripts)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := sippeer.RunSipp(ctx, t, scenario, trunk.String(), opts)
+	if err != nil {
+		t.Fatalf("sipp %s: %v\n%s\nhandset:\n%s", scenario, err, res.Output, r.logs.String())
+	}
+	paths, _ := filepath.Glob(filepath.Join(r.dataDir, "calls", "*", "events.jsonl"))
+	if len(paths) == 0 {
+		return res, nil, r
+	}
+	return res, r.journal(), r
+}
+
+// sippPassed fails t unless sipp counted every call successful.
+func sippPassed(t *testing.T, res sippeer.SippResult, r *rig) {
+	t.Helper()
+	if res.ExitCode != 0 || res.Failed != 0 || res.Successful == 0 {
+		t.Fatalf("sipp: exit %d, %d successful, %d failed\n%s\n%s\nhandset:\n%s", res.ExitCode, res.Successful, res.Failed,
+			res.Errors, clipTail(res.Messages, 4000), r.logs.String())
+	}
+}
+
+func clipTail(s string, n int) string {
+	if len(s) > n {
+		return "…" + s[len(s)-n:]
+	}
+	return s
+}
+
+// sipp, a real SIP user agent, calls Handset: the call is answered with RTP, the caller's
+// recorded speech reaches the agent, and the BYE ends it as the caller's hang-up.
+func TestSippCallsHandset(t *testing.T) {
+	wavPath := filepath.Join(t.TempDir(), "speech.wav")
+	if err := sippeer.WriteSpeechWAV(wavPath, audio.Telephone); err != nil {
+		testpeer.Missing(t, testpeer.Speech, err)
+	}
+	res, events, r := sippCall(t, sippeer.UACCall, sippeer.SippOptions{Audio: wavPath, Hold: 6 * time.Second},
+		"go forward ten meters")
+	sippPassed(t, res, r)
+	if n := len(eventsOf(events, obs.VADSpeechStart)); n == 0 {
+		t.Errorf("the caller's speech was never heard:\n%s", dumpEvents(events))
+	}
+	if reqs := r.agent.Requests(); len(reqs) == 0 {
+		t.Errorf("the agent got no turn:\n%s", dumpEvents(events))
+	}
+	if end := events[len(events)-1]; end.Reason != "caller_hangup" {
+		t.Errorf("the call ended %q, want caller_hangup", end.Reason)
+	}
+	if !strings.Contains(res.Messages, "SIP/2.0 180 Ringing") || !strings.Contains(res.Messages, "m=audio") {
+		t.Errorf("sipp saw no 180 Ringing, or no SDP answer:\n%s", clipTail(res.Messages, 3000))
+	}
+}
+
+// The same over TCP.
+func TestSippCallsHandsetOverTCP(t *testing.T) {
+	res, events, r := sippCall(t, sippeer.UACCall, sippeer.SippOptions{Transport: "tcp", Hold: time.Second})
+	sippPassed(t, res, r)
+	if events == nil || events[len(events)-1].Reason != "caller_hangup" {
+		t.Errorf("no call, or it did not end as the caller's hang-up")
+	}
+}
+
+// A CANCEL before the answer ends the INVITE 487 (sipp's scenario requires it).
+func TestSippCancelsBeforeTheAnswer(t *testing.T) {
+	res, _, r := sippCall(t, sippeer.UACCancel, sippeer.SippOptions{})
+	sippPassed(t, res, r)
+}
+
+// sipp holds the call with a re-INVITE and takes it off hold with another: both answered.
+func TestSippHoldsAndResumes(t *testing.T) {
+	res, events, r := sippCall(t, sippeer.UACReinvite, sippeer.SippOptions{})
+	sippPassed(t, res, r)
+	if events == nil {
+		t.Fatal("no call")
+	}
+}
+
+// Keys pressed as RFC 4733 events and as SIP INFO reach the call once each, in order.
+func TestSippDTMFReachesTheCall(t *testing.T) {
+	for _, sc := range []sippeer.Scenario{sippeer.UACDTMF, sippeer.UACInfoDTMF} {
+		t.Run(string(sc), func(t *testing.T) {
+			res, events, r := sippCall(t, sc, sippeer.SippOptions{Digits: "5#9"})
+			sippPassed(t, res, r)
+			var digits []string
+			for _, e := range eventsOf(events, obs.DTMF) {
+				digits = append(digits, e.Digit)
+			}
+			if got := strings.Join(digits, ""); got != "5#9" {
+				t.Errorf("digits in the journal %q, want 5#9", got)
+			}
+		})
+	}
+}
+
+// A source HANDSET_SIP_ALLOW does not name is refused 403, and no call starts.
+func TestSippStrangerIsRefused(t *testing.T) {
+	testpeer.Slow(t, "runs sipp against handset serve")
+	port := freeSIPPort(t)
+	r := startServe(t, nil, "HANDSET_SIP_ALLOW=192.0.2.10", fmt.Sprintf("HANDSET_SIP_LISTEN=127.0.0.1:%d", port),
+		"HANDSET_SIP_RTP_PORTS=33000-33999")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := sippeer.RunSipp(ctx, t, sippeer.UACRefused, fmt.Sprintf("127.0.0.1:%d", port), sippeer.SippOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sippPassed(t, res, r)
+	if paths, _ := filepath.Glob(filepath.Join(r.dataDir, "calls", "*")); len(paths) != 0 {
+		t.Errorf("a stranger's INVITE started %d calls", len(paths))
+	}
+	if !strings.Contains(r.logs.String(), "refused SIP requests from a source") {
+		t.Errorf("the refusal was not logged:\n%s", r.logs.String())
+	}
+}
+
+// Broken and hostile messages get no dialog, and Handset goes on serving: OPTIONS is
+// answered and a call still goes through afterwards.
+func TestMalformedSIPMessagesAreSurvived(t *testing.T) {
+	testpeer.Slow(t, "runs sipp against handset serve")
+	r, trunk := startServeSIP(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for _, junk := range sippeer.MalformedMessages(trunk.String()) {
+		reply, err := sippeer.Exchange(ctx, "udp", trunk.String(), junk.Packet, 300*time.Millisecond)
+		if err != nil {
+			t.Fatalf("%s: %v", junk.Name, err)
+		}
+		// An OPTIONS that parses may well be answered; an INVITE never.
+		if bytes.HasPrefix(junk.Packet, []byte("INVITE")) && bytes.HasPrefix(reply, []byte("SIP/2.0 2")) {
+			t.Errorf("%s was answered %q", junk.Name, firstLine(reply))
+		}
+	}
+	options := fmt.Sprintf("OPTIONS sip:handset@%s SIP/2.0\r\nVia: SIP/2.0/UDP 127.0.0.1:5999;rport;branch=z9hG4bK-probe\r\n"+
+		"From: <sip:probe@127.0.0.1>;tag=p1\r\nTo: <sip:handset@%s>\r\nCall-ID: probe-after-junk\r\nCSeq: 1 OPTIONS\r\n"+
+		"Max-Forwards: 70\r\nContent-Length: 0\r\n\r\n", trunk, trunk)
+	reply, err := sippeer.Exchange(ctx, "udp", trunk.String(), []byte(options), 2*time.Second)
+	if err != nil || !bytes.HasPrefix(reply, []byte("SIP/2.0 200")) {
+		t.Fatalf("OPTIONS after the junk: %q %v\n%s", firstLine(reply), err, r.logs.String())
+	}
+	if paths, _ := filepath.Glob(filepath.Join(r.dataDir, "calls", "*")); len(paths) != 0 {
+		t.Errorf("the junk started %d calls", len(paths))
+	}
+	res, err := sippeer.RunSipp(ctx, t, sippeer.UACCall, trunk.String(), sippeer.SippOptions{Hold: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sippPassed(t, res, r)
+}
+
+func firstLine(b []byte) string {
+	line, _, _ := bytes.Cut(b, []byte("\r\n"))
+	return string(line)
+}
