@@ -71,11 +71,12 @@ stage "go test -tags embedded (offline engines linked through cgo)" \
 	env CGO_ENABLED=1 go test -race -count=1 -tags embedded ./internal/audio/vad/... ./internal/audio/echo/ ./internal/stt/sphinx/ ./internal/tts/...
 
 # The whole-call tests that need the engines: real speech through each VAD, an offline
-# phone call, barge-in at phone levels with Silero, and the demo in headless Chromium (its
+# phone call, a real SIP phone (baresip) calling through a real proxy (kamailio), barge-in
+# at phone levels with Silero, and the demo in headless Chromium (its
 # screenshots land in test-artifacts/, and axe-core checks the page for accessibility).
 stage "whole calls with the engines, headless Chromium included" \
 	env CGO_ENABLED=1 go test -race -count=1 -tags embedded \
-	-run 'TestRealSpeechThroughEachVAD|TestVADSelection|TestOfflinePhoneCall|TestDemoInChromium|TestVersionReportsEngines' ./internal/cli/ ./internal/gateway/
+	-run 'TestRealSpeechThroughEachVAD|TestVADSelection|TestOfflinePhoneCall|TestBaresipCallsHandsetThroughKamailio|TestDemoInChromium|TestVersionReportsEngines' ./internal/cli/ ./internal/gateway/
 
 # Timing is what it measures: without the race detector. Every VAD through one carrier (the
 # matrix compares the VADs), and every other carrier with the energy VAD (their wires).

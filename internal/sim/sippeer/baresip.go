@@ -335,15 +335,17 @@ func (b *Baresip) AnswerToFirstRTP() (time.Duration, error) {
 	var answered, firstRTP time.Time
 	for _, ev := range b.Events() {
 		switch ev.Type {
+		case "CALL_OUTGOING", "CALL_INCOMING", "CALL_LOCAL_SDP":
+			if ev.Type != "CALL_LOCAL_SDP" || ev.Param == "offer" {
+				answered, firstRTP = time.Time{}, time.Time{} // a new call: its own times
+			}
 		case "CALL_ESTABLISHED":
-			answered, firstRTP = ev.At, time.Time{}
+			answered = ev.At
 		case "CALL_RTPESTAB":
+			// Audio may come before the answer is read: a far end whose RTP flows from
+			// its 200 OK on.
 			if firstRTP.IsZero() {
 				firstRTP = ev.At
-			}
-		case "CALL_CLOSED":
-			if answered.IsZero() {
-				firstRTP = time.Time{} // a call that never answered: its audio is not the next call's
 			}
 		}
 	}
