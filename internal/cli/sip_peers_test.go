@@ -174,3 +174,48 @@ func firstLine(b []byte) string {
 	line, _, _ := bytes.Cut(b, []byte("\r\n"))
 	return string(line)
 }
+
+// Handset registers with a real registrar (kamailio, digest auth) as its user, and a call
+// to that user through the registrar reaches it; a wrong password is refused and said so.
+func TestHandsetRegistersWithKamailio(t *testing.T) {
+	testpeer.Slow(t, "runs kamailio, sipp and handset serve")
+	k, err := sippeer.StartKamailio(t, sippeer.KamailioOptions{Users: map[string]string{"handset": "reg-pw-1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := freeSIPPort(t)
+	r := startServe(t, []string{"hello there"}, fmt.Sprintf("HANDSET_SIP_LISTEN=127.0.0.1:%d", port),
+		"HANDSET_SIP_RTP_PORTS=33000-33999", "HANDSET_SIP_REGISTRAR=sip:"+k.Addr(),
+		"HANDSET_SIP_USERNAME=handset", "HANDSET_SIP_PASSWORD=reg-pw-1")
+	waitLog(t, r, `msg="SIP registration"`, 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := sippeer.RunSipp(ctx, t, sippeer.UACCall, k.Addr(), sippeer.SippOptions{Service: "handset", Hold: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sippPassed(t, res, r)
+	if events := r.journal(); events[len(events)-1].Reason != "caller_hangup" {
+		t.Errorf("the call through the registrar ended %q", events[len(events)-1].Reason)
+	}
+
+	bad := startServe(t, nil, fmt.Sprintf("HANDSET_SIP_LISTEN=127.0.0.1:%d", freeSIPPort(t)),
+		"HANDSET_SIP_RTP_PORTS=34000-34999", "HANDSET_SIP_REGISTRAR=sip:"+k.Addr(),
+		"HANDSET_SIP_USERNAME=handset", "HANDSET_SIP_PASSWORD=wrong-pw")
+	waitLog(t, bad, `msg="SIP registration failed"`, 10*time.Second)
+	if !strings.Contains(bad.logs.String(), "refused the credentials") {
+		t.Errorf("a wrong password is not said to be one:\n%s", bad.logs.String())
+	}
+}
+
+// waitLog waits until serve's log holds want.
+func waitLog(t *testing.T, r *rig, want string, limit time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !strings.Contains(r.logs.String(), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s in the log after %v:\n%s", want, limit, r.logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -21,7 +21,7 @@ var Provider = registry.Carrier{
 		Name:  Name,
 		Title: "SIP trunk",
 		Settings: []string{SettingAllow, SettingListen, SettingTransports, SettingPublicAddr, SettingRTPPorts,
-			SettingCodecs, "HANDSET_PHONE_NUMBER"},
+			SettingCodecs, SettingRegistrar, SettingUsername, SettingPassword, "HANDSET_PHONE_NUMBER"},
 		Hints: registry.Hints{
 			NoMediaFix: "the trunk answered but sent no RTP: check that UDP " + SettingRTPPorts + " is open to the trunk's media servers, and that " +
 				SettingPublicAddr + " is the address the trunk can reach (behind NAT, the public one).",
@@ -29,12 +29,12 @@ var Provider = registry.Carrier{
 	},
 	Declares: settings,
 	Configured: func(s registry.Settings) bool {
-		return s.Value(SettingAllow) != ""
+		return s.Value(SettingAllow) != "" || s.Value(SettingRegistrar) != ""
 	},
 	Started: func(s registry.Settings) bool {
-		return s.Value(SettingAllow) != "" || s.Value(SettingPublicAddr) != ""
+		return s.Value(SettingAllow) != "" || s.Value(SettingRegistrar) != "" || s.Value(SettingPublicAddr) != ""
 	},
-	AccountSettings: SettingAllow,
+	AccountSettings: SettingAllow + " (or " + SettingRegistrar + ")",
 	PhoneSetup:      "set " + SettingAllow + " to the trunk's signalling hosts (and " + SettingPublicAddr + " behind NAT), then point the trunk's numbers at sip:<that address>:5060 (" + DocsPage + ")",
 	New:             newControl,
 	Mount:           func(*http.ServeMux, carrier.Inbound, registry.Settings) error { return nil },

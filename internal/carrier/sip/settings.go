@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/emiago/sipgo/sip"
+
 	"github.com/handset-voice/handset/internal/carrier/sip/allow"
 	"github.com/handset-voice/handset/internal/carrier/sip/sdp"
 	"github.com/handset-voice/handset/internal/registry"
@@ -21,6 +23,9 @@ const (
 	SettingPublicAddr = "HANDSET_SIP_PUBLIC_ADDR"
 	SettingRTPPorts   = "HANDSET_SIP_RTP_PORTS"
 	SettingCodecs     = "HANDSET_SIP_CODECS"
+	SettingRegistrar  = "HANDSET_SIP_REGISTRAR"
+	SettingUsername   = "HANDSET_SIP_USERNAME"
+	SettingPassword   = "HANDSET_SIP_PASSWORD"
 )
 
 // Defaults of the settings.
@@ -45,6 +50,12 @@ var settings = []registry.CarrierSetting{
 		Help: "The UDP port range calls' audio (RTP) uses, low-high; each call takes one even port."},
 	{Env: SettingCodecs, YAML: "codecs", Default: DefaultCodecs,
 		Help: "The audio codecs Handset accepts, most preferred first: PCMU, PCMA."},
+	{Env: SettingRegistrar, YAML: "registrar",
+		Help: "A registrar to register with (a PBX, or a provider that sends calls to registered users): sip:host[:port][;transport=tcp]. Its host joins HANDSET_SIP_ALLOW."},
+	{Env: SettingUsername, YAML: "username",
+		Help: "The SIP user Handset registers as and answers digest challenges with."},
+	{Env: SettingPassword, YAML: "password", Kind: registry.SettingSecret,
+		Help: "The SIP user's password, for the registrar's digest challenges."},
 }
 
 // Options are a SIP trunk's settings, read and checked.
@@ -57,6 +68,9 @@ type Options struct {
 	RTPLow     int
 	RTPHigh    int
 	Codecs     []sdp.Codec
+	// Registrar, when set, is registered with as Username (digest with Password).
+	Registrar          *sip.Uri
+	Username, Password string
 }
 
 // ReadOptions reads the settings; an error names the setting and what is wrong with it.
@@ -85,7 +99,22 @@ func ReadOptions(s registry.Settings) (Options, error) {
 		bad(SettingTransports, errors.New("names no transport"))
 	}
 
-	if o.Allow, err = allow.Parse(s.Value(SettingAllow)); err != nil {
+	allowSpec := s.Value(SettingAllow)
+	o.Username, o.Password = strings.TrimSpace(s.Value(SettingUsername)), s.Value(SettingPassword)
+	if v := strings.TrimSpace(s.Value(SettingRegistrar)); v != "" {
+		var uri sip.Uri
+		if err := sip.ParseUri(v, &uri); err != nil || uri.Host == "" || (uri.Scheme != "sip" && uri.Scheme != "") {
+			bad(SettingRegistrar, fmt.Errorf("%q is not a SIP address such as sip:pbx.example.com:5060", v))
+		} else {
+			o.Registrar = &uri
+			// The registrar is the trunk's signalling host: the calls it sends are let in.
+			allowSpec = strings.Trim(allowSpec+","+uri.Host, ",")
+		}
+		if o.Username == "" {
+			bad(SettingUsername, errors.New("is needed to register with "+SettingRegistrar))
+		}
+	}
+	if o.Allow, err = allow.Parse(allowSpec); err != nil {
 		bad(SettingAllow, err)
 	}
 

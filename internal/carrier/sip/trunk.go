@@ -17,6 +17,7 @@ import (
 	"github.com/handset-voice/handset/internal/carrier"
 	"github.com/handset-voice/handset/internal/carrier/sip/allow"
 	"github.com/handset-voice/handset/internal/carrier/sip/media"
+	"github.com/handset-voice/handset/internal/carrier/sip/register"
 )
 
 // maxMessage bounds a SIP message. A call's INVITE with its SDP is a few kilobytes; the
@@ -48,6 +49,12 @@ type Trunk struct {
 	stop    context.CancelFunc
 	serving sync.WaitGroup
 	closers []func() error
+
+	// registration is the binding at HANDSET_SIP_REGISTRAR; nil without one. Its own
+	// context outlives stop so that Close can un-register before the sockets close.
+	registration *register.Registration
+	unregister   context.CancelFunc
+	registered   chan struct{} // closed when the registration's Run has returned
 }
 
 // Start listens on every transport of opts and serves until Close.
@@ -123,6 +130,9 @@ func Start(opts Options, in carrier.Inbound) (*Trunk, error) {
 		t.serving.Add(1)
 		go func() { defer t.serving.Done(); t.refreshAllow(ctx) }()
 	}
+	if opts.Registrar != nil {
+		t.startRegistration()
+	}
 	log.Info("SIP trunk listening", "addr", t.addr.String(), "transports", opts.Transports, "allow", opts.Allow.String())
 	return t, nil
 }
@@ -133,6 +143,14 @@ func (t *Trunk) Addr() netip.AddrPort { return t.addr }
 // Close stops listening. Calls in progress are the gateway's to end (it drains them
 // first); their dialogs can no longer send a BYE once the trunk is closed.
 func (t *Trunk) Close() {
+	if t.unregister != nil {
+		t.unregister()
+		select {
+		case <-t.registered:
+		case <-time.After(unregisterWait):
+			t.log.Warn("the registrar did not answer the un-REGISTER in time")
+		}
+	}
 	if t.stop != nil {
 		t.stop()
 	}
@@ -254,4 +272,48 @@ type minLevel struct {
 
 func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
 	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+
+// unregisterWait bounds how long Close waits for the registrar to drop the binding.
+const unregisterWait = 5 * time.Second
+
+// startRegistration keeps Handset registered at the registrar as its user, so that the
+// calls the registrar routes to that user come here.
+func (t *Trunk) startRegistration() {
+	reg := t.opts.Registrar
+	aor := sip.Uri{Scheme: "sip", User: t.opts.Username, Host: reg.Host}
+	contact := t.contact
+	if tp, ok := reg.UriParams.Get("transport"); ok && tp != "" {
+		contact.Address.UriParams = sip.NewParams()
+		contact.Address.UriParams.Add("transport", tp)
+	}
+	t.registration = register.New(t.client, register.Options{
+		Registrar: *reg, AOR: aor, Contact: contact,
+		Username: t.opts.Username, Password: t.opts.Password,
+		Logger: t.log,
+		OnChange: func(s register.Status) {
+			switch {
+			case s.Err != nil:
+				t.log.Warn("SIP registration failed", "registrar", reg.String(), "err", s.Err, "next_attempt", s.Next)
+			case s.Attempts == 1:
+				t.log.Info("SIP registration", "registrar", reg.String(), "user", t.opts.Username, "granted", s.Granted)
+			}
+		},
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	t.unregister, t.registered = cancel, make(chan struct{})
+	go func() {
+		defer close(t.registered)
+		if err := t.registration.Run(ctx); err != nil {
+			t.log.Warn("SIP un-registration", "registrar", reg.String(), "err", err)
+		}
+	}()
+}
+
+// Registration is the state of the binding at HANDSET_SIP_REGISTRAR; false without one.
+func (t *Trunk) Registration() (register.Status, bool) {
+	if t.registration == nil {
+		return register.Status{}, false
+	}
+	return t.registration.Status(), true
 }
