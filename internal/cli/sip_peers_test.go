@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -81,12 +82,6 @@ func TestSippCallsHandsetOverTCP(t *testing.T) {
 	if events == nil || events[len(events)-1].Reason != "caller_hangup" {
 		t.Errorf("no call, or it did not end as the caller's hang-up")
 	}
-}
-
-// A CANCEL before the answer ends the INVITE 487 (sipp's scenario requires it).
-func TestSippCancelsBeforeTheAnswer(t *testing.T) {
-	res, _, r := sippCall(t, sippeer.UACCancel, sippeer.SippOptions{})
-	sippPassed(t, res, r)
 }
 
 // sipp holds the call with a re-INVITE and takes it off hold with another: both answered.
@@ -217,5 +212,43 @@ func waitLog(t *testing.T, r *rig, want string, limit time.Duration) {
 			t.Fatalf("no %s in the log after %v:\n%s", want, limit, r.logs.String())
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// An outbound call through the trunk: the job dials sipp (the trunk's far end), sipp
+// answers, the message is spoken, and Handset ends the call with a BYE sipp accepts.
+func TestSIPOutboundCallThroughSipp(t *testing.T) {
+	testpeer.Slow(t, "runs sipp against handset serve")
+	uas, err := sippeer.StartSipp(t, sippeer.UASAnswer, "", sippeer.SippOptions{Timeout: 60 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := startServeSIP(t, nil, "HANDSET_SIP_TRUNK=sip:"+uas.Addr(), "HANDSET_PHONE_NUMBER=+15550001111",
+		"HANDSET_CARRIER=sip", "HANDSET_MAX_CALL=4s")
+	o := newOutRig(t, r)
+	var queued apiJob
+	if code := o.api("POST", "/api/calls?wait=60s", map[string]any{"to": "+15550102000", "message": "Hi, this is your reminder."}, &queued); code != 200 {
+		t.Fatalf("POST /api/calls = %d %+v\n%s", code, queued, r.logs.String())
+	}
+	if queued.State != "completed" {
+		t.Fatalf("job %s %s %q\n%s", queued.State, queued.Result, queued.Error, r.logs.String())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := uas.Wait(ctx)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, res.Output)
+	}
+	sippPassed(t, res, r)
+	if !strings.Contains(res.Messages, "INVITE sip:+15550102000@") {
+		t.Errorf("sipp got no INVITE for the number dialled:\n%s", clipTail(res.Messages, 3000))
+	}
+	events := r.journal()
+	var signals []string
+	for _, e := range eventsOf(events, obs.CarrierSignal) {
+		signals = append(signals, e.Kind+" "+e.Name)
+	}
+	if start := eventsOf(events, obs.CallStart)[0]; start.Direction != "outbound" || !slices.Contains(signals, "out INVITE") || !slices.Contains(signals, "in 200 OK") {
+		t.Errorf("journal: start %+v, signals %q", start, signals)
 	}
 }

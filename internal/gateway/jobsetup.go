@@ -63,7 +63,7 @@ func (s *server) canPlaceThrough(c registry.Carrier, control carrier.Carrier) er
 	if s.cfg.PhoneNumber == "" {
 		missing = append(missing, "set HANDSET_PHONE_NUMBER to the "+c.Title+" number calls come from")
 	}
-	if s.cfg.PublicURL == "" {
+	if s.cfg.PublicURL == "" && c.Listen == nil { // a carrier with listeners of its own asks nothing of Handset's URL
 		missing = append(missing, "set HANDSET_PUBLIC_URL: "+c.Title+" fetches an answered call's instructions there")
 	}
 	if len(missing) == 0 {

@@ -115,7 +115,7 @@ func (t *Trunk) answerCall(req *sip.Request, tx sip.ServerTransaction) {
 		return
 	}
 	c := &inboundCall{dialog: dialog, media: sess, local: local, agreed: agreed, answer: answer}
-	c.leg = newLeg(t, c, inboundInfo(req, codec), sig)
+	c.leg = legOf(t.log, sess, inboundInfo(req, codec), sig, dialog.Bye, func() { t.dialogs.remove(c) })
 	t.dialogs.add(c)
 	if _, err := t.in.Admit(c.leg); err != nil {
 		t.dialogs.remove(c)
@@ -370,15 +370,24 @@ func (t *Trunk) onOther(req *sip.Request, tx sip.ServerTransaction) {
 	_ = tx.Respond(res)
 }
 
-// route points every request at its handler.
+// route points every request at its handler; a request inside a call Handset placed
+// goes to that call's dialog first.
 func (t *Trunk) route() {
-	t.srv.OnInvite(t.onInvite)
-	t.srv.OnAck(t.onAck)
-	t.srv.OnBye(t.onBye)
+	placedFirst := func(h func(*sip.Request, sip.ServerTransaction)) func(*sip.Request, sip.ServerTransaction) {
+		return func(req *sip.Request, tx sip.ServerTransaction) {
+			if !t.outDialogs.Handle(req, tx) {
+				h(req, tx)
+			}
+		}
+	}
+	t.srv.OnInvite(placedFirst(t.onInvite))
+	t.srv.OnAck(placedFirst(t.onAck))
+	t.srv.OnBye(placedFirst(t.onBye))
 	t.srv.OnCancel(t.onStray)
-	t.srv.OnOptions(t.onOptions)
-	t.srv.OnInfo(t.onInfo)
-	t.srv.OnNoRoute(t.onOther)
+	t.srv.OnOptions(placedFirst(t.onOptions))
+	t.srv.OnInfo(placedFirst(t.onInfo))
+	t.srv.OnNotify(placedFirst(t.onOther))
+	t.srv.OnNoRoute(placedFirst(t.onOther))
 }
 
 // byeReason is what a BYE says of why the call ended: its Reason header (RFC 3326), else

@@ -3,10 +3,12 @@ package sip
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/handset-voice/handset/internal/carrier/sip/dtmfinfo"
+	"github.com/handset-voice/handset/internal/carrier/sip/media"
 	"github.com/handset-voice/handset/internal/voice"
 )
 
@@ -21,9 +23,13 @@ const byeTimeout = 5 * time.Second
 // sends before the caller has acknowledged the 200 OK waits for the ACK, so the greeting
 // starts when the caller can hear it.
 type Leg struct {
-	trunk *Trunk
-	call  *inboundCall
+	log   *slog.Logger
+	media *media.Session
 	info  voice.LegInfo
+	// bye hangs the dialog up from Handset's side; release forgets the dialog once the
+	// call is over.
+	bye     func(context.Context) error
+	release func()
 
 	answered chan struct{} // closed on the ACK of the 200 OK
 	ended    chan struct{} // closed when the dialog ends, by either side
@@ -38,8 +44,11 @@ type Leg struct {
 
 var _ voice.Leg = (*Leg)(nil)
 
-func newLeg(t *Trunk, c *inboundCall, info voice.LegInfo, sig *signals) *Leg {
-	return &Leg{trunk: t, call: c, info: info, signals: sig, answered: make(chan struct{}), ended: make(chan struct{})}
+// legOf is the leg of a call's media and dialog: bye hangs the dialog up, release
+// forgets it.
+func legOf(log *slog.Logger, m *media.Session, info voice.LegInfo, sig *signals, bye func(context.Context) error, release func()) *Leg {
+	return &Leg{log: log, media: m, info: info, signals: sig, bye: bye, release: release,
+		answered: make(chan struct{}), ended: make(chan struct{})}
 }
 
 var _ voice.Reporting = (*Leg)(nil)
@@ -57,7 +66,7 @@ func (l *Leg) Run(ctx context.Context, sink voice.LegSink) error {
 	l.mu.Lock()
 	l.sink = sink
 	l.mu.Unlock()
-	defer l.trunk.dialogs.remove(l.call)
+	defer l.release()
 	mediaCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	go func() {
@@ -67,8 +76,8 @@ func (l *Leg) Run(ctx context.Context, sink voice.LegSink) error {
 		case <-mediaCtx.Done():
 		}
 	}()
-	err := l.call.media.Run(mediaCtx, sink)
-	_ = l.call.media.Close()
+	err := l.media.Run(mediaCtx, sink)
+	_ = l.media.Close()
 	select {
 	case <-l.ended:
 		if l.endErr != nil {
@@ -101,8 +110,8 @@ func (l *Leg) hangUp() {
 	ctx, cancel := context.WithTimeout(context.Background(), byeTimeout)
 	defer cancel()
 	l.signals.signal(time.Now(), "BYE", "out", "handset")
-	if err := l.call.dialog.Bye(ctx); err != nil {
-		l.trunk.log.Warn("could not hang up the call (BYE)", "call_id", l.info.CarrierRef, "err", err)
+	if err := l.bye(ctx); err != nil {
+		l.log.Warn("could not hang up the call (BYE)", "call_id", l.info.CarrierRef, "err", err)
 	}
 }
 
@@ -113,7 +122,7 @@ const ackWait = 32 * time.Second
 // established opens the way for the call's audio: the caller acknowledged the 200 OK.
 func (l *Leg) established() {
 	l.signals.signal(time.Now(), "ACK", "in", "")
-	if first := l.call.media.Stats().FirstOut; !first.IsZero() {
+	if first := l.media.Stats().FirstOut; !first.IsZero() {
 		l.signals.note(voice.LegEvent{At: first, Kind: voice.LegFirstOut})
 	}
 	close(l.answered)
@@ -148,16 +157,16 @@ func (l *Leg) SendAudio(ctx context.Context, audio []byte) error {
 	if err := l.waitAnswered(ctx); err != nil {
 		return err
 	}
-	return l.call.media.SendAudio(ctx, audio)
+	return l.media.SendAudio(ctx, audio)
 }
 
 // SendMark asks for the mark back once the audio before it has been sent.
 func (l *Leg) SendMark(ctx context.Context, name string) error {
-	return l.call.media.SendMark(ctx, name)
+	return l.media.SendMark(ctx, name)
 }
 
 // Clear drops the queued audio at once.
-func (l *Leg) Clear(ctx context.Context) error { return l.call.media.Clear(ctx) }
+func (l *Leg) Clear(ctx context.Context) error { return l.media.Clear(ctx) }
 
 // errEnded: the call ended before the caller acknowledged the answer.
 var errEnded = errors.New("sip: the call ended")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync/atomic"
 
 	"github.com/handset-voice/handset/internal/carrier"
 	"github.com/handset-voice/handset/internal/registry"
@@ -21,7 +22,7 @@ var Provider = registry.Carrier{
 		Name:  Name,
 		Title: "SIP trunk",
 		Settings: []string{SettingAllow, SettingListen, SettingTransports, SettingPublicAddr, SettingRTPPorts,
-			SettingCodecs, SettingRegistrar, SettingUsername, SettingPassword, "HANDSET_PHONE_NUMBER"},
+			SettingCodecs, SettingRegistrar, SettingTrunk, SettingUsername, SettingPassword, "HANDSET_PHONE_NUMBER"},
 		Hints: registry.Hints{
 			NoMediaFix: "the trunk answered but sent no RTP: check that UDP " + SettingRTPPorts + " is open to the trunk's media servers, and that " +
 				SettingPublicAddr + " is the address the trunk can reach (behind NAT, the public one).",
@@ -29,10 +30,10 @@ var Provider = registry.Carrier{
 	},
 	Declares: settings,
 	Configured: func(s registry.Settings) bool {
-		return s.Value(SettingAllow) != "" || s.Value(SettingRegistrar) != ""
+		return s.Value(SettingAllow) != "" || s.Value(SettingRegistrar) != "" || s.Value(SettingTrunk) != ""
 	},
 	Started: func(s registry.Settings) bool {
-		return s.Value(SettingAllow) != "" || s.Value(SettingRegistrar) != "" || s.Value(SettingPublicAddr) != ""
+		return s.Value(SettingAllow) != "" || s.Value(SettingRegistrar) != "" || s.Value(SettingTrunk) != "" || s.Value(SettingPublicAddr) != ""
 	},
 	AccountSettings: SettingAllow + " (or " + SettingRegistrar + ")",
 	PhoneSetup:      "set " + SettingAllow + " to the trunk's signalling hosts (and " + SettingPublicAddr + " behind NAT), then point the trunk's numbers at sip:<that address>:5060 (" + DocsPage + ")",
@@ -56,7 +57,7 @@ var Provider = registry.Carrier{
 var errNoNumbersAPI = fmt.Errorf("a SIP trunk's numbers are routed in the trunk provider's portal or the PBX, not by Handset: "+
 	"point them at sip:<%s>:5060 (%s)", SettingPublicAddr, DocsPage)
 
-// listen starts the trunk's listeners for serve.
+// listen starts the trunk's listeners for serve; the control reaches calls through it.
 func listen(in carrier.Inbound, s registry.Settings) (func(), error) {
 	opts, err := ReadOptions(s)
 	if err != nil {
@@ -66,27 +67,62 @@ func listen(in carrier.Inbound, s registry.Settings) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	return t.Close, nil
+	running.Store(t)
+	return func() {
+		running.CompareAndSwap(t, nil)
+		t.Close()
+	}, nil
 }
 
-// control is a SIP trunk's control of calls: inbound calls are the trunk's to place;
-// outbound calls through the trunk are not built yet and say so.
+// running is the trunk serve started: one a process. The control of calls (built before
+// serve listens) finds it here.
+var running atomic.Pointer[Trunk]
+
+// control is a SIP trunk's control of calls, through the running trunk.
 type control struct{}
 
 func newControl(registry.Build) (carrier.Carrier, error) { return control{}, nil }
 
-var errNoOutbound = errors.New("outbound calls through a SIP trunk are not supported yet: place them through Twilio, Telnyx or Plivo (HANDSET_CARRIER)")
+// errNotListening: the trunk is not running in this process.
+var errNotListening = errors.New("the SIP trunk is not listening in this process (handset serve starts it)")
+
+func trunk() (*Trunk, error) {
+	if t := running.Load(); t != nil {
+		return t, nil
+	}
+	return nil, carrier.Classify(carrier.ErrUnreachable, errNotListening)
+}
 
 func (control) Name() string { return Name }
-func (control) Dial(context.Context, carrier.Dial) (carrier.Call, error) {
-	return carrier.Call{}, carrier.Classify(carrier.ErrRejected, errNoOutbound)
+
+func (control) Dial(_ context.Context, d carrier.Dial) (carrier.Call, error) {
+	t, err := trunk()
+	if err != nil {
+		return carrier.Call{}, err
+	}
+	return t.place(d)
 }
-func (control) Call(context.Context, string) (carrier.Call, error) {
-	return carrier.Call{}, carrier.Classify(carrier.ErrNotFound, errNoOutbound)
+
+func (control) Call(_ context.Context, ref string) (carrier.Call, error) {
+	t, err := trunk()
+	if err != nil {
+		return carrier.Call{}, err
+	}
+	if c, ok := t.placedCall(ref); ok {
+		return c, nil
+	}
+	return carrier.Call{}, carrier.Classify(carrier.ErrNotFound, fmt.Errorf("no call %s in progress on this node", ref))
 }
-func (control) Hangup(context.Context, string) error {
-	return carrier.Classify(carrier.ErrRejected, errNoOutbound)
+
+func (control) Hangup(_ context.Context, ref string) error {
+	t, err := trunk()
+	if err != nil {
+		return err
+	}
+	t.hangUpPlaced(ref) // a call that has ended counts as hung up
+	return nil
 }
+
 func (control) Transfer(context.Context, string, string, string) error {
 	return carrier.Classify(carrier.ErrRejected, errors.New("transfers of SIP trunk calls are not supported yet"))
 }

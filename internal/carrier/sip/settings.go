@@ -24,6 +24,7 @@ const (
 	SettingRTPPorts   = "HANDSET_SIP_RTP_PORTS"
 	SettingCodecs     = "HANDSET_SIP_CODECS"
 	SettingRegistrar  = "HANDSET_SIP_REGISTRAR"
+	SettingTrunk      = "HANDSET_SIP_TRUNK"
 	SettingUsername   = "HANDSET_SIP_USERNAME"
 	SettingPassword   = "HANDSET_SIP_PASSWORD"
 )
@@ -52,6 +53,8 @@ var settings = []registry.CarrierSetting{
 		Help: "The audio codecs Handset accepts, most preferred first: PCMU, PCMA."},
 	{Env: SettingRegistrar, YAML: "registrar",
 		Help: "A registrar to register with (a PBX, or a provider that sends calls to registered users): sip:host[:port][;transport=tcp]. Its host joins HANDSET_SIP_ALLOW."},
+	{Env: SettingTrunk, YAML: "trunk",
+		Help: "Where outbound calls go: the trunk's address, sip:host[:port][;transport=tcp]; calls are sent to sip:<number>@host with HANDSET_SIP_USERNAME and HANDSET_SIP_PASSWORD for its digest challenge. Empty: the registrar. Its host joins HANDSET_SIP_ALLOW."},
 	{Env: SettingUsername, YAML: "username",
 		Help: "The SIP user Handset registers as and answers digest challenges with."},
 	{Env: SettingPassword, YAML: "password", Kind: registry.SettingSecret,
@@ -69,7 +72,9 @@ type Options struct {
 	RTPHigh    int
 	Codecs     []sdp.Codec
 	// Registrar, when set, is registered with as Username (digest with Password).
-	Registrar          *sip.Uri
+	Registrar *sip.Uri
+	// Trunk, when set, is where outbound calls go (else Registrar).
+	Trunk              *sip.Uri
 	Username, Password string
 }
 
@@ -112,6 +117,15 @@ func ReadOptions(s registry.Settings) (Options, error) {
 		}
 		if o.Username == "" {
 			bad(SettingUsername, errors.New("is needed to register with "+SettingRegistrar))
+		}
+	}
+	if v := strings.TrimSpace(s.Value(SettingTrunk)); v != "" {
+		var uri sip.Uri
+		if err := sip.ParseUri(v, &uri); err != nil || uri.Host == "" || (uri.Scheme != "sip" && uri.Scheme != "") {
+			bad(SettingTrunk, fmt.Errorf("%q is not a SIP address such as sip:trunk.example.com:5060", v))
+		} else {
+			o.Trunk = &uri
+			allowSpec = strings.Trim(allowSpec+","+uri.Host, ",")
 		}
 	}
 	if o.Allow, err = allow.Parse(allowSpec); err != nil {

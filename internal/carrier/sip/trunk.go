@@ -16,6 +16,7 @@ import (
 
 	"github.com/handset-voice/handset/internal/carrier"
 	"github.com/handset-voice/handset/internal/carrier/sip/allow"
+	"github.com/handset-voice/handset/internal/carrier/sip/dial"
 	"github.com/handset-voice/handset/internal/carrier/sip/media"
 	"github.com/handset-voice/handset/internal/carrier/sip/register"
 )
@@ -50,6 +51,12 @@ type Trunk struct {
 	serving sync.WaitGroup
 	closers []func() error
 
+	// outDialogs are the dialogs of calls Handset placed, for the requests the callee
+	// sends in them; placed are those calls by reference.
+	outDialogs *dial.Dialogs
+	placedMu   sync.Mutex
+	placed     map[string]*placed
+
 	// registration is the binding at HANDSET_SIP_REGISTRAR; nil without one. Its own
 	// context outlives stop so that Close can un-register before the sockets close.
 	registration *register.Registration
@@ -77,6 +84,7 @@ func Start(opts Options, in carrier.Inbound) (*Trunk, error) {
 		refuser: allow.NewRefuser(allow.RefuserConfig{}),
 	}
 	t.dialogs = newDialogs()
+	t.outDialogs, t.placed = dial.NewDialogs(), map[string]*placed{}
 	parser := sip.NewParser()
 	parser.MaxMessageLength = maxMessage
 	quiet := quietLogger(log)

@@ -1,0 +1,217 @@
+package sip
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/emiago/sipgo/sip"
+
+	"github.com/handset-voice/handset/internal/carrier"
+	"github.com/handset-voice/handset/internal/carrier/sip/dial"
+	"github.com/handset-voice/handset/internal/carrier/sip/media"
+	"github.com/handset-voice/handset/internal/carrier/sip/sdp"
+	"github.com/handset-voice/handset/internal/voice"
+)
+
+// Outbound calls go through the trunk (HANDSET_SIP_TRUNK, else the registrar): an
+// INVITE to sip:<number>@<trunk host> with digest credentials, progress reported to the
+// gateway as a webhook carrier's are, and once answered a leg the call engine runs like
+// any other. A call's reference is Handset's own id of it: Handset is the SIP user agent.
+
+// placed is one outbound call the trunk placed, by reference.
+type placed struct {
+	mu       sync.Mutex
+	call     carrier.Call
+	cancel   context.CancelFunc // ends the INVITE (CANCEL) before the answer
+	leg      *Leg               // once answered
+	answered time.Time
+}
+
+// place starts calling d.To and returns at once; the call's progress goes to the
+// gateway's OnProgress.
+func (t *Trunk) place(d carrier.Dial) (carrier.Call, error) {
+	to, err := carrier.NormalizeNumber(d.To)
+	if err != nil {
+		return carrier.Call{}, carrier.Classify(carrier.ErrInvalid, err)
+	}
+	from, err := carrier.NormalizeNumber(d.From)
+	if err != nil {
+		return carrier.Call{}, carrier.Classify(carrier.ErrInvalid, fmt.Errorf("the caller id: %w", err))
+	}
+	target := t.outboundTarget()
+	if target == nil {
+		return carrier.Call{}, carrier.Classify(carrier.ErrInvalid,
+			fmt.Errorf("outbound SIP calls need %s (or %s): where they are sent", SettingTrunk, SettingRegistrar))
+	}
+	ref := string(d.CallID)
+	if ref == "" {
+		ref = string(voice.NewCallID())
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &placed{call: carrier.Call{Ref: ref, To: to, From: from, Status: carrier.StatusQueued}, cancel: cancel}
+	t.placedMu.Lock()
+	if _, dup := t.placed[ref]; dup {
+		t.placedMu.Unlock()
+		cancel()
+		return carrier.Call{}, carrier.Classify(carrier.ErrInvalid, fmt.Errorf("call %s was placed already", ref))
+	}
+	t.placed[ref] = p
+	t.placedMu.Unlock()
+	uri := *target
+	uri.User = to
+	go t.ring(ctx, p, d, uri)
+	return p.call, nil
+}
+
+// outboundTarget is where outbound calls go: the trunk, else the registrar; nil when
+// neither is set.
+func (t *Trunk) outboundTarget() *sip.Uri {
+	if t.opts.Trunk != nil {
+		return t.opts.Trunk
+	}
+	return t.opts.Registrar
+}
+
+// ring places the INVITE and follows the call to its end.
+func (t *Trunk) ring(ctx context.Context, p *placed, d carrier.Dial, target sip.Uri) {
+	defer p.cancel()
+	progress := func(status carrier.Status, duration time.Duration) {
+		p.mu.Lock()
+		p.call.Status, p.call.Duration = status, duration
+		p.mu.Unlock()
+		if t.in.OnProgress != nil {
+			t.in.OnProgress(carrier.Progress{CallID: d.CallID, Ref: p.call.Ref, Status: status, Duration: duration})
+		}
+	}
+	conn, err := t.ports.Listen()
+	if err != nil {
+		t.log.Error("could not place a call: no RTP port", "call", d.CallID, "err", err)
+		progress(carrier.StatusFailed, 0)
+		return
+	}
+	local := sdp.Local{
+		Addr:   netip.AddrPortFrom(t.addr.Addr(), uint16(conn.LocalAddr().(interface{ AddrPort() netip.AddrPort }).AddrPort().Port())),
+		Codecs: t.opts.Codecs, DTMF: dtmfPayloadType, SessionID: randomID(), Version: 1,
+	}
+	offer, err := sdp.Offer(local)
+	if err != nil {
+		_ = conn.Close()
+		progress(carrier.StatusFailed, 0)
+		return
+	}
+	sig := &signals{}
+	sig.signal(time.Now(), "INVITE", "out", "")
+	progress(carrier.StatusRinging, 0)
+	dlg, err := dial.Invite(ctx, t.client, dial.Options{
+		Dialogs: t.outDialogs, Target: target, From: p.call.From, Contact: t.contact, Offer: offer,
+		Username: t.opts.Username, Password: t.opts.Password, RingTimeout: d.RingTimeout,
+		OnProvisional: func(status int) { sig.signal(time.Now(), fmt.Sprintf("%d", status), "in", "") },
+	})
+	if err != nil {
+		_ = conn.Close()
+		t.log.Info("outbound call not answered", "call", d.CallID, "err", err)
+		progress(dialStatus(err), 0)
+		return
+	}
+	sig.signal(time.Now(), "200 OK", "in", "")
+	agreed, err := sdp.ParseAnswer(dlg.Answer(), local)
+	var codec media.Codec
+	if err == nil {
+		var ok bool
+		if codec, ok = mediaCodec(agreed.Codec()); !ok {
+			err = fmt.Errorf("the answer chose %s", agreed.Codec().Name)
+		}
+	}
+	var sess *media.Session
+	if err == nil {
+		sess, err = media.New(media.Config{Conn: conn, Remote: agreed.Addr, Peer: agreed.Addr.Addr(), Codec: codec,
+			DTMF: agreed.DTMF, Log: t.log.With("call", d.CallID)})
+	}
+	if err != nil {
+		_ = conn.Close()
+		t.log.Warn("hung up an answered call: its SDP answer", "call", d.CallID, "err", err)
+		_ = dlg.Bye(context.Background())
+		progress(carrier.StatusFailed, 0)
+		return
+	}
+	info := voice.LegInfo{CallID: d.CallID, Carrier: Name, CarrierRef: p.call.Ref, Direction: voice.Outbound,
+		From: p.call.From, To: p.call.To, Format: codec.Format}
+	leg := legOf(t.log, sess, info, sig, dlg.Bye, func() {})
+	sess.Start()
+	answered := time.Now()
+	p.mu.Lock()
+	p.leg, p.answered = leg, answered
+	p.mu.Unlock()
+	done, err := t.in.Admit(leg)
+	if err != nil {
+		_ = sess.Close()
+		t.log.Warn("hung up an answered call the gateway refused", "call", d.CallID, "err", err)
+		_ = dlg.Bye(context.Background())
+		progress(carrier.StatusFailed, 0)
+		return
+	}
+	progress(carrier.StatusInProgress, 0)
+	leg.established()
+	select {
+	case <-dlg.Done(): // the callee hung up
+		if dlg.HungUpByCallee() {
+			sig.signal(time.Now(), "BYE", "in", "callee")
+		}
+		leg.end(nil)
+		<-done
+	case <-done: // the call ended on Handset's side: the leg sent its BYE
+	}
+	progress(carrier.StatusCompleted, time.Since(answered).Truncate(time.Second))
+	t.placedMu.Lock()
+	delete(t.placed, p.call.Ref)
+	t.placedMu.Unlock()
+}
+
+// dialStatus is how a call that did not connect ended.
+func dialStatus(err error) carrier.Status {
+	switch {
+	case errors.Is(err, dial.ErrBusy):
+		return carrier.StatusBusy
+	case errors.Is(err, dial.ErrNoAnswer):
+		return carrier.StatusNoAnswer
+	case errors.Is(err, dial.ErrCancelled):
+		return carrier.StatusCanceled
+	}
+	return carrier.StatusFailed
+}
+
+// placedCall is call ref as it stands.
+func (t *Trunk) placedCall(ref string) (carrier.Call, bool) {
+	t.placedMu.Lock()
+	p, ok := t.placed[ref]
+	t.placedMu.Unlock()
+	if !ok {
+		return carrier.Call{}, false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.call, true
+}
+
+// hangUpPlaced ends call ref: a CANCEL while it rings, a BYE once answered.
+func (t *Trunk) hangUpPlaced(ref string) bool {
+	t.placedMu.Lock()
+	p, ok := t.placed[ref]
+	t.placedMu.Unlock()
+	if !ok {
+		return false
+	}
+	p.mu.Lock()
+	leg := p.leg
+	p.mu.Unlock()
+	if leg == nil {
+		p.cancel()
+		return true
+	}
+	leg.hangUp()
+	return true
+}
