@@ -205,3 +205,13 @@ func TestAllowedDuringRefresh(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+func TestANilListAllowsNothing(t *testing.T) {
+	var l *List
+	if l.Allowed(netip.MustParseAddr("192.0.2.1")) || !l.Empty() || l.Refresh(context.Background(), &fakeResolver{}) != nil {
+		t.Error("a nil list is not empty")
+	}
+	if got := l.String(); !strings.Contains(got, "empty") {
+		t.Errorf("String() = %q", got)
+	}
+}

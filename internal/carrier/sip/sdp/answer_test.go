@@ -359,3 +359,19 @@ func ExampleAnswer() {
 	// a=sendrecv
 	// [{PCMA 8 8000}] 101 198.51.100.20:24602 <nil>
 }
+
+func TestAnswerNeverSendsToAnOldStyleHold(t *testing.T) {
+	offer := mustParse(t, oldHoldOffer)
+	answer, agreed, err := Answer(offer, handset)
+	if err != nil || agreed.Direction != RecvOnly {
+		t.Fatalf("c=0.0.0.0 offer: %s, %v; want recvonly", agreed.Direction, err)
+	}
+	checkAnswer(t, answer, agreed, handset)
+}
+
+func TestParseUnmapsAnIPv4MappedAddress(t *testing.T) {
+	m := mustParse(t, []byte(strings.Replace(string(sippOffer), "c=IN IP4 127.0.0.1", "c=IN IP6 ::ffff:192.0.2.8", 1)))
+	if m.Addr != netip.MustParseAddrPort("192.0.2.8:6000") {
+		t.Errorf("address %v, want 192.0.2.8:6000", m.Addr)
+	}
+}

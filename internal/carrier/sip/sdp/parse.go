@@ -170,7 +170,8 @@ func connection(desc *psdp.SessionDescription, md *psdp.MediaDescription) (netip
 	if (c.AddressType == "IP4") != a.Is4() || a.IsMulticast() || c.Address.TTL != nil || c.Address.Range != nil {
 		return netip.Addr{}, fmt.Errorf("%w: %s %q", ErrAddress, c.AddressType, clip(c.Address.Address))
 	}
-	return a, nil
+	// A peer may write an IPv4 address in its IPv6-mapped form: one address, one spelling.
+	return a.Unmap(), nil
 }
 
 // direction is the stream's direction attribute, else the session's, else sendrecv.
