@@ -60,12 +60,7 @@ func TestAnswerPicksHandsetsPreferenceUnderTheOffersNumbers(t *testing.T) {
 		{"baresip: the 8 kHz telephone-event", baresipOffer, []Codec{PCMU}, PCMU, 102},
 		{"trunk: past G729", trunkOffer, []Codec{PCMA, PCMU}, PCMA, 101},
 		{"sipp: only PCMU", sippOffer, []Codec{G722, PCMA, PCMU}, PCMU, 0},
-		{"dynamic PCMA", crlf(`
-v=0
-o=- 1 1 IN IP4 192.0.2.1
-s=-
-c=IN IP4 192.0.2.1
-t=0 0
+		{"dynamic PCMA", session(`
 m=audio 5000 RTP/AVP 97 101
 a=rtpmap:97 PCMA/8000
 a=rtpmap:101 telephone-event/48000
@@ -154,12 +149,7 @@ func TestAnswerKeepsEveryOfferedLineInOrder(t *testing.T) {
 }
 
 func TestAnswerDeclinesADeclinedStream(t *testing.T) {
-	offer := mustParse(t, crlf(`
-v=0
-o=- 1 1 IN IP4 192.0.2.1
-s=-
-c=IN IP4 192.0.2.1
-t=0 0
+	offer := mustParse(t, session(`
 m=audio 0 RTP/SAVP 18
 `))
 	answer, agreed, err := Answer(offer, handset)
@@ -172,12 +162,7 @@ m=audio 0 RTP/SAVP 18
 }
 
 func TestAnswerRefusesWithoutACommonCodec(t *testing.T) {
-	offer := mustParse(t, crlf(`
-v=0
-o=- 1 1 IN IP4 192.0.2.1
-s=-
-c=IN IP4 192.0.2.1
-t=0 0
+	offer := mustParse(t, session(`
 m=audio 5000 RTP/AVP 18 96 101
 a=rtpmap:18 G729/8000
 a=rtpmap:96 opus/48000/2
