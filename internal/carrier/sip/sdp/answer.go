@@ -19,8 +19,9 @@ import (
 // decodes and encodes every call and its order (set by configuration) says what it does
 // best, while a trunk's order is usually a fixed list across all its customers. Payload
 // type numbers are the offerer's. The direction mirrors the offer's (sendonly is answered
-// recvonly; an old-style hold to 0.0.0.0 is never sent to) narrowed by local.Direction. Every other m= line of the offer is declined
-// (port 0), and a declined audio stream is answered declined with agreed.Addr's port 0.
+// recvonly; an old-style hold to 0.0.0.0 is never sent to) narrowed by local.Direction.
+// Every other m= line of the offer is declined (port 0), and a declined audio stream is
+// answered declined with agreed.Addr's port 0.
 //
 // ErrNoCommonCodec when no offered codec is one of local.Codecs; ErrSecureUnsupported
 // when the offer is RTP/SAVP and no offered key matches a suite of local.Crypto. A secure

@@ -46,20 +46,21 @@ func Parse(body []byte) (Media, error) {
 	if len(desc.MediaDescriptions) != len(audio) {
 		return Media{}, fmt.Errorf("%w: media lines", ErrSyntax)
 	}
-	pick := -1
+	pick, live := -1, false
 	for i, md := range desc.MediaDescriptions {
 		if md.MediaName.Port.Value == 0 {
 			continue
 		}
+		live = true
 		if _, ok := secureProto(md.MediaName.Protos); ok {
 			pick = i
 			break
 		}
 	}
-	if pick < 0 {
-		if desc.MediaDescriptions[0].MediaName.Port.Value != 0 {
-			return Media{}, fmt.Errorf("%w: no RTP/AVP or RTP/SAVP audio stream", ErrNoAudio)
-		}
+	switch {
+	case pick < 0 && live:
+		return Media{}, fmt.Errorf("%w: no RTP/AVP or RTP/SAVP audio stream", ErrNoAudio)
+	case pick < 0:
 		pick = 0 // every audio stream declined: report the first
 	}
 	m, err := media(&desc, desc.MediaDescriptions[pick])

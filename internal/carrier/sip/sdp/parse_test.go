@@ -203,6 +203,7 @@ func TestParseRefusesWhatItCannotUse(t *testing.T) {
 		{"port", head + "c=IN IP4 192.0.2.1\r\nt=0 0\r\nm=audio 70000 RTP/AVP 0\r\n", ErrSyntax},
 		{"video only", head + "c=IN IP4 192.0.2.1\r\nt=0 0\r\nm=video 1 RTP/AVP 96\r\n", ErrNoAudio},
 		{"fax only", head + "c=IN IP4 192.0.2.1\r\nt=0 0\r\nm=image 1 udptl t38\r\n", ErrNoAudio},
+		{"declined and webrtc", head + "c=IN IP4 192.0.2.1\r\nt=0 0\r\nm=audio 0 RTP/AVP 0\r\nm=audio 1 UDP/TLS/RTP/SAVPF 111\r\n", ErrNoAudio},
 		{"webrtc only", head + "c=IN IP4 192.0.2.1\r\nt=0 0\r\nm=audio 1 UDP/TLS/RTP/SAVPF 111\r\n", ErrNoAudio},
 		{"no c line", head + "t=0 0\r\nm=audio 1 RTP/AVP 0\r\n", ErrAddress},
 		{"hostname", head + "c=IN IP4 pbx.example.com\r\nt=0 0\r\nm=audio 1 RTP/AVP 0\r\n", ErrAddress},
