@@ -360,3 +360,17 @@ func TestParseUnmapsAnIPv4MappedAddress(t *testing.T) {
 		t.Errorf("address %v, want 192.0.2.8:6000", m.Addr)
 	}
 }
+
+// BenchmarkParseAndAnswer is the SDP work of one inbound call.
+func BenchmarkParseAndAnswer(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		offer, err := Parse(freeswitchOffer)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, _, err := Answer(offer, handset); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
