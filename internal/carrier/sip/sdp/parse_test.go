@@ -225,6 +225,18 @@ func TestParseRefusesWhatItCannotUse(t *testing.T) {
 	}
 }
 
+func TestParseSuppliesAMissingTimeLine(t *testing.T) {
+	for _, body := range []string{
+		"v=0\r\no=- 1 1 IN IP4 192.0.2.1\r\ns=-\r\nc=IN IP4 192.0.2.1\r\nm=audio 5000 RTP/AVP 8\r\n",
+		"v=0\r\no=- 1 1 IN IP4 192.0.2.1\r\ns=-\r\nc=IN IP4 192.0.2.1\r\na=sendonly\r\nm=audio 5000 RTP/AVP 8\r\n",
+	} {
+		m, err := Parse([]byte(body))
+		if err != nil || m.Addr.Port() != 5000 || m.Codec() != PCMA {
+			t.Errorf("%q: %+v, %v", body, m, err)
+		}
+	}
+}
+
 func TestParseToleratesWhatItIgnores(t *testing.T) {
 	for _, extra := range []string{"a=ptime:abc\r\n", "a=ptime:0\r\n", "a=rtpmap:x\r\n", "a=rtpmap:101\r\n", "a=fmtp:101\r\n"} {
 		m, err := Parse([]byte(string(sippOffer) + "\r\n" + extra))
