@@ -97,14 +97,14 @@ func parseEntry(entry string) (netip.Prefix, string, error) {
 		if err != nil {
 			return netip.Prefix{}, "", errors.New("not an address block (CIDR)")
 		}
-		if p.Bits() == 0 {
-			return netip.Prefix{}, "", errors.New("allows every address: name the trunk's hosts")
-		}
 		if p.Addr().Is4In6() {
-			p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
-			if p.Bits() < 0 {
+			if p.Bits() < 96 {
 				return netip.Prefix{}, "", errors.New("an IPv4-mapped block wider than IPv4")
 			}
+			p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
+		}
+		if p.Bits() == 0 {
+			return netip.Prefix{}, "", errors.New("allows every address: name the trunk's hosts")
 		}
 		if p.Masked() != p {
 			return netip.Prefix{}, "", fmt.Errorf("host bits set: the block is %s", p.Masked())
