@@ -31,7 +31,8 @@ type Resolver interface {
 	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
 }
 
-// List is a parsed allow-list. Allowed is safe to call while Refresh runs.
+// List is a parsed allow-list. Allowed is safe to call while Refresh runs. A nil *List
+// is empty: it allows nothing.
 type List struct {
 	entries   []string       // as written (normalised), for String
 	prefixes  []netip.Prefix // the addresses and blocks
@@ -96,14 +97,14 @@ func parseEntry(entry string) (netip.Prefix, string, error) {
 		if err != nil {
 			return netip.Prefix{}, "", errors.New("not an address block (CIDR)")
 		}
-		if p.Bits() == 0 {
-			return netip.Prefix{}, "", errors.New("allows every address: name the trunk's hosts")
-		}
 		if p.Addr().Is4In6() {
-			p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
-			if p.Bits() < 0 {
+			if p.Bits() < 96 {
 				return netip.Prefix{}, "", errors.New("an IPv4-mapped block wider than IPv4")
 			}
+			p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
+		}
+		if p.Bits() == 0 {
+			return netip.Prefix{}, "", errors.New("allows every address: name the trunk's hosts")
 		}
 		if p.Masked() != p {
 			return netip.Prefix{}, "", fmt.Errorf("host bits set: the block is %s", p.Masked())
@@ -155,6 +156,9 @@ func hostname(s string) (string, error) {
 // resolved to at the last successful Refresh. An IPv4-mapped IPv6 address matches its
 // IPv4 entries.
 func (l *List) Allowed(ip netip.Addr) bool {
+	if l == nil {
+		return false
+	}
 	ip = ip.Unmap().WithZone("")
 	for _, p := range l.prefixes {
 		if p.Contains(ip) {
@@ -172,7 +176,7 @@ func (l *List) Allowed(ip netip.Addr) bool {
 // returns no address, keeps the addresses it last resolved to; the error joins every
 // failure. The caller refreshes at start and every few minutes.
 func (l *List) Refresh(ctx context.Context, r Resolver) error {
-	if len(l.hostnames) == 0 {
+	if l == nil || len(l.hostnames) == 0 {
 		return nil
 	}
 	l.refreshing.Lock()
@@ -224,7 +228,7 @@ func lookup(ctx context.Context, r Resolver, host string) ([]netip.Addr, error) 
 // Empty reports whether the list names nothing: every INVITE without credentials is
 // refused.
 func (l *List) Empty() bool {
-	return len(l.entries) == 0
+	return l == nil || len(l.entries) == 0
 }
 
 // String describes the list for doctor: its entries, and what each hostname resolved to.

@@ -42,7 +42,7 @@ func TestAllowedMatchesAddressesAndBlocks(t *testing.T) {
 
 func TestParseRefusesBadEntriesByName(t *testing.T) {
 	for _, spec := range []string{
-		"10.0.0.0/33", "10.0.0.5/24", "0.0.0.0/0", "::/0",
+		"10.0.0.0/33", "10.0.0.5/24", "0.0.0.0/0", "::/0", "::ffff:0.0.0.0/96", "::ffff:0.0.0.0/95",
 		"sip.example.com:5060", "10.0.0.5:5060", "[2001:db8::1]", "[2001:db8::1]:5060",
 		"bad_host.example.com", "-lead.example.com", "a..b", "1.2.3", "10.0.0.256",
 		"fe80::1%eth0", "host name", strings.Repeat("a", 64) + ".com",
@@ -204,4 +204,14 @@ func TestAllowedDuringRefresh(t *testing.T) {
 		}
 	}
 	wg.Wait()
+}
+
+func TestANilListAllowsNothing(t *testing.T) {
+	var l *List
+	if l.Allowed(netip.MustParseAddr("192.0.2.1")) || !l.Empty() || l.Refresh(context.Background(), &fakeResolver{}) != nil {
+		t.Error("a nil list is not empty")
+	}
+	if got := l.String(); !strings.Contains(got, "empty") {
+		t.Errorf("String() = %q", got)
+	}
 }

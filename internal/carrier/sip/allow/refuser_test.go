@@ -126,3 +126,15 @@ func TestRefuserTimeGoingBackwardsIsHarmless(t *testing.T) {
 		t.Error("a refusal stamped earlier refilled the bucket")
 	}
 }
+
+// BenchmarkRefuseFlood is a refusal during a flood from ever-new sources, the costliest
+// case (each one is remembered and the oldest forgotten).
+func BenchmarkRefuseFlood(b *testing.B) {
+	r := NewRefuser(RefuserConfig{})
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		r.Refuse(netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}), t0.Add(time.Duration(i)))
+		i++
+	}
+}

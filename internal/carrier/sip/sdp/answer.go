@@ -19,8 +19,9 @@ import (
 // decodes and encodes every call and its order (set by configuration) says what it does
 // best, while a trunk's order is usually a fixed list across all its customers. Payload
 // type numbers are the offerer's. The direction mirrors the offer's (sendonly is answered
-// recvonly) narrowed by local.Direction. Every other m= line of the offer is declined
-// (port 0), and a declined audio stream is answered declined with agreed.Addr's port 0.
+// recvonly; an old-style hold to 0.0.0.0 is never sent to) narrowed by local.Direction.
+// Every other m= line of the offer is declined (port 0), and a declined audio stream is
+// answered declined with agreed.Addr's port 0.
 //
 // ErrNoCommonCodec when no offered codec is one of local.Codecs; ErrSecureUnsupported
 // when the offer is RTP/SAVP and no offered key matches a suite of local.Crypto. A secure
@@ -32,7 +33,7 @@ func Answer(offer Media, local Local) (answer []byte, agreed Media, err error) {
 	}
 	agreed = Media{
 		Addr:           offer.Addr,
-		Direction:      answerDirection(offer.Direction, local.Direction),
+		Direction:      answerDirection(offer, local.Direction),
 		Ptime:          offer.Ptime,
 		Secure:         offer.Secure,
 		SessionID:      offer.SessionID,
@@ -127,10 +128,12 @@ func pickKey(offered, ours []Crypto) (theirs, mine Crypto, ok bool) {
 	return Crypto{}, Crypto{}, false
 }
 
-// answerDirection mirrors the offer's direction and keeps only what local allows.
-func answerDirection(offer, local Direction) Direction {
+// answerDirection mirrors the offer's direction and keeps only what local allows. An
+// old-style hold (address 0.0.0.0) receives nothing whatever its direction says.
+func answerDirection(offer Media, local Direction) Direction {
 	// The answerer sends what the offerer receives, and the reverse.
-	send, recv := receives(offer), sends(offer)
+	send, recv := receives(offer.Direction), sends(offer.Direction)
+	send = send && !offer.Addr.Addr().IsUnspecified()
 	if local != "" {
 		send, recv = send && sends(local), recv && receives(local)
 	}

@@ -8,6 +8,11 @@ func crlf(s string) []byte {
 	return []byte(strings.ReplaceAll(strings.TrimPrefix(s, "\n"), "\n", "\r\n"))
 }
 
+// session writes a body with a plain session part (192.0.2.1) around media lines.
+func session(media string) []byte {
+	return crlf("v=0\no=- 1 1 IN IP4 192.0.2.1\ns=-\nc=IN IP4 192.0.2.1\nt=0 0\n" + strings.TrimPrefix(media, "\n"))
+}
+
 // A PBX offering its usual list: GSM it has and Handset has not, G.722 last.
 var asteriskOffer = crlf(`
 v=0

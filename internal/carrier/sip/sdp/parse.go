@@ -46,20 +46,21 @@ func Parse(body []byte) (Media, error) {
 	if len(desc.MediaDescriptions) != len(audio) {
 		return Media{}, fmt.Errorf("%w: media lines", ErrSyntax)
 	}
-	pick := -1
+	pick, live := -1, false
 	for i, md := range desc.MediaDescriptions {
 		if md.MediaName.Port.Value == 0 {
 			continue
 		}
+		live = true
 		if _, ok := secureProto(md.MediaName.Protos); ok {
 			pick = i
 			break
 		}
 	}
-	if pick < 0 {
-		if desc.MediaDescriptions[0].MediaName.Port.Value != 0 {
-			return Media{}, fmt.Errorf("%w: no RTP/AVP or RTP/SAVP audio stream", ErrNoAudio)
-		}
+	switch {
+	case pick < 0 && live:
+		return Media{}, fmt.Errorf("%w: no RTP/AVP or RTP/SAVP audio stream", ErrNoAudio)
+	case pick < 0:
 		pick = 0 // every audio stream declined: report the first
 	}
 	m, err := media(&desc, desc.MediaDescriptions[pick])
@@ -74,16 +75,25 @@ func Parse(body []byte) (Media, error) {
 // audio sections (the part pion reads: it refuses media types and transports it does not
 // know, T.38's "m=image … udptl" among them), every stream, and the index in streams of
 // each audio section. Bandwidth lines are dropped: Handset has no use for them and pion
-// refuses types it does not know.
+// refuses types it does not know. A session part without its t= line, which some user
+// agents leave out, gets "t=0 0" (a call is always unbounded in time).
 func split(body []byte) ([]byte, []stream, []int, error) {
-	out := make([]byte, 0, len(body)+2)
+	out := make([]byte, 0, len(body)+16)
 	var streams []stream
 	var audio []int
-	keep := true
+	keep, timed := true, false
 	for line := range bytes.Lines(body) {
 		line = bytes.TrimRight(line, "\r\n")
 		if len(line) == 0 || bytes.HasPrefix(line, []byte("b=")) {
 			continue
+		}
+		if !timed {
+			switch {
+			case bytes.HasPrefix(line, []byte("t=")):
+				timed = true
+			case afterTiming(line):
+				out, timed = append(out, "t=0 0\r\n"...), true
+			}
 		}
 		if bytes.HasPrefix(line, []byte("m=")) {
 			if len(streams) == maxStreams {
@@ -104,6 +114,12 @@ func split(body []byte) ([]byte, []stream, []int, error) {
 		}
 	}
 	return out, streams, audio, nil
+}
+
+// afterTiming reports whether a line's type comes after t= in a body (RFC 4566: r=, z=,
+// k=, a=, then the media).
+func afterTiming(line []byte) bool {
+	return len(line) >= 2 && line[1] == '=' && bytes.IndexByte([]byte("rzkam"), line[0]) >= 0
 }
 
 // secureProto reports whether an RTP transport is SRTP, and false ok for transports that
@@ -170,7 +186,8 @@ func connection(desc *psdp.SessionDescription, md *psdp.MediaDescription) (netip
 	if (c.AddressType == "IP4") != a.Is4() || a.IsMulticast() || c.Address.TTL != nil || c.Address.Range != nil {
 		return netip.Addr{}, fmt.Errorf("%w: %s %q", ErrAddress, c.AddressType, clip(c.Address.Address))
 	}
-	return a, nil
+	// A peer may write an IPv4 address in its IPv6-mapped form: one address, one spelling.
+	return a.Unmap(), nil
 }
 
 // direction is the stream's direction attribute, else the session's, else sendrecv.

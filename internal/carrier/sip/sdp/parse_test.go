@@ -53,12 +53,7 @@ func TestParseReadsRealOffers(t *testing.T) {
 }
 
 func TestParseKeepsDynamicPayloadTypesAndNames(t *testing.T) {
-	m, err := Parse(crlf(`
-v=0
-o=- 1 1 IN IP4 192.0.2.1
-s=-
-c=IN IP4 192.0.2.1
-t=0 0
+	m, err := Parse(session(`
 m=audio 5000 RTP/AVP 97 98 99 100 0 0
 a=rtpmap:97 pcma/8000/1
 a=rtpmap:98 PCMU/16000
@@ -174,12 +169,7 @@ func TestParseDirectionsAndHold(t *testing.T) {
 }
 
 func TestParseChoosesTheFirstLiveAudioStream(t *testing.T) {
-	body := crlf(`
-v=0
-o=- 1 1 IN IP4 192.0.2.1
-s=-
-c=IN IP4 192.0.2.1
-t=0 0
+	body := session(`
 m=audio 0 RTP/AVP 0
 m=audio 6000 UDP/TLS/RTP/SAVPF 0
 m=audio 7000 RTP/AVP 8
@@ -189,11 +179,7 @@ m=audio 8000 RTP/AVP 0
 	if err != nil || m.Addr.Port() != 7000 || m.Codec() != PCMA {
 		t.Errorf("got port %d codec %v, %v; want the RTP/AVP stream on 7000", m.Addr.Port(), m.Codec(), err)
 	}
-	declined, err := Parse(crlf(`
-v=0
-o=- 1 1 IN IP4 192.0.2.1
-s=-
-t=0 0
+	declined, err := Parse(session(`
 m=audio 0 RTP/AVP 0
 m=audio 0 RTP/AVP 8
 `))
@@ -217,6 +203,7 @@ func TestParseRefusesWhatItCannotUse(t *testing.T) {
 		{"port", head + "c=IN IP4 192.0.2.1\r\nt=0 0\r\nm=audio 70000 RTP/AVP 0\r\n", ErrSyntax},
 		{"video only", head + "c=IN IP4 192.0.2.1\r\nt=0 0\r\nm=video 1 RTP/AVP 96\r\n", ErrNoAudio},
 		{"fax only", head + "c=IN IP4 192.0.2.1\r\nt=0 0\r\nm=image 1 udptl t38\r\n", ErrNoAudio},
+		{"declined and webrtc", head + "c=IN IP4 192.0.2.1\r\nt=0 0\r\nm=audio 0 RTP/AVP 0\r\nm=audio 1 UDP/TLS/RTP/SAVPF 111\r\n", ErrNoAudio},
 		{"webrtc only", head + "c=IN IP4 192.0.2.1\r\nt=0 0\r\nm=audio 1 UDP/TLS/RTP/SAVPF 111\r\n", ErrNoAudio},
 		{"no c line", head + "t=0 0\r\nm=audio 1 RTP/AVP 0\r\n", ErrAddress},
 		{"hostname", head + "c=IN IP4 pbx.example.com\r\nt=0 0\r\nm=audio 1 RTP/AVP 0\r\n", ErrAddress},
@@ -234,6 +221,18 @@ func TestParseRefusesWhatItCannotUse(t *testing.T) {
 		}
 		if err != nil && len(err.Error()) > 160 {
 			t.Errorf("%s: error of %d bytes quotes too much", c.name, len(err.Error()))
+		}
+	}
+}
+
+func TestParseSuppliesAMissingTimeLine(t *testing.T) {
+	for _, body := range []string{
+		"v=0\r\no=- 1 1 IN IP4 192.0.2.1\r\ns=-\r\nc=IN IP4 192.0.2.1\r\nm=audio 5000 RTP/AVP 8\r\n",
+		"v=0\r\no=- 1 1 IN IP4 192.0.2.1\r\ns=-\r\nc=IN IP4 192.0.2.1\r\na=sendonly\r\nm=audio 5000 RTP/AVP 8\r\n",
+	} {
+		m, err := Parse([]byte(body))
+		if err != nil || m.Addr.Port() != 5000 || m.Codec() != PCMA {
+			t.Errorf("%q: %+v, %v", body, m, err)
 		}
 	}
 }
