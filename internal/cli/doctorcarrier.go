@@ -186,7 +186,8 @@ func (d *doctorRun) carrierChecks() []doctor.Check {
 func (d *doctorRun) publicChecks() []doctor.Check {
 	cfg := d.cfg
 	phone := chosenCarrier(cfg)
-	phoneOn := phone.Started(cfg)
+	// A carrier with listeners of its own (a SIP trunk) reaches Handset there, not at its URL.
+	phoneOn := phone.Started(cfg) && phone.Listen == nil
 	public := strings.TrimRight(cfg.PublicURL, "/")
 	if public == "" {
 		if phoneOn {

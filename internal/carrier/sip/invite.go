@@ -206,13 +206,17 @@ func (c *inboundCall) renegotiate(body []byte) ([]byte, error) {
 
 // onAck confirms the dialog of a 200 OK.
 func (t *Trunk) onAck(req *sip.Request, tx sip.ServerTransaction) {
-	if c := t.dialogs.match(req); c != nil {
+	if c := t.dialogs.match(req); c != nil && t.allowed(req) {
 		_ = c.dialog.ReadAck(req, tx)
 	}
 }
 
 // onBye ends a call from the caller's side.
 func (t *Trunk) onBye(req *sip.Request, tx sip.ServerTransaction) {
+	if !t.allowed(req) {
+		t.refuse(req, tx)
+		return
+	}
 	c := t.dialogs.match(req)
 	if c == nil {
 		_ = tx.Respond(sip.NewResponseFromRequest(req, sip.StatusCallTransactionDoesNotExists, "Call/Transaction Does Not Exist", nil))
@@ -329,6 +333,10 @@ func randomID() uint64 {
 
 // onInfo takes a key the caller pressed, sent as a SIP INFO request.
 func (t *Trunk) onInfo(req *sip.Request, tx sip.ServerTransaction) {
+	if !t.allowed(req) {
+		t.refuse(req, tx)
+		return
+	}
 	c := t.dialogs.match(req)
 	if c == nil {
 		_ = tx.Respond(sip.NewResponseFromRequest(req, sip.StatusCallTransactionDoesNotExists, "Call/Transaction Does Not Exist", nil))
