@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/handset-voice/handset/internal/audio"
+	"github.com/handset-voice/handset/internal/jobs"
 	"github.com/handset-voice/handset/internal/obs"
 	"github.com/handset-voice/handset/internal/sim/sippeer"
 	"github.com/handset-voice/handset/internal/testpeer"
@@ -250,5 +252,45 @@ func TestSIPOutboundCallThroughSipp(t *testing.T) {
 	}
 	if start := eventsOf(events, obs.CallStart)[0]; start.Direction != "outbound" || !slices.Contains(signals, "out INVITE") || !slices.Contains(signals, "in 200 OK") {
 		t.Errorf("journal: start %+v, signals %q", start, signals)
+	}
+}
+
+// A call Handset placed is transferred with REFER: sipp (the far end) accepts it, reports
+// the new call answered with a NOTIFY and hangs up; the call ends transferred.
+func TestSIPTransferWithRefer(t *testing.T) {
+	testpeer.Slow(t, "runs sipp against handset serve")
+	uas, err := sippeer.StartSipp(t, sippeer.UASAcceptRefer, "", sippeer.SippOptions{Timeout: 60 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const desk = "+15550109999"
+	r, _ := startServeSIP(t, nil, "HANDSET_SIP_TRUNK=sip:"+uas.Addr(), "HANDSET_PHONE_NUMBER=+15550001111",
+		"HANDSET_CARRIER=sip", "HANDSET_TRANSFER_ALLOW="+desk)
+	o := newOutRig(t, r)
+	var queued apiJob
+	if code := o.api("POST", "/api/calls", map[string]any{"to": "+15550102000"}, &queued); code != 200 && code != 202 {
+		t.Fatalf("POST /api/calls = %d %+v", code, queued)
+	}
+	r.waitEvent(obs.PlayoutDone, nil, 20*time.Second) // the call is up and greeted
+	id := r.onlyCallID()
+	var answer map[string]any
+	if code := o.api("POST", "/api/calls/"+id+"/transfer", map[string]any{"to": desk}, &answer); code != 200 {
+		t.Fatalf("transfer: %d %v\n%s", code, answer, r.logs.String())
+	}
+	j := o.waitJob(queued.ID)
+	var res jobs.CallResult
+	_ = json.Unmarshal(j.Result, &res)
+	if res.Outcome != "transferred" {
+		t.Errorf("call ended %q, want transferred", res.Outcome)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	sres, err := uas.Wait(ctx)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, sres.Output)
+	}
+	sippPassed(t, sres, r)
+	if !strings.Contains(sres.Messages, "Refer-To: <sip:"+desk+"@") && !strings.Contains(sres.Messages, "Refer-To: sip:"+desk+"@") {
+		t.Errorf("no REFER to %s in sipp's trace:\n%s", desk, clipTail(sres.Messages, 3000))
 	}
 }

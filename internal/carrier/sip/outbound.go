@@ -28,6 +28,7 @@ type placed struct {
 	call     carrier.Call
 	cancel   context.CancelFunc // ends the INVITE (CANCEL) before the answer
 	leg      *Leg               // once answered
+	dialog   *dial.Dialog       // once answered
 	answered time.Time
 }
 
@@ -144,7 +145,7 @@ func (t *Trunk) ring(ctx context.Context, p *placed, d carrier.Dial, target sip.
 	sess.Start()
 	answered := time.Now()
 	p.mu.Lock()
-	p.leg, p.answered = leg, answered
+	p.leg, p.dialog, p.answered = leg, dlg, answered
 	p.mu.Unlock()
 	done, err := t.in.Admit(leg)
 	if err != nil {
@@ -214,4 +215,37 @@ func (t *Trunk) hangUpPlaced(ref string) bool {
 	}
 	leg.hangUp()
 	return true
+}
+
+// transferPlaced asks the far end of call ref to call to instead (a blind transfer with
+// REFER) and waits until it reports the new call answered; Handset's part then ends.
+func (t *Trunk) transferPlaced(ctx context.Context, ref, to string) error {
+	t.placedMu.Lock()
+	p, ok := t.placed[ref]
+	t.placedMu.Unlock()
+	var dlg *dial.Dialog
+	var leg *Leg
+	if ok {
+		p.mu.Lock()
+		dlg, leg = p.dialog, p.leg
+		p.mu.Unlock()
+	}
+	if dlg == nil {
+		return carrier.Classify(carrier.ErrNotFound, fmt.Errorf("no answered call %s on this node", ref))
+	}
+	number, err := carrier.NormalizeNumber(to)
+	if err != nil {
+		return carrier.Classify(carrier.ErrInvalid, err)
+	}
+	target := *t.outboundTarget()
+	target.User = number
+	leg.signals.signal(time.Now(), "REFER", "out", "")
+	if err := dlg.Refer(ctx, target); err != nil {
+		leg.signals.signal(time.Now(), "REFER", "in", voice.Clip(err.Error(), 80))
+		if errors.Is(err, dial.ErrRefused) || errors.Is(err, dial.ErrBusy) || errors.Is(err, dial.ErrNoAnswer) || errors.Is(err, dial.ErrInvalidNumber) {
+			return carrier.Classify(carrier.ErrRejected, err)
+		}
+		return carrier.Classify(carrier.ErrUnreachable, err)
+	}
+	return nil
 }

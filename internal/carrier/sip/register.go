@@ -123,8 +123,17 @@ func (control) Hangup(_ context.Context, ref string) error {
 	return nil
 }
 
-func (control) Transfer(context.Context, string, string, string) error {
-	return carrier.Classify(carrier.ErrRejected, errors.New("transfers of SIP trunk calls are not supported yet"))
+// Transfer moves a call Handset placed to another number with REFER; a call that came in
+// cannot be transferred yet.
+func (control) Transfer(ctx context.Context, ref, to, _ string) error {
+	t, err := trunk()
+	if err != nil {
+		return err
+	}
+	if _, placed := t.placedCall(ref); !placed {
+		return carrier.Classify(carrier.ErrRejected, errors.New("transfers of calls that came in over a SIP trunk are not supported yet"))
+	}
+	return t.transferPlaced(ctx, ref, to)
 }
 func (control) Account(context.Context) (carrier.Account, error) {
 	return carrier.Account{ID: Name, Name: "SIP trunk", Status: "active"}, nil
