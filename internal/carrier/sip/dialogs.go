@@ -22,6 +22,8 @@ type inboundCall struct {
 	local  sdp.Local // Handset's side, Version bumped on every change
 	agreed sdp.Media // what the last answer settled
 	answer []byte    // the last answer, repeated for a session refresh
+	// referring is the transfer in progress, nil when none.
+	referring *referring
 }
 
 // dialogs are the trunk's calls by dialog id, for the requests that arrive inside one
@@ -63,4 +65,16 @@ func (d *dialogs) count() int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return len(d.calls)
+}
+
+// byCallID is the call whose INVITE had SIP Call-ID id; nil when none.
+func (d *dialogs) byCallID(id string) *inboundCall {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, c := range d.calls {
+		if h := c.dialog.InviteRequest.CallID(); h != nil && h.Value() == id {
+			return c
+		}
+	}
+	return nil
 }

@@ -243,7 +243,7 @@ func (t *Trunk) onOptions(req *sip.Request, tx sip.ServerTransaction) {
 }
 
 // allowedMethods are the requests Handset answers.
-const allowedMethods = "INVITE, ACK, CANCEL, BYE, OPTIONS, INFO"
+const allowedMethods = "INVITE, ACK, CANCEL, BYE, OPTIONS, INFO, NOTIFY"
 
 // refuse answers 403 without a dialog to a request from a source the allow-list does
 // not name (the gate has already limited how many reach here and logged the source).
@@ -394,7 +394,7 @@ func (t *Trunk) route() {
 	t.srv.OnCancel(t.onStray)
 	t.srv.OnOptions(placedFirst(t.onOptions))
 	t.srv.OnInfo(placedFirst(t.onInfo))
-	t.srv.OnNotify(placedFirst(t.onOther))
+	t.srv.OnNotify(placedFirst(t.onNotify))
 	t.srv.OnNoRoute(placedFirst(t.onOther))
 }
 

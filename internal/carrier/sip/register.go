@@ -123,17 +123,17 @@ func (control) Hangup(_ context.Context, ref string) error {
 	return nil
 }
 
-// Transfer moves a call Handset placed to another number with REFER; a call that came in
-// cannot be transferred yet.
+// Transfer moves a call to another number with a blind REFER, and returns once the far
+// end reports the new call answered.
 func (control) Transfer(ctx context.Context, ref, to, _ string) error {
 	t, err := trunk()
 	if err != nil {
 		return err
 	}
-	if _, placed := t.placedCall(ref); !placed {
-		return carrier.Classify(carrier.ErrRejected, errors.New("transfers of calls that came in over a SIP trunk are not supported yet"))
+	if _, placed := t.placedCall(ref); placed {
+		return t.transferPlaced(ctx, ref, to)
 	}
-	return t.transferPlaced(ctx, ref, to)
+	return t.transferInbound(ctx, ref, to)
 }
 func (control) Account(context.Context) (carrier.Account, error) {
 	return carrier.Account{ID: Name, Name: "SIP trunk", Status: "active"}, nil

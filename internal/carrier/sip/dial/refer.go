@@ -89,7 +89,7 @@ func (d *Dialog) notified(req *sip.Request, tx sip.ServerTransaction) {
 		_ = tx.Respond(sip.NewResponseFromRequest(req, 489, "Bad Event", nil))
 		return
 	}
-	status, phrase, ok := parseSipfrag(req.Body())
+	status, phrase, ok := ParseSipfrag(req.Body())
 	if !ok {
 		_ = tx.Respond(sip.NewResponseFromRequest(req, 400, "Bad Request", nil))
 		return
@@ -109,8 +109,9 @@ func (d *Dialog) notified(req *sip.Request, tx sip.ServerTransaction) {
 	}
 }
 
-// parseSipfrag reads the status line of a message/sipfrag body: "SIP/2.0 200 OK".
-func parseSipfrag(body []byte) (status int, phrase string, ok bool) {
+// ParseSipfrag reads the status line of a message/sipfrag body (a NOTIFY reporting a
+// transfer's progress): "SIP/2.0 200 OK". The phrase is bounded and printable.
+func ParseSipfrag(body []byte) (status int, phrase string, ok bool) {
 	if len(body) > maxSipfrag {
 		body = body[:maxSipfrag]
 	}

@@ -24,9 +24,9 @@ func TestParseSipfrag(t *testing.T) {
 		{"", 0, "", false},
 		{"SIP/2.0 200 " + strings.Repeat("x", 1000), 200, strings.Repeat("x", 64) + "…", true},
 	} {
-		status, phrase, ok := parseSipfrag([]byte(tc.body))
+		status, phrase, ok := ParseSipfrag([]byte(tc.body))
 		if status != tc.status || phrase != tc.phrase || ok != tc.ok {
-			t.Errorf("parseSipfrag(%.30q) = %d %q %v, want %d %q %v", tc.body, status, phrase, ok, tc.status, tc.phrase, tc.ok)
+			t.Errorf("ParseSipfrag(%.30q) = %d %q %v, want %d %q %v", tc.body, status, phrase, ok, tc.status, tc.phrase, tc.ok)
 		}
 	}
 }
@@ -38,7 +38,7 @@ func FuzzParseSipfrag(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		status, phrase, ok := parseSipfrag(body)
+		status, phrase, ok := ParseSipfrag(body)
 		if !ok {
 			if status != 0 || phrase != "" {
 				t.Fatalf("refused with %d %q", status, phrase)
@@ -46,7 +46,7 @@ func FuzzParseSipfrag(f *testing.F) {
 			return
 		}
 		if status < 100 || status > 699 || len(phrase) > maxPhrase+len("…") || !utf8.ValidString(phrase) || strings.ContainsFunc(phrase, func(r rune) bool { return r < ' ' || r == 0x7f }) {
-			t.Fatalf("parseSipfrag(%q) = %d %q", body, status, phrase)
+			t.Fatalf("ParseSipfrag(%q) = %d %q", body, status, phrase)
 		}
 	})
 }
