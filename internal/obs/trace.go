@@ -183,6 +183,7 @@ func Trace(events []Event) CallTrace {
 		t.Turns = []TurnSummary{}
 	}
 	t.Latency = latencyOf(t.Turns)
+	t.Signalling = signallingOf(events)
 	checks, warnings := d.checks(t.Latency)
 	for _, c := range checks {
 		t.Stages = append(t.Stages, c.report)

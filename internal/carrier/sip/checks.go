@@ -374,7 +374,7 @@ const registrationExpires = 60 * time.Second
 func (c *checker) registration(ctx context.Context) doctor.Result {
 	reg := c.opts.Registrar
 	if reg == nil {
-		return doctor.SkipResult(SettingRegistrar + " is not set: the trunk sends calls to the allowed hosts' address")
+		return doctor.SkipResult(SettingRegistrar + " is not set: the trunk sends calls to Handset's address (an IP-authenticated trunk)")
 	}
 	unreachable := func(err error) doctor.Result {
 		return doctor.FailResult(fmt.Sprintf("cannot reach the registrar %s: %v", reg, err),
