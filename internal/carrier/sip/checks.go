@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -113,7 +114,7 @@ func (c *checker) listenPort(ctx context.Context) doctor.Result {
 		return doctor.OKResult(fmt.Sprintf("%s is free over %s", addr, strings.Join(c.opts.Transports, " and ")))
 	}
 	where := fmt.Sprintf("port %d (%s)", addr.Port(), strings.Join(held, ", "))
-	who := identify(ctx, reachableAt(addr), held[0])
+	who := identify(ctx, reachableAt(addr), held[0], c.settings.Value(settingHTTPListen))
 	if who.handset {
 		return doctor.WarnResult(where+" is in use by a running Handset: "+who.said,
 			"nothing to do when that is this configuration's `handset serve`; another beside it needs its own "+SettingListen+" port")
@@ -276,9 +277,10 @@ type holder struct {
 }
 
 // identify asks the listener at addr over transport who it is with an OPTIONS. A Handset
-// answers with the methods it takes (or names itself in User-Agent or Server); a Handset
-// that does not allow this machine answers 403, as other servers may.
-func identify(ctx context.Context, at netip.AddrPort, transport string) holder {
+// answers with the methods it takes (or names itself in User-Agent or Server); one that
+// does not allow this machine answers 403, as other servers may, and is told by its HTTP
+// server at httpListen.
+func identify(ctx context.Context, at netip.AddrPort, transport, httpListen string) holder {
 	ctx, cancel := context.WithTimeout(ctx, identifyWait)
 	defer cancel()
 	probe, err := newProbeUA(at.Addr())
@@ -308,9 +310,33 @@ func identify(ctx context.Context, at netip.AddrPort, transport string) holder {
 		return holder{handset: true, said: said + " with the methods Handset takes"}
 	}
 	if res.StatusCode == sip.StatusForbidden {
+		// A Handset refuses a source its allow-list does not name, this machine included,
+		// and says nothing of itself: its HTTP server on the same machine tells.
+		if servesHandset(ctx, httpListen) {
+			return holder{handset: true, said: said + " (refusing this machine, which " + SettingAllow +
+				" does not name), and a Handset answers on " + settingHTTPListen}
+		}
 		said += " (a Handset whose " + SettingAllow + " does not name this machine answers so too)"
 	}
 	return holder{said: said}
+}
+
+// settingHTTPListen is where serve's HTTP server listens; its /healthz answers "ok".
+const settingHTTPListen = "HANDSET_LISTEN"
+
+// servesHandset reports whether a Handset's HTTP server answers at listen (host:port, a
+// wildcard host meaning this machine).
+func servesHandset(ctx context.Context, listen string) bool {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return false
+	}
+	if ip, err := netip.ParseAddr(host); host == "" || (err == nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	client := &http.Client{Timeout: identifyWait}
+	a, err := doctor.Get(ctx, client, "http://"+net.JoinHostPort(host, port)+"/healthz", nil)
+	return err == nil && a.Status == http.StatusOK && strings.TrimSpace(string(a.Body)) == "ok"
 }
 
 // probeUA is a SIP user agent of doctor's own for one check: a UDP socket on an ephemeral

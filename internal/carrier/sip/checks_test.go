@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -135,8 +137,21 @@ func TestListenPortInUse(t *testing.T) {
 	})
 	t.Run("by a Handset that refuses this machine", func(t *testing.T) {
 		tr := startTrunk(t, "192.0.2.1", newAnswering(1))
-		got := runChecks(t, trunkSettings(int(tr.Addr().Port())), nil)
-		expect(t, got, "sip listen port", doctor.Fail, "403", "does not name this machine")
+		healthz := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/healthz" {
+				fmt.Fprintln(w, "ok")
+				return
+			}
+			http.NotFound(w, r)
+		}))
+		defer healthz.Close()
+		s := trunkSettings(int(tr.Addr().Port()))
+		s[settingHTTPListen] = strings.TrimPrefix(healthz.URL, "http://")
+		expect(t, runChecks(t, s, nil), "sip listen port", doctor.Warn, "running Handset", "403", settingHTTPListen)
+
+		// Without a Handset's HTTP server beside it, a 403 says nothing of who answered.
+		s[settingHTTPListen] = "127.0.0.1:1"
+		expect(t, runChecks(t, s, nil), "sip listen port", doctor.Fail, "another program", "403", "does not name this machine")
 	})
 	t.Run("by another SIP server", func(t *testing.T) {
 		other := uatest.New(t, func(srv *sipgo.Server) {
