@@ -28,7 +28,7 @@ func TestTraceAndDiagnoseSIPCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	order := []string{"signalling", "-41 ← INVITE", "-40 → 180 Ringing", "118 → first RTP out", "121 → 200 OK",
-		"32121 ← ACK (sip: dialog ACK timeout", "carrier"}
+		"32121 ← ACK (transaction terminated)", "carrier"}
 	at := 0
 	for _, want := range order {
 		i := strings.Index(out[at:], want)

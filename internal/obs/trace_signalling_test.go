@@ -44,9 +44,9 @@ func TestDiagnoseSIPCalls(t *testing.T) {
 	}{
 		{"sip-healthy.jsonl", want{stage: "", problem: []string{Healthy}}},
 		{"sip-no-ack.jsonl", want{stage: "carrier",
-			problem:  []string{"the caller never acknowledged the answer", "200 OK at 121 ms", "ACK timeout"},
+			problem:  []string{"the caller never acknowledged the answer", "200 OK at 121 ms", "no ACK came: transaction terminated"},
 			fix:      []string{"NAT or firewall", "HANDSET_SIP_PUBLIC_ADDR", "Contact address"},
-			evidence: []string{"121 ms carrier.signal out 200 OK", "32121 ms carrier.signal in ACK (sip: dialog ACK timeout", "call.end media_error"}}},
+			evidence: []string{"121 ms carrier.signal out 200 OK", "32121 ms carrier.signal in ACK (transaction terminated)", "call.end media_error"}}},
 		{"sip-no-rtp.jsonl", want{stage: "carrier",
 			problem:  []string{"SIP trunk connected but sent no audio"},
 			fix:      []string{"HANDSET_SIP_RTP_PORTS", "HANDSET_SIP_PUBLIC_ADDR"},
@@ -85,7 +85,7 @@ func TestDiagnoseSIPCancelIsNotALostAnswer(t *testing.T) {
 	events := readJournal(t, "sip-no-ack.jsonl")
 	for i := range events {
 		if events[i].Type == CarrierSignal && events[i].Name == "ACK" {
-			events[i].Reason = "sip: dialog canceled"
+			events[i].Reason = "transaction canceled"
 		}
 	}
 	v := Diagnose(events)
