@@ -43,8 +43,8 @@ func (d *digest) carrier() check {
 			carrierFix(d.name(StageCarrier)), true,
 			d.lines(d.start, nil, fmt.Sprintf("no %s before the end at %s", MediaFirstIn, seconds(d.durationMS())), d.end)...)
 	case d.end != nil && d.end.Reason == "media_error" && d.signalled():
-		c.fail(fmt.Sprintf("the caller's audio (RTP) from %s stopped and Handset ended the call at %s", who, seconds(d.end.MS)),
-			mediaStoppedFix(d.name(StageCarrier)), true, d.lines(d.first(MediaFirstIn), nil, "", d.end)...)
+		c.fail(d.mediaTimeoutProblem(who), mediaStoppedFix(d.name(StageCarrier)), true,
+			d.lines(d.first(MediaFirstIn), nil, "", d.end)...)
 	case d.end != nil && d.end.Reason == "media_error":
 		c.fail(fmt.Sprintf("the media stream from %s broke at %s", who, seconds(d.end.MS)),
 			"The carrier's WebSocket failed mid-call; the server log has the error (\"media leg failed\"). Check proxies, tunnels and load balancers between the carrier and Handset for idle timeouts and message size limits.",

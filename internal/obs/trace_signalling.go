@@ -120,8 +120,18 @@ func (d *digest) signallingCheck(c *check, who string) bool {
 	return true
 }
 
-// mediaStoppedFix is what to check when a carrier's own media (RTP) stopped mid-call.
+// mediaTimeoutProblem says how a call whose own media (RTP) failed ended. The media
+// stage fills silence while no packet comes, so media.first_in does not show whether any
+// RTP came: the caller's words heard do.
+func (d *digest) mediaTimeoutProblem(who string) string {
+	if d.n(VADSpeechStart) > 0 || d.n(STTFinal) > 0 {
+		return fmt.Sprintf("the caller's audio (RTP) from %s stopped and Handset ended the call at %s", who, seconds(d.end.MS))
+	}
+	return fmt.Sprintf("no audio (RTP) from %s was heard before Handset ended the call at %s: it never came, or stopped", who, seconds(d.end.MS))
+}
+
+// mediaStoppedFix is what to check when a carrier's own media (RTP) failed.
 func mediaStoppedFix(carrier string) string {
-	return "Handset ended the call when the caller's audio stopped (a media timeout). RTP that stops mid-call is most often a NAT binding or a firewall's UDP state that expired. " +
+	return "Handset ends a call whose RTP does not come or stops (a media timeout). RTP that stops mid-call is most often a NAT binding or a firewall's UDP state that expired. " +
 		carrierFix(carrier)
 }

@@ -8,7 +8,9 @@ import (
 
 // The journals in testdata/sip-*.jsonl have the shape a SIP trunk's calls write: the
 // INVITE and 180 Ringing before call.start (with their own, negative, times), the first
-// RTP packet out before the 200 OK, and carrier.signal lines for every message.
+// RTP packet out by the 200 OK, carrier.signal lines for every message, and media.first_in
+// at once (the media stage fills silence until RTP comes), so a call whose RTP never came
+// ends on the media timeout (call.end media_error, BYE from Handset).
 
 func readJournal(t *testing.T, name string) []Event {
 	t.Helper()
@@ -48,9 +50,9 @@ func TestDiagnoseSIPCalls(t *testing.T) {
 			fix:      []string{"NAT or firewall", "HANDSET_SIP_PUBLIC_ADDR", "Contact address"},
 			evidence: []string{"121 ms carrier.signal out 200 OK", "32121 ms carrier.signal in ACK (transaction terminated)", "call.end media_error"}}},
 		{"sip-no-rtp.jsonl", want{stage: "carrier",
-			problem:  []string{"SIP trunk connected but sent no audio"},
-			fix:      []string{"HANDSET_SIP_RTP_PORTS", "HANDSET_SIP_PUBLIC_ADDR"},
-			evidence: []string{"no media.first_in", "call.end caller_hangup"}}},
+			problem:  []string{"no audio (RTP) from SIP trunk was heard", "30.1 s", "never came, or stopped"},
+			fix:      []string{"media timeout", "HANDSET_SIP_RTP_PORTS", "HANDSET_SIP_PUBLIC_ADDR"},
+			evidence: []string{"21 ms media.first_in", "call.end media_error"}}},
 		{"sip-rtp-stopped.jsonl", want{stage: "carrier",
 			problem:  []string{"the caller's audio (RTP) from SIP trunk stopped", "35.3 s"},
 			fix:      []string{"media timeout", "NAT binding", "HANDSET_SIP_RTP_PORTS"},
