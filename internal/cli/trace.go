@@ -253,6 +253,7 @@ func (m statusMarks) of(status string) string {
 // printTrace prints the stage table, the turn table and the call-wide warnings.
 func printTrace(w io.Writer, t obs.CallTrace, m statusMarks) {
 	printCallHeader(w, t)
+	printSignalling(w, t.Signalling)
 	fmt.Fprintln(w)
 	for _, s := range t.Stages {
 		detail := s.Detail
@@ -298,6 +299,26 @@ func printCallHeader(w io.Writer, t obs.CallTrace) {
 	fmt.Fprintf(w, "%s, lasted %.1f s, %s\n", started, float64(t.DurationMS)/1000, end)
 	if t.Journal != "" {
 		fmt.Fprintf(w, "journal %s\n", t.Journal)
+	}
+}
+
+// printSignalling prints the call's signalling timeline, for carriers whose calls Handset
+// sets up itself (a SIP trunk): each message with its direction, and the first RTP out.
+func printSignalling(w io.Writer, lines []obs.SignalLine) {
+	if len(lines) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nsignalling (ms of call time; ← from the caller, → from Handset)")
+	for _, l := range lines {
+		arrow := "→"
+		if l.Direction == "in" {
+			arrow = "←"
+		}
+		reason := ""
+		if l.Reason != "" {
+			reason = " (" + l.Reason + ")"
+		}
+		fmt.Fprintf(w, "  %8d %s %s%s\n", l.MS, arrow, l.Name, reason)
 	}
 }
 

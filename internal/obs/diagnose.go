@@ -245,6 +245,11 @@ func evidenceLine(e *Event) string {
 	switch {
 	case e.Type == CallStart:
 		fmt.Fprintf(&b, " carrier=%s agent=%s stt=%s tts=%s", e.Carrier, e.Agent, e.STT, e.TTS)
+	case e.Type == CarrierSignal:
+		fmt.Fprintf(&b, " %s %s", e.Kind, e.Name)
+		if e.Reason != "" {
+			b.WriteString(" (" + e.Reason + ")")
+		}
 	case e.Message != "" && e.Kind != "":
 		fmt.Fprintf(&b, " %s: %s", e.Kind, e.Message)
 	case e.Message != "":

@@ -32,6 +32,9 @@ func (d *digest) carrier() check {
 	}
 	c.report.Detail = strings.Join(parts, ", ")
 	switch {
+	case d.signallingCheck(&c, who):
+		// The call's own signalling failed (an answer never acknowledged): what follows
+		// from it, no audio included, is not the carrier's media.
 	case f.FirstMediaMS < 0 && d.end != nil && d.end.Reason == "tts_failed":
 		// Handset ended the call at once (no voice could speak) before audio came: not the
 		// carrier's doing.
@@ -39,6 +42,9 @@ func (d *digest) carrier() check {
 		c.fail(fmt.Sprintf("%s connected but sent no audio in %s", who, seconds(d.durationMS())),
 			carrierFix(d.name(StageCarrier)), true,
 			d.lines(d.start, nil, fmt.Sprintf("no %s before the end at %s", MediaFirstIn, seconds(d.durationMS())), d.end)...)
+	case d.end != nil && d.end.Reason == "media_error" && d.signalled():
+		c.fail(d.mediaTimeoutProblem(who), mediaStoppedFix(d.name(StageCarrier)), true,
+			d.lines(d.first(MediaFirstIn), nil, "", d.end)...)
 	case d.end != nil && d.end.Reason == "media_error":
 		c.fail(fmt.Sprintf("the media stream from %s broke at %s", who, seconds(d.end.MS)),
 			"The carrier's WebSocket failed mid-call; the server log has the error (\"media leg failed\"). Check proxies, tunnels and load balancers between the carrier and Handset for idle timeouts and message size limits.",

@@ -53,8 +53,21 @@ type CallTrace struct {
 	Stages  []StageReport `json:"stages"` // carrier, vad, stt, agent, tts, playout
 	Turns   []TurnSummary `json:"turns"`
 	Latency Latency       `json:"latency"`
+	// Signalling is the call's setup and end as its carrier's own signalling recorded them
+	// (a SIP trunk's INVITE, 200 OK, ACK, first RTP out, BYE); empty for carriers whose
+	// calls are set up by their own platform.
+	Signalling []SignalLine `json:"signalling,omitempty"`
 	// Warnings are what is worth a look even where every stage worked (slow replies).
 	Warnings []Warning `json:"warnings,omitempty"`
+}
+
+// SignalLine is one line of a call's signalling timeline: a message (carrier.signal) or
+// the first audio packet out (media.first_out, Name "first RTP out").
+type SignalLine struct {
+	MS        int64  `json:"ms"`
+	Name      string `json:"name"`                // as on the wire: "INVITE", "200 OK", "BYE"
+	Direction string `json:"direction,omitempty"` // "in" (from the peer) or "out" (from Handset)
+	Reason    string `json:"reason,omitempty"`    // a BYE's cause; an ACK that never came says why
 }
 
 // StageReport is what one stage did during the call. Only the stage's own facts block
@@ -170,6 +183,7 @@ func Trace(events []Event) CallTrace {
 		t.Turns = []TurnSummary{}
 	}
 	t.Latency = latencyOf(t.Turns)
+	t.Signalling = signallingOf(events)
 	checks, warnings := d.checks(t.Latency)
 	for _, c := range checks {
 		t.Stages = append(t.Stages, c.report)

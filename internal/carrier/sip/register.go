@@ -27,6 +27,7 @@ var Provider = registry.Carrier{
 			NoMediaFix: "the trunk answered but sent no RTP: check that UDP " + SettingRTPPorts + " is open to the trunk's media servers, and that " +
 				SettingPublicAddr + " is the address the trunk can reach (behind NAT, the public one).",
 		},
+		Checks: Checks,
 	},
 	Declares: settings,
 	Configured: func(s registry.Settings) bool {
