@@ -150,6 +150,17 @@ func (c *Caller) call(req *sip.Request) *Call {
 	return c.calls[h.Value()]
 }
 
+// live are the calls the caller holds.
+func (c *Caller) live() []*Call {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	calls := make([]*Call, 0, len(c.calls))
+	for _, call := range c.calls {
+		calls = append(calls, call)
+	}
+	return calls
+}
+
 func (c *Caller) keep(call *Call) {
 	c.mu.Lock()
 	c.calls[call.sipCallID] = call
@@ -168,7 +179,9 @@ type Refused struct {
 	Reason string
 }
 
-func (e *Refused) Error() string { return "sipsim: refused: " + strconv.Itoa(e.Status) + " " + e.Reason }
+func (e *Refused) Error() string {
+	return "sipsim: refused: " + strconv.Itoa(e.Status) + " " + e.Reason
+}
 
 // refusal turns sipgo's dialog error into a *Refused when Handset answered one.
 func refusal(err error) error {
@@ -178,8 +191,6 @@ func refusal(err error) error {
 	}
 	return err
 }
-
-
 
 // hear notes each response as it arrives, by Call-ID.
 func (c *Caller) hear(_ sip.TransportReadProps, data []byte) ([]byte, error) {
