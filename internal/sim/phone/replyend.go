@@ -14,17 +14,18 @@ const ReplyGap = 500 * time.Millisecond
 // which keeps no audio.
 type replyEnds struct {
 	talking    bool
-	lastSpeech time.Duration // when the latest speech frame had fully arrived
+	lastSpeech time.Duration // the end of the latest speech frame, played as it arrived
 }
 
-// frame notes one received 20 ms frame (8 kHz mu-law) that finished arriving at now;
+// frame notes one received frame (8 kHz mu-law) that arrived at now, to play from then;
 // ended reports a reply that ended with this frame's silence, and when its speech ended.
 func (r *replyEnds) frame(mulaw []byte, now time.Duration) (speechEnd time.Duration, ended bool) {
+	end := now + audioDuration(len(mulaw))
 	if isSpeech(mulaw) {
-		r.talking, r.lastSpeech = true, now
+		r.talking, r.lastSpeech = true, end
 		return 0, false
 	}
-	if r.talking && now-r.lastSpeech >= ReplyGap {
+	if r.talking && end-r.lastSpeech >= ReplyGap {
 		r.talking = false
 		return r.lastSpeech, true
 	}
