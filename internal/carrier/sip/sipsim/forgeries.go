@@ -79,8 +79,9 @@ func (v *vendor) Replay(ctx context.Context, _ string) error {
 	if _, err := v.caller.conn.WriteTo(invite, net.UDPAddrFromAddrPort(v.listen)); err != nil {
 		return fmt.Errorf("sipsim: send the replayed INVITE: %w", err)
 	}
-	deadline := time.Now().Add(replayQuiet)
-	for time.Now().Before(deadline) {
+	quiet := time.NewTimer(replayQuiet)
+	defer quiet.Stop()
+	for {
 		for _, r := range v.caller.heardFor(call.sipCallID) {
 			switch {
 			case r.Status == sip.StatusRinging || (r.Status >= 200 && r.Status < 300):
@@ -90,10 +91,11 @@ func (v *vendor) Replay(ctx context.Context, _ string) error {
 			}
 		}
 		select {
-		case <-time.After(20 * time.Millisecond):
+		case <-v.caller.responded:
+		case <-quiet.C:
+			return nil
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 	}
-	return nil
 }
