@@ -25,11 +25,14 @@ func TestBenchRefusesABadRamp(t *testing.T) {
 // bench's to measure, not this test's to assert.
 func TestBenchReportsEverything(t *testing.T) { forEachCarrier(t, testBenchReportsEverything) }
 
-func testBenchReportsEverything(t *testing.T, kit simkit.Kit) { benchReportsEverything(t, kit, "6s") }
+func testBenchReportsEverything(t *testing.T, kit simkit.Kit) {
+	benchReportsEverything(t, kit, "6s", false)
+}
 
 // benchReportsEverything is testBenchReportsEverything with a hold of its own: a line
-// that hears reply ends in the audio (SIP) tells a turn over half a second later.
-func benchReportsEverything(t *testing.T, kit simkit.Kit, hold string) {
+// that hears reply ends in the audio (SIP) tells a turn over half a second later. With
+// arrival, the kit's callers time Handset's audio (simkit.ArrivalMeter) and the report says.
+func benchReportsEverything(t *testing.T, kit simkit.Kit, hold string, arrival bool) {
 	testpeer.Slow(t, "a "+hold+" bench run")
 	code, out := runCmd(t, []string{"HANDSET_LOG_LEVEL=error"}, "bench", "--carrier", kit.Name(), "--in-process", "--calls", "4", "--duration", hold, "--ramp", "10", "--json")
 	if code != 0 {
@@ -47,6 +50,9 @@ func benchReportsEverything(t *testing.T, kit simkit.Kit, hold string) {
 	}
 	if rep.After.CallsActive != 0 {
 		t.Errorf("%d calls still active after the bench", rep.After.CallsActive)
+	}
+	if got := rep.Arrival != nil && rep.Arrival.Samples > 0 && rep.Arrival.P99 >= rep.Arrival.P50; got != arrival {
+		t.Errorf("arrival lateness %+v, want it reported: %t", rep.Arrival, arrival)
 	}
 }
 

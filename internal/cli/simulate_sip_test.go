@@ -24,7 +24,9 @@ func sipKit(t *testing.T) simkit.Kit {
 
 func TestSimulateAudioOverSIP(t *testing.T) { testSimulateAudio(t, sipKit(t)) }
 
-func TestBenchReportsEverythingOverSIP(t *testing.T) { benchReportsEverything(t, sipKit(t), "10s") }
+func TestBenchReportsEverythingOverSIP(t *testing.T) {
+	benchReportsEverything(t, sipKit(t), "10s", true)
+}
 
 // simulate --say over a SIP trunk with a greeting: the greeting and each turn's reply are
 // told apart by the silences between them, so every turn is answered and reported in order.

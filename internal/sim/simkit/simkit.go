@@ -156,6 +156,15 @@ type MalformedFramer interface {
 	MalformedFrames(p phone.Phone) []string
 }
 
+// ArrivalMeter is a vendor whose callers time the arrival of Handset's audio against the
+// schedule the media's own timestamps give (a SIP trunk's RTP): the send clock as the far
+// end hears it. The bench reports it beside Handset's own frame lateness.
+type ArrivalMeter interface {
+	// ArrivalLateness is the qth quantile (0 to 1) of how late each of Handset's audio
+	// packets reached the vendor's callers so far, and how many were timed.
+	ArrivalLateness(q float64) (late time.Duration, packets int64)
+}
+
 // Forgery is one request Handset must refuse.
 type Forgery struct {
 	Name string

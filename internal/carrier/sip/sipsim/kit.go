@@ -108,8 +108,13 @@ type vendor struct {
 	caller          *Caller
 	listen          netip.AddrPort // Handset's SIP listener, as Settings gives it
 	rtpLow, rtpHigh int
+	arrival         arrivalMeter // every call's audio from Handset, timed as it arrived
 	closeOnce       sync.Once
 }
+
+// ArrivalLateness is simkit.ArrivalMeter: how late Handset's audio packets reached the
+// trunk's phones against the schedule of their RTP timestamps.
+func (v *vendor) ArrivalLateness(q float64) (time.Duration, int64) { return v.arrival.quantile(q) }
 
 func (v *vendor) Secret() string { return v.opts.Secret }
 
@@ -149,7 +154,7 @@ func (v *vendor) Call(ctx context.Context, _ string, c simkit.CallOptions) (phon
 	if c.Echo != nil {
 		po.Echo = c.Echo
 	}
-	p, err := phone.RunTransport(ctx, call.Transport(), newRTPWire(call), po)
+	p, err := phone.RunTransport(ctx, newTransport(call, &v.arrival), newRTPWire(call), po)
 	if err != nil {
 		return nil, fmt.Errorf("sipsim: the phone on call %s: %w", call.SIPCallID(), err)
 	}

@@ -225,6 +225,9 @@ func TestKitCallEndedByHandset(t *testing.T) {
 	if c := p.Counters(); c.ReceivedFrames < greetFrames || len(p.PlayedAudio()) != 0 {
 		t.Fatalf("a lean call counted %+v and kept %d bytes of audio", c, len(p.PlayedAudio()))
 	}
+	if late, n := v.(simkit.ArrivalMeter).ArrivalLateness(0.5); n < greetFrames || late > time.Second {
+		t.Fatalf("the arrival meter timed %d packets, median %v late; want the greeting's %d at least", n, late, greetFrames)
+	}
 	e.leg(t, 1).hangUp()
 	select {
 	case <-p.Done():

@@ -20,14 +20,19 @@ const hangupTimeout = 5 * time.Second
 // Transport hands the call's RTP socket to a simulated phone (phone.RunTransport) for a
 // call placed with CallOptions.HandOffMedia: datagrams both ways, Handset's BYE reported as
 // the far end closing normally, and Close sending the BYE.
-func (call *Call) Transport() phone.Transport {
-	return &rtpTransport{call: call, buf: make([]byte, maxRTPPacket)}
+func (call *Call) Transport() phone.Transport { return newTransport(call, nil) }
+
+// newTransport is Transport timing the arrival of Handset's audio on meter, when not nil.
+func newTransport(call *Call, meter *arrivalMeter) *rtpTransport {
+	return &rtpTransport{call: call, buf: make([]byte, maxRTPPacket), meter: meter}
 }
 
 type rtpTransport struct {
 	call  *Call
 	buf   []byte // the datagram being read; owned by the reader
 	watch sync.Once
+	meter *arrivalMeter
+	clock arrivalClock // owned by the reader
 }
 
 // errFarEndHungUp is Handset's BYE as the phone's transports report a close: normally.
@@ -48,6 +53,9 @@ func (t *rtpTransport) Read(ctx context.Context) (websocket.MessageType, []byte,
 		}
 		if from != t.call.remote { // symmetric RTP: only the answer's address is the call's
 			continue
+		}
+		if t.meter != nil && n >= rtpHeaderLen && t.buf[1]&0x7f == t.call.pt {
+			t.meter.add(t.clock.lateness(t.buf[:rtpHeaderLen], time.Now()))
 		}
 		return websocket.MessageBinary, t.buf[:n], nil
 	}
