@@ -68,12 +68,14 @@ func (kit) Start(_ context.Context, o simkit.VendorOptions) (simkit.Vendor, erro
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	listen, err := freeSIPPort(trunkHost)
+	// The trunk's own port first: picked after Handset's, it could take the one just freed.
+	caller, err := NewCaller(CallerOptions{Addr: netip.AddrPortFrom(trunkHost, 0).String(), Logger: o.Logger})
 	if err != nil {
 		return nil, err
 	}
-	caller, err := NewCaller(CallerOptions{Addr: netip.AddrPortFrom(trunkHost, 0).String(), Logger: o.Logger})
+	listen, err := freeSIPPort(trunkHost)
 	if err != nil {
+		caller.Close()
 		return nil, err
 	}
 	low := 20000 + 2*int(randomUint32()%uint32((60000-20000-rtpPortsWidth)/2))
