@@ -46,3 +46,12 @@ func TestSimulateSaysOverSIP(t *testing.T) {
 		t.Fatalf("report %+v, want a greeting and two answered turns", rep)
 	}
 }
+
+// bench --target cannot load a running Handset over SIP: the simulated trunk calls the
+// listener it chose for the Handset bench starts.
+func TestBenchRefusesATargetOverSIP(t *testing.T) {
+	code, out := runCmd(t, nil, "bench", "--carrier", "sip", "--target", "http://127.0.0.1:1", "--carrier-secret", "x")
+	if code != 2 || !strings.Contains(out, "--target with --carrier sip") {
+		t.Errorf("exit %d, want 2 saying --target does not go with SIP:\n%s", code, out)
+	}
+}
