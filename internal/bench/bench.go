@@ -160,7 +160,27 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	if o.JournalDir != "" {
 		rep.Latency = journalLatency(o.JournalDir, base.at)
 	}
+	if m, ok := o.Vendor.(simkit.ArrivalMeter); ok {
+		rep.Arrival = arrival(m)
+	}
 	return rep, ctx.Err()
+}
+
+// arrival reads a vendor's arrival meter as percentiles in milliseconds; nil when it timed
+// nothing.
+func arrival(m simkit.ArrivalMeter) *Percentiles {
+	p := Percentiles{Source: "callers"}
+	for _, q := range []struct {
+		q   float64
+		dst *float64
+	}{{0.50, &p.P50}, {0.95, &p.P95}, {0.99, &p.P99}} {
+		late, n := m.ArrivalLateness(q.q)
+		*q.dst, p.Samples = round3(float64(late)/float64(time.Millisecond)), n
+	}
+	if p.Samples == 0 {
+		return nil
+	}
+	return &p
 }
 
 // steady samples after a collection, so the heap reading is live memory, not garbage.

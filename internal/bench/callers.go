@@ -43,9 +43,12 @@ type caller struct {
 	finished chan struct{} // closed when the caller has hung up
 }
 
-// endMarks counts the reply ends the carrier has played ("t<N>-end", not cleared).
+// endMarks counts the reply ends the carrier has played: the "t<N>-end" marks a media
+// stream returns (not cleared), or on an audio-only line (SIP), which has no marks, the
+// ends of replies the phone heard in the audio (phone.ReplyEnded). A line has one kind or
+// the other, so the sum is whichever it has.
 func endMarks(s phone.Snapshot) int {
-	n := 0
+	n := s.ReplyEnds()
 	for _, m := range s.Marks() {
 		if m.Echoed && !m.Cleared && strings.HasSuffix(m.Name, "-end") {
 			n++

@@ -23,9 +23,14 @@ type Report struct {
 	// on the wire, minus the agent's and the TTS's waits), in milliseconds.
 	Latency Percentiles `json:"gateway_latency_ms"`
 	// Jitter is how late outbound frames left against their 20 ms schedule, in ms.
-	Jitter        Percentiles `json:"frame_jitter_ms"`
-	FramesSent    int64       `json:"frames_sent"`
-	DroppedFrames Dropped     `json:"dropped_frames"`
+	Jitter Percentiles `json:"frame_jitter_ms"`
+	// Arrival is how late Handset's audio packets reached the callers against the schedule
+	// of their own timestamps, in ms, over the whole run: the send clock as the far end
+	// hears it, the callers' scheduling included. Only kits that can time it (SIP's RTP:
+	// simkit.ArrivalMeter) report it.
+	Arrival       *Percentiles `json:"caller_arrival_lateness_ms,omitempty"`
+	FramesSent    int64        `json:"frames_sent"`
+	DroppedFrames Dropped      `json:"dropped_frames"`
 	// CPUPerCallMinute is the Handset process's CPU seconds per call-minute held.
 	CPUPerCallMinute  float64 `json:"cpu_seconds_per_call_minute"`
 	MemoryPerCall     Memory  `json:"memory_per_call_kb"`
@@ -237,6 +242,9 @@ func (r Report) Print(w io.Writer) {
 	row("turns completed", fmt.Sprint(r.TurnsCompleted))
 	row("gateway-added latency", ms(r.Latency))
 	row("outbound frame jitter", ms(r.Jitter))
+	if r.Arrival != nil {
+		row("audio arrival lateness", ms(*r.Arrival))
+	}
 	row("frames sent / dropped", fmt.Sprintf("%d / %d inbound dropped, %d malformed", r.FramesSent, r.DroppedFrames.Inbound, r.DroppedFrames.Malformed))
 	row("CPU per call-minute", fmt.Sprintf("%.3f s", r.CPUPerCallMinute))
 	row("memory per call", fmt.Sprintf("%.0f KB resident, %.0f KB Go heap", r.MemoryPerCall.RSS, r.MemoryPerCall.Heap))

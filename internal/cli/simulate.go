@@ -228,7 +228,7 @@ func simulate(ctx context.Context, cfg *config.Config, f simulateFlags, vendor s
 // converse plays the caller's side: wait for the greeting, then each turn and its reply.
 func converse(ctx context.Context, caller phone.Phone, cfg *config.Config, f simulateFlags, watch *callWatch) error {
 	if cfg.Messages.First != "" {
-		if err := waitPlayed(ctx, caller, 0, f.turnTimeout); err != nil {
+		if err := waitPlayed(ctx, caller, 0, 1, f.turnTimeout); err != nil {
 			return fmt.Errorf("greeting: %w", err)
 		}
 	}
@@ -243,19 +243,25 @@ func converse(ctx context.Context, caller phone.Phone, cfg *config.Config, f sim
 		watch.touch() // quiet is counted from the end of the file
 		return watch.wait(ctx, caller, 2500*time.Millisecond, f.turnTimeout)
 	}
+	greeting := 0
+	if cfg.Messages.First != "" {
+		greeting = 1
+	}
 	for i, text := range f.says {
 		if err := caller.SayAndWait(ctx, speechFor(text, int64(i))); err != nil {
 			return err
 		}
-		if err := waitPlayed(ctx, caller, i+1, f.turnTimeout); err != nil {
+		if err := waitPlayed(ctx, caller, i+1, i+1+greeting, f.turnTimeout); err != nil {
 			return fmt.Errorf("turn %d (%q): %w", i+1, text, err)
 		}
 	}
 	return nil
 }
 
-// waitPlayed waits until the carrier played the end of turn n (or a later one).
-func waitPlayed(ctx context.Context, caller phone.Phone, n int, timeout time.Duration) error {
+// waitPlayed waits until the carrier played the end of turn n (or a later one): its
+// "t<N>-end" mark on a media stream, or on an audio-only line (SIP), which carries no
+// marks, the end of the replies-th reply the phone heard in the audio (phone.ReplyEnded).
+func waitPlayed(ctx context.Context, caller phone.Phone, n, replies int, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	err := caller.WaitFor(ctx, func(s phone.Snapshot) bool {
@@ -265,7 +271,7 @@ func waitPlayed(ctx context.Context, caller phone.Phone, n int, timeout time.Dur
 				return true
 			}
 		}
-		return s.Ended
+		return s.ReplyEnds() >= replies || s.Ended
 	})
 	if errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("no reply within %s", timeout)

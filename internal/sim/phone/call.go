@@ -1,7 +1,6 @@
 package phone
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -25,7 +24,7 @@ type Call struct {
 	info Info
 	log  *slog.Logger
 	clk  clock.Clock
-	conn *websocket.Conn
+	conn Transport
 	conv *converter // nil when the wire carries 8 kHz mu-law
 	t0   time.Time  // when the handshake's last message was sent; every recorded time is relative to it
 
@@ -35,11 +34,10 @@ type Call struct {
 	done      chan struct{} // closed once both goroutines have returned
 	wake      chan struct{} // size 1: one pending wake-up is all the writer needs
 	hangingUp atomic.Bool
-	detached  bool         // made by Detached: no socket, no goroutines
-	watchdog  *time.Timer  // armed while a write is in progress; owned by the writer after Run
-	rbuf      bytes.Buffer // the message being read; owned by the reader, reused
-	scratch   []byte       // Decode's scratch buffer; owned by the reader, reused
-	pcm       []byte       // decoded audio of a lean call without echo; owned by the reader, reused
+	detached  bool        // made by Detached: no socket, no goroutines
+	watchdog  *time.Timer // armed while a write is in progress; owned by the writer after Run
+	scratch   []byte      // Decode's scratch buffer; owned by the reader, reused
+	pcm       []byte      // decoded audio of a lean call without echo; owned by the reader, reused
 
 	mu       sync.Mutex    // guards everything below
 	events   []Event       // append-only, elements never change
@@ -53,6 +51,7 @@ type Call struct {
 	play      playback     // the carrier's playback buffer
 	playTimer clock.Timer  // fires when the head of play falls due
 	echo      *echoLine    // the echo on the caller's line; nil without Options.Echo
+	replies   replyEnds    // reply ends found in the audio, on an audio-only stream
 	loggedErr int
 	writeErr  error // why the writer gave up, for the reader to report
 	ended     bool
@@ -81,8 +80,8 @@ type utterance struct {
 	done  chan struct{}
 }
 
-// run is Run.
-func run(ctx context.Context, conn *websocket.Conn, wire Wire, opts Options) (*Call, error) {
+// run is RunTransport.
+func run(ctx context.Context, conn Transport, wire Wire, opts Options) (*Call, error) {
 	c, err := newCall(ctx, wire, opts, conn)
 	if err != nil {
 		_ = conn.CloseNow()
@@ -135,7 +134,7 @@ func (i Info) withDefaults() (Info, error) {
 
 // newCall builds a call around an open stream; conn may be nil in unit tests that only
 // drive handleMessage.
-func newCall(ctx context.Context, wire Wire, opts Options, conn *websocket.Conn) (*Call, error) {
+func newCall(ctx context.Context, wire Wire, opts Options, conn Transport) (*Call, error) {
 	o := opts.withDefaults()
 	info, err := wire.Info().withDefaults()
 	if err != nil {
@@ -190,7 +189,7 @@ func (c *Call) write(msg []byte) error {
 	} else {
 		c.watchdog.Reset(c.opts.WriteTimeout)
 	}
-	err := c.conn.Write(c.ctx, websocket.MessageText, msg)
+	err := c.conn.Write(c.ctx, msg)
 	if !c.watchdog.Stop() { // it fired during this write and dropped the socket
 		return fmt.Errorf("write timed out after %v: %w", c.opts.WriteTimeout, context.DeadlineExceeded)
 	}

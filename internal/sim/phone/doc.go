@@ -10,6 +10,12 @@
 // simulated caller (sim/twiliocaller, and the Telnyx and Plivo ones in their carrier trees)
 // does the vendor's webhook and dial, then hands the open socket and its Wire to Run.
 //
+// The messages travel on a Transport: a WebSocket for those carriers, or for a SIP trunk
+// (carrier/sip/sipsim) the call's RTP socket, handed to RunTransport. RTP carries audio and
+// key presses only, so on such an audio-only line (Info.AudioOnly) nothing is marked or
+// cleared, and the phone finds where each of Handset's replies ended in the audio it hears
+// (ReplyEnded): what a person on the line would go by.
+//
 // A Call runs two goroutines, one reader and one writer; the playback buffer is a pure
 // state machine driven by one clock timer. Everything stops on Hangup, on cancellation of
 // the context given to Run, or when Handset closes the socket, and Done is closed only

@@ -90,7 +90,14 @@ const DefaultWriteTimeout = 10 * time.Second
 // the call ends. ctx bounds the whole call: cancelling it drops the stream without a stop
 // message. If the handshake cannot be sent, conn is closed and the error returned.
 func Run(ctx context.Context, conn *websocket.Conn, wire Wire, opts Options) (*Call, error) {
-	return run(ctx, conn, wire, opts)
+	return run(ctx, &wsTransport{conn: conn}, wire, opts)
+}
+
+// RunTransport is Run over any transport: a SIP trunk's caller hands it its RTP socket
+// (see Transport). If the handshake cannot be sent, the transport is dropped (CloseNow)
+// and the error returned.
+func RunTransport(ctx context.Context, t Transport, wire Wire, opts Options) (*Call, error) {
+	return run(ctx, t, wire, opts)
 }
 
 // Detached is a call with no socket, for testing a Wire's decoding: Feed hands it

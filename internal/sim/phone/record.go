@@ -26,6 +26,10 @@ const (
 	RawSent                            // SendRaw wrote a frame: Detail (the text)
 	StopSent                           // the caller sent stop (hangup); recorded as the write starts
 	Closed                             // the stream ended: Code, Detail (close reason), Bytes (audio left unplayed)
+	// ReplyEnded is, on an audio-only stream (Info.AudioOnly), speech from Handset
+	// followed by ReplyGap of silence: End is the stream time its last speech frame
+	// arrived by. It stands in for the reply-end marks such a stream cannot carry.
+	ReplyEnded
 )
 
 var kindNames = [...]string{
@@ -41,6 +45,7 @@ var kindNames = [...]string{
 	RawSent:       "RawSent",
 	StopSent:      "StopSent",
 	Closed:        "Closed",
+	ReplyEnded:    "ReplyEnded",
 }
 
 func (k EventKind) String() string {
@@ -55,7 +60,7 @@ func (k EventKind) String() string {
 type Event struct {
 	Kind       EventKind
 	At         time.Duration // when it was recorded
-	Start, End time.Duration // AudioPlayed: when the piece played; SayStarted: Start is the stream time of its first byte
+	Start, End time.Duration // AudioPlayed: when the piece played; SayStarted: Start is the stream time of its first byte; ReplyEnded: End
 	Bytes      int
 	Audio      []byte // AudioReceived, AudioPlayed: 8 kHz mu-law, whatever the wire carried
 	Name       string // MarkSent, MarkEchoed: mark name; DTMFSent: the digit
@@ -68,6 +73,8 @@ func (e Event) String() string {
 	switch e.Kind {
 	case AudioPlayed:
 		return fmt.Sprintf("%v %s %d bytes [%v,%v]", e.At, e.Kind, e.Bytes, e.Start, e.End)
+	case ReplyEnded:
+		return fmt.Sprintf("%v %s speech to %v", e.At, e.Kind, e.End)
 	case AudioReceived, Clear, SayStarted, SayFinished:
 		return fmt.Sprintf("%v %s %d bytes", e.At, e.Kind, e.Bytes)
 	case MarkSent, DTMFSent:

@@ -228,11 +228,13 @@ func TestRunRefusesAFrameThatIsNotWholeFrames(t *testing.T) {
 	}
 }
 
-// TestPerFramePathsDoNotAllocate: a lean call's receive path and both conversions.
+// TestPerFramePathsDoNotAllocate: a lean call's receive path (with the reply-end
+// detection of an audio-only line) and both conversions.
 func TestPerFramePathsDoNotAllocate(t *testing.T) {
 	for _, f := range []audio.Format{audio.Telephone, {Encoding: audio.PCM16, Rate: 16000}, {Encoding: audio.Alaw, Rate: 8000}} {
 		w := telephoneWire()
 		w.info.Format = f
+		w.info.AudioOnly = true
 		clk := newFakeClock()
 		ctx, cancel := context.WithCancel(context.Background())
 		c, err := Detached(ctx, w, Options{Lean: true, Clock: clk})

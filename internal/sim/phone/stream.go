@@ -1,7 +1,6 @@
 package phone
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -30,9 +29,6 @@ func (c *Call) readLoop() {
 			return
 		}
 		c.handleMessage(typ, data)
-		if c.rbuf.Cap() > maxKeptReadBuf {
-			c.rbuf = bytes.Buffer{}
-		}
 		if cap(c.pcm) > maxKeptReadBuf {
 			c.pcm = nil
 		}
@@ -42,16 +38,8 @@ func (c *Call) readLoop() {
 	}
 }
 
-// read is conn.Read into c.rbuf: the data is valid until the next read.
-func (c *Call) read() (websocket.MessageType, []byte, error) {
-	typ, r, err := c.conn.Reader(c.ctx)
-	if err != nil {
-		return 0, nil, err
-	}
-	c.rbuf.Reset()
-	_, err = c.rbuf.ReadFrom(r)
-	return typ, c.rbuf.Bytes(), err
-}
+// read is the transport's next message: the data is valid until the next read.
+func (c *Call) read() (websocket.MessageType, []byte, error) { return c.conn.Read(c.ctx) }
 
 func (c *Call) readEnded(err error) {
 	var ce websocket.CloseError
@@ -157,6 +145,13 @@ func (c *Call) receiveAudio(mulaw []byte) {
 	c.counters.ReceivedBytes += int64(len(mulaw))
 	if !c.opts.Lean {
 		c.recordLocked(Event{Kind: AudioReceived, Bytes: len(mulaw), Audio: mulaw})
+	}
+	if c.info.AudioOnly {
+		for off := 0; off < len(mulaw); off += pieceBytes {
+			if end, ok := c.replies.frame(mulaw[off:min(off+pieceBytes, len(mulaw))], now); ok {
+				c.recordLocked(Event{Kind: ReplyEnded, End: end})
+			}
+		}
 	}
 	if !c.play.addAudio(now, mulaw) {
 		c.protocolErrorLocked(c.info.OverflowCode, fmt.Sprintf("more than %v of audio buffered; %d bytes discarded", c.play.limit, len(mulaw)), nil)
@@ -418,7 +413,7 @@ func (c *Call) hangup() {
 		c.record(Event{Kind: StopSent})
 		err = c.write(stop)
 	}
-	if cerr := c.conn.Close(websocket.StatusNormalClosure, ""); cerr != nil {
+	if cerr := c.conn.Close(); cerr != nil {
 		c.log.Debug("stream close handshake", "carrier", c.info.Name, "err", cerr)
 	}
 	e := Ending{Code: websocket.StatusNormalClosure}

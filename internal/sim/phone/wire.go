@@ -62,6 +62,10 @@ type Info struct {
 	// MalformedCode is the carrier's error code recorded when Decode fails without a
 	// *WireError; OverflowCode is the one recorded for audio beyond MaxBuffered.
 	MalformedCode, OverflowCode int
+	// AudioOnly is a stream that carries audio and key presses alone (RTP to a SIP
+	// trunk): Handset sends no marks or clears on it, so the phone finds where each of
+	// Handset's replies ended in the audio itself (see ReplyEnded).
+	AudioOnly bool
 }
 
 // Frame places one paced media message in the stream.

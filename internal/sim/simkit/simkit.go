@@ -156,6 +156,15 @@ type MalformedFramer interface {
 	MalformedFrames(p phone.Phone) []string
 }
 
+// ArrivalMeter is a vendor whose callers time the arrival of Handset's audio against the
+// schedule the media's own timestamps give (a SIP trunk's RTP): the send clock as the far
+// end hears it. The bench reports it beside Handset's own frame lateness.
+type ArrivalMeter interface {
+	// ArrivalLateness is the qth quantile (0 to 1) of how late each of Handset's audio
+	// packets reached the vendor's callers so far, and how many were timed.
+	ArrivalLateness(q float64) (late time.Duration, packets int64)
+}
+
 // Forgery is one request Handset must refuse.
 type Forgery struct {
 	Name string
@@ -206,6 +215,8 @@ type DetectionWords interface {
 var (
 	mu   sync.Mutex
 	kits []Kit
+	// toolOnly marks the kits that the tools offer but All leaves out.
+	toolOnly = map[string]bool{}
 )
 
 // Register adds a kit to the catalogue. A second kit of the same name panics: the
@@ -221,25 +232,48 @@ func Register(k Kit) {
 	kits = append(kits, k)
 }
 
-// All is every registered kit, in registration order.
+// RegisterTool adds a kit that `handset simulate` and `handset bench` offer (Find, Names)
+// but that the carrier-neutral whole-call scenarios (All) leave out, because its carrier's
+// wire cannot carry what they assert: a SIP trunk's RTP has no marks or clears, so its
+// simulated caller hears reply ends in the audio (phone.ReplyEnded) instead.
+func RegisterTool(k Kit) {
+	Register(k)
+	mu.Lock()
+	toolOnly[k.Name()] = true
+	mu.Unlock()
+}
+
+// All is every kit registered with Register, in registration order: the carriers the
+// whole-call scenarios run over.
 func All() []Kit {
 	mu.Lock()
 	defer mu.Unlock()
-	return slices.Clone(kits)
+	var all []Kit
+	for _, k := range kits {
+		if !toolOnly[k.Name()] {
+			all = append(all, k)
+		}
+	}
+	return all
 }
 
-// Names are the registered kits' names, in registration order.
+// Names are every registered kit's names (RegisterTool's too), in registration order.
 func Names() []string {
+	mu.Lock()
+	defer mu.Unlock()
 	var names []string
-	for _, k := range All() {
+	for _, k := range kits {
 		names = append(names, k.Name())
 	}
 	return names
 }
 
-// Find is the kit named name; the error lists the kits there are.
+// Find is the kit named name, however registered; the error lists the kits there are.
 func Find(name string) (Kit, error) {
-	for _, k := range All() {
+	mu.Lock()
+	all := slices.Clone(kits)
+	mu.Unlock()
+	for _, k := range all {
 		if k.Name() == name {
 			return k, nil
 		}

@@ -51,3 +51,24 @@ func TestRefusalMatches(t *testing.T) {
 		}
 	}
 }
+
+func TestToolKitsAreFoundButLeftOutOfTheScenarios(t *testing.T) {
+	saved, savedTool := kits, toolOnly
+	t.Cleanup(func() { kits, toolOnly = saved, savedTool })
+	kits, toolOnly = nil, map[string]bool{}
+	Register(namedKit("alpha"))
+	RegisterTool(namedKit("beta"))
+	if k, err := Find("beta"); err != nil || k.Name() != "beta" {
+		t.Fatalf("Find(beta) = %v, %v", k, err)
+	}
+	if got := strings.Join(Names(), ","); got != "alpha,beta" {
+		t.Fatalf("Names %q, want both kits", got)
+	}
+	var all []string
+	for _, k := range All() {
+		all = append(all, k.Name())
+	}
+	if got := strings.Join(all, ","); got != "alpha" {
+		t.Fatalf("All %q, want only the scenario kit alpha", got)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/emiago/sipgo"
@@ -34,6 +35,9 @@ type CallOptions struct {
 	// CallID and FromTag, when set, are the INVITE's (a test of a repeated INVITE);
 	// empty generates them.
 	CallID, FromTag string
+	// HandOffMedia leaves the call's RTP socket unread (Received stays empty) for a
+	// simulated phone to take over with Call.Transport.
+	HandOffMedia bool
 }
 
 // Response is a provisional or final response as it arrived.
@@ -79,6 +83,7 @@ type Call struct {
 	ended     chan struct{}
 	endOnce   sync.Once
 	readerOut chan struct{}
+	byFarEnd  atomic.Bool // Handset's BYE ended the call
 }
 
 // Call places a call to Handset's SIP address target and returns it established (the
@@ -144,7 +149,11 @@ func (c *Caller) Call(ctx context.Context, target netip.AddrPort, o CallOptions)
 		}
 	}
 	call.Answer = sess.InviteResponse.Body()
-	go call.read() // before the ACK: Handset's RTP may already flow
+	if o.HandOffMedia {
+		close(call.readerOut) // the socket keeps what arrives until the phone reads it
+	} else {
+		go call.read() // before the ACK: Handset's RTP may already flow
+	}
 	if call.remote, call.dtmfPT, err = readAnswer(call.Answer); err != nil {
 		_ = sess.Ack(ctx)
 		_ = call.Hangup(ctx)
@@ -382,7 +391,10 @@ func (call *Call) write(pt uint8, marker bool, payload []byte, ts uint32) error 
 	return err
 }
 
-func (call *Call) hungUpByFarEnd() { call.closeMedia() }
+func (call *Call) hungUpByFarEnd() {
+	call.byFarEnd.Store(true)
+	call.closeMedia()
+}
 
 func (call *Call) closeMedia() {
 	call.endOnce.Do(func() {

@@ -4,6 +4,10 @@
 // records every packet it receives with its arrival time. It is written from the wire
 // alone (its SDP is plain text, its RTP is pion/rtp) and shares no code with the carrier
 // it calls, so a test that passes against it says something about the carrier.
+//
+// Kit makes it a simkit kit for `handset simulate` and `handset bench`: each call's RTP is
+// handed to a carrier-neutral simulated phone (sim/phone) through an RTP Wire and
+// Transport, and the forgeries are what SIP scanners send.
 package sipsim
 
 import (
@@ -37,6 +41,8 @@ type Caller struct {
 	// heard are the responses to each Call-ID as they came off the wire, before sipgo's
 	// transactions (which hand them on from goroutines of their own, in any order).
 	heard map[string][]Response
+	// responded is signalled (size 1) when a response is heard, for Replay to wait on.
+	responded chan struct{}
 }
 
 // CallerOptions shape a Caller.
@@ -66,10 +72,13 @@ func NewCaller(o CallerOptions) (*Caller, error) {
 	ap := conn.LocalAddr().(*net.UDPAddr).AddrPort()
 	host := ap.Addr().Unmap().String()
 	c := &Caller{addr: netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()), conn: conn, transport: o.Transport,
-		done: make(chan struct{}), calls: map[string]*Call{}, heard: map[string][]Response{}}
+		done: make(chan struct{}), calls: map[string]*Call{}, heard: map[string][]Response{}, responded: make(chan struct{}, 1)}
 	ua, err := sipgo.NewUA(sipgo.WithUserAgent("handset-sipsim"), sipgo.WithUserAgentHostname(host),
 		sipgo.WithUserAgentTransportLayerOptions(sip.WithTransportLayerLogger(log), sip.WithTransportLayerReadFilter(c.hear)),
-		sipgo.WithUserAgentTransactionLayerOptions(sip.WithTransactionLayerLogger(log)))
+		// Responses no transaction waits for (retransmissions, answers to a replayed INVITE)
+		// are noted by hear; sipgo would log each to its default logger.
+		sipgo.WithUserAgentTransactionLayerOptions(sip.WithTransactionLayerLogger(log),
+			sip.WithTransactionLayerUnhandledResponseHandler(func(*sip.Response) {})))
 	if err != nil {
 		conn.Close()
 		return nil, err
@@ -153,6 +162,17 @@ func (c *Caller) call(req *sip.Request) *Call {
 	return c.calls[h.Value()]
 }
 
+// live are the calls the caller holds.
+func (c *Caller) live() []*Call {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	calls := make([]*Call, 0, len(c.calls))
+	for _, call := range c.calls {
+		calls = append(calls, call)
+	}
+	return calls
+}
+
 func (c *Caller) keep(call *Call) {
 	c.mu.Lock()
 	c.calls[call.sipCallID] = call
@@ -193,6 +213,10 @@ func (c *Caller) hear(_ sip.TransportReadProps, data []byte) ([]byte, error) {
 			c.heard[callID] = append(c.heard[callID], Response{Status: status, At: time.Now()})
 		}
 		c.mu.Unlock()
+		select {
+		case c.responded <- struct{}{}:
+		default:
+		}
 	}
 	return data, nil
 }
