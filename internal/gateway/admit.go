@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/handset-voice/handset/internal/call"
@@ -30,7 +31,15 @@ func (s *server) admit(leg voice.Leg) (<-chan struct{}, error) {
 		return nil, err
 	}
 	if r, ok := leg.(voice.Reporting); ok {
-		r.ReportTo(func(e voice.LegEvent) { journal.Record(e.At, legEvent(e)) })
+		// The carrier's events (a SIP trunk's INVITE) go in once call.start is written:
+		// a journal begins with call.start, and replay and trace read it so.
+		var once sync.Once
+		journal.Tee(func(e obs.Event) {
+			if e.Type == obs.CallStart {
+				// Tee runs under the journal's lock, which Record takes: report from elsewhere.
+				once.Do(func() { go r.ReportTo(func(e voice.LegEvent) { journal.Record(e.At, legEvent(e)) }) })
+			}
+		})
 	}
 	if live, ok := leg.(interface{ Observe(obs.Event) }); ok {
 		journal.Tee(live.Observe) // the browser page shows the call as it happens
