@@ -535,3 +535,38 @@ func TestRepeatedInviteIsRefused(t *testing.T) {
 		t.Errorf("%d calls admitted, want 1", admitted)
 	}
 }
+
+// A call that came in is transferred with REFER in its dialog: the trunk accepts, reports
+// the new call answered with a NOTIFY, and hangs up; Transfer returns once it did.
+func TestInboundTransferWithRefer(t *testing.T) {
+	a := newAnswering(0)
+	tr := startTrunk(t, "127.0.0.1", a)
+	caller := newCaller(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	call, err := caller.Call(ctx, tr.Addr(), sipsim.CallOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := <-a.got
+	if _, err := call.WaitReceived(ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.transferInbound(ctx, call.SIPCallID(), "+15550109999"); err != nil {
+		t.Fatal(err)
+	}
+	if got := call.ReferredTo(); !strings.Contains(got, "sip:+15550109999@127.0.0.1") {
+		t.Errorf("Refer-To %q, want the number at the trunk's host", got)
+	}
+	select {
+	case err := <-r.runErr:
+		if err != nil {
+			t.Errorf("Run after the trunk took the call over: %v", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the leg did not end after the transfer")
+	}
+	if err := tr.transferInbound(ctx, "no-such-call", "+15550109999"); err == nil {
+		t.Error("a transfer of an unknown call succeeded")
+	}
+}

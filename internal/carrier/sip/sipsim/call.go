@@ -76,9 +76,10 @@ type Call struct {
 	ts     uint32
 	ssrc   uint32
 
-	mu       sync.Mutex
-	received []Packet
-	arrived  chan struct{} // signalled on each packet
+	mu         sync.Mutex
+	received   []Packet
+	referredTo string        // the Refer-To of a transfer Handset asked for
+	arrived    chan struct{} // signalled on each packet
 
 	ended     chan struct{}
 	endOnce   sync.Once
@@ -467,4 +468,11 @@ func fromHeader(user, tag string, host netip.Addr) *sip.FromHeader {
 	params := sip.NewParams()
 	params.Add("tag", tag)
 	return &sip.FromHeader{Address: sip.Uri{Scheme: "sip", User: user, Host: host.String()}, Params: params}
+}
+
+// ReferredTo is the Refer-To of the transfer Handset asked for; "" when none.
+func (call *Call) ReferredTo() string {
+	call.mu.Lock()
+	defer call.mu.Unlock()
+	return call.referredTo
 }

@@ -12,6 +12,7 @@ package sipsim
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -111,6 +112,7 @@ func NewCaller(o CallerOptions) (*Caller, error) {
 	contact := sip.ContactHeader{Address: sip.Uri{Scheme: "sip", User: "sipsim", Host: host, Port: int(ap.Port())}}
 	c.dialogs = sipgo.NewDialogClientCache(c.cli, contact)
 	c.srv.OnBye(c.onBye)
+	c.srv.OnRefer(c.onRefer)
 	c.srv.OnInvite(c.onReinvite)
 	c.srv.OnAck(func(*sip.Request, sip.ServerTransaction) {})
 	return c, nil
@@ -251,4 +253,31 @@ func responseLine(data []byte) (status int, callID string, ok bool) {
 		}
 	}
 	return 0, "", false
+}
+
+// onRefer carries out a blind transfer as a trunk does: 202 Accepted, a NOTIFY that the
+// new call was answered (message/sipfrag), then a BYE: the call is the trunk's now.
+func (c *Caller) onRefer(req *sip.Request, tx sip.ServerTransaction) {
+	call := c.call(req)
+	h := req.GetHeader("Refer-To")
+	if call == nil || h == nil {
+		_ = tx.Respond(sip.NewResponseFromRequest(req, sip.StatusCallTransactionDoesNotExists, "Call/Transaction Does Not Exist", nil))
+		return
+	}
+	call.mu.Lock()
+	call.referredTo = h.Value()
+	call.mu.Unlock()
+	_ = tx.Respond(sip.NewResponseFromRequest(req, sip.StatusAccepted, "Accepted", nil))
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		notify := sip.NewRequest(sip.NOTIFY, call.sess.InviteResponse.Contact().Address)
+		notify.AppendHeader(sip.NewHeader("Event", "refer"))
+		notify.AppendHeader(sip.NewHeader("Subscription-State", "terminated;reason=noresource"))
+		notify.AppendHeader(sip.NewHeader("Content-Type", "message/sipfrag;version=2.0"))
+		notify.SetBody([]byte("SIP/2.0 200 OK\r\n"))
+		if _, err := call.sess.Do(ctx, notify); err == nil {
+			_ = call.Hangup(ctx)
+		}
+	}()
 }
