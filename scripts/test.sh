@@ -97,7 +97,7 @@ stage "the built binary: bin/handset demo" smoke_demo
 smoke_bench() {
 	local c
 	mkdir -p test-artifacts
-	for c in twilio telnyx plivo; do
+	for c in twilio telnyx plivo sip; do
 		./bin/handset bench --carrier "$c" --calls 50 --duration 20s --json >"test-artifacts/bench-smoke-$c.json"
 		grep -q '"calls_held": 50' "test-artifacts/bench-smoke-$c.json"
 	done
