@@ -64,8 +64,9 @@ func (t *Trunk) place(d carrier.Dial) (carrier.Call, error) {
 	t.placedMu.Unlock()
 	uri := *target
 	uri.User = to
+	queued := p.call // before ring changes it
 	go t.ring(ctx, p, d, uri)
-	return p.call, nil
+	return queued, nil
 }
 
 // outboundTarget is where outbound calls go: the trunk, else the registrar; nil when
@@ -80,12 +81,19 @@ func (t *Trunk) outboundTarget() *sip.Uri {
 // ring places the INVITE and follows the call to its end.
 func (t *Trunk) ring(ctx context.Context, p *placed, d carrier.Dial, target sip.Uri) {
 	defer p.cancel()
+	ref, from, to := p.call.Ref, p.call.From, p.call.To // set once by place
+	// An ended call stays known for a while (Call reports how it ended), then is forgotten.
+	defer time.AfterFunc(keepEnded, func() {
+		t.placedMu.Lock()
+		delete(t.placed, ref)
+		t.placedMu.Unlock()
+	})
 	progress := func(status carrier.Status, duration time.Duration) {
 		p.mu.Lock()
 		p.call.Status, p.call.Duration = status, duration
 		p.mu.Unlock()
 		if t.in.OnProgress != nil {
-			t.in.OnProgress(carrier.Progress{CallID: d.CallID, Ref: p.call.Ref, Status: status, Duration: duration})
+			t.in.OnProgress(carrier.Progress{CallID: d.CallID, Ref: ref, Status: status, Duration: duration})
 		}
 	}
 	conn, err := t.ports.Listen()
@@ -108,7 +116,7 @@ func (t *Trunk) ring(ctx context.Context, p *placed, d carrier.Dial, target sip.
 	sig.signal(time.Now(), "INVITE", "out", "")
 	progress(carrier.StatusRinging, 0)
 	dlg, err := dial.Invite(ctx, t.client, dial.Options{
-		Dialogs: t.outDialogs, Target: target, From: p.call.From, Contact: t.contact, Offer: offer,
+		Dialogs: t.outDialogs, Target: target, From: from, Contact: t.contact, Offer: offer,
 		Username: t.opts.Username, Password: t.opts.Password, RingTimeout: d.RingTimeout,
 		OnProvisional: func(status int) { sig.signal(time.Now(), fmt.Sprintf("%d", status), "in", "") },
 	})
@@ -139,8 +147,8 @@ func (t *Trunk) ring(ctx context.Context, p *placed, d carrier.Dial, target sip.
 		progress(carrier.StatusFailed, 0)
 		return
 	}
-	info := voice.LegInfo{CallID: d.CallID, Carrier: Name, CarrierRef: p.call.Ref, Direction: voice.Outbound,
-		From: p.call.From, To: p.call.To, Format: codec.Format}
+	info := voice.LegInfo{CallID: d.CallID, Carrier: Name, CarrierRef: ref, Direction: voice.Outbound,
+		From: from, To: to, Format: codec.Format}
 	leg := legOf(t.log, sess, info, sig, dlg.Bye, func() {})
 	sess.Start()
 	answered := time.Now()
@@ -167,10 +175,10 @@ func (t *Trunk) ring(ctx context.Context, p *placed, d carrier.Dial, target sip.
 	case <-done: // the call ended on Handset's side: the leg sent its BYE
 	}
 	progress(carrier.StatusCompleted, time.Since(answered).Truncate(time.Second))
-	t.placedMu.Lock()
-	delete(t.placed, p.call.Ref)
-	t.placedMu.Unlock()
 }
+
+// keepEnded is how long an ended outbound call stays known to Call.
+const keepEnded = 10 * time.Minute
 
 // dialStatus is how a call that did not connect ended.
 func dialStatus(err error) carrier.Status {
