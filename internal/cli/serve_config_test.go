@@ -114,7 +114,7 @@ func TestServeWarnsWhenNobodyCanCall(t *testing.T) {
 	}
 	for _, want := range []string{
 		`msg="HANDSET_BROWSR is not a Handset setting; did you mean HANDSET_BROWSER?"`,
-		`msg="no one can call this Handset: no carrier is configured (TWILIO_AUTH_TOKEN is empty, TELNYX_API_KEY is empty, PLIVO_AUTH_TOKEN is empty) and the browser call page is off (HANDSET_BROWSER is false)"`,
+		`msg="no one can call this Handset: no carrier is configured (TWILIO_AUTH_TOKEN is empty, TELNYX_API_KEY is empty, PLIVO_AUTH_TOKEN is empty, HANDSET_SIP_ALLOW (or HANDSET_SIP_REGISTRAR) not set) and the browser call page is off (HANDSET_BROWSER is false)"`,
 		"TWILIO_AUTH_TOKEN and HANDSET_PUBLIC_URL",
 		"set HANDSET_BROWSER=true",
 	} {

@@ -130,7 +130,11 @@ func NoCallers(cfg *config.Config) (msg, fix string, ok bool) {
 		if c.Started(cfg) {
 			return "", "", false
 		}
-		empty = append(empty, c.Hints.KeyVar+" is empty")
+		if c.Hints.KeyVar != "" {
+			empty = append(empty, c.Hints.KeyVar+" is empty")
+		} else { // a carrier without a key (a SIP trunk): what would set it up
+			empty = append(empty, c.AccountSettings+" not set")
+		}
 		setups = append(setups, c.PhoneSetup)
 	}
 	return "no one can call this Handset: no carrier is configured (" + strings.Join(empty, ", ") + ") and the browser call page is off (HANDSET_BROWSER is false)",
