@@ -149,9 +149,8 @@ var errNotEstablished = errors.New("sip: the call was not established (cancelled
 // onReinvite answers a re-INVITE: a session refresh (the same SDP version) gets the same
 // answer; a new offer (hold, a new address or codec) is answered and applied to the media.
 func (t *Trunk) onReinvite(req *sip.Request, tx sip.ServerTransaction) {
-	c := t.dialogs.match(req)
+	c := t.callOf(req, tx) // the allow-list was checked by onInvite, and again here
 	if c == nil {
-		_ = tx.Respond(sip.NewResponseFromRequest(req, sip.StatusCallTransactionDoesNotExists, "Call/Transaction Does Not Exist", nil))
 		return
 	}
 	if err := c.dialog.ReadRequest(req, tx); err != nil {
@@ -213,13 +212,8 @@ func (t *Trunk) onAck(req *sip.Request, tx sip.ServerTransaction) {
 
 // onBye ends a call from the caller's side.
 func (t *Trunk) onBye(req *sip.Request, tx sip.ServerTransaction) {
-	if !t.allowed(req) {
-		t.refuse(req, tx)
-		return
-	}
-	c := t.dialogs.match(req)
+	c := t.callOf(req, tx)
 	if c == nil {
-		_ = tx.Respond(sip.NewResponseFromRequest(req, sip.StatusCallTransactionDoesNotExists, "Call/Transaction Does Not Exist", nil))
 		return
 	}
 	if err := c.dialog.ReadBye(req, tx); err != nil {
@@ -333,13 +327,8 @@ func randomID() uint64 {
 
 // onInfo takes a key the caller pressed, sent as a SIP INFO request.
 func (t *Trunk) onInfo(req *sip.Request, tx sip.ServerTransaction) {
-	if !t.allowed(req) {
-		t.refuse(req, tx)
-		return
-	}
-	c := t.dialogs.match(req)
+	c := t.callOf(req, tx)
 	if c == nil {
-		_ = tx.Respond(sip.NewResponseFromRequest(req, sip.StatusCallTransactionDoesNotExists, "Call/Transaction Does Not Exist", nil))
 		return
 	}
 	if err := c.dialog.ReadRequest(req, tx); err != nil {
@@ -425,3 +414,18 @@ func (t *Trunk) firstInvite(req *sip.Request) (bool, error) {
 
 // memoryTimeout bounds the calls' memory's answer while a caller waits on 100 Trying.
 const memoryTimeout = 2 * time.Second
+
+// callOf is the inbound call an in-dialog request belongs to. A source the allow-list does
+// not name is refused 403, a request for no call 481; both are answered here, and nil
+// returned.
+func (t *Trunk) callOf(req *sip.Request, tx sip.ServerTransaction) *inboundCall {
+	if !t.allowed(req) {
+		t.refuse(req, tx)
+		return nil
+	}
+	c := t.dialogs.match(req)
+	if c == nil {
+		_ = tx.Respond(sip.NewResponseFromRequest(req, sip.StatusCallTransactionDoesNotExists, "Call/Transaction Does Not Exist", nil))
+	}
+	return c
+}

@@ -91,13 +91,8 @@ func (t *Trunk) transferInbound(ctx context.Context, ref, number string) error {
 
 // onNotify takes the progress of an inbound call's transfer.
 func (t *Trunk) onNotify(req *sip.Request, tx sip.ServerTransaction) {
-	if !t.allowed(req) {
-		t.refuse(req, tx)
-		return
-	}
-	c := t.dialogs.match(req)
+	c := t.callOf(req, tx)
 	if c == nil {
-		_ = tx.Respond(sip.NewResponseFromRequest(req, sip.StatusCallTransactionDoesNotExists, "Call/Transaction Does Not Exist", nil))
 		return
 	}
 	event := ""
