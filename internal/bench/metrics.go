@@ -29,6 +29,7 @@ type sample struct {
 	dropped     float64 // inbound frames dropped
 	malformed   float64
 	lateness    histogram
+	rtpLateness histogram // SIP trunks' RTP send clock
 	overhead    histogram
 }
 
@@ -135,6 +136,7 @@ func parseSample(r io.Reader, at time.Time) (sample, error) {
 		callsActive: value(obs.MetricCallsActive), frames: value(obs.MetricFramesSent),
 		dropped: value(obs.MetricInboundDropped), malformed: value("handset_media_malformed_total"),
 		lateness: hist(obs.MetricPlayoutLateness), overhead: hist(obs.MetricTurnOverhead),
+		rtpLateness: hist(obs.MetricRTPSendLateness),
 	}
 	if families["go_goroutines"] == nil {
 		return s, fmt.Errorf("bench: metrics: no go_goroutines: is this a Handset's /metrics?")

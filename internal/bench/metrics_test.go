@@ -30,6 +30,12 @@ handset_playout_lateness_seconds_bucket{le="0.005"} 1000
 handset_playout_lateness_seconds_bucket{le="+Inf"} 1000
 handset_playout_lateness_seconds_sum 0.8
 handset_playout_lateness_seconds_count 1000
+# TYPE handset_rtp_send_lateness_seconds histogram
+handset_rtp_send_lateness_seconds_bucket{le="0.001"} 40
+handset_rtp_send_lateness_seconds_bucket{le="0.002"} 50
+handset_rtp_send_lateness_seconds_bucket{le="+Inf"} 50
+handset_rtp_send_lateness_seconds_sum 0.03
+handset_rtp_send_lateness_seconds_count 50
 `
 
 func TestParseSample(t *testing.T) {
@@ -43,6 +49,9 @@ func TestParseSample(t *testing.T) {
 	}
 	if s.lateness.total != 1000 || len(s.lateness.bounds) != 3 {
 		t.Errorf("lateness histogram = %+v", s.lateness)
+	}
+	if s.rtpLateness.total != 50 || len(s.rtpLateness.bounds) != 2 || s.rtpLateness.counts[0] != 40 {
+		t.Errorf("RTP send lateness histogram = %+v", s.rtpLateness)
 	}
 	if _, err := parseSample(strings.NewReader("# TYPE x gauge\nx 1\n"), time.Now()); err == nil {
 		t.Error("a page that is not a Handset's /metrics was accepted")

@@ -28,7 +28,11 @@ type Report struct {
 	// of their own timestamps, in ms, over the whole run: the send clock as the far end
 	// hears it, the callers' scheduling included. Only kits that can time it (SIP's RTP:
 	// simkit.ArrivalMeter) report it.
-	Arrival       *Percentiles `json:"caller_arrival_lateness_ms,omitempty"`
+	Arrival *Percentiles `json:"caller_arrival_lateness_ms,omitempty"`
+	// RTPSend is how late RTP packets left against their 20 ms send clock, in ms: on a
+	// SIP trunk the call's playout only fills a queue and this clock times the wire, so
+	// it is that carrier's frame jitter. Absent for carriers without it.
+	RTPSend       *Percentiles `json:"rtp_send_lateness_ms,omitempty"`
 	FramesSent    int64        `json:"frames_sent"`
 	DroppedFrames Dropped      `json:"dropped_frames"`
 	// CPUPerCallMinute is the Handset process's CPU seconds per call-minute held.
@@ -145,6 +149,10 @@ func (r *Report) fill(o Options, base, start, end, after sample, held int64, t *
 	r.DroppedFrames = Dropped{Inbound: int64(after.dropped - base.dropped), Malformed: int64(after.malformed - base.malformed)}
 	late := after.lateness.minus(base.lateness)
 	r.Jitter = fromHistogram(late)
+	if rtp := after.rtpLateness.minus(base.rtpLateness); rtp.total > 0 {
+		p := fromHistogram(rtp)
+		r.RTPSend = &p
+	}
 	r.Latency = fromHistogram(after.overhead.minus(base.overhead))
 	r.CPUPerCallMinute, r.MemoryPerCall.RSS, r.MemoryPerCall.Heap, r.GoroutinesPerCall = -1, -1, -1, -1
 	if held > 0 {
@@ -242,6 +250,9 @@ func (r Report) Print(w io.Writer) {
 	row("turns completed", fmt.Sprint(r.TurnsCompleted))
 	row("gateway-added latency", ms(r.Latency))
 	row("outbound frame jitter", ms(r.Jitter))
+	if r.RTPSend != nil {
+		row("RTP send lateness", ms(*r.RTPSend))
+	}
 	if r.Arrival != nil {
 		row("audio arrival lateness", ms(*r.Arrival))
 	}

@@ -41,6 +41,9 @@ func (s *server) admit(leg voice.Leg) (<-chan struct{}, error) {
 			}
 		})
 	}
+	if sc, ok := leg.(voice.SendClocked); ok {
+		sc.ObserveSends(s.metrics.RTPSent)
+	}
 	if live, ok := leg.(interface{ Observe(obs.Event) }); ok {
 		journal.Tee(live.Observe) // the browser page shows the call as it happens
 	}

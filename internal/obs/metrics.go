@@ -22,6 +22,7 @@ type Metrics struct {
 	turnOverhead    prometheus.Histogram
 	turnResponse    prometheus.Histogram
 	playoutLateness prometheus.Histogram
+	rtpLateness     prometheus.Histogram
 	framesSent      prometheus.Counter
 	inboundDropped  prometheus.Counter
 	malformed       prometheus.Counter
@@ -33,6 +34,7 @@ const (
 	MetricCallsActive     = "handset_calls_active"
 	MetricTurnOverhead    = "handset_turn_overhead_seconds"
 	MetricPlayoutLateness = "handset_playout_lateness_seconds"
+	MetricRTPSendLateness = "handset_rtp_send_lateness_seconds"
 	MetricFramesSent      = "handset_playout_frames_total"
 	MetricInboundDropped  = "handset_inbound_frames_dropped_total"
 )
@@ -59,12 +61,14 @@ func NewMetrics() *Metrics {
 		Help: "STT final to the reply's first audio on the wire.", Buckets: prometheus.ExponentialBuckets(.05, 1.5, 14)})
 	m.playoutLateness = prometheus.NewHistogram(prometheus.HistogramOpts{Name: MetricPlayoutLateness,
 		Help: "How long after its place in the 20 ms schedule each outbound frame was sent.", Buckets: lateBuckets})
+	m.rtpLateness = prometheus.NewHistogram(prometheus.HistogramOpts{Name: MetricRTPSendLateness,
+		Help: "How long after its place on the 20 ms RTP send clock each packet left (SIP trunks: the wire's frame jitter).", Buckets: lateBuckets})
 	m.framesSent = prometheus.NewCounter(prometheus.CounterOpts{Name: MetricFramesSent, Help: "Outbound audio frames sent to carriers."})
 	m.inboundDropped = prometheus.NewCounter(prometheus.CounterOpts{Name: MetricInboundDropped, Help: "Caller frames dropped because a call's engine fell a second behind."})
 	m.malformed = prometheus.NewCounter(prometheus.CounterOpts{Name: "handset_media_malformed_total", Help: "Carrier media messages that could not be read."})
 	m.jobsFinished = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "handset_jobs_finished_total", Help: "Jobs this node finished, by kind and state."}, []string{"kind", "state"})
 	for _, c := range []prometheus.Collector{m.callsActive, m.callsStarted, m.callsEnded, m.turns, m.turnOverhead,
-		m.turnResponse, m.playoutLateness, m.framesSent, m.inboundDropped, m.malformed, m.jobsFinished} {
+		m.turnResponse, m.playoutLateness, m.rtpLateness, m.framesSent, m.inboundDropped, m.malformed, m.jobsFinished} {
 		f(c)
 	}
 	return m
@@ -115,6 +119,14 @@ func (m *Metrics) FrameSent(late time.Duration) {
 	}
 	m.framesSent.Inc()
 	m.playoutLateness.Observe(max(late, 0).Seconds())
+}
+
+// RTPSent records one RTP packet sent late after its place on its send clock.
+func (m *Metrics) RTPSent(late time.Duration) {
+	if m == nil {
+		return
+	}
+	m.rtpLateness.Observe(max(late, 0).Seconds())
 }
 
 // InboundDropped counts caller frames a call dropped.

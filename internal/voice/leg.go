@@ -97,6 +97,13 @@ const (
 	LegFirstOut                         // the first audio packet left for the caller
 )
 
+// SendClocked is a leg that sends audio on a clock of its own (a SIP trunk's RTP): the
+// call's playout only fills its queue, and the wire's frame timing is the clock's. The
+// gateway gives it where to report how late each packet left against its schedule.
+type SendClocked interface {
+	ObserveSends(func(late time.Duration))
+}
+
 // Reporting is a leg that reports LegEvents. The gateway tells it where they go when it
 // admits the call; the leg then reports what happened before (its INVITE) with the times
 // it happened, and everything later as it happens.

@@ -53,6 +53,11 @@ func legOf(log *slog.Logger, m *media.Session, info voice.LegInfo, sig *signals,
 
 var _ voice.Reporting = (*Leg)(nil)
 
+var _ voice.SendClocked = (*Leg)(nil)
+
+// ObserveSends reports how late each RTP packet left against the send clock.
+func (l *Leg) ObserveSends(f func(late time.Duration)) { l.media.ObserveSends(f) }
+
 // ReportTo reports the call's signalling, for its journal.
 func (l *Leg) ReportTo(report func(voice.LegEvent)) { l.signals.reportTo(report) }
 

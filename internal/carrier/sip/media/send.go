@@ -164,7 +164,11 @@ func (s *Session) tick(p *pace.Pacer) {
 				}
 			}
 			s.stats.Lateness.add(sent.Sub(due))
+			observe := s.onSent
 			s.mu.Unlock()
+			if observe != nil {
+				observe(sent.Sub(due))
+			}
 		}
 		p.Sent(1)
 	}

@@ -72,7 +72,8 @@ type Session struct {
 	dtmfIn   dtmfReceiver
 	out      sender
 	stats    Stats
-	playout  [maxCatchUp][]byte // frames popped for the sink, reused
+	onSent   func(late time.Duration) // see ObserveSends
+	playout  [maxCatchUp][]byte       // frames popped for the sink, reused
 }
 
 // New checks cfg and returns a session that sends nothing until Start (or Run).
@@ -289,6 +290,15 @@ func (s *Session) Hold(on bool) {
 		s.out.marker = true
 	}
 	s.held = on
+}
+
+// ObserveSends has f told, after each packet leaves, how late it left against the send
+// clock (what Stats' Lateness counts, for a process-wide metric). f runs on the clock's
+// goroutine, outside the session's lock: it must be quick.
+func (s *Session) ObserveSends(f func(late time.Duration)) {
+	s.mu.Lock()
+	s.onSent = f
+	s.mu.Unlock()
 }
 
 // Stats returns a snapshot of the session's counters.

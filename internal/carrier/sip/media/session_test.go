@@ -710,3 +710,39 @@ func TestTwoSessionsTalkOverLoopback(t *testing.T) {
 		t.Fatalf("heard %v (digits %q): want frames 1-50 in order", heard, sinkB.digits)
 	}
 }
+
+// Each packet's lateness against the send clock reaches the observer once, as sent: a tick
+// that wakes 7 ms late sends its packet 7 ms late.
+func TestObserveSendsReportsEachPacketsLateness(t *testing.T) {
+	peer := newRawPeer(t)
+	s := newStepped(t, peer.addr(), nil)
+	var mu sync.Mutex
+	var seen []time.Duration
+	s.ObserveSends(func(late time.Duration) {
+		mu.Lock()
+		seen = append(seen, late)
+		mu.Unlock()
+	})
+	s.Start()
+	s.waitArmed(t)
+	peer.read() // the first tick sends at once
+	s.step(t)
+	peer.read()
+	s.clk.Advance(27 * time.Millisecond) // the next tick, 7 ms late
+	s.waitArmed(t)
+	peer.read()
+	mu.Lock()
+	defer mu.Unlock()
+	want := []time.Duration{0, 0, 7 * time.Millisecond}
+	if len(seen) != len(want) {
+		t.Fatalf("observed %v, want %v", seen, want)
+	}
+	for i := range want {
+		if seen[i] != want[i] {
+			t.Fatalf("observed %v, want %v", seen, want)
+		}
+	}
+	if n := s.Stats().Lateness.Count(); n != 3 {
+		t.Fatalf("stats count %d packets, want 3", n)
+	}
+}
