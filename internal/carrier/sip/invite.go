@@ -73,6 +73,9 @@ func (t *Trunk) answerCall(req *sip.Request, tx sip.ServerTransaction) {
 	sig.signal(time.Now(), "180 Ringing", "out", "")
 
 	offer, err := sdp.Parse(req.Body())
+	if err == nil {
+		err = t.checkOfferSecurity(offer) // HANDSET_SIP_SRTP (srtp.go)
+	}
 	if err != nil {
 		t.log.Warn("refused a call: its SDP offer", "call_id", callID(req), "err", err)
 		_ = dialog.Respond(offerStatus(err), clipReason(err), nil)
@@ -90,8 +93,13 @@ func (t *Trunk) answerCall(req *sip.Request, tx sip.ServerTransaction) {
 		DTMF:      dtmfPayloadType,
 		SessionID: randomID(),
 		Version:   1,
+		Crypto:    t.localKeys(false),
 	}
 	answer, agreed, err := sdp.Answer(offer, local)
+	var keys media.SRTP
+	if err == nil {
+		keys, err = mediaSRTP(agreed, local.Crypto)
+	}
 	if err != nil {
 		_ = conn.Close()
 		t.log.Warn("refused a call: its SDP offer", "call_id", callID(req), "err", err)
@@ -100,7 +108,7 @@ func (t *Trunk) answerCall(req *sip.Request, tx sip.ServerTransaction) {
 	}
 	codec, _ := mediaCodec(agreed.Codec())
 	sess, err := media.New(media.Config{
-		Conn: conn, Remote: agreed.Addr, Peer: sourceAddr(req), Codec: codec, DTMF: agreed.DTMF,
+		Conn: conn, Remote: agreed.Addr, Peer: sourceAddr(req), Codec: codec, DTMF: agreed.DTMF, SRTP: keys,
 		Log: t.log.With("call_id", callID(req)),
 	})
 	if err != nil {
@@ -189,6 +197,9 @@ func (c *inboundCall) renegotiate(body []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := rekey(c.media, c.agreed, agreed, local.Crypto); err != nil { // srtp.go
+		return nil, err
+	}
 	if agreed.Addr != c.agreed.Addr {
 		c.media.SetRemote(agreed.Addr)
 	}
@@ -253,7 +264,8 @@ func (t *Trunk) dialogUA() *sipgo.DialogUA {
 // offerStatus is the final status for an offer Handset cannot answer: 488 when it is
 // readable but has nothing Handset can use, 400 when it is not readable.
 func offerStatus(err error) int {
-	if errors.Is(err, sdp.ErrNoCommonCodec) || errors.Is(err, sdp.ErrSecureUnsupported) || errors.Is(err, sdp.ErrNoAudio) {
+	if errors.Is(err, sdp.ErrNoCommonCodec) || errors.Is(err, sdp.ErrSecureUnsupported) || errors.Is(err, sdp.ErrNoAudio) ||
+		errors.Is(err, errSRTPPolicy) {
 		return sip.StatusNotAcceptableHere
 	}
 	return sip.StatusBadRequest

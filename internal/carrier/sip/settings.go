@@ -27,6 +27,7 @@ const (
 	SettingTrunk      = "HANDSET_SIP_TRUNK"
 	SettingUsername   = "HANDSET_SIP_USERNAME"
 	SettingPassword   = "HANDSET_SIP_PASSWORD"
+	// SettingSRTP and the TLS settings are in srtp.go and tls.go.
 )
 
 // Defaults of the settings.
@@ -59,6 +60,8 @@ var settings = []registry.CarrierSetting{
 		Help: "The SIP user Handset registers as and answers digest challenges with."},
 	{Env: SettingPassword, YAML: "password", Kind: registry.SettingSecret,
 		Help: "The SIP user's password, for the registrar's digest challenges."},
+	{Env: SettingSRTP, YAML: "srtp", Default: SRTPOffered,
+		Help: "Encrypted media (SRTP with SDES keys): offered answers an RTP/SAVP offer with SRTP and a plain one with RTP; required refuses plain RTP offers (488) and offers only SRTP on outbound calls. Use with TLS signalling, which carries the keys."},
 }
 
 // Options are a SIP trunk's settings, read and checked.
@@ -76,6 +79,8 @@ type Options struct {
 	// Trunk, when set, is where outbound calls go (else Registrar).
 	Trunk              *sip.Uri
 	Username, Password string
+	// SRTP is SRTPOffered or SRTPRequired.
+	SRTP string
 }
 
 // ReadOptions reads the settings; an error names the setting and what is wrong with it.
@@ -154,6 +159,9 @@ func ReadOptions(s registry.Settings) (Options, error) {
 	}
 	if len(o.Codecs) == 0 && len(errs) == 0 {
 		bad(SettingCodecs, errors.New("names no codec"))
+	}
+	if o.SRTP, err = readSRTP(s.Value(SettingSRTP)); err != nil {
+		bad(SettingSRTP, err)
 	}
 	return o, errors.Join(errs...)
 }
