@@ -64,7 +64,7 @@ func (t *Trunk) answerCall(req *sip.Request, tx sip.ServerTransaction) {
 		_ = tx.Respond(sip.NewResponseFromRequest(req, sip.StatusLoopDetected, "Loop Detected", nil))
 		return
 	}
-	dialog, err := t.dialogUA().ReadInvite(req, tx)
+	dialog, err := t.dialogUA(req).ReadInvite(req, tx)
 	if err != nil {
 		_ = tx.Respond(sip.NewResponseFromRequest(req, sip.StatusBadRequest, clipReason(err), nil))
 		return
@@ -172,7 +172,8 @@ func (t *Trunk) onReinvite(req *sip.Request, tx sip.ServerTransaction) {
 		return
 	}
 	res := sip.NewSDPResponseFromRequest(req, body)
-	res.AppendHeader(&t.contact)
+	contact := t.contactFor(req)
+	res.AppendHeader(&contact)
 	_ = tx.Respond(res)
 }
 
@@ -256,9 +257,10 @@ func (t *Trunk) refuse(req *sip.Request, tx sip.ServerTransaction) {
 	_ = tx.Respond(sip.NewResponseFromRequest(req, sip.StatusForbidden, "Forbidden", nil))
 }
 
-// dialogUA builds the dialogs of inbound calls: the trunk's client sends their BYEs.
-func (t *Trunk) dialogUA() *sipgo.DialogUA {
-	return &sipgo.DialogUA{Client: t.client, ContactHDR: t.contact}
+// dialogUA builds the dialog of an inbound call: the trunk's client sends its BYE, and
+// its Contact is on the transport the INVITE came by.
+func (t *Trunk) dialogUA(req *sip.Request) *sipgo.DialogUA {
+	return &sipgo.DialogUA{Client: t.client, ContactHDR: t.contactFor(req)}
 }
 
 // offerStatus is the final status for an offer Handset cannot answer: 488 when it is

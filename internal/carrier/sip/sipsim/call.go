@@ -503,3 +503,11 @@ func (call *Call) ReferredTo() string {
 	defer call.mu.Unlock()
 	return call.referredTo
 }
+
+// Contact is the Contact of Handset's 200 OK: where the call's next requests go.
+func (call *Call) Contact() string {
+	if h := call.sess.InviteResponse.Contact(); h != nil {
+		return h.Address.String()
+	}
+	return ""
+}
