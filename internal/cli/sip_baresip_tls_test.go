@@ -5,7 +5,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"net"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -97,15 +96,4 @@ func TestBaresipCallsHandsetOverTLSWithSRTP(t *testing.T) {
 	if !strings.HasPrefix(greeting, "hello") {
 		t.Errorf("the greeting was not heard through SRTP: %q", greeting)
 	}
-}
-
-// freeTCPPort is a loopback TCP port free when asked.
-func freeTCPPort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }

@@ -123,7 +123,7 @@ func (t *Trunk) answerCall(req *sip.Request, tx sip.ServerTransaction) {
 		return
 	}
 	c := &inboundCall{dialog: dialog, media: sess, local: local, agreed: agreed, answer: answer}
-	c.leg = legOf(t.log, sess, inboundInfo(req, codec), sig, dialog.Bye, func() { t.dialogs.remove(c) })
+	c.leg = legOf(t.log, sess, inboundInfo(req, codec), sig, byeOf(dialog), func() { t.dialogs.remove(c) })
 	t.dialogs.add(c)
 	if _, err := t.in.Admit(c.leg); err != nil {
 		t.dialogs.remove(c)

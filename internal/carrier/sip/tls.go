@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/emiago/sipgo"
 	"github.com/emiago/sipgo/sip"
 
 	"github.com/handset-voice/handset/internal/doctor"
@@ -183,4 +184,29 @@ func (c *checker) tlsCertificate(context.Context) doctor.Result {
 		return doctor.WarnResult(detail+": expires within three weeks", "renew the certificate in "+c.settings.Value(SettingTLSCert))
 	}
 	return doctor.OKResult(detail)
+}
+
+// sameConnection routes an in-dialog request of a call whose INVITE came over TLS back
+// over the connection the INVITE came by (RFC 5923's reuse). The peer's Contact names its
+// own listener, which a phone or a trunk behind NAT may not have, or whose certificate
+// nobody vouches for; the connection the peer opened is the one path known to work.
+func sameConnection(req, invite *sip.Request) {
+	if strings.EqualFold(invite.Transport(), "tls") {
+		req.SetTransport(invite.Transport())
+		req.SetDestination(invite.Source())
+	}
+}
+
+// byeOf is how Handset hangs up an inbound call: its dialog's BYE, over the INVITE's
+// connection when that was TLS.
+func byeOf(dialog *sipgo.DialogServerSession) func(context.Context) error {
+	invite := dialog.InviteRequest
+	if !strings.EqualFold(invite.Transport(), "tls") {
+		return dialog.Bye
+	}
+	return func(ctx context.Context) error {
+		bye := sip.NewRequest(sip.BYE, invite.Contact().Address)
+		sameConnection(bye, invite)
+		return dialog.WriteBye(ctx, bye)
+	}
 }
