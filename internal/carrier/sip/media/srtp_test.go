@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"slices"
@@ -298,5 +299,16 @@ func BenchmarkSRTPSealAndOpen(b *testing.B) {
 		if _, replayed, err := in.open(sealed); err != nil || replayed {
 			b.Fatal(err, replayed)
 		}
+	}
+}
+
+// BenchmarkSRTPSessions is BenchmarkSessions with every pair keyed for SRTP: what
+// encrypted media costs a node per call, next to the plain figures.
+//
+//	go test -run '^$' -bench 'Sessions' -benchtime 150x ./internal/carrier/sip/media
+func BenchmarkSRTPSessions(b *testing.B) {
+	keys := SRTP{Suite: SRTPAES128SHA1_80, Local: keyOf(1), Remote: keyOf(2)}
+	for _, n := range []int{2, 200, 500} {
+		b.Run(fmt.Sprintf("sessions=%d", n), func(b *testing.B) { benchSessions(b, n, &keys) })
 	}
 }
