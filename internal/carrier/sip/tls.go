@@ -4,12 +4,14 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/netip"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/emiago/sipgo"
@@ -209,4 +211,26 @@ func byeOf(dialog *sipgo.DialogServerSession) func(context.Context) error {
 		sameConnection(bye, invite)
 		return dialog.WriteBye(ctx, bye)
 	}
+}
+
+// tlsListenPort is doctor's check that the TLS port can be had. A port in use may be this
+// configuration's running `handset serve`: a warning, not a failure.
+func (c *checker) tlsListenPort(context.Context) doctor.Result {
+	if c.opts.TLSCert == nil {
+		return doctor.SkipResult("SIP over TLS is off (" + SettingTransports + " does not name tls)")
+	}
+	addr := c.opts.TLSListen
+	if addr.Port() == 0 {
+		return doctor.OKResult("port 0: serve takes a free port at each start")
+	}
+	err := bindAndRelease("tcp", addr)
+	switch {
+	case err == nil:
+		return doctor.OKResult(addr.String() + " is free for SIP over TLS")
+	case errors.Is(err, syscall.EADDRINUSE):
+		return doctor.WarnResult(addr.String()+" is in use: by a running Handset, or another program",
+			fmt.Sprintf("nothing to do when it is this configuration's `handset serve`; else free the port (`ss -lntp 'sport = :%d'` names its holder) or set %s", addr.Port(), SettingTLSListen))
+	}
+	return doctor.FailResult(fmt.Sprintf("cannot listen on %s for SIP over TLS: %v", addr, err),
+		"set "+SettingTLSListen+" to an address of this machine and a free port (below 1024 needs root or CAP_NET_BIND_SERVICE)")
 }

@@ -146,6 +146,38 @@ func TestTLSSettingsAreChecked(t *testing.T) {
 	}
 }
 
+// doctor says whether the TLS port is free, and warns when something holds it.
+func TestDoctorChecksTheTLSPort(t *testing.T) {
+	cert := testCert(t)
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	free, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	freeAddr := free.Addr().String()
+	free.Close()
+	for name, c := range map[string]struct {
+		listen string
+		status doctor.Status
+	}{
+		"free": {freeAddr, doctor.OK},
+		"held": {held.Addr().String(), doctor.Warn},
+	} {
+		set := checkSettings{SettingAllow: "127.0.0.1", SettingTransports: "udp,tls", SettingTLSListen: c.listen,
+			SettingTLSCert: cert.CertFile, SettingTLSKey: cert.KeyFile}
+		o, err := ReadOptions(set)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ch := &checker{settings: set, opts: o}
+		expect(t, map[string]doctor.Result{name: ch.tlsListenPort(context.Background())}, name, c.status, c.listen)
+	}
+}
+
 // doctor names the certificate's subject and expiry, and fails an expired one.
 func TestDoctorChecksTheTLSCertificate(t *testing.T) {
 	valid := testCert(t)
