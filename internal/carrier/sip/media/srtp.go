@@ -100,7 +100,6 @@ func (s SRTPSuite) profile() srtp.ProtectionProfile {
 // rollover counters) and the buffers packets are sealed and opened in, reused. nil is
 // plain RTP.
 type sealer struct {
-	suite   SRTPSuite
 	out, in *srtp.Context
 	tagLen  int
 	sealed  []byte     // the last packet sealed
@@ -131,7 +130,7 @@ func newSealer(k SRTP) (*sealer, error) {
 		return nil, fmt.Errorf("media: SRTP suite %s: %w", k.Suite, err)
 	}
 	return &sealer{
-		suite: k.Suite, out: out, in: in, tagLen: tag,
+		out: out, in: in, tagLen: tag,
 		sealed: make([]byte, 0, rtpHeaderBytes+maxFrameBytes+maxAuthTag),
 		opened: make([]byte, 0, maxPacket+1),
 	}, nil
