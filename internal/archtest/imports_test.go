@@ -347,6 +347,7 @@ var thirdParties = []thirdParty{
 	{"github.com/emiago/sipgo", []string{"internal/carrier/sip/...", "internal/sim/..."}, nil},
 	{"github.com/pion/rtp", []string{"internal/carrier/sip/...", "internal/sim/..."}, nil},
 	{"github.com/pion/sdp/v3", []string{"internal/carrier/sip/...", "internal/sim/..."}, nil},
+	{"github.com/pion/srtp/v3", []string{"internal/carrier/sip/media", "internal/carrier/sip/sipsim"}, nil},
 	{"github.com/tetratelabs/wazero", []string{"internal/audio/vad/webrtc"}, nil},
 	{"github.com/yalue/onnxruntime_go", []string{"internal/audio/vad/silero"}, nil},
 	{"gonum.org/v1/gonum", []string{"internal/audio/echo"}, nil},

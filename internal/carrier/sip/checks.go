@@ -51,6 +51,8 @@ func trunkChecks(section string, s registry.Settings, resolver allow.Resolver) [
 		doctor.Local(section, "rtp ports", c.needOptions(c.rtpPorts)),
 		doctor.Net(section, "sip allow-list", c.needOptions(c.allowHosts)),
 		doctor.Local(section, "sip codecs", c.needOptions(c.codecs)),
+		doctor.Local(section, "sip tls certificate", c.needOptions(c.tlsCertificate)),
+		doctor.Local(section, "sip tls port", c.needOptions(c.tlsListenPort)),
 		doctor.Net(section, "sip registration", c.needOptions(c.registration)),
 	}
 }
@@ -97,6 +99,9 @@ func (c *checker) listenPort(ctx context.Context) doctor.Result {
 	}
 	var held []string
 	for _, transport := range c.opts.Transports {
+		if transport == "tls" {
+			continue // on its own port: see the tls certificate check
+		}
 		err := bindAndRelease(transport, addr)
 		switch {
 		case err == nil:

@@ -91,7 +91,8 @@ func requestSummary(data []byte) (method, agent string) {
 // trunk does not know, and an idle or trickling connection cannot hold a reader.
 type gatedListener struct {
 	net.Listener
-	trunk *Trunk
+	trunk     *Trunk
+	transport string // tcp, tls: for the log
 }
 
 func (l *gatedListener) Accept() (net.Conn, error) {
@@ -106,7 +107,7 @@ func (l *gatedListener) Accept() (net.Conn, error) {
 		}
 		if _, logFirst := l.trunk.refuser.Refuse(src, time.Now()); logFirst {
 			l.trunk.log.Warn("refused a SIP connection from a source "+SettingAllow+" does not name (logged once per source)",
-				"source", src.String(), "transport", "tcp")
+				"source", src.String(), "transport", l.transport)
 		}
 		_ = conn.Close()
 	}

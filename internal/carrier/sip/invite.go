@@ -64,7 +64,7 @@ func (t *Trunk) answerCall(req *sip.Request, tx sip.ServerTransaction) {
 		_ = tx.Respond(sip.NewResponseFromRequest(req, sip.StatusLoopDetected, "Loop Detected", nil))
 		return
 	}
-	dialog, err := t.dialogUA().ReadInvite(req, tx)
+	dialog, err := t.dialogUA(req).ReadInvite(req, tx)
 	if err != nil {
 		_ = tx.Respond(sip.NewResponseFromRequest(req, sip.StatusBadRequest, clipReason(err), nil))
 		return
@@ -73,6 +73,9 @@ func (t *Trunk) answerCall(req *sip.Request, tx sip.ServerTransaction) {
 	sig.signal(time.Now(), "180 Ringing", "out", "")
 
 	offer, err := sdp.Parse(req.Body())
+	if err == nil {
+		err = t.checkOfferSecurity(offer) // HANDSET_SIP_SRTP (srtp.go)
+	}
 	if err != nil {
 		t.log.Warn("refused a call: its SDP offer", "call_id", callID(req), "err", err)
 		_ = dialog.Respond(offerStatus(err), clipReason(err), nil)
@@ -90,8 +93,13 @@ func (t *Trunk) answerCall(req *sip.Request, tx sip.ServerTransaction) {
 		DTMF:      dtmfPayloadType,
 		SessionID: randomID(),
 		Version:   1,
+		Crypto:    t.localKeys(false),
 	}
 	answer, agreed, err := sdp.Answer(offer, local)
+	var keys media.SRTP
+	if err == nil {
+		keys, err = mediaSRTP(agreed, local.Crypto)
+	}
 	if err != nil {
 		_ = conn.Close()
 		t.log.Warn("refused a call: its SDP offer", "call_id", callID(req), "err", err)
@@ -100,7 +108,7 @@ func (t *Trunk) answerCall(req *sip.Request, tx sip.ServerTransaction) {
 	}
 	codec, _ := mediaCodec(agreed.Codec())
 	sess, err := media.New(media.Config{
-		Conn: conn, Remote: agreed.Addr, Peer: sourceAddr(req), Codec: codec, DTMF: agreed.DTMF,
+		Conn: conn, Remote: agreed.Addr, Peer: sourceAddr(req), Codec: codec, DTMF: agreed.DTMF, SRTP: keys,
 		Log: t.log.With("call_id", callID(req)),
 	})
 	if err != nil {
@@ -115,7 +123,7 @@ func (t *Trunk) answerCall(req *sip.Request, tx sip.ServerTransaction) {
 		return
 	}
 	c := &inboundCall{dialog: dialog, media: sess, local: local, agreed: agreed, answer: answer}
-	c.leg = legOf(t.log, sess, inboundInfo(req, codec), sig, dialog.Bye, func() { t.dialogs.remove(c) })
+	c.leg = legOf(t.log, sess, inboundInfo(req, codec), sig, byeOf(dialog), func() { t.dialogs.remove(c) })
 	t.dialogs.add(c)
 	if _, err := t.in.Admit(c.leg); err != nil {
 		t.dialogs.remove(c)
@@ -164,7 +172,8 @@ func (t *Trunk) onReinvite(req *sip.Request, tx sip.ServerTransaction) {
 		return
 	}
 	res := sip.NewSDPResponseFromRequest(req, body)
-	res.AppendHeader(&t.contact)
+	contact := t.contactFor(req)
+	res.AppendHeader(&contact)
 	_ = tx.Respond(res)
 }
 
@@ -187,6 +196,9 @@ func (c *inboundCall) renegotiate(body []byte) ([]byte, error) {
 	local.Version++
 	answer, agreed, err := sdp.Answer(offer, local)
 	if err != nil {
+		return nil, err
+	}
+	if err := rekey(c.media, c.agreed, agreed, local.Crypto); err != nil { // srtp.go
 		return nil, err
 	}
 	if agreed.Addr != c.agreed.Addr {
@@ -245,15 +257,17 @@ func (t *Trunk) refuse(req *sip.Request, tx sip.ServerTransaction) {
 	_ = tx.Respond(sip.NewResponseFromRequest(req, sip.StatusForbidden, "Forbidden", nil))
 }
 
-// dialogUA builds the dialogs of inbound calls: the trunk's client sends their BYEs.
-func (t *Trunk) dialogUA() *sipgo.DialogUA {
-	return &sipgo.DialogUA{Client: t.client, ContactHDR: t.contact}
+// dialogUA builds the dialog of an inbound call: the trunk's client sends its BYE, and
+// its Contact is on the transport the INVITE came by.
+func (t *Trunk) dialogUA(req *sip.Request) *sipgo.DialogUA {
+	return &sipgo.DialogUA{Client: t.client, ContactHDR: t.contactFor(req)}
 }
 
 // offerStatus is the final status for an offer Handset cannot answer: 488 when it is
 // readable but has nothing Handset can use, 400 when it is not readable.
 func offerStatus(err error) int {
-	if errors.Is(err, sdp.ErrNoCommonCodec) || errors.Is(err, sdp.ErrSecureUnsupported) || errors.Is(err, sdp.ErrNoAudio) {
+	if errors.Is(err, sdp.ErrNoCommonCodec) || errors.Is(err, sdp.ErrSecureUnsupported) || errors.Is(err, sdp.ErrNoAudio) ||
+		errors.Is(err, errSRTPPolicy) {
 		return sip.StatusNotAcceptableHere
 	}
 	return sip.StatusBadRequest

@@ -105,6 +105,7 @@ func (t *Trunk) ring(ctx context.Context, p *placed, d carrier.Dial, target sip.
 	local := sdp.Local{
 		Addr:   netip.AddrPortFrom(t.addr.Addr(), uint16(conn.LocalAddr().(interface{ AddrPort() netip.AddrPort }).AddrPort().Port())),
 		Codecs: t.opts.Codecs, DTMF: dtmfPayloadType, SessionID: randomID(), Version: 1,
+		Crypto: t.localKeys(true),
 	}
 	offer, err := sdp.Offer(local)
 	if err != nil {
@@ -135,10 +136,14 @@ func (t *Trunk) ring(ctx context.Context, p *placed, d carrier.Dial, target sip.
 			err = fmt.Errorf("the answer chose %s", agreed.Codec().Name)
 		}
 	}
+	var keys media.SRTP
+	if err == nil {
+		keys, err = mediaSRTP(agreed, local.Crypto)
+	}
 	var sess *media.Session
 	if err == nil {
 		sess, err = media.New(media.Config{Conn: conn, Remote: agreed.Addr, Peer: agreed.Addr.Addr(), Codec: codec,
-			DTMF: agreed.DTMF, Log: t.log.With("call", d.CallID)})
+			DTMF: agreed.DTMF, SRTP: keys, Log: t.log.With("call", d.CallID)})
 	}
 	if err != nil {
 		_ = conn.Close()

@@ -1,6 +1,7 @@
 package sip
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -27,6 +28,7 @@ const (
 	SettingTrunk      = "HANDSET_SIP_TRUNK"
 	SettingUsername   = "HANDSET_SIP_USERNAME"
 	SettingPassword   = "HANDSET_SIP_PASSWORD"
+	// SettingSRTP and the TLS settings are in srtp.go and tls.go.
 )
 
 // Defaults of the settings.
@@ -44,7 +46,7 @@ var settings = []registry.CarrierSetting{
 	{Env: SettingListen, YAML: "listen", Default: DefaultListen,
 		Help: "The address and port SIP signalling listens on (every transport of HANDSET_SIP_TRANSPORTS, the same port)."},
 	{Env: SettingTransports, YAML: "transports", Default: DefaultTransports,
-		Help: "The SIP transports to listen on, comma-separated: udp, tcp."},
+		Help: "The SIP transports to listen on, comma-separated: udp, tcp, tls (on HANDSET_SIP_TLS_LISTEN, with HANDSET_SIP_TLS_CERT and HANDSET_SIP_TLS_KEY)."},
 	{Env: SettingPublicAddr, YAML: "public_addr",
 		Help: "The IP address the trunk reaches Handset at, written into SDP and Contact headers (behind NAT, the public one); empty: the listening address, or the interface that routes to the internet."},
 	{Env: SettingRTPPorts, YAML: "rtp_ports", Default: DefaultRTPPorts,
@@ -59,6 +61,9 @@ var settings = []registry.CarrierSetting{
 		Help: "The SIP user Handset registers as and answers digest challenges with."},
 	{Env: SettingPassword, YAML: "password", Kind: registry.SettingSecret,
 		Help: "The SIP user's password, for the registrar's digest challenges."},
+	{Env: SettingSRTP, YAML: "srtp", Default: SRTPOffered,
+		Help: "Encrypted media (SRTP with SDES keys): offered answers an RTP/SAVP offer with SRTP and a plain one with RTP; required refuses plain RTP offers (488) and offers only SRTP on outbound calls. Use with TLS signalling, which carries the keys."},
+	tlsSettings[0], tlsSettings[1], tlsSettings[2],
 }
 
 // Options are a SIP trunk's settings, read and checked.
@@ -76,6 +81,11 @@ type Options struct {
 	// Trunk, when set, is where outbound calls go (else Registrar).
 	Trunk              *sip.Uri
 	Username, Password string
+	// SRTP is SRTPOffered or SRTPRequired.
+	SRTP string
+	// TLSListen and TLSCert serve SIP over TLS when Transports names tls (tls.go).
+	TLSListen netip.AddrPort
+	TLSCert   *tls.Certificate
 }
 
 // ReadOptions reads the settings; an error names the setting and what is wrong with it.
@@ -94,10 +104,10 @@ func ReadOptions(s registry.Settings) (Options, error) {
 	for _, t := range splitList(orDefault(s.Value(SettingTransports), DefaultTransports)) {
 		t = strings.ToLower(t)
 		switch t {
-		case "udp", "tcp":
+		case "udp", "tcp", "tls":
 			o.Transports = append(o.Transports, t)
 		default:
-			bad(SettingTransports, fmt.Errorf("%q is not a transport Handset listens on (udp, tcp)", t))
+			bad(SettingTransports, fmt.Errorf("%q is not a transport Handset listens on (udp, tcp, tls)", t))
 		}
 	}
 	if len(o.Transports) == 0 && len(errs) == 0 {
@@ -155,6 +165,10 @@ func ReadOptions(s registry.Settings) (Options, error) {
 	if len(o.Codecs) == 0 && len(errs) == 0 {
 		bad(SettingCodecs, errors.New("names no codec"))
 	}
+	if o.SRTP, err = readSRTP(s.Value(SettingSRTP)); err != nil {
+		bad(SettingSRTP, err)
+	}
+	readTLS(s, &o, bad) // tls.go
 	return o, errors.Join(errs...)
 }
 

@@ -13,6 +13,10 @@
 // A public SIP port is probed all day by scanners. Only the sources HANDSET_SIP_ALLOW
 // names (internal/carrier/sip/allow) get past the gate that stands before the parser;
 // everyone else gets a few 403s a second at most, one log line, and nothing else.
+//
+// Trunks that require it get SIP over TLS (tls.go: its own port, strangers' connections
+// closed before the handshake) and SRTP (srtp.go: a fresh SDES key per call, the agreed
+// keys handed to the media session); HANDSET_SIP_SRTP=required refuses plain RTP.
 package sip
 
 // Name is the carrier's name, as HANDSET_CARRIER and call records use it.

@@ -60,6 +60,7 @@ func (t *Trunk) transferInbound(ctx context.Context, ref, number string) error {
 	req := sip.NewRequest(sip.REFER, c.dialog.InviteRequest.Contact().Address)
 	req.AppendHeader(sip.NewHeader("Refer-To", "<"+target.String()+">"))
 	req.AppendHeader(sip.NewHeader("Referred-By", "<"+t.contact.Address.String()+">"))
+	sameConnection(req, c.dialog.InviteRequest) // tls.go
 	c.leg.signals.signal(time.Now(), "REFER", "out", "")
 	res, err := c.dialog.Do(ctx, req)
 	if err != nil {

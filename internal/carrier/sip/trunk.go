@@ -46,6 +46,8 @@ type Trunk struct {
 	dialogs *dialogs
 	// udpAddr is the UDP listener's local address, which requests are sent from.
 	udpAddr string
+	// tlsPort is the TLS listener's port; 0 without one (tls.go).
+	tlsPort uint16
 
 	stop    context.CancelFunc
 	serving sync.WaitGroup
@@ -209,8 +211,14 @@ func (t *Trunk) bindOnce() (uint16, []func() error, error) {
 			}
 			port = uint16(ln.Addr().(*net.TCPAddr).Port)
 			t.closers = append(t.closers, ln.Close)
-			gated := &gatedListener{Listener: ln, trunk: t}
+			gated := &gatedListener{Listener: ln, trunk: t, transport: "tcp"}
 			serves = append(serves, func() error { return t.srv.ServeTCP(gated) })
+		case "tls": // on its own port (tls.go)
+			serve, err := t.bindTLS()
+			if err != nil {
+				return 0, nil, err
+			}
+			serves = append(serves, serve)
 		}
 	}
 	return port, serves, nil

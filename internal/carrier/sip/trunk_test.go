@@ -145,7 +145,7 @@ func (s *recordingSink) waitFor(t *testing.T, what string, cond func(*recordingS
 }
 
 // startTrunk runs a trunk on loopback that admits calls through a.
-func startTrunk(t *testing.T, allowSpec string, a *answering) *Trunk {
+func startTrunk(t *testing.T, allowSpec string, a *answering, edits ...func(*Options)) *Trunk {
 	t.Helper()
 	list, err := allow.Parse(allowSpec)
 	if err != nil {
@@ -154,6 +154,9 @@ func startTrunk(t *testing.T, allowSpec string, a *answering) *Trunk {
 	opts := Options{
 		Listen: netip.MustParseAddrPort("127.0.0.1:0"), Transports: []string{"udp", "tcp"},
 		Allow: list, RTPLow: 31000, RTPHigh: 31999, Codecs: []sdp.Codec{sdp.PCMU, sdp.PCMA},
+	}
+	for _, edit := range edits {
+		edit(&opts)
 	}
 	tr, err := Start(opts, carrier.Inbound{Admit: a.admit, Draining: func() bool { return false },
 		Memory: carriertest.NewMemory(), Logger: slog.New(slog.DiscardHandler)})

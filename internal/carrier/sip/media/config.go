@@ -58,6 +58,8 @@ type Config struct {
 	// all); MediaTimeout how long once media flowed (not counted on hold). Zero picks
 	// the defaults; Run then returns ErrMediaTimeout.
 	FirstMediaTimeout, MediaTimeout time.Duration
+	// SRTP keys the media when the SDP agreed on RTP/SAVP; the zero value is plain RTP.
+	SRTP SRTP
 	// Log receives the session's rare events (latching, resets); nil discards them.
 	Log *slog.Logger
 }

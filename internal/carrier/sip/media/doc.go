@@ -58,6 +58,18 @@
 // an end packet), and retransmits of a recent event are ignored. SendDTMF sends the same
 // shape: an update every tick for 100 ms, then three end packets, audio held back meanwhile.
 //
+// # SRTP
+//
+// A trunk that requires encrypted media agrees SRTP in the SDP (RTP/SAVP, SDES keys in
+// a=crypto lines): each side picked its own key, and Config.SRTP gives the session both,
+// Handset's to encrypt what it sends and the peer's to decrypt what arrives (pion/srtp).
+// Sealing happens on the tick, after the packet is built; opening happens after the
+// source check and before the parser, so an unauthenticated packet never latches the
+// peer's address, reaches the jitter buffer or counts as media. One that fails
+// authentication is reported to sink.Malformed (ErrUnauthentic) and dropped; a replayed
+// one is counted as a duplicate. Both directions reuse their buffers: no allocation per
+// packet. SetSRTP rekeys the session when a re-INVITE brings new keys.
+//
 // # Timeouts
 //
 // A peer that never sends RTP (FirstMediaTimeout from Start) or stops (MediaTimeout since

@@ -92,45 +92,60 @@ func cpuTime(b *testing.B) time.Duration {
 //	go test -run '^$' -bench Sessions -benchtime 150x ./internal/carrier/sip/media
 func BenchmarkSessions(b *testing.B) {
 	for _, n := range []int{2, 200, 500} {
-		b.Run(fmt.Sprintf("sessions=%d", n), func(b *testing.B) {
-			sessions := make([]*Session, 0, n)
-			heap0 := heapInUse()
-			for range n / 2 {
-				connA, connB := listenLoopback(b), listenLoopback(b)
-				for _, pair := range [][2]*net.UDPConn{{connA, connB}, {connB, connA}} {
-					s, err := New(Config{Conn: pair[0], Remote: pair[1].LocalAddr().(*net.UDPAddr).AddrPort(), Codec: PCMU, DTMF: 101})
-					if err != nil {
-						b.Fatal(err)
-					}
-					sessions = append(sessions, s)
-					go func() { _ = s.Run(context.Background(), discardSink{}) }()
-				}
-			}
-			defer func() {
-				for _, s := range sessions {
-					_ = s.Close()
-				}
-			}()
-			time.Sleep(200 * time.Millisecond) // every clock started and past its first tick
-			heap := heapInUse() - heap0
-			cpu0, wall0 := cpuTime(b), time.Now()
-			b.ResetTimer()
-			time.Sleep(time.Duration(b.N) * 20 * time.Millisecond)
-			b.StopTimer()
-			cpu, wall := cpuTime(b)-cpu0, time.Since(wall0)
-			var lateness Lateness
-			var sent uint64
-			for _, s := range sessions {
-				st := s.Stats()
-				lateness.Merge(st.Lateness)
-				sent += st.PacketsOut
-			}
-			b.ReportMetric(float64(heap)/float64(n), "heap-B/session")
-			b.ReportMetric(100*cpu.Seconds()/wall.Seconds()/float64(n), "cpu%/session")
-			b.ReportMetric(float64(lateness.Quantile(0.5).Microseconds()), "late-p50-µs")
-			b.ReportMetric(float64(lateness.Quantile(0.99).Microseconds()), "late-p99-µs")
-			b.ReportMetric(float64(lateness.Max.Microseconds()), "late-max-µs")
-			b.ReportMetric(float64(sent)/float64(n), "packets/session")
-		})
+		b.Run(fmt.Sprintf("sessions=%d", n), func(b *testing.B) { benchSessions(b, n, nil) })
 	}
+}
+
+// benchSessions runs n sessions in pairs; keys, when set, gives each pair's two sessions
+// their SRTP keys (the second of a pair gets them crossed).
+func benchSessions(b *testing.B, n int, keys *SRTP) {
+	sessions := make([]*Session, 0, n)
+	heap0 := heapInUse()
+	for range n / 2 {
+		connA, connB := listenLoopback(b), listenLoopback(b)
+		for i, pair := range [][2]*net.UDPConn{{connA, connB}, {connB, connA}} {
+			cfg := Config{Conn: pair[0], Remote: pair[1].LocalAddr().(*net.UDPAddr).AddrPort(), Codec: PCMU, DTMF: 101}
+			if keys != nil {
+				cfg.SRTP = *keys
+				if i == 1 {
+					cfg.SRTP.Local, cfg.SRTP.Remote = keys.Remote, keys.Local
+				}
+			}
+			s, err := New(cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			sessions = append(sessions, s)
+			go func() { _ = s.Run(context.Background(), discardSink{}) }()
+		}
+	}
+	defer func() {
+		for _, s := range sessions {
+			_ = s.Close()
+		}
+	}()
+	time.Sleep(200 * time.Millisecond) // every clock started and past its first tick
+	heap := heapInUse() - heap0
+	cpu0, wall0 := cpuTime(b), time.Now()
+	b.ResetTimer()
+	time.Sleep(time.Duration(b.N) * 20 * time.Millisecond)
+	b.StopTimer()
+	cpu, wall := cpuTime(b)-cpu0, time.Since(wall0)
+	var lateness Lateness
+	var sent, malformed uint64
+	for _, s := range sessions {
+		st := s.Stats()
+		lateness.Merge(st.Lateness)
+		sent += st.PacketsOut
+		malformed += st.Malformed
+	}
+	if malformed != 0 {
+		b.Fatalf("%d packets malformed between sessions keyed for each other", malformed)
+	}
+	b.ReportMetric(float64(heap)/float64(n), "heap-B/session")
+	b.ReportMetric(100*cpu.Seconds()/wall.Seconds()/float64(n), "cpu%/session")
+	b.ReportMetric(float64(lateness.Quantile(0.5).Microseconds()), "late-p50-µs")
+	b.ReportMetric(float64(lateness.Quantile(0.99).Microseconds()), "late-p99-µs")
+	b.ReportMetric(float64(lateness.Max.Microseconds()), "late-max-µs")
+	b.ReportMetric(float64(sent)/float64(n), "packets/session")
 }

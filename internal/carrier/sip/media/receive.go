@@ -89,7 +89,19 @@ func (s *Session) receive(r *receiver, datagram []byte, from netip.AddrPort) (di
 		s.stats.Strangers++
 		return "", nil
 	}
-	payload, err := s.parse(r, datagram)
+	datagram, replayed, err := s.srtp.openPacket(datagram)
+	if replayed {
+		if known {
+			s.stats.Duplicates++
+		} else {
+			s.stats.Strangers++
+		}
+		return "", nil
+	}
+	var payload []byte
+	if err == nil {
+		payload, err = s.parse(r, datagram)
+	}
 	if err != nil {
 		if !known {
 			s.stats.Strangers++ // a stranger's garbage says nothing about the peer

@@ -158,7 +158,7 @@ func (s *Session) tick(p *pace.Pacer) {
 			s.mu.Lock()
 			if err == nil {
 				s.stats.PacketsOut++
-				s.stats.BytesOut += uint64(len(pkt) - rtpHeaderBytes)
+				s.stats.BytesOut += uint64(len(pkt) - rtpHeaderBytes - s.srtp.overhead())
 				if s.stats.FirstOut.IsZero() {
 					s.stats.FirstOut = sent
 				}
@@ -212,7 +212,15 @@ func (s *Session) nextPacket() (pkt []byte, to netip.AddrPort, send bool) {
 	if &payload[0] != &o.packet[rtpHeaderBytes] {
 		copy(o.packet[rtpHeaderBytes:], payload)
 	}
-	return o.packet[:rtpHeaderBytes+len(payload)], s.remote, true
+	pkt = o.packet[:rtpHeaderBytes+len(payload)]
+	if s.srtp != nil {
+		var err error
+		if pkt, err = s.srtp.seal(pkt); err != nil {
+			s.log.Error("RTP packet not sent", "err", err)
+			return nil, netip.AddrPort{}, false
+		}
+	}
+	return pkt, s.remote, true
 }
 
 // sendable is an address RTP can go to: not the unspecified address of an old-style hold.

@@ -73,6 +73,7 @@ type Session struct {
 	out      sender
 	stats    Stats
 	onSent   func(late time.Duration) // see ObserveSends
+	srtp     *sealer                  // nil: plain RTP
 	playout  [maxCatchUp][]byte       // frames popped for the sink, reused
 }
 
@@ -90,7 +91,12 @@ func New(cfg Config) (*Session, error) {
 	if cfg.Latch > LatchAny {
 		return nil, fmt.Errorf("media: unknown latch policy %d", cfg.Latch)
 	}
+	sealer, err := newSealer(cfg.SRTP)
+	if err != nil {
+		return nil, err
+	}
 	s := &Session{
+		srtp:         sealer,
 		conn:         cfg.Conn,
 		clk:          cfg.Clock,
 		log:          cfg.Log,
@@ -276,6 +282,19 @@ func (s *Session) SetCodec(c Codec, dtmf uint8) error {
 	s.jitter.configure(c)
 	s.out.init(c)
 	s.sizePlayout()
+	return nil
+}
+
+// SetSRTP rekeys the session (a re-INVITE brought new keys); the zero SRTP makes it plain
+// RTP. Packets in flight under the old keys fail authentication and are counted malformed.
+func (s *Session) SetSRTP(k SRTP) error {
+	sealer, err := newSealer(k)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.srtp = sealer
 	return nil
 }
 

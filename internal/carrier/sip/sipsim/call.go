@@ -35,6 +35,9 @@ type CallOptions struct {
 	// CallID and FromTag, when set, are the INVITE's (a test of a repeated INVITE);
 	// empty generates them.
 	CallID, FromTag string
+	// SRTP, when set (SRTP80, SRTP32), offers RTP/SAVP with a key of that suite, and
+	// the call's RTP both ways is SRTP (srtp.go).
+	SRTP string
 	// HandOffMedia leaves the call's RTP socket unread (Received stays empty) for a
 	// simulated phone to take over with Call.Transport.
 	HandOffMedia bool
@@ -65,7 +68,8 @@ type Call struct {
 	rtpConn   *net.UDPConn
 	remote    netip.AddrPort // where Handset receives RTP, from its answer
 	pt        uint8
-	dtmfPT    uint8 // Handset's answer's telephone-event type; 0 when it took none
+	dtmfPT    uint8     // Handset's answer's telephone-event type; 0 when it took none
+	srtp      *callSRTP // nil: plain RTP
 
 	Responses []Response // every response to the INVITE, in order
 	Answered  time.Time  // when the 200 OK arrived
@@ -108,10 +112,17 @@ func (c *Caller) Call(ctx context.Context, target netip.AddrPort, o CallOptions)
 	if offer == nil {
 		offer = offerSDP(c.addr.Addr(), rtpConn.LocalAddr().(*net.UDPAddr).AddrPort().Port(), pt, name)
 	}
+	var secured *callSRTP
+	if o.SRTP != "" {
+		if secured, offer, err = newCallSRTP(o.SRTP, offer); err != nil {
+			rtpConn.Close()
+			return nil, err
+		}
+	}
 	recipient := sip.Uri{Scheme: "sip", User: o.To, Host: target.Addr().String(), Port: int(target.Port())}
-	if c.transport == "tcp" {
+	if c.transport == "tcp" || c.transport == "tls" {
 		recipient.UriParams = sip.NewParams()
-		recipient.UriParams.Add("transport", "tcp")
+		recipient.UriParams.Add("transport", c.transport)
 	}
 	headers := []sip.Header{
 		sip.NewHeader("Content-Type", "application/sdp"),
@@ -126,7 +137,7 @@ func (c *Caller) Call(ctx context.Context, target netip.AddrPort, o CallOptions)
 	}
 	call := &Call{caller: c, rtpConn: rtpConn, pt: pt, arrived: make(chan struct{}, 1),
 		ended: make(chan struct{}), readerOut: make(chan struct{}), ssrc: randomUint32(),
-		seq: uint16(randomUint32()), ts: randomUint32()}
+		seq: uint16(randomUint32()), ts: randomUint32(), srtp: secured}
 	sess, err := c.dialogs.Invite(ctx, recipient, offer, headers...)
 	if err != nil {
 		rtpConn.Close()
@@ -155,7 +166,11 @@ func (c *Caller) Call(ctx context.Context, target netip.AddrPort, o CallOptions)
 	} else {
 		go call.read() // before the ACK: Handset's RTP may already flow
 	}
-	if call.remote, call.dtmfPT, err = readAnswer(call.Answer); err != nil {
+	call.remote, call.dtmfPT, err = readAnswer(call.Answer)
+	if err == nil && call.srtp != nil {
+		err = call.srtp.answered(call.Answer)
+	}
+	if err != nil {
 		_ = sess.Ack(ctx)
 		_ = call.Hangup(ctx)
 		return nil, err
@@ -307,6 +322,9 @@ func (call *Call) Reinvite(ctx context.Context, offer []byte) (int, []byte, erro
 		ack := sip.NewRequest(sip.ACK, call.sess.InviteResponse.Contact().Address)
 		ack.AppendHeader(req.CSeq()) // same number as the re-INVITE
 		_ = call.sess.WriteRequest(ack)
+		if err := call.srtp.reinvited(res.Body()); err != nil {
+			return res.StatusCode, res.Body(), err
+		}
 	}
 	return res.StatusCode, res.Body(), nil
 }
@@ -314,6 +332,11 @@ func (call *Call) Reinvite(ctx context.Context, offer []byte) (int, []byte, erro
 // OfferSDP is the usual offer of the simulated trunk, for a re-INVITE: dir is sendrecv,
 // sendonly or inactive; version the o= line's.
 func (call *Call) OfferSDP(dir string, version int) []byte {
+	return call.srtp.offerFor(call.plainOfferSDP(dir, version), false)
+}
+
+// plainOfferSDP is OfferSDP as plain RTP.
+func (call *Call) plainOfferSDP(dir string, version int) []byte {
 	local := call.LocalRTP()
 	return []byte(fmt.Sprintf("v=0\r\no=sipsim 4242 %d IN IP4 %s\r\ns=-\r\nc=IN IP4 %s\r\nt=0 0\r\n"+
 		"m=audio %d RTP/AVP %d %d\r\na=rtpmap:%d %s/8000\r\na=rtpmap:%d telephone-event/8000\r\na=fmtp:%d 0-16\r\na=ptime:20\r\na=%s\r\n",
@@ -350,8 +373,9 @@ func (call *Call) read() {
 		if err != nil {
 			return
 		}
+		datagram, ok := call.srtp.openPacket(buf[:n])
 		var p rtp.Packet
-		if p.Unmarshal(buf[:n]) != nil {
+		if !ok || p.Unmarshal(datagram) != nil {
 			continue
 		}
 		call.mu.Lock()
@@ -385,6 +409,9 @@ func (call *Call) write(pt uint8, marker bool, payload []byte, ts uint32) error 
 		Timestamp: ts, SSRC: call.ssrc}, Payload: payload}
 	call.seq++
 	b, err := p.Marshal()
+	if err == nil {
+		b, err = call.srtp.sealPacket(b)
+	}
 	if err != nil {
 		return err
 	}
@@ -475,4 +502,12 @@ func (call *Call) ReferredTo() string {
 	call.mu.Lock()
 	defer call.mu.Unlock()
 	return call.referredTo
+}
+
+// Contact is the Contact of Handset's 200 OK: where the call's next requests go.
+func (call *Call) Contact() string {
+	if h := call.sess.InviteResponse.Contact(); h != nil {
+		return h.Address.String()
+	}
+	return ""
 }

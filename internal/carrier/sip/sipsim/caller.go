@@ -13,6 +13,7 @@ package sipsim
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -52,8 +53,11 @@ type CallerOptions struct {
 	Addr string
 	// Logger receives sipgo's warnings; nil discards them.
 	Logger *slog.Logger
-	// Transport is how calls are signalled: "udp" (default) or "tcp".
+	// Transport is how calls are signalled: "udp" (default), "tcp" or "tls".
 	Transport string
+	// TLS is the client configuration for "tls" (the CA that signed Handset's
+	// certificate); nil verifies against the system's roots.
+	TLS *tls.Config
 }
 
 // NewCaller starts a simulated trunk.
@@ -75,6 +79,7 @@ func NewCaller(o CallerOptions) (*Caller, error) {
 	c := &Caller{addr: netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()), conn: conn, transport: o.Transport,
 		done: make(chan struct{}), calls: map[string]*Call{}, heard: map[string][]Response{}, responded: make(chan struct{}, 1)}
 	ua, err := sipgo.NewUA(sipgo.WithUserAgent("handset-sipsim"), sipgo.WithUserAgentHostname(host),
+		sipgo.WithUserAgenTLSConfig(o.TLS),
 		sipgo.WithUserAgentTransportLayerOptions(sip.WithTransportLayerLogger(log), sip.WithTransportLayerReadFilter(c.hear)),
 		// Responses no transaction waits for (retransmissions, answers to a replayed INVITE)
 		// are noted by hear; sipgo would log each to its default logger.

@@ -54,6 +54,11 @@ func (t *rtpTransport) Read(ctx context.Context) (websocket.MessageType, []byte,
 		if from != t.call.remote { // symmetric RTP: only the answer's address is the call's
 			continue
 		}
+		opened, ok := t.call.srtp.openPacket(t.buf[:n])
+		if !ok {
+			continue
+		}
+		n = copy(t.buf, opened)
 		if t.meter != nil && n >= rtpHeaderLen && t.buf[1]&0x7f == t.call.pt {
 			t.meter.add(t.clock.lateness(t.buf[:rtpHeaderLen], time.Now()))
 		}
@@ -62,7 +67,11 @@ func (t *rtpTransport) Read(ctx context.Context) (websocket.MessageType, []byte,
 }
 
 func (t *rtpTransport) Write(_ context.Context, msg []byte) error {
-	_, err := t.call.rtpConn.WriteToUDPAddrPort(msg, t.call.remote)
+	msg, err := t.call.srtp.sealPacket(msg)
+	if err != nil {
+		return err
+	}
+	_, err = t.call.rtpConn.WriteToUDPAddrPort(msg, t.call.remote)
 	return err
 }
 
