@@ -44,6 +44,9 @@ type Caller struct {
 	heard map[string][]Response
 	// responded is signalled (size 1) when a response is heard, for Replay to wait on.
 	responded chan struct{}
+
+	referStatus int
+	answering   *answering // set by Answer: INVITEs from Handset are answered
 }
 
 // CallerOptions shape a Caller.
@@ -54,6 +57,9 @@ type CallerOptions struct {
 	Logger *slog.Logger
 	// Transport is how calls are signalled: "udp" (default) or "tcp".
 	Transport string
+	// ReferStatus, when set, is the final status every REFER gets (501: a trunk that
+	// will not transfer); zero carries the transfer out.
+	ReferStatus int
 }
 
 // NewCaller starts a simulated trunk.
@@ -73,7 +79,8 @@ func NewCaller(o CallerOptions) (*Caller, error) {
 	ap := conn.LocalAddr().(*net.UDPAddr).AddrPort()
 	host := ap.Addr().Unmap().String()
 	c := &Caller{addr: netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()), conn: conn, transport: o.Transport,
-		done: make(chan struct{}), calls: map[string]*Call{}, heard: map[string][]Response{}, responded: make(chan struct{}, 1)}
+		done: make(chan struct{}), calls: map[string]*Call{}, heard: map[string][]Response{}, responded: make(chan struct{}, 1),
+		referStatus: o.ReferStatus}
 	ua, err := sipgo.NewUA(sipgo.WithUserAgent("handset-sipsim"), sipgo.WithUserAgentHostname(host),
 		sipgo.WithUserAgentTransportLayerOptions(sip.WithTransportLayerLogger(log), sip.WithTransportLayerReadFilter(c.hear)),
 		// Responses no transaction waits for (retransmissions, answers to a replayed INVITE)
@@ -258,6 +265,9 @@ func responseLine(data []byte) (status int, callID string, ok bool) {
 // onRefer carries out a blind transfer as a trunk does: 202 Accepted, a NOTIFY that the
 // new call was answered (message/sipfrag), then a BYE: the call is the trunk's now.
 func (c *Caller) onRefer(req *sip.Request, tx sip.ServerTransaction) {
+	if c.refuseRefer(req, tx) {
+		return
+	}
 	call := c.call(req)
 	h := req.GetHeader("Refer-To")
 	if call == nil || h == nil {
