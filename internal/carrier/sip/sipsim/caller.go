@@ -45,6 +45,7 @@ type Caller struct {
 	// responded is signalled (size 1) when a response is heard, for Replay to wait on.
 	responded chan struct{}
 
+	ready       chan struct{} // closed when NewCaller returns
 	referStatus int
 	answering   *answering // set by Answer: INVITEs from Handset are answered
 }
@@ -80,7 +81,8 @@ func NewCaller(o CallerOptions) (*Caller, error) {
 	host := ap.Addr().Unmap().String()
 	c := &Caller{addr: netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()), conn: conn, transport: o.Transport,
 		done: make(chan struct{}), calls: map[string]*Call{}, heard: map[string][]Response{}, responded: make(chan struct{}, 1),
-		referStatus: o.ReferStatus}
+		referStatus: o.ReferStatus, ready: make(chan struct{})}
+	defer close(c.ready)
 	ua, err := sipgo.NewUA(sipgo.WithUserAgent("handset-sipsim"), sipgo.WithUserAgentHostname(host),
 		sipgo.WithUserAgentTransportLayerOptions(sip.WithTransportLayerLogger(log), sip.WithTransportLayerReadFilter(c.hear)),
 		// Responses no transaction waits for (retransmissions, answers to a replayed INVITE)
@@ -121,7 +123,7 @@ func NewCaller(o CallerOptions) (*Caller, error) {
 	c.srv.OnBye(c.onBye)
 	c.srv.OnRefer(c.onRefer)
 	c.srv.OnInvite(c.onReinvite)
-	c.srv.OnAck(func(*sip.Request, sip.ServerTransaction) {})
+	c.srv.OnAck(c.onAck)
 	return c, nil
 }
 
@@ -147,6 +149,9 @@ func (c *Caller) Close() {
 // onBye is Handset hanging up.
 func (c *Caller) onBye(req *sip.Request, tx sip.ServerTransaction) {
 	call := c.call(req)
+	if c.calleeBye(call, req, tx) {
+		return
+	}
 	if err := c.dialogs.ReadBye(req, tx); err != nil {
 		_ = tx.Respond(sip.NewResponseFromRequest(req, sip.StatusCallTransactionDoesNotExists, err.Error(), nil))
 		return
@@ -156,8 +161,12 @@ func (c *Caller) onBye(req *sip.Request, tx sip.ServerTransaction) {
 	}
 }
 
-// onReinvite refuses an offer from Handset: the simulated trunk never expects one.
+// onReinvite refuses an offer from Handset: the simulated trunk never expects one (but
+// answers new calls when told to: Answer).
 func (c *Caller) onReinvite(req *sip.Request, tx sip.ServerTransaction) {
+	if c.answerInvite(req, tx) {
+		return
+	}
 	_ = tx.Respond(sip.NewResponseFromRequest(req, sip.StatusNotAcceptableHere, "Not Acceptable Here", nil))
 }
 
@@ -213,8 +222,11 @@ func refusal(err error) error {
 	return err
 }
 
-// hear notes each response as it arrives, by Call-ID.
+// hear notes each response as it arrives, by Call-ID. It first waits for NewCaller to
+// finish: a request nobody asked for (an INVITE to a caller that answers calls) must find
+// the handlers and the client in place.
 func (c *Caller) hear(_ sip.TransportReadProps, data []byte) ([]byte, error) {
+	<-c.ready
 	status, callID, ok := responseLine(data)
 	if ok {
 		c.mu.Lock()
