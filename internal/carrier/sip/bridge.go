@@ -13,6 +13,7 @@ import (
 	"github.com/handset-voice/handset/internal/carrier"
 	"github.com/handset-voice/handset/internal/carrier/sip/dial"
 	"github.com/handset-voice/handset/internal/carrier/sip/media"
+	"github.com/handset-voice/handset/internal/voice"
 )
 
 // Some peers will not carry out a blind transfer: a PBX with REFER switched off, a trunk
@@ -45,9 +46,10 @@ func refusesRefer(status int) bool {
 // bridge is a caller joined to a transfer's target by Handset.
 type bridge struct {
 	log      *slog.Logger
-	caller   *Leg     // the call that came in; its media and dialog are the bridge's
-	media    mediaRun // the caller's session, running for the bridge
-	release  func()   // forgets the caller's dialog once the bridge is over
+	caller   *Leg            // the call transferred; its media and dialog are the bridge's
+	gone     <-chan struct{} // closed when the caller hangs up
+	media    mediaRun        // the caller's session, running for the bridge
+	release  func()          // forgets the caller's dialog once the bridge is over
 	target   *dial.Dialog
 	far      *media.Session // the target's
 	toTarget *media.Forwarder
@@ -59,17 +61,25 @@ type bridge struct {
 	ended    chan struct{} // closed once both sides are hung up
 }
 
-// bridgeInbound calls target for the inbound call c, whose peer refused to transfer it,
-// and bridges the two once the target answers. It returns when the bridge is up (the
-// agent's leg then ends as transferred) or the call failed (the caller stays with the
-// agent).
+// bridgeInbound bridges the inbound call c, whose peer refused to transfer it, to target.
 func (t *Trunk) bridgeInbound(ctx context.Context, c *inboundCall, target sip.Uri) error {
-	from := c.leg.info.To // the number the caller called: the trunk knows it as Handset's
+	return t.bridge(ctx, c.leg, c.leg.ended, target)
+}
+
+// bridge calls target for the call on leg, whose peer refused to transfer it (gone is
+// closed when that peer hangs up), and bridges the two once the target answers. It
+// returns when the bridge is up (the agent's leg then ends as transferred) or the call
+// failed (the caller stays with the agent).
+func (t *Trunk) bridge(ctx context.Context, leg *Leg, gone <-chan struct{}, target sip.Uri) error {
+	from := leg.info.To // inbound, the number called; placed, the one called: Handset's or the trunk's own
+	if leg.info.Direction == voice.Outbound {
+		from = leg.info.From
+	}
 	if from == "" {
 		from = t.contact.Address.User
 	}
-	log := t.log.With("call_id", c.leg.info.CarrierRef, "bridge_to", target.User)
-	sig := c.leg.signals
+	log := t.log.With("call_id", leg.info.CarrierRef, "bridge_to", target.User)
+	sig := leg.signals
 	dlg, far, _, err := t.connect(ctx, invitation{target: target, from: from, ringTimeout: bridgeRingTimeout,
 		sig: sig, why: "bridge", inviting: func() {}, log: log})
 	if err != nil {
@@ -77,10 +87,10 @@ func (t *Trunk) bridgeInbound(ctx context.Context, c *inboundCall, target sip.Ur
 		return transferFailure(fmt.Errorf("the trunk refused the transfer, and the call Handset placed instead failed: %w", err))
 	}
 	far.Start()
-	b := &bridge{log: log, caller: c.leg, release: c.leg.release, target: dlg, far: far,
-		toTarget: media.NewForwarder(c.media, far), toCaller: media.NewForwarder(far, c.media),
+	b := &bridge{log: log, caller: leg, gone: gone, release: leg.release, target: dlg, far: far,
+		toTarget: media.NewForwarder(leg.media, far), toCaller: media.NewForwarder(far, leg.media),
 		stop: make(chan struct{}), ended: make(chan struct{})}
-	if b.media, err = c.leg.takeMedia(ctx, b.toTarget); err != nil {
+	if b.media, err = leg.takeMedia(ctx, b.toTarget); err != nil {
 		_ = far.Close()
 		bye, cancel := context.WithTimeout(context.Background(), byeTimeout)
 		defer cancel()
@@ -107,7 +117,7 @@ func (t *Trunk) runBridge(b *bridge) {
 	var who string
 	var err error
 	select {
-	case <-b.caller.ended:
+	case <-b.gone:
 		who = "caller"
 	case <-b.target.Done():
 		who = "target"

@@ -302,3 +302,62 @@ func waitNoBridges(t *testing.T, ctx context.Context, tr *Trunk) {
 		}
 	}
 }
+
+// A call Handset placed whose far end refuses REFER is bridged the same way: Handset
+// calls the target through the trunk, the two parties hear each other, and the target's
+// hang-up hangs up the party Handset had called.
+func TestPlacedCallRefusedReferIsBridged(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	a := newAnswering(0)
+	tr := startTrunk(t, "127.0.0.1", a)
+	trunk, err := sipsim.NewCaller(sipsim.CallerOptions{ReferStatus: sip.StatusMethodNotAllowed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(trunk.Close)
+	answered := trunk.Answer(sipsim.AnswerOptions{})
+	tr.opts.Trunk = &sip.Uri{Scheme: "sip", Host: "127.0.0.1", Port: int(trunk.Addr().Port())} // before any call
+	placed, err := tr.place(carrier.Dial{To: "+15550102000", From: "+15550001111"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	callee := <-answered
+	run := <-a.got
+	if err := tr.transferPlaced(ctx, placed.Ref, "+15550109999"); err != nil {
+		t.Fatalf("transfer: %v", err)
+	}
+	var desk *sipsim.Call
+	select {
+	case desk = <-answered:
+	case <-ctx.Done():
+		t.Fatal("the target was never called")
+	}
+	select {
+	case err := <-run.runErr:
+		if err != nil {
+			t.Fatalf("the agent's leg ended with %v, want nil (transferred)", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the agent's leg did not end once bridged")
+	}
+	const n = 20
+	frames, values := levels(n, g711.EncodeMulawSample)
+	if err := desk.Play(ctx, frames); err != nil {
+		t.Fatal(err)
+	}
+	checkHeard(t, "the party called", waitLevel(t, ctx, callee, g711.DecodeMulawSample, values), n)
+	if err := callee.Play(ctx, frames); err != nil {
+		t.Fatal(err)
+	}
+	checkHeard(t, "the target", waitLevel(t, ctx, desk, g711.DecodeMulawSample, values), n)
+	if err := desk.Hangup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-callee.Ended():
+	case <-ctx.Done():
+		t.Fatal("the target hung up, and the party called was not")
+	}
+	waitNoBridges(t, ctx, tr)
+}
