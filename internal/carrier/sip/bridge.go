@@ -80,7 +80,18 @@ func (t *Trunk) bridge(ctx context.Context, leg *Leg, gone <-chan struct{}, targ
 	}
 	log := t.log.With("call_id", leg.info.CarrierRef, "bridge_to", target.User)
 	sig := leg.signals
-	dlg, far, _, err := t.connect(ctx, invitation{target: target, from: from, ringTimeout: bridgeRingTimeout,
+	// The target stops ringing (CANCEL) when the caller hangs up or the agent's call ends.
+	dialing, stopDialing := context.WithCancel(ctx)
+	defer stopDialing()
+	go func() {
+		select {
+		case <-gone:
+		case <-leg.handoff.over:
+		case <-dialing.Done():
+		}
+		stopDialing()
+	}()
+	dlg, far, _, err := t.connect(dialing, invitation{target: target, from: from, ringTimeout: bridgeRingTimeout,
 		sig: sig, why: "bridge", inviting: func() {}, log: log})
 	if err != nil {
 		sig.signal(time.Now(), failureName(err), "in", "bridge")

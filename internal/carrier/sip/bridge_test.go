@@ -167,22 +167,11 @@ func TestRefusedReferIsBridged(t *testing.T) {
 	if err := s.call.SendDTMF(ctx, "7"); err != nil {
 		t.Fatal(err)
 	}
-	for seen, n := 0, 1; ; n++ { // the key arrives as telephone-events, audio held back
-		pkts, err := far.WaitReceived(ctx, n)
-		if err != nil {
-			t.Fatalf("the key never reached the target: %v", err)
-		}
-		for _, p := range pkts[seen:] {
-			if p.PayloadType == 101 && p.Payload[0] == 7 {
-				seen = -1
-				break
-			}
-		}
-		if seen < 0 {
-			break
-		}
-		seen = len(pkts)
+	waitEvent(t, ctx, far, 7)
+	if status, err := s.call.Info(ctx, "application/dtmf-relay", []byte("Signal=5\r\nDuration=160\r\n")); err != nil || status != 200 {
+		t.Fatalf("INFO: %d %v", status, err)
 	}
+	waitEvent(t, ctx, far, 5)
 
 	if err := s.call.Hangup(ctx); err != nil {
 		t.Fatal(err)
@@ -360,4 +349,52 @@ func TestPlacedCallRefusedReferIsBridged(t *testing.T) {
 		t.Fatal("the target hung up, and the party called was not")
 	}
 	waitNoBridges(t, ctx, tr)
+}
+
+// A caller who hangs up while the target rings stops the ringing (CANCEL): the transfer
+// fails at once rather than after the ring timeout, and no bridge is left.
+func TestCallerHangingUpStopsTheTargetRinging(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), bridgeRingTimeout/2)
+	defer cancel()
+	s := newBridgeScene(t, ctx, sipsim.AnswerOptions{Ring: time.Hour})
+	transferred := make(chan error, 1)
+	go func() { transferred <- s.tr.transferInbound(ctx, s.call.SIPCallID(), "+15550109999") }()
+	// Hang up once the target rings: the journal's 180 from the second call says it does.
+	for ringing := false; !ringing; {
+		select {
+		case e := <-s.events:
+			ringing = e.Name == "180" && e.Reason == "bridge"
+		case <-ctx.Done():
+			t.Fatal("the target never rang")
+		}
+	}
+	if err := s.call.Hangup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-transferred:
+		if err == nil {
+			t.Fatal("the transfer of a caller who hung up succeeded")
+		}
+	case <-ctx.Done():
+		t.Fatal("the target rang on after the caller hung up")
+	}
+	waitNoBridges(t, ctx, s.tr)
+}
+
+// waitEvent waits until call receives an RFC 4733 event for key code.
+func waitEvent(t *testing.T, ctx context.Context, call *sipsim.Call, code byte) {
+	t.Helper()
+	for seen, n := 0, 1; ; n++ { // the key arrives as telephone-events, audio held back
+		pkts, err := call.WaitReceived(ctx, n)
+		if err != nil {
+			t.Fatalf("key %d never arrived: %v", code, err)
+		}
+		for _, p := range pkts[seen:] {
+			if p.PayloadType == 101 && p.Payload[0] == code {
+				return
+			}
+		}
+		seen = len(pkts)
+	}
 }

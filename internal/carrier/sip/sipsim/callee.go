@@ -20,6 +20,9 @@ type AnswerOptions struct {
 	// Status, when set and not 200, is the final status every INVITE gets instead of an
 	// answer (486 Busy Here, 480 Temporarily Unavailable…).
 	Status int
+	// Ring is how long the caller rings (180 Ringing) before it answers; a CANCEL
+	// meanwhile ends the INVITE 487. Zero answers at once.
+	Ring time.Duration
 }
 
 // answering is how the Caller answers INVITEs, and where the answered calls go.
@@ -86,6 +89,15 @@ func (c *Caller) answerInvite(req *sip.Request, tx sip.ServerTransaction) bool {
 	call := &Call{caller: c, uas: dlg, sipCallID: req.CallID().Value(), rtpConn: rtpConn, remote: remote, pt: pt,
 		dtmfPT: dtmf, arrived: make(chan struct{}, 1), ended: make(chan struct{}), readerOut: make(chan struct{}),
 		ssrc: randomUint32(), seq: uint16(randomUint32()), ts: randomUint32()}
+	if a.o.Ring > 0 {
+		_ = dlg.Respond(sip.StatusRinging, "Ringing", nil)
+		select {
+		case <-time.After(a.o.Ring):
+		case <-dlg.Context().Done(): // cancelled: the transaction layer answered 487
+			_ = rtpConn.Close()
+			return true
+		}
+	}
 	c.keep(call)
 	go call.read()
 	answer := offerSDP(c.addr.Addr(), rtpConn.LocalAddr().(*net.UDPAddr).AddrPort().Port(), pt, name)
