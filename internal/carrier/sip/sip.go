@@ -13,6 +13,11 @@
 // A public SIP port is probed all day by scanners. Only the sources HANDSET_SIP_ALLOW
 // names (internal/carrier/sip/allow) get past the gate that stands before the parser;
 // everyone else gets a few 403s a second at most, one log line, and nothing else.
+//
+// A call is transferred with a blind REFER: the peer is asked to call the number itself.
+// A peer that will not (501, 405…) gets the transfer done anyway: Handset calls the number
+// through the trunk and bridges the two calls, staying in the media path until one side
+// hangs up (bridge.go; handoff.go hands the call's media from the agent to the bridge).
 package sip
 
 // Name is the carrier's name, as HANDSET_CARRIER and call records use it.
