@@ -39,9 +39,9 @@ type mediaRun struct {
 	done <-chan error
 }
 
-// runMedia runs the leg's media for the call engine's sink until it ends (its error), ctx
-// ends, or a bridge takes it over (bridged: the session runs on for the bridge, and the
-// dialog stays up).
+// runMedia runs the leg's media for the call engine's sink until it ends (its error), the
+// dialog ends, ctx ends, or a bridge takes it over (bridged: the session runs on, for the
+// bridge, and the dialog stays up).
 func (l *Leg) runMedia(ctx context.Context, sink voice.LegSink) (bridged bool, err error) {
 	h := l.handoff
 	h.relay.set(sink)
@@ -50,6 +50,9 @@ func (l *Leg) runMedia(ctx context.Context, sink voice.LegSink) (bridged bool, e
 	go func() { done <- l.media.Run(own, &h.relay) }()
 	select {
 	case err = <-done:
+	case <-l.ended: // a BYE: the session stops
+		stop()
+		err = <-done
 	case <-ctx.Done():
 		stop()
 		err = <-done

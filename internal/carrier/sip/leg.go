@@ -67,16 +67,7 @@ func (l *Leg) Run(ctx context.Context, sink voice.LegSink) error {
 	l.mu.Lock()
 	l.sink = sink
 	l.mu.Unlock()
-	mediaCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	go func() {
-		select {
-		case <-l.ended:
-			stop()
-		case <-mediaCtx.Done():
-		}
-	}()
-	bridged, err := l.runMedia(mediaCtx, sink)
+	bridged, err := l.runMedia(ctx, sink) // handoff.go: until the dialog or ctx ends, or a bridge takes over
 	if bridged {
 		return nil // the caller left the agent for a bridge, which owns the dialog now
 	}
