@@ -3,14 +3,17 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/handset-voice/handset/internal/audio"
 	"github.com/handset-voice/handset/internal/audio/wav"
 	"github.com/handset-voice/handset/internal/carrier/sip/sipsim"
+	"github.com/handset-voice/handset/internal/jobs"
 	"github.com/handset-voice/handset/internal/obs"
 	"github.com/handset-voice/handset/internal/sim/sippeer"
 	"github.com/handset-voice/handset/internal/testpeer"
@@ -88,5 +91,49 @@ func TestSIPTransferBridgedWhenReferRefused(t *testing.T) {
 		if !slices.Contains(signals, want) {
 			t.Errorf("journal signals %q: no %q", signals, want)
 		}
+	}
+}
+
+// A call Handset placed whose far end (sipp) declines the REFER (603) is bridged as well:
+// Handset calls the desk through the same trunk (sipp answers that call too), the agent's
+// call ends transferred, and when the two sides fall silent (sipp plays its tone once)
+// Handset hangs both up, which sipp counts as two calls completed.
+func TestSIPPlacedCallTransferBridgedWhenReferDeclined(t *testing.T) {
+	testpeer.Slow(t, "runs sipp against handset serve")
+	uas, err := sippeer.StartSipp(t, sippeer.UASRefuseRefer, "", sippeer.SippOptions{Calls: 2, Timeout: 90 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const deskNumber = "+15550109999"
+	r, _ := startServeSIP(t, nil, "HANDSET_SIP_TRUNK=sip:"+uas.Addr(), "HANDSET_PHONE_NUMBER=+15550001111",
+		"HANDSET_CARRIER=sip", "HANDSET_TRANSFER_ALLOW="+deskNumber)
+	o := newOutRig(t, r)
+	var queued apiJob
+	if code := o.api("POST", "/api/calls", map[string]any{"to": "+15550102000"}, &queued); code != 200 && code != 202 {
+		t.Fatalf("POST /api/calls = %d %+v", code, queued)
+	}
+	r.waitEvent(obs.PlayoutDone, nil, 20*time.Second) // the call is up and greeted
+	var answer map[string]any
+	if code := o.api("POST", "/api/calls/"+r.onlyCallID()+"/transfer", map[string]any{"to": deskNumber}, &answer); code != 200 {
+		t.Fatalf("transfer: %d %v\n%s", code, answer, r.logs.String())
+	}
+	j := o.waitJob(queued.ID)
+	var res jobs.CallResult
+	_ = json.Unmarshal(j.Result, &res)
+	if res.Outcome != "transferred" {
+		t.Errorf("call ended %q, want transferred", res.Outcome)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	sres, err := uas.Wait(ctx)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, sres.Output)
+	}
+	if sres.Successful != 2 || sres.Failed != 0 {
+		t.Fatalf("sipp: %d successful, %d failed, want the call and the desk's both hung up by Handset\n%s\n%s",
+			sres.Successful, sres.Failed, clipTail(sres.Messages, 4000), r.logs.String())
+	}
+	if !strings.Contains(sres.Messages, "INVITE sip:"+deskNumber+"@") || !strings.Contains(r.logs.String(), "bridge ended") {
+		t.Errorf("no INVITE to the desk in sipp's trace, or no bridge ended in the log:\n%s\n%s", clipTail(sres.Messages, 3000), r.logs.String())
 	}
 }
