@@ -63,15 +63,17 @@ type bridge struct {
 
 // bridgeInbound bridges the inbound call c, whose peer refused to transfer it, to target.
 func (t *Trunk) bridgeInbound(ctx context.Context, c *inboundCall, target sip.Uri) error {
-	return t.bridge(ctx, c.leg, c.leg.ended, target)
+	return t.bridgeTransfer(ctx, c.leg, c.leg.ended, target)
 }
 
-// bridge calls target for the call on leg, whose peer refused to transfer it (gone is
+// bridgeTransfer calls target for the call on leg, whose peer refused to transfer it (gone is
 // closed when that peer hangs up), and bridges the two once the target answers. It
 // returns when the bridge is up (the agent's leg then ends as transferred) or the call
 // failed (the caller stays with the agent).
-func (t *Trunk) bridge(ctx context.Context, leg *Leg, gone <-chan struct{}, target sip.Uri) error {
-	from := leg.info.To // inbound, the number called; placed, the one called: Handset's or the trunk's own
+func (t *Trunk) bridgeTransfer(ctx context.Context, leg *Leg, gone <-chan struct{}, target sip.Uri) error {
+	// The caller id is Handset's own number on the trunk, which the trunk accepts: the
+	// number an inbound caller called, or the one Handset placed its call from.
+	from := leg.info.To
 	if leg.info.Direction == voice.Outbound {
 		from = leg.info.From
 	}
@@ -171,8 +173,9 @@ func (b *bridge) end() { b.stopOnce.Do(func() { close(b.stop) }) }
 
 // bridges are a trunk's bridges in progress.
 type bridges struct {
-	mu   sync.Mutex
-	live map[*bridge]struct{}
+	mu     sync.Mutex
+	live   map[*bridge]struct{}
+	closed bool // the trunk is closing: a bridge set up now ends at once
 }
 
 func (bs *bridges) add(b *bridge) {
@@ -182,6 +185,9 @@ func (bs *bridges) add(b *bridge) {
 		bs.live = map[*bridge]struct{}{}
 	}
 	bs.live[b] = struct{}{}
+	if bs.closed {
+		b.end()
+	}
 }
 
 func (bs *bridges) remove(b *bridge) {
@@ -193,6 +199,7 @@ func (bs *bridges) remove(b *bridge) {
 // endAll hangs up every bridge and waits until each has.
 func (bs *bridges) endAll() {
 	bs.mu.Lock()
+	bs.closed = true
 	live := make([]*bridge, 0, len(bs.live))
 	for b := range bs.live {
 		live = append(live, b)

@@ -271,7 +271,7 @@ func (t *Trunk) transferPlaced(ctx context.Context, ref, to string) error {
 	if err := dlg.Refer(ctx, target); err != nil {
 		leg.signals.signal(time.Now(), "REFER", "in", voice.Clip(err.Error(), 80))
 		if ce := (*dial.CallError)(nil); errors.Is(err, dial.ErrReferRefused) && errors.As(err, &ce) && refusesRefer(ce.Status) {
-			return t.bridge(ctx, leg, dlg.Done(), target) // bridge.go: Handset places the call itself
+			return t.bridgeTransfer(ctx, leg, dlg.Done(), target) // bridge.go: Handset places the call itself
 		}
 		return transferFailure(err)
 	}
