@@ -40,6 +40,7 @@ type Leg struct {
 	sink voice.LegSink // set by Run; INFO digits go to it
 
 	signals *signals
+	handoff *handoff // how a bridge takes the media over (handoff.go)
 }
 
 var _ voice.Leg = (*Leg)(nil)
@@ -48,7 +49,7 @@ var _ voice.Leg = (*Leg)(nil)
 // forgets it.
 func legOf(log *slog.Logger, m *media.Session, info voice.LegInfo, sig *signals, bye func(context.Context) error, release func()) *Leg {
 	return &Leg{log: log, media: m, info: info, signals: sig, bye: bye, release: release,
-		answered: make(chan struct{}), ended: make(chan struct{})}
+		answered: make(chan struct{}), ended: make(chan struct{}), handoff: newHandoff()}
 }
 
 var _ voice.Reporting = (*Leg)(nil)
@@ -71,17 +72,11 @@ func (l *Leg) Run(ctx context.Context, sink voice.LegSink) error {
 	l.mu.Lock()
 	l.sink = sink
 	l.mu.Unlock()
+	bridged, err := l.runMedia(ctx, sink) // handoff.go: until the dialog or ctx ends, or a bridge takes over
+	if bridged {
+		return nil // the caller left the agent for a bridge, which owns the dialog now
+	}
 	defer l.release()
-	mediaCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	go func() {
-		select {
-		case <-l.ended:
-			stop()
-		case <-mediaCtx.Done():
-		}
-	}()
-	err := l.media.Run(mediaCtx, sink)
 	_ = l.media.Close()
 	select {
 	case <-l.ended:
@@ -159,6 +154,9 @@ func (l *Leg) dtmf(contentType string, body []byte) error {
 // SendAudio queues audio in the call's codec. Until the caller acknowledged the 200 OK it
 // waits, so nothing is played to a caller who cannot hear it yet.
 func (l *Leg) SendAudio(ctx context.Context, audio []byte) error {
+	if l.bridged() {
+		return errEnded
+	}
 	if err := l.waitAnswered(ctx); err != nil {
 		return err
 	}
@@ -171,7 +169,12 @@ func (l *Leg) SendMark(ctx context.Context, name string) error {
 }
 
 // Clear drops the queued audio at once.
-func (l *Leg) Clear(ctx context.Context) error { return l.media.Clear(ctx) }
+func (l *Leg) Clear(ctx context.Context) error {
+	if l.bridged() {
+		return nil // the queue carries the bridge's audio now
+	}
+	return l.media.Clear(ctx)
+}
 
 // errEnded: the call ended before the caller acknowledged the answer.
 var errEnded = errors.New("sip: the call ended")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/netip"
 	"sync"
 	"time"
@@ -96,60 +97,12 @@ func (t *Trunk) ring(ctx context.Context, p *placed, d carrier.Dial, target sip.
 			t.in.OnProgress(carrier.Progress{CallID: d.CallID, Ref: ref, Status: status, Duration: duration})
 		}
 	}
-	conn, err := t.ports.Listen()
-	if err != nil {
-		t.log.Error("could not place a call: no RTP port", "call", d.CallID, "err", err)
-		progress(carrier.StatusFailed, 0)
-		return
-	}
-	local := sdp.Local{
-		Addr:   netip.AddrPortFrom(t.addr.Addr(), uint16(conn.LocalAddr().(interface{ AddrPort() netip.AddrPort }).AddrPort().Port())),
-		Codecs: t.opts.Codecs, DTMF: dtmfPayloadType, SessionID: randomID(), Version: 1,
-		Crypto: t.localKeys(true),
-	}
-	offer, err := sdp.Offer(local)
-	if err != nil {
-		_ = conn.Close()
-		progress(carrier.StatusFailed, 0)
-		return
-	}
 	sig := &signals{}
-	sig.signal(time.Now(), "INVITE", "out", "")
-	progress(carrier.StatusRinging, 0)
-	dlg, err := dial.Invite(ctx, t.client, dial.Options{
-		Dialogs: t.outDialogs, Target: target, From: from, Contact: t.contact, Offer: offer,
-		Username: t.opts.Username, Password: t.opts.Password, RingTimeout: d.RingTimeout,
-		OnProvisional: func(status int) { sig.signal(time.Now(), fmt.Sprintf("%d", status), "in", "") },
-	})
+	dlg, sess, codec, err := t.connect(ctx, invitation{target: target, from: from, ringTimeout: d.RingTimeout,
+		sig: sig, inviting: func() { progress(carrier.StatusRinging, 0) }, log: t.log.With("call", d.CallID)})
 	if err != nil {
-		_ = conn.Close()
-		t.log.Info("outbound call not answered", "call", d.CallID, "err", err)
+		t.log.Info("outbound call not connected", "call", d.CallID, "err", err)
 		progress(dialStatus(err), 0)
-		return
-	}
-	sig.signal(time.Now(), "200 OK", "in", "")
-	agreed, err := sdp.ParseAnswer(dlg.Answer(), local)
-	var codec media.Codec
-	if err == nil {
-		var ok bool
-		if codec, ok = mediaCodec(agreed.Codec()); !ok {
-			err = fmt.Errorf("the answer chose %s", agreed.Codec().Name)
-		}
-	}
-	var keys media.SRTP
-	if err == nil {
-		keys, err = mediaSRTP(agreed, local.Crypto)
-	}
-	var sess *media.Session
-	if err == nil {
-		sess, err = media.New(media.Config{Conn: conn, Remote: agreed.Addr, Peer: agreed.Addr.Addr(), Codec: codec,
-			DTMF: agreed.DTMF, SRTP: keys, Log: t.log.With("call", d.CallID)})
-	}
-	if err != nil {
-		_ = conn.Close()
-		t.log.Warn("hung up an answered call: its SDP answer", "call", d.CallID, "err", err)
-		_ = dlg.Bye(context.Background())
-		progress(carrier.StatusFailed, 0)
 		return
 	}
 	info := voice.LegInfo{CallID: d.CallID, Carrier: Name, CarrierRef: ref, Direction: voice.Outbound,
@@ -180,6 +133,73 @@ func (t *Trunk) ring(ctx context.Context, p *placed, d carrier.Dial, target sip.
 	case <-done: // the call ended on Handset's side: the leg sent its BYE
 	}
 	progress(carrier.StatusCompleted, time.Since(answered).Truncate(time.Second))
+}
+
+// invitation is one INVITE Handset places through the trunk.
+type invitation struct {
+	target      sip.Uri
+	from        string // the caller id's user part
+	ringTimeout time.Duration
+	sig         *signals // the messages go to this call's journal...
+	why         string   // ...with this reason ("bridge": a transfer's second leg)
+	inviting    func()   // called as the INVITE leaves
+	log         *slog.Logger
+}
+
+// connect places inv's INVITE with an offer of the trunk's codecs on a fresh media port,
+// and returns the answered dialog (ACK sent) and its media session, not started. A dial
+// error (*dial.CallError) says why an INVITE was not answered; an answer whose SDP Handset
+// cannot use is hung up.
+func (t *Trunk) connect(ctx context.Context, inv invitation) (*dial.Dialog, *media.Session, media.Codec, error) {
+	conn, err := t.ports.Listen()
+	if err != nil {
+		return nil, nil, media.Codec{}, fmt.Errorf("no RTP port: %w", err)
+	}
+	local := sdp.Local{
+		Addr:   netip.AddrPortFrom(t.addr.Addr(), uint16(conn.LocalAddr().(interface{ AddrPort() netip.AddrPort }).AddrPort().Port())),
+		Codecs: t.opts.Codecs, DTMF: dtmfPayloadType, SessionID: randomID(), Version: 1,
+		Crypto: t.localKeys(true),
+	}
+	offer, err := sdp.Offer(local)
+	if err != nil {
+		_ = conn.Close()
+		return nil, nil, media.Codec{}, err
+	}
+	inv.sig.signal(time.Now(), "INVITE", "out", inv.why)
+	inv.inviting()
+	dlg, err := dial.Invite(ctx, t.client, dial.Options{
+		Dialogs: t.outDialogs, Target: inv.target, From: inv.from, Contact: t.contact, Offer: offer,
+		Username: t.opts.Username, Password: t.opts.Password, RingTimeout: inv.ringTimeout,
+		OnProvisional: func(status int) { inv.sig.signal(time.Now(), fmt.Sprintf("%d", status), "in", inv.why) },
+	})
+	if err != nil {
+		_ = conn.Close()
+		return nil, nil, media.Codec{}, err
+	}
+	inv.sig.signal(time.Now(), "200 OK", "in", inv.why)
+	agreed, err := sdp.ParseAnswer(dlg.Answer(), local)
+	var codec media.Codec
+	if err == nil {
+		var ok bool
+		if codec, ok = mediaCodec(agreed.Codec()); !ok {
+			err = fmt.Errorf("the answer chose %s", agreed.Codec().Name)
+		}
+	}
+	var keys media.SRTP
+	if err == nil {
+		keys, err = mediaSRTP(agreed, local.Crypto)
+	}
+	var sess *media.Session
+	if err == nil {
+		sess, err = media.New(media.Config{Conn: conn, Remote: agreed.Addr, Peer: agreed.Addr.Addr(), Codec: codec,
+			DTMF: agreed.DTMF, SRTP: keys, Log: inv.log})
+	}
+	if err != nil {
+		_ = conn.Close()
+		_ = dlg.Bye(context.Background())
+		return nil, nil, media.Codec{}, fmt.Errorf("hung up the answered call: its SDP answer: %w", err)
+	}
+	return dlg, sess, codec, nil
 }
 
 // keepEnded is how long an ended outbound call stays known to Call.
@@ -255,10 +275,10 @@ func (t *Trunk) transferPlaced(ctx context.Context, ref, to string) error {
 	leg.signals.signal(time.Now(), "REFER", "out", "")
 	if err := dlg.Refer(ctx, target); err != nil {
 		leg.signals.signal(time.Now(), "REFER", "in", voice.Clip(err.Error(), 80))
-		if errors.Is(err, dial.ErrRefused) || errors.Is(err, dial.ErrBusy) || errors.Is(err, dial.ErrNoAnswer) || errors.Is(err, dial.ErrInvalidNumber) {
-			return carrier.Classify(carrier.ErrRejected, err)
+		if ce := (*dial.CallError)(nil); errors.Is(err, dial.ErrReferRefused) && errors.As(err, &ce) && refusesRefer(ce.Status) {
+			return t.bridgeTransfer(ctx, leg, dlg.Done(), target) // bridge.go: Handset places the call itself
 		}
-		return carrier.Classify(carrier.ErrUnreachable, err)
+		return transferFailure(err)
 	}
 	return nil
 }

@@ -17,6 +17,11 @@
 // Trunks that require it get SIP over TLS (tls.go: its own port, strangers' connections
 // closed before the handshake) and SRTP (srtp.go: a fresh SDES key per call, the agreed
 // keys handed to the media session); HANDSET_SIP_SRTP=required refuses plain RTP.
+//
+// A call is transferred with a blind REFER: the peer is asked to call the number itself.
+// A peer that will not (501, 405…) gets the transfer done anyway: Handset calls the number
+// through the trunk and bridges the two calls, staying in the media path until one side
+// hangs up (bridge.go; handoff.go hands the call's media from the agent to the bridge).
 package sip
 
 // Name is the carrier's name, as HANDSET_CARRIER and call records use it.

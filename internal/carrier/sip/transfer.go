@@ -68,6 +68,9 @@ func (t *Trunk) transferInbound(ctx context.Context, ref, number string) error {
 	}
 	if res.StatusCode != sip.StatusAccepted && res.StatusCode != sip.StatusOK {
 		c.leg.signals.signal(time.Now(), fmt.Sprintf("%d %s", res.StatusCode, voice.Clip(res.Reason, 40)), "in", "REFER refused")
+		if refusesRefer(res.StatusCode) {
+			return t.bridgeInbound(ctx, c, target) // bridge.go: Handset places the call itself
+		}
 		return carrier.Classify(carrier.ErrRejected, fmt.Errorf("the trunk refused the transfer: %d %s", res.StatusCode, voice.Clip(res.Reason, 60)))
 	}
 	for {

@@ -64,6 +64,8 @@ type Trunk struct {
 	registration *register.Registration
 	unregister   context.CancelFunc
 	registered   chan struct{} // closed when the registration's Run has returned
+
+	bridges bridges // transfers Handset bridged itself (bridge.go)
 }
 
 // Start listens on every transport of opts and serves until Close.
@@ -153,6 +155,7 @@ func (t *Trunk) Addr() netip.AddrPort { return t.addr }
 // Close stops listening. Calls in progress are the gateway's to end (it drains them
 // first); their dialogs can no longer send a BYE once the trunk is closed.
 func (t *Trunk) Close() {
+	t.bridges.endAll() // after the gateway's drain: their BYEs still need the sockets
 	if t.unregister != nil {
 		t.unregister()
 		select {

@@ -56,6 +56,9 @@ var (
 	ErrUnreachable   = errors.New("the trunk could not be reached")    // no answer, transport error, 5xx
 	ErrCancelled     = errors.New("cancelled before the answer")       // ctx ended while ringing: CANCEL sent, 487
 	ErrEnded         = errors.New("the dialog has ended")
+	// ErrReferRefused is the cause (CallError.Err) when the REFER itself got a final
+	// failure, rather than the transferred call reported in a NOTIFY.
+	ErrReferRefused = errors.New("the REFER was refused")
 )
 
 // CallError is a failed INVITE or REFER: the final status and the kind of failure.

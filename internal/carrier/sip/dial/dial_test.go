@@ -206,6 +206,7 @@ func TestRefer(t *testing.T) {
 		{"not allowed", 405, nil, ErrRefused, 405},
 		{"declined", 603, nil, ErrRefused, 603},
 		{"new call busy", 0, []string{"SIP/2.0 100 Trying\r\n", "SIP/2.0 486 Busy Here\r\n"}, ErrBusy, 486},
+		{"new call declined", 0, []string{"SIP/2.0 603 Decline\r\n"}, ErrRefused, 603},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			u, h := newFakeUAS(t), newHandset(t)
@@ -232,6 +233,9 @@ func TestRefer(t *testing.T) {
 				t.Errorf("Refer: %v", err)
 			case tc.kind != nil && (!errors.Is(err, tc.kind) || !errors.As(err, &ce) || ce.Status != tc.status):
 				t.Errorf("Refer: %v, want %v with status %d", err, tc.kind, tc.status)
+			}
+			if refused := errors.Is(err, ErrReferRefused); refused != (tc.refuse != 0) {
+				t.Errorf("Refer: %v; the REFER itself refused: %v, want %v", err, refused, tc.refuse != 0)
 			}
 			if got := receive(t, referTo, "REFER"); got != "<"+target.String()+">" {
 				t.Errorf("Refer-To %q, want <%s>", got, target.String())

@@ -23,7 +23,7 @@ const maxSipfrag = 256
 
 // Refer asks the callee to call target instead (a blind transfer) and waits until the
 // callee's NOTIFY reports that the new call was answered. It returns a *CallError wrapping
-// ErrRefused when the callee refuses REFER (405, 501, 603…), the kind matching the new
+// ErrRefused and ErrReferRefused when the callee refuses REFER (405, 501, 603…), the kind matching the new
 // call's status when the NOTIFY reports it failed (ErrBusy, ErrNoAnswer…), or ErrEnded when
 // the dialog ends first. After success the callee usually hangs up; Bye if it does not.
 func (d *Dialog) Refer(ctx context.Context, target sip.Uri) error {
@@ -47,7 +47,7 @@ func (d *Dialog) Refer(ctx context.Context, target sip.Uri) error {
 		return &CallError{Kind: ErrUnreachable, Err: fmt.Errorf("REFER: %w", err)}
 	}
 	if res.StatusCode != 202 && res.StatusCode != 200 {
-		return &CallError{Status: res.StatusCode, Phrase: sanitize(res.Reason), Kind: ErrRefused}
+		return &CallError{Status: res.StatusCode, Phrase: sanitize(res.Reason), Kind: ErrRefused, Err: ErrReferRefused}
 	}
 	for {
 		select {

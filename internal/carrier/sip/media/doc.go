@@ -70,6 +70,14 @@
 // one is counted as a duplicate. Both directions reuse their buffers: no allocation per
 // packet. SetSRTP rekeys the session when a re-INVITE brings new keys.
 //
+// # Bridging two sessions
+//
+// When a peer refuses to transfer a call, the SIP carrier calls the target itself and
+// joins the two calls. A Forwarder is then each session's sink: every frame one session
+// plays out is queued on the other's send clock (G.711 laws transcoded byte for byte
+// through a table), keys are sent on as events, and the far queue is kept within 100 ms so
+// two clocks that drift or stall never add delay. Nothing allocates per frame.
+//
 // # Timeouts
 //
 // A peer that never sends RTP (FirstMediaTimeout from Start) or stops (MediaTimeout since

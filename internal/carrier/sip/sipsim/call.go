@@ -64,6 +64,7 @@ type Packet struct {
 type Call struct {
 	caller    *Caller
 	sess      *sipgo.DialogClientSession
+	uas       *sipgo.DialogServerSession // instead of sess for a call the caller answered (callee.go)
 	sipCallID string
 	rtpConn   *net.UDPConn
 	remote    netip.AddrPort // where Handset receives RTP, from its answer
@@ -226,6 +227,9 @@ func (call *Call) Hangup(ctx context.Context) error {
 	case <-call.ended:
 		return nil
 	default:
+	}
+	if call.uas != nil {
+		return call.uas.Bye(ctx)
 	}
 	return call.sess.Bye(ctx)
 }

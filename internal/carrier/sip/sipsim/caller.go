@@ -45,6 +45,10 @@ type Caller struct {
 	heard map[string][]Response
 	// responded is signalled (size 1) when a response is heard, for Replay to wait on.
 	responded chan struct{}
+
+	ready       chan struct{} // closed when NewCaller returns
+	referStatus int
+	answering   *answering // set by Answer: INVITEs from Handset are answered
 }
 
 // CallerOptions shape a Caller.
@@ -58,6 +62,9 @@ type CallerOptions struct {
 	// TLS is the client configuration for "tls" (the CA that signed Handset's
 	// certificate); nil verifies against the system's roots.
 	TLS *tls.Config
+	// ReferStatus, when set, is the final status every REFER gets (501: a trunk that
+	// will not transfer); zero carries the transfer out.
+	ReferStatus int
 }
 
 // NewCaller starts a simulated trunk.
@@ -77,7 +84,9 @@ func NewCaller(o CallerOptions) (*Caller, error) {
 	ap := conn.LocalAddr().(*net.UDPAddr).AddrPort()
 	host := ap.Addr().Unmap().String()
 	c := &Caller{addr: netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()), conn: conn, transport: o.Transport,
-		done: make(chan struct{}), calls: map[string]*Call{}, heard: map[string][]Response{}, responded: make(chan struct{}, 1)}
+		done: make(chan struct{}), calls: map[string]*Call{}, heard: map[string][]Response{}, responded: make(chan struct{}, 1),
+		referStatus: o.ReferStatus, ready: make(chan struct{})}
+	defer close(c.ready)
 	ua, err := sipgo.NewUA(sipgo.WithUserAgent("handset-sipsim"), sipgo.WithUserAgentHostname(host),
 		sipgo.WithUserAgenTLSConfig(o.TLS),
 		sipgo.WithUserAgentTransportLayerOptions(sip.WithTransportLayerLogger(log), sip.WithTransportLayerReadFilter(c.hear)),
@@ -119,7 +128,7 @@ func NewCaller(o CallerOptions) (*Caller, error) {
 	c.srv.OnBye(c.onBye)
 	c.srv.OnRefer(c.onRefer)
 	c.srv.OnInvite(c.onReinvite)
-	c.srv.OnAck(func(*sip.Request, sip.ServerTransaction) {})
+	c.srv.OnAck(c.onAck)
 	return c, nil
 }
 
@@ -145,6 +154,9 @@ func (c *Caller) Close() {
 // onBye is Handset hanging up.
 func (c *Caller) onBye(req *sip.Request, tx sip.ServerTransaction) {
 	call := c.call(req)
+	if c.calleeBye(call, req, tx) {
+		return
+	}
 	if err := c.dialogs.ReadBye(req, tx); err != nil {
 		_ = tx.Respond(sip.NewResponseFromRequest(req, sip.StatusCallTransactionDoesNotExists, err.Error(), nil))
 		return
@@ -154,8 +166,12 @@ func (c *Caller) onBye(req *sip.Request, tx sip.ServerTransaction) {
 	}
 }
 
-// onReinvite refuses an offer from Handset: the simulated trunk never expects one.
+// onReinvite refuses an offer from Handset: the simulated trunk never expects one (but
+// answers new calls when told to: Answer).
 func (c *Caller) onReinvite(req *sip.Request, tx sip.ServerTransaction) {
+	if c.answerInvite(req, tx) {
+		return
+	}
 	_ = tx.Respond(sip.NewResponseFromRequest(req, sip.StatusNotAcceptableHere, "Not Acceptable Here", nil))
 }
 
@@ -211,8 +227,11 @@ func refusal(err error) error {
 	return err
 }
 
-// hear notes each response as it arrives, by Call-ID.
+// hear notes each response as it arrives, by Call-ID. It first waits for NewCaller to
+// finish: a request nobody asked for (an INVITE to a caller that answers calls) must find
+// the handlers and the client in place.
 func (c *Caller) hear(_ sip.TransportReadProps, data []byte) ([]byte, error) {
+	<-c.ready
 	status, callID, ok := responseLine(data)
 	if ok {
 		c.mu.Lock()
@@ -263,6 +282,9 @@ func responseLine(data []byte) (status int, callID string, ok bool) {
 // onRefer carries out a blind transfer as a trunk does: 202 Accepted, a NOTIFY that the
 // new call was answered (message/sipfrag), then a BYE: the call is the trunk's now.
 func (c *Caller) onRefer(req *sip.Request, tx sip.ServerTransaction) {
+	if c.refuseRefer(req, tx) {
+		return
+	}
 	call := c.call(req)
 	h := req.GetHeader("Refer-To")
 	if call == nil || h == nil {
