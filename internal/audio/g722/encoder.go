@@ -41,7 +41,9 @@ func (e *Encoder) Encode(dst, pcm []byte) []byte {
 		dst = append(dst, e.encodePair(sample(pcm[0], pcm[1]), sample(pcm[2], pcm[3])))
 		pcm = pcm[4:]
 	}
-	e.carried = copy(e.carry[:], pcm)
+	if e.carried == 0 {
+		e.carried = copy(e.carry[:], pcm)
+	}
 	return dst
 }
 
