@@ -90,7 +90,9 @@ func cpuTime(b *testing.B) time.Duration {
 // the live heap per session, and the send lateness of every packet: how long after its due time it was written.
 //
 //	go test -run '^$' -bench Sessions -benchtime 150x ./internal/carrier/sip/media
-func BenchmarkSessions(b *testing.B) {
+func BenchmarkSessions(b *testing.B) { benchmarkSessions(b, PCMU) }
+
+func benchmarkSessions(b *testing.B, codec Codec) {
 	for _, n := range []int{2, 200, 500} {
 		b.Run(fmt.Sprintf("sessions=%d", n), func(b *testing.B) {
 			sessions := make([]*Session, 0, n)
@@ -98,7 +100,7 @@ func BenchmarkSessions(b *testing.B) {
 			for range n / 2 {
 				connA, connB := listenLoopback(b), listenLoopback(b)
 				for _, pair := range [][2]*net.UDPConn{{connA, connB}, {connB, connA}} {
-					s, err := New(Config{Conn: pair[0], Remote: pair[1].LocalAddr().(*net.UDPAddr).AddrPort(), Codec: PCMU, DTMF: 101})
+					s, err := New(Config{Conn: pair[0], Remote: pair[1].LocalAddr().(*net.UDPAddr).AddrPort(), Codec: codec, DTMF: 101})
 					if err != nil {
 						b.Fatal(err)
 					}
