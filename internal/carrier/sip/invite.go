@@ -266,6 +266,8 @@ func mediaCodec(c sdp.Codec) (media.Codec, bool) {
 		return media.Codec{PayloadType: c.PayloadType, Format: media.PCMA.Format}, true
 	case sdp.PCMU.Name:
 		return media.Codec{PayloadType: c.PayloadType, Format: media.PCMU.Format}, true
+	case sdp.G722.Name:
+		return media.Codec{PayloadType: c.PayloadType, Format: media.G722.Format, Wire: media.WireG722}, true
 	}
 	return media.Codec{}, false
 }
