@@ -185,6 +185,7 @@ func (c *inboundCall) renegotiate(body []byte) ([]byte, error) {
 	}
 	local := c.local
 	local.Version++
+	local.Codecs = sameFormat(local.Codecs, c.agreed.Codec()) // see codecs.go
 	answer, agreed, err := sdp.Answer(offer, local)
 	if err != nil {
 		return nil, err

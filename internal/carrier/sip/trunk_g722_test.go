@@ -64,12 +64,70 @@ func toneShareDB(pcm []byte) float64 {
 // A caller that offers only G.722 gets it: the answer names G722/8000, the leg speaks
 // 16 kHz PCM16, RTP both ways carries G.722, and a 5 kHz tone crosses in both directions.
 func TestG722CallIsWideband(t *testing.T) {
+	sink := &pcmSink{sizes: map[int]int{}, event: make(chan struct{}, 1)}
+	tr, legs := startWideTrunk(t, sink)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	call, err := newCaller(t).Call(ctx, tr.Addr(), sipsim.CallOptions{Codec: "G722"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = call.Hangup(ctx) }()
+	if !strings.Contains(string(call.Answer), "a=rtpmap:9 G722/8000") {
+		t.Fatalf("answer does not name G722/8000:\n%s", call.Answer)
+	}
+	leg := <-legs
+	if f := leg.Info().Format; f != (audio.Format{Encoding: audio.PCM16, Rate: 16000}) {
+		t.Fatalf("leg speaks %s, want pcm16/16000", f)
+	}
+	checkWidebandBothWays(ctx, t, call, leg, sink)
+}
+
+// A re-INVITE may not change the audio format the call speaks: one that offers only PCMU
+// to a G.722 call is refused 488 and the call stays G.722; one that still offers G.722
+// keeps it, whatever it prefers.
+func TestReinviteKeepsTheCallsFormat(t *testing.T) {
+	sink := &pcmSink{sizes: map[int]int{}, event: make(chan struct{}, 1)}
+	tr, legs := startWideTrunk(t, sink)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	call, err := newCaller(t).Call(ctx, tr.Addr(), sipsim.CallOptions{Codec: "G722"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = call.Hangup(ctx) }()
+	<-legs
+	g722Offer := string(call.OfferSDP("sendrecv", 2))
+	pcmuOnly := strings.NewReplacer("RTP/AVP 9 ", "RTP/AVP 0 ", "rtpmap:9 G722", "rtpmap:0 PCMU").Replace(g722Offer)
+	if status, _, err := call.Reinvite(ctx, []byte(pcmuOnly)); err != nil || status != 488 {
+		t.Fatalf("re-INVITE offering only PCMU to a G.722 call: %d %v, want 488", status, err)
+	}
+	both := strings.NewReplacer("RTP/AVP 9 ", "RTP/AVP 0 9 ", "a=rtpmap:9 G722/8000", "a=rtpmap:0 PCMU/8000\r\na=rtpmap:9 G722/8000").Replace(strings.Replace(g722Offer, "4242 2", "4242 3", 1))
+	status, answer, err := call.Reinvite(ctx, []byte(both))
+	if err != nil || status != 200 || !strings.Contains(string(answer), "G722/8000") || strings.Contains(string(answer), "PCMU") {
+		t.Fatalf("re-INVITE offering PCMU then G722: %d %v, answer:\n%s\nwant 200 keeping G722 alone", status, err, answer)
+	}
+	before := len(call.Received())
+	pkts, err := call.WaitReceived(ctx, before+5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pkts[before:] {
+		if p.PayloadType != 9 {
+			t.Fatalf("after the re-INVITEs Handset sends payload type %d, want G.722 (9)", p.PayloadType)
+		}
+	}
+}
+
+// startWideTrunk runs a trunk that allows PCMU, PCMA and G722 and runs every call it
+// admits into sink; the legs come out of the channel.
+func startWideTrunk(t *testing.T, sink *pcmSink) (*Trunk, <-chan voice.Leg) {
+	t.Helper()
 	list, err := allow.Parse("127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	legs := make(chan voice.Leg, 1)
-	sink := &pcmSink{sizes: map[int]int{}, event: make(chan struct{}, 1)}
 	admit := func(leg voice.Leg) (<-chan struct{}, error) {
 		done := make(chan struct{})
 		go func() {
@@ -88,21 +146,12 @@ func TestG722CallIsWideband(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(tr.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	call, err := newCaller(t).Call(ctx, tr.Addr(), sipsim.CallOptions{Codec: "G722"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = call.Hangup(ctx) }()
-	if !strings.Contains(string(call.Answer), "a=rtpmap:9 G722/8000") {
-		t.Fatalf("answer does not name G722/8000:\n%s", call.Answer)
-	}
-	leg := <-legs
-	if f := leg.Info().Format; f != (audio.Format{Encoding: audio.PCM16, Rate: 16000}) {
-		t.Fatalf("leg speaks %s, want pcm16/16000", f)
-	}
+	return tr, legs
+}
 
+// checkWidebandBothWays sends a 5 kHz tone each way of a G.722 call and checks it arrives.
+func checkWidebandBothWays(ctx context.Context, t *testing.T, call *sipsim.Call, leg voice.Leg, sink *pcmSink) {
+	t.Helper()
 	// Handset to caller: the call's 16 kHz tone arrives as G.722 the caller can decode.
 	if err := leg.SendAudio(ctx, tone5k(400*time.Millisecond)); err != nil {
 		t.Fatal(err)
