@@ -64,6 +64,11 @@ func (s *Session) takeFrame(wire []byte) bool {
 		return s.queue.frame(wire, silenceByte(s.codec.Format.Encoding))
 	}
 	took := s.queue.frame(s.coded.pcm, 0)
+	if s.held || !sendable(s.remote) {
+		// Not sent: the peer's decoder never sees this frame, so the encoder must not
+		// either, or the two adapt apart and the audio after a hold starts distorted.
+		return took
+	}
 	s.coded.enc.Encode(wire[:0], s.coded.pcm) // exactly len(wire) bytes, in place
 	return took
 }

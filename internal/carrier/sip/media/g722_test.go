@@ -163,3 +163,28 @@ func TestG722TickAllocatesNothing(t *testing.T) {
 		t.Fatalf("stats after the run: %+v", st)
 	}
 }
+
+// The encoder codes exactly what is sent: audio that played out on hold (not sent) does not
+// move it, so after the hold the peer's decoder and Handset's encoder are still in step.
+// The proof: a fresh encoder fed only the sent frames gives the same bytes.
+func TestG722EncoderSkipsWhatHoldDidNotSend(t *testing.T) {
+	s, peer, _ := running(t, func(c *Config) { c.Codec = G722 })
+	ref := g722.NewEncoder()
+	first := peer.read()
+	if want := ref.Encode(nil, make([]byte, 640)); !bytes.Equal(first.Payload, want) {
+		t.Fatal("the first packet is not the code of 20 ms of silence")
+	}
+	tone := wideTone(100 * time.Millisecond)
+	must(t, s.SendAudio(context.Background(), tone))
+	s.Hold(true)
+	s.step(t)
+	s.step(t) // frames 1 and 2 play out on hold, unsent
+	s.Hold(false)
+	for f := 2; f < 5; f++ {
+		s.step(t)
+		p := peer.read()
+		if want := ref.Encode(nil, tone[640*f:640*(f+1)]); !bytes.Equal(p.Payload, want) {
+			t.Fatalf("frame %d after the hold is not what an encoder that saw only the sent audio gives", f+1)
+		}
+	}
+}
