@@ -76,7 +76,7 @@ stage "go test -tags embedded (offline engines linked through cgo)" \
 # screenshots land in test-artifacts/, and axe-core checks the page for accessibility).
 stage "whole calls with the engines, headless Chromium included" \
 	env CGO_ENABLED=1 go test -race -count=1 -tags embedded \
-	-run 'TestRealSpeechThroughEachVAD|TestVADSelection|TestOfflinePhoneCall|TestBaresipCallsHandsetThroughKamailio|TestBaresipCallsHandsetOverTLSWithSRTP|TestDemoInChromium|TestVersionReportsEngines' ./internal/cli/ ./internal/gateway/
+	-run 'TestRealSpeechThroughEachVAD|TestVADSelection|TestOfflinePhoneCall|TestBaresipCallsHandsetThroughKamailio|TestBaresipCallsHandsetOverTLSWithSRTP|TestBaresipCallsHandsetInG722|TestDemoInChromium|TestVersionReportsEngines' ./internal/cli/ ./internal/gateway/
 
 # Timing is what it measures: without the race detector. Every VAD through one carrier (the
 # matrix compares the VADs), and every other carrier with the energy VAD (their wires).

@@ -290,7 +290,10 @@ func (p *playout) run(ctx context.Context) error {
 			continue
 		}
 		if until.IsZero() { // nothing queued: sleep until enqueue or clear
-			idle = idle || !pc.Next().After(now)
+			// Dry once everything sent has played: Next is lead-early, so add the lead
+			// back, or audio trickling in faster than real time restarts the schedule on
+			// every frame and floods the carrier.
+			idle = idle || !pc.Next().Add(p.lead).After(now)
 			p.parkedUntil.Store(0)
 			p.parked.Store(true)
 			select {

@@ -258,7 +258,7 @@ func (c *checker) allowHosts(ctx context.Context) doctor.Result {
 }
 
 // codecs warns when only one of the two G.711 codecs is offered: a trunk that offers only
-// the other is refused every call.
+// the other is refused every call. G.722 does not count: trunks that offer it offer G.711 too.
 func (c *checker) codecs(context.Context) doctor.Result {
 	names := make([]string, len(c.opts.Codecs))
 	for i, codec := range c.opts.Codecs {
@@ -268,6 +268,10 @@ func (c *checker) codecs(context.Context) doctor.Result {
 	if len(names) == 1 {
 		return doctor.WarnResult(detail+": a call whose offer lacks "+names[0]+" is refused (488)",
 			"set "+SettingCodecs+" to "+DefaultCodecs+" unless the trunk offers only "+names[0])
+	}
+	if missing := missingG711(names); missing != "" {
+		return doctor.WarnResult(detail+": a call whose offer has only "+missing+" is refused (488)",
+			"add "+missing+" to "+SettingCodecs+" unless the trunk never offers it alone")
 	}
 	return doctor.OKResult(detail)
 }

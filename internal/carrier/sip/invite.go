@@ -194,6 +194,7 @@ func (c *inboundCall) renegotiate(body []byte) ([]byte, error) {
 	}
 	local := c.local
 	local.Version++
+	local.Codecs = sameFormat(local.Codecs, c.agreed.Codec()) // see codecs.go
 	answer, agreed, err := sdp.Answer(offer, local)
 	if err != nil {
 		return nil, err
@@ -280,6 +281,8 @@ func mediaCodec(c sdp.Codec) (media.Codec, bool) {
 		return media.Codec{PayloadType: c.PayloadType, Format: media.PCMA.Format}, true
 	case sdp.PCMU.Name:
 		return media.Codec{PayloadType: c.PayloadType, Format: media.PCMU.Format}, true
+	case sdp.G722.Name:
+		return media.Codec{PayloadType: c.PayloadType, Format: media.G722.Format, Wire: media.WireG722}, true
 	}
 	return media.Codec{}, false
 }

@@ -52,7 +52,7 @@ var settings = []registry.CarrierSetting{
 	{Env: SettingRTPPorts, YAML: "rtp_ports", Default: DefaultRTPPorts,
 		Help: "The UDP port range calls' audio (RTP) uses, low-high; each call takes one even port."},
 	{Env: SettingCodecs, YAML: "codecs", Default: DefaultCodecs,
-		Help: "The audio codecs Handset accepts, most preferred first: PCMU, PCMA."},
+		Help: "The audio codecs Handset accepts, most preferred first: PCMU, PCMA, G722 (wideband: 16 kHz audio at G.711's bit rate, for trunks that carry it end to end)."},
 	{Env: SettingRegistrar, YAML: "registrar",
 		Help: "A registrar to register with (a PBX, or a provider that sends calls to registered users): sip:host[:port][;transport=tcp]. Its host joins HANDSET_SIP_ALLOW."},
 	{Env: SettingTrunk, YAML: "trunk",
@@ -158,8 +158,10 @@ func ReadOptions(s registry.Settings) (Options, error) {
 			o.Codecs = append(o.Codecs, sdp.PCMU)
 		case "PCMA":
 			o.Codecs = append(o.Codecs, sdp.PCMA)
+		case "G722":
+			o.Codecs = append(o.Codecs, sdp.G722)
 		default:
-			bad(SettingCodecs, fmt.Errorf("%q is not a codec Handset speaks (PCMU, PCMA)", name))
+			bad(SettingCodecs, fmt.Errorf("%q is not a codec Handset speaks (PCMU, PCMA, G722)", name))
 		}
 	}
 	if len(o.Codecs) == 0 && len(errs) == 0 {

@@ -7,11 +7,23 @@ import (
 )
 
 // Codec is the audio payload a session exchanges: the RTP payload type the SDP answer
-// bound to it and the audio format its payload carries.
+// bound to it and the audio format the call speaks through it.
 type Codec struct {
 	PayloadType uint8
 	Format      audio.Format
+	// Wire is how the payload carries Format: the zero value carries Format's own bytes;
+	// WireG722 carries G.722 code (see G722).
+	Wire Wire
 }
+
+// Wire is the payload's coding of a codec's Format.
+type Wire uint8
+
+// Wires the session speaks.
+const (
+	WireRaw  Wire = iota // the payload is Format's bytes (G.711, linear PCM)
+	WireG722             // the payload is G.722 code; Format is 16 kHz PCM16
+)
 
 // The static G.711 payload types (RFC 3551), 8000 samples per second.
 var (
@@ -31,6 +43,9 @@ func (c Codec) validate() error {
 	if c.PayloadType > 127 {
 		return fmt.Errorf("media: payload type %d is out of range (0-127)", c.PayloadType)
 	}
+	if c.Wire != WireRaw {
+		return c.validateCoded()
+	}
 	if c.PayloadType == comfortNoisePT {
 		return fmt.Errorf("media: payload type %d is comfort noise, not audio", c.PayloadType)
 	}
@@ -43,6 +58,25 @@ func (c Codec) validate() error {
 		return fmt.Errorf("media: codec %s: rate must be 8000-48000 and a multiple of 50", c)
 	}
 	return nil
+}
+
+// wireShape is how a codec's payload maps onto RTP time: what the jitter buffer places
+// and the sender numbers. For raw codecs it is the format itself.
+type wireShape struct {
+	clockRate int  // RTP timestamp units per second
+	unitBytes int  // payload bytes per timestamp unit
+	filler    byte // what fills a gap in a received frame
+}
+
+func (w wireShape) frameUnits() int { return w.clockRate / 50 }
+func (w wireShape) frameBytes() int { return w.frameUnits() * w.unitBytes }
+
+func (c Codec) wire() wireShape {
+	if c.Wire == WireG722 {
+		return g722Shape
+	}
+	e := c.Format.Encoding
+	return wireShape{clockRate: c.Format.Rate, unitBytes: e.BytesPerSample(), filler: silenceByte(e)}
 }
 
 // silenceByte is the encoded zero sample of an encoding: what comfort silence and

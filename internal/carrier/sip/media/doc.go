@@ -45,6 +45,11 @@
 // the call's voice detector. Its cushion adapts between one and five frames (20-100 ms)
 // from the RFC 3550 jitter estimate and from packets that arrive too late.
 //
+// G.722 (wideband, payload type 9) is coded inside the session (g722.go): the jitter
+// buffer places its code bytes by timestamp as it does G.711's, the send clock encodes the
+// call's 16 kHz PCM16, playout decodes, and a lost frame plays as silence without
+// touching the decoder's state.
+//
 // Playout is driven by the send clock, not by arrivals: every tick pops exactly one frame
 // and hands it to sink.Audio. The call's voice detector and speech-to-text expect a steady
 // 50 frames a second; arrival-driven playout would pass the network's bunching and gaps

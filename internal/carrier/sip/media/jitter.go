@@ -72,6 +72,9 @@ type jitterBuffer struct {
 	haveTransit bool
 
 	late, concealed, restarts uint64
+
+	heard       bool  // the last pop carried received audio (for a decoder: see g722.go)
+	streamStart int64 // where the current stream's audio starts (begin, rebase)
 }
 
 func newJitterBuffer(c Codec) *jitterBuffer {
@@ -82,10 +85,11 @@ func newJitterBuffer(c Codec) *jitterBuffer {
 
 // configure sizes the buffer for c and empties it.
 func (b *jitterBuffer) configure(c Codec) {
-	b.frameSamples = int64(c.Format.Rate / 50)
-	b.sampleBytes = c.Format.Encoding.BytesPerSample()
-	b.frameBytes = c.Format.FrameBytes()
-	b.silence = silenceByte(c.Format.Encoding)
+	w := c.wire()
+	b.frameSamples = int64(w.frameUnits())
+	b.sampleBytes = w.unitBytes
+	b.frameBytes = w.frameBytes()
+	b.silence = w.filler
 	if cap(b.data) < jitterSlots*b.frameBytes {
 		b.data = make([]byte, jitterSlots*b.frameBytes)
 		b.slotTS = make([]int64, jitterSlots)
@@ -164,7 +168,7 @@ func (b *jitterBuffer) begin(ts uint32) {
 	b.empty()
 	b.started = true
 	b.refTS, b.refExt = ts, int64(ts)+1<<32 // extended values never go negative
-	b.firstAudio = b.refExt
+	b.firstAudio, b.streamStart = b.refExt, b.refExt
 	b.anchor = b.refExt - int64(b.depth)*b.frameSamples
 	b.playhead, b.highestEnd = b.anchor, b.anchor
 }
@@ -186,6 +190,7 @@ func (b *jitterBuffer) rebase(ts uint32) {
 	from := max(b.highestEnd, b.playhead+int64(b.depth)*b.frameSamples)
 	frames := (from - b.anchor + b.frameSamples - 1) / b.frameSamples
 	b.refTS, b.refExt = ts, b.anchor+frames*b.frameSamples
+	b.streamStart = b.refExt
 }
 
 // observe updates the RFC 3550 interarrival jitter: the smoothed change in transit time.
@@ -230,6 +235,7 @@ func (b *jitterBuffer) pop(dst []byte) bool {
 	if !b.started {
 		return false
 	}
+	b.heard = false
 	if b.hold > 0 {
 		b.hold--
 		fill(dst, b.silence)
@@ -238,6 +244,7 @@ func (b *jitterBuffer) pop(dst []byte) bool {
 	k := (b.playhead - b.anchor) / b.frameSamples
 	slot := int(k % jitterSlots)
 	if b.slotTS[slot] == b.playhead && b.filled[slot] > 0 {
+		b.heard = true
 		copy(dst, b.data[slot*b.frameBytes:(slot+1)*b.frameBytes])
 	} else {
 		fill(dst, b.silence)

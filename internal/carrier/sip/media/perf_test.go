@@ -90,21 +90,23 @@ func cpuTime(b *testing.B) time.Duration {
 // the live heap per session, and the send lateness of every packet: how long after its due time it was written.
 //
 //	go test -run '^$' -bench Sessions -benchtime 150x ./internal/carrier/sip/media
-func BenchmarkSessions(b *testing.B) {
+func BenchmarkSessions(b *testing.B) { benchmarkSessions(b, PCMU) }
+
+func benchmarkSessions(b *testing.B, codec Codec) {
 	for _, n := range []int{2, 200, 500} {
-		b.Run(fmt.Sprintf("sessions=%d", n), func(b *testing.B) { benchSessions(b, n, nil) })
+		b.Run(fmt.Sprintf("sessions=%d", n), func(b *testing.B) { benchSessions(b, n, codec, nil) })
 	}
 }
 
-// benchSessions runs n sessions in pairs; keys, when set, gives each pair's two sessions
+// benchSessions runs n sessions of codec in pairs; keys, when set, gives each pair's two sessions
 // their SRTP keys (the second of a pair gets them crossed).
-func benchSessions(b *testing.B, n int, keys *SRTP) {
+func benchSessions(b *testing.B, n int, codec Codec, keys *SRTP) {
 	sessions := make([]*Session, 0, n)
 	heap0 := heapInUse()
 	for range n / 2 {
 		connA, connB := listenLoopback(b), listenLoopback(b)
 		for i, pair := range [][2]*net.UDPConn{{connA, connB}, {connB, connA}} {
-			cfg := Config{Conn: pair[0], Remote: pair[1].LocalAddr().(*net.UDPAddr).AddrPort(), Codec: PCMU, DTMF: 101}
+			cfg := Config{Conn: pair[0], Remote: pair[1].LocalAddr().(*net.UDPAddr).AddrPort(), Codec: codec, DTMF: 101}
 			if keys != nil {
 				cfg.SRTP = *keys
 				if i == 1 {

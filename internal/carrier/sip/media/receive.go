@@ -135,7 +135,7 @@ func (s *Session) receive(r *receiver, datagram []byte, from netip.AddrPort) (di
 	}
 	switch h.PayloadType {
 	case s.codec.PayloadType:
-		arrival := int64(now.Sub(s.epoch)) * int64(s.codec.Format.Rate) / int64(time.Second)
+		arrival := int64(now.Sub(s.epoch)) * int64(s.codec.wire().clockRate) / int64(time.Second)
 		s.jitter.push(h.Timestamp, payload, verdict != seqReordered, arrival)
 	case s.dtmfPT:
 		digit, err = s.dtmfIn.receive(h.SSRC, h.Timestamp, payload)

@@ -67,8 +67,8 @@ func (o *sender) init(c Codec) {
 		o.packet = make([]byte, rtpHeaderBytes+maxFrameBytes)
 		o.hdr = rtp.Header{Version: 2, SSRC: o.ssrc}
 	}
-	o.frameSamples = uint32(c.Format.Rate / 50)
-	o.frameBytes = c.Format.FrameBytes()
+	o.frameSamples = uint32(c.wire().frameUnits())
+	o.frameBytes = c.wire().frameBytes()
 	o.frame = o.packet[rtpHeaderBytes : rtpHeaderBytes+o.frameBytes]
 	o.talking = false
 }
@@ -191,7 +191,7 @@ func (s *Session) nextPacket() (pkt []byte, to netip.AddrPort, send bool) {
 			s.stats.DTMFOut++
 		}
 	} else {
-		took := s.queue.frame(o.frame, silenceByte(s.codec.Format.Encoding))
+		took := s.takeFrame(o.frame)
 		if took && !o.talking {
 			o.marker = true
 		}
@@ -238,9 +238,7 @@ func (s *Session) playOut(now time.Time, frames int) {
 	// echo path's timeline) runs on the frames it gets, from the answer on, as a carrier's
 	// media stream runs from its start.
 	for played := range frames {
-		if !s.jitter.pop(s.playout[played]) {
-			fill(s.playout[played], silenceByte(s.codec.Format.Encoding))
-		}
+		s.popFrame(s.playout[played])
 	}
 	played := frames
 	var marks []string

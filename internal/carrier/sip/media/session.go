@@ -71,6 +71,7 @@ type Session struct {
 	seq      sequence
 	dtmfIn   dtmfReceiver
 	out      sender
+	coded    coder // G.722 state; idle for raw codecs
 	stats    Stats
 	onSent   func(late time.Duration) // see ObserveSends
 	srtp     *sealer                  // nil: plain RTP
@@ -127,6 +128,7 @@ func New(cfg Config) (*Session, error) {
 	s.queue = newSendQueue(cfg.Codec.Format.Bytes(MaxQueued))
 	s.jitter = newJitterBuffer(cfg.Codec)
 	s.out.init(cfg.Codec)
+	s.coded.init(cfg.Codec)
 	s.sizePlayout()
 	return s, nil
 }
@@ -281,6 +283,7 @@ func (s *Session) SetCodec(c Codec, dtmf uint8) error {
 	s.codec, s.dtmfPT = c, dtmf
 	s.jitter.configure(c)
 	s.out.init(c)
+	s.coded.init(c)
 	s.sizePlayout()
 	return nil
 }
@@ -329,7 +332,7 @@ func (s *Session) Stats() Stats {
 	st.Late = s.jitter.late
 	st.Concealed = s.jitter.concealed
 	st.Resets += s.jitter.restarts
-	st.Jitter = s.jitter.jitterDuration(s.codec.Format.Rate)
+	st.Jitter = s.jitter.jitterDuration(s.codec.wire().clockRate)
 	st.Depth = s.jitter.depth
 	return st
 }

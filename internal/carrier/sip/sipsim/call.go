@@ -26,7 +26,8 @@ const dtmfPT = 101
 // CallOptions describe one call into Handset.
 type CallOptions struct {
 	From, To string // user parts of From and the request URI; defaults +15550001111, +15550002222
-	// Codec is "PCMU" (default) or "PCMA": the only audio codec offered.
+	// Codec is "PCMU" (default), "PCMA" or "G722": the only audio codec offered (see
+	// codec.go; G.722 payloads are G.722 code, 160 bytes per 20 ms).
 	Codec string
 	// Offer replaces the SDP offer (a test of what Handset refuses); nil writes the usual.
 	Offer []byte
@@ -101,10 +102,7 @@ func (c *Caller) Call(ctx context.Context, target netip.AddrPort, o CallOptions)
 	if o.To == "" {
 		o.To = "+15550002222"
 	}
-	pt, name := uint8(0), "PCMU"
-	if strings.EqualFold(o.Codec, "PCMA") {
-		pt, name = 8, "PCMA"
-	}
+	pt, name := offeredCodec(o.Codec)
 	rtpConn, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(c.addr.Addr(), 0)))
 	if err != nil {
 		return nil, err
@@ -439,13 +437,6 @@ func offerSDP(ip netip.Addr, port uint16, pt uint8, name string) []byte {
 	return []byte(fmt.Sprintf("v=0\r\no=sipsim 4242 1 IN IP4 %s\r\ns=-\r\nc=IN IP4 %s\r\nt=0 0\r\n"+
 		"m=audio %d RTP/AVP %d %d\r\na=rtpmap:%d %s/8000\r\na=rtpmap:%d telephone-event/8000\r\na=fmtp:%d 0-16\r\na=ptime:20\r\na=sendrecv\r\n",
 		ip, ip, port, pt, dtmfPT, pt, name, dtmfPT, dtmfPT))
-}
-
-func codecName(pt uint8) string {
-	if pt == 8 {
-		return "PCMA"
-	}
-	return "PCMU"
 }
 
 // readAnswer finds where Handset receives RTP and its telephone-event type in its SDP
