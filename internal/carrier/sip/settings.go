@@ -7,11 +7,13 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/emiago/sipgo/sip"
 
 	"github.com/handset-voice/handset/internal/carrier/sip/allow"
 	"github.com/handset-voice/handset/internal/carrier/sip/sdp"
+	"github.com/handset-voice/handset/internal/clock"
 	"github.com/handset-voice/handset/internal/registry"
 )
 
@@ -27,6 +29,9 @@ const (
 	SettingTrunk      = "HANDSET_SIP_TRUNK"
 	SettingUsername   = "HANDSET_SIP_USERNAME"
 	SettingPassword   = "HANDSET_SIP_PASSWORD"
+	// Digest credentials of callers the allow-list does not name (inboundauth.go).
+	SettingInboundUsername = "HANDSET_SIP_INBOUND_USERNAME"
+	SettingInboundPassword = "HANDSET_SIP_INBOUND_PASSWORD"
 )
 
 // Defaults of the settings.
@@ -59,6 +64,10 @@ var settings = []registry.CarrierSetting{
 		Help: "The SIP user Handset registers as and answers digest challenges with."},
 	{Env: SettingPassword, YAML: "password", Kind: registry.SettingSecret,
 		Help: "The SIP user's password, for the registrar's digest challenges."},
+	{Env: SettingInboundUsername, YAML: "inbound_username",
+		Help: "A username callers outside HANDSET_SIP_ALLOW may call with: their INVITEs are challenged (digest, 401) and admitted with the right password."},
+	{Env: SettingInboundPassword, YAML: "inbound_password", Kind: registry.SettingSecret,
+		Help: "The password of HANDSET_SIP_INBOUND_USERNAME."},
 }
 
 // Options are a SIP trunk's settings, read and checked.
@@ -76,6 +85,18 @@ type Options struct {
 	// Trunk, when set, is where outbound calls go (else Registrar).
 	Trunk              *sip.Uri
 	Username, Password string
+
+	// InboundUsername and InboundPassword, when set, admit INVITEs from sources Allow
+	// does not name that answer a digest challenge with them (inboundauth.go).
+	InboundUsername, InboundPassword string
+
+	// Session timers (RFC 4028, sessiontimer.go). MinSE is the shortest session interval
+	// Handset accepts (a shorter one is answered 422); zero is DefaultMinSE, the RFC's
+	// floor. SessionExpires is the interval Handset asks for when it chooses; zero is
+	// DefaultSessionExpires. Clock runs the timers; nil is the real clock.
+	MinSE          time.Duration
+	SessionExpires time.Duration
+	Clock          clock.Clock
 }
 
 // ReadOptions reads the settings; an error names the setting and what is wrong with it.
@@ -155,6 +176,10 @@ func ReadOptions(s registry.Settings) (Options, error) {
 	if len(o.Codecs) == 0 && len(errs) == 0 {
 		bad(SettingCodecs, errors.New("names no codec"))
 	}
+	if err := readInboundAuth(s, &o); err != nil {
+		errs = append(errs, err)
+	}
+	o.MinSE = time.Duration(testMinSE.Load())
 	return o, errors.Join(errs...)
 }
 
