@@ -24,6 +24,8 @@ type inboundCall struct {
 	answer []byte    // the last answer, repeated for a session refresh
 	// referring is the transfer in progress, nil when none.
 	referring *referring
+	// timer is the session timer (sessiontimer.go), armed when the dialog has one.
+	timer *sessionTimer
 }
 
 // dialogs are the trunk's calls by dialog id, for the requests that arrive inside one

@@ -52,6 +52,11 @@ func (t *Trunk) answerCall(req *sip.Request, tx sip.ServerTransaction) {
 		_ = tx.Respond(res)
 		return
 	}
+	terms, timed, err := t.opts.offeredTerms(req) // before the replay check: a 422 is retried
+	if err != nil {
+		t.refuseTerms(req, tx, err)
+		return
+	}
 	if fresh, err := t.firstInvite(req); err != nil {
 		t.log.Warn("refused a call: the calls' memory", "call_id", callID(req), "err", err)
 		_ = tx.Respond(sip.NewResponseFromRequest(req, sip.StatusServiceUnavailable, "Service Unavailable", nil))
@@ -115,7 +120,8 @@ func (t *Trunk) answerCall(req *sip.Request, tx sip.ServerTransaction) {
 		return
 	}
 	c := &inboundCall{dialog: dialog, media: sess, local: local, agreed: agreed, answer: answer}
-	c.leg = legOf(t.log, sess, inboundInfo(req, codec), sig, dialog.Bye, func() { t.dialogs.remove(c) })
+	c.leg = legOf(t.log, sess, inboundInfo(req, codec), sig, dialog.Bye, func() { t.dialogs.remove(c); c.timer.stop() })
+	c.timer = t.newSessionTimer(c)
 	t.dialogs.add(c)
 	if _, err := t.in.Admit(c.leg); err != nil {
 		t.dialogs.remove(c)
@@ -133,7 +139,7 @@ func (t *Trunk) answerCall(req *sip.Request, tx sip.ServerTransaction) {
 	default:
 	}
 	sig.signal(time.Now(), "200 OK", "out", "")
-	if err := dialog.RespondSDP(answer); err != nil {
+	if err := dialog.WriteResponse(answerOK(dialog.InviteRequest, answer, terms, timed)); err != nil {
 		// Cancelled while ringing, or the ACK never came: the call is over.
 		sig.signal(time.Now(), "ACK", "in", voice.Clip(err.Error(), 80))
 		t.log.Info("call not established", "call_id", callID(req), "err", err)
@@ -141,6 +147,9 @@ func (t *Trunk) answerCall(req *sip.Request, tx sip.ServerTransaction) {
 		return
 	}
 	c.leg.established()
+	if timed {
+		c.timer.arm(terms)
+	}
 }
 
 // errNotEstablished ends a leg whose 200 OK was never acknowledged (or was cancelled).
@@ -157,6 +166,11 @@ func (t *Trunk) onReinvite(req *sip.Request, tx sip.ServerTransaction) {
 		_ = tx.Respond(sip.NewResponseFromRequest(req, sip.StatusInternalServerError, clipReason(err), nil))
 		return
 	}
+	terms, timed, err := t.opts.offeredTerms(req)
+	if err != nil {
+		t.refuseTerms(req, tx, err)
+		return
+	}
 	body, err := c.renegotiate(req.Body())
 	if err != nil {
 		t.log.Warn("refused a re-INVITE", "call_id", callID(req), "err", err)
@@ -165,6 +179,7 @@ func (t *Trunk) onReinvite(req *sip.Request, tx sip.ServerTransaction) {
 	}
 	res := sip.NewSDPResponseFromRequest(req, body)
 	res.AppendHeader(&t.contact)
+	c.applyRefresh(res, terms, timed)
 	_ = tx.Respond(res)
 }
 
@@ -237,7 +252,7 @@ func (t *Trunk) onOptions(req *sip.Request, tx sip.ServerTransaction) {
 }
 
 // allowedMethods are the requests Handset answers.
-const allowedMethods = "INVITE, ACK, CANCEL, BYE, OPTIONS, INFO, NOTIFY"
+const allowedMethods = "INVITE, ACK, CANCEL, BYE, OPTIONS, INFO, NOTIFY, UPDATE"
 
 // refuse answers 403 without a dialog to a request from a source the allow-list does
 // not name (the gate has already limited how many reach here and logged the source).
@@ -384,6 +399,7 @@ func (t *Trunk) route() {
 	t.srv.OnOptions(placedFirst(t.onOptions))
 	t.srv.OnInfo(placedFirst(t.onInfo))
 	t.srv.OnNotify(placedFirst(t.onNotify))
+	t.srv.OnUpdate(placedFirst(t.onUpdate))
 	t.srv.OnNoRoute(placedFirst(t.onOther))
 }
 

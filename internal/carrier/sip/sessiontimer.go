@@ -1,8 +1,19 @@
 package sip
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/emiago/sipgo/sip"
+
+	"github.com/handset-voice/handset/internal/clock"
+	"github.com/handset-voice/handset/internal/voice"
 )
 
 // Session timers (RFC 4028). A SIP dialog has no keepalive of its own: when one side
@@ -31,4 +42,431 @@ var testMinSE atomic.Int64
 func SetTestMinSE(d time.Duration) (restore func()) {
 	old := testMinSE.Swap(int64(d))
 	return func() { testMinSE.Store(old) }
+}
+
+// sessionTerms are a dialog's agreed session timer.
+type sessionTerms struct {
+	interval time.Duration
+	// refresher is who refreshes, as the headers write it: "uac" (the dialog's caller)
+	// or "uas" (its callee).
+	refresher string
+	// handsetRefreshes: the refresher is Handset's side of the dialog.
+	handsetRefreshes bool
+	// peerSupports: the peer named the timer option tag (Supported or Require), so the
+	// answer may require it back.
+	peerSupports bool
+}
+
+// Refresher values of Session-Expires.
+const (
+	refresherUAC = "uac"
+	refresherUAS = "uas"
+)
+
+// timerTag is session timers' option tag in Supported and Require.
+const timerTag = "timer"
+
+// maxSessionExpires bounds the interval a peer may ask for (a day): a larger one is read
+// as a day, so arithmetic on it cannot overflow.
+const maxSessionExpires = 24 * time.Hour
+
+// errSessionExpired ends a call whose peer let the session expire without refreshing it.
+var errSessionExpired = errors.New("sip: the session expired: the peer did not refresh it (RFC 4028)")
+
+// errRefreshFailed ends a call whose session Handset could not refresh.
+var errRefreshFailed = errors.New("sip: the session refresh failed (RFC 4028)")
+
+// minSE is the shortest session interval the trunk accepts.
+func (o Options) minSE() time.Duration {
+	if o.MinSE > 0 {
+		return o.MinSE
+	}
+	return DefaultMinSE
+}
+
+// sessionExpires is the interval the trunk asks for when it chooses: never below the floor.
+func (o Options) sessionExpires() time.Duration {
+	d := o.SessionExpires
+	if d <= 0 {
+		d = DefaultSessionExpires
+	}
+	return max(d, o.minSE())
+}
+
+func (o Options) clock() clock.Clock {
+	if o.Clock != nil {
+		return o.Clock
+	}
+	return clock.Real{}
+}
+
+// parseSessionExpires reads a Session-Expires value: delta-seconds, then parameters of
+// which refresher alone matters ("1800;refresher=uac"). refresher is "" when not given.
+func parseSessionExpires(v string) (time.Duration, string, error) {
+	if len(v) > 128 {
+		return 0, "", errors.New("Session-Expires is too long")
+	}
+	num, params, _ := strings.Cut(v, ";")
+	secs, err := strconv.ParseUint(strings.TrimSpace(num), 10, 32)
+	if err != nil || secs == 0 {
+		return 0, "", fmt.Errorf("Session-Expires %q is not a number of seconds", voice.Clip(num, 20))
+	}
+	d := min(time.Duration(secs)*time.Second, maxSessionExpires)
+	refresher := ""
+	for p := range strings.SplitSeq(params, ";") {
+		name, value, _ := strings.Cut(p, "=")
+		if !strings.EqualFold(strings.TrimSpace(name), "refresher") {
+			continue
+		}
+		switch r := strings.ToLower(strings.TrimSpace(value)); r {
+		case refresherUAC, refresherUAS:
+			refresher = r
+		default:
+			return 0, "", fmt.Errorf("Session-Expires names refresher %q: neither uac nor uas", voice.Clip(value, 20))
+		}
+	}
+	return d, refresher, nil
+}
+
+// parseMinSE reads a Min-SE value: delta-seconds, parameters ignored.
+func parseMinSE(v string) (time.Duration, error) {
+	num, _, _ := strings.Cut(v, ";")
+	secs, err := strconv.ParseUint(strings.TrimSpace(num), 10, 32)
+	if err != nil || len(v) > 128 {
+		return 0, fmt.Errorf("Min-SE %q is not a number of seconds", voice.Clip(num, 20))
+	}
+	return min(time.Duration(secs)*time.Second, maxSessionExpires), nil
+}
+
+// headers are a request's or a response's.
+type headers interface {
+	GetHeader(name string) sip.Header
+	GetHeaders(name string) []sip.Header
+}
+
+// headerValue is the first value of a header under its name or its compact form.
+func headerValue(m headers, name, compact string) (string, bool) {
+	if h := m.GetHeader(name); h != nil {
+		return h.Value(), true
+	}
+	if compact != "" {
+		if h := m.GetHeader(compact); h != nil {
+			return h.Value(), true
+		}
+	}
+	return "", false
+}
+
+// namesTag reports whether any header called name (or its compact form) lists tag.
+func namesTag(m headers, name, compact, tag string) bool {
+	for _, n := range []string{name, compact} {
+		if n == "" {
+			continue
+		}
+		for _, h := range m.GetHeaders(n) {
+			for t := range strings.SplitSeq(h.Value(), ",") {
+				if strings.EqualFold(strings.TrimSpace(t), tag) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// errTooBrief: the request's Session-Expires is below the floor (answered 422).
+var errTooBrief = errors.New("sip: the session interval is below Min-SE")
+
+// offeredTerms are the session timer terms of a request that starts or refreshes a
+// dialog in which Handset is the callee (uas): ok is false when the request names no
+// timer and the peer does not support one, and err errTooBrief or a malformed header.
+func (o Options) offeredTerms(req *sip.Request) (sessionTerms, bool, error) {
+	supports := namesTag(req, "Supported", "k", timerTag) || namesTag(req, "Require", "", timerTag)
+	value, named := headerValue(req, "Session-Expires", "x")
+	peerMin := time.Duration(0)
+	if v, ok := headerValue(req, "Min-SE", ""); ok {
+		d, err := parseMinSE(v)
+		if err != nil {
+			return sessionTerms{}, false, err
+		}
+		peerMin = d
+	}
+	if !named {
+		if !supports {
+			return sessionTerms{}, false, nil
+		}
+		// The caller can refresh but named no interval: Handset names one, and the caller
+		// refreshes (RFC 4028 9).
+		return sessionTerms{interval: max(o.sessionExpires(), peerMin), refresher: refresherUAC, peerSupports: true}, true, nil
+	}
+	d, refresher, err := parseSessionExpires(value)
+	if err != nil {
+		return sessionTerms{}, false, err
+	}
+	if d < o.minSE() {
+		return sessionTerms{}, false, errTooBrief
+	}
+	switch {
+	case !supports:
+		refresher = refresherUAS // a caller without timers cannot refresh: Handset does
+	case refresher == "":
+		refresher = refresherUAC // left open: the caller refreshes
+	}
+	return sessionTerms{interval: d, refresher: refresher, handsetRefreshes: refresher == refresherUAS, peerSupports: supports}, true, nil
+}
+
+// addTerms writes the agreed terms into a 2xx: Session-Expires with the refresher, and
+// Require: timer when the peer supports it (RFC 4028 9).
+func addTerms(res *sip.Response, terms sessionTerms) {
+	res.AppendHeader(sip.NewHeader("Session-Expires", sessionExpiresValue(terms)))
+	if terms.peerSupports {
+		res.AppendHeader(sip.NewHeader("Require", timerTag))
+	}
+}
+
+func sessionExpiresValue(terms sessionTerms) string {
+	return strconv.Itoa(int(terms.interval/time.Second)) + ";refresher=" + terms.refresher
+}
+
+// statusIntervalTooSmall is RFC 4028's 422.
+const statusIntervalTooSmall = 422
+
+// tooBrief answers 422 with Handset's floor, which the caller's next INVITE must meet.
+func (t *Trunk) tooBrief(req *sip.Request, tx sip.ServerTransaction) {
+	res := sip.NewResponseFromRequest(req, statusIntervalTooSmall, "Session Interval Too Small", nil)
+	res.AppendHeader(sip.NewHeader("Min-SE", strconv.Itoa(int(t.opts.minSE()/time.Second))))
+	_ = tx.Respond(res)
+}
+
+// refuseTerms answers a request whose session timer Handset cannot take: 422 when its
+// interval is below the floor, 400 when a header is malformed.
+func (t *Trunk) refuseTerms(req *sip.Request, tx sip.ServerTransaction, err error) {
+	if errors.Is(err, errTooBrief) {
+		t.tooBrief(req, tx)
+		return
+	}
+	_ = tx.Respond(sip.NewResponseFromRequest(req, sip.StatusBadRequest, clipReason(err), nil))
+}
+
+// expiryLead is how long before the interval ends Handset hangs up a session the peer
+// did not refresh: a third of it, at most 32 s (RFC 4028 10).
+func expiryLead(interval time.Duration) time.Duration { return min(32*time.Second, interval/3) }
+
+// sessionTimer runs one dialog's session timer: it refreshes the session at half the
+// interval when Handset is the refresher, or ends the call shortly before the interval
+// when the peer is and did not refresh.
+type sessionTimer struct {
+	clk     clock.Clock
+	refresh func(sessionTerms) // Handset's turn to refresh, on a goroutine of its own
+	expire  func()             // the peer did not refresh, on a goroutine of its own
+
+	mu      sync.Mutex
+	timer   clock.Timer
+	gen     uint64 // bumped on every arm, so a timer that fired late does nothing
+	stopped bool
+}
+
+// arm (re)starts the timer for terms: on the 2xx that set them up, and on every refresh.
+func (s *sessionTimer) arm(terms sessionTerms) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return
+	}
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+	s.gen++
+	gen := s.gen
+	fire := func(run func()) func() {
+		return func() {
+			s.mu.Lock()
+			current := !s.stopped && s.gen == gen
+			s.mu.Unlock()
+			if current {
+				go run()
+			}
+		}
+	}
+	if terms.handsetRefreshes {
+		s.timer = s.clk.AfterFunc(terms.interval/2, fire(func() { s.refresh(terms) }))
+		return
+	}
+	s.timer = s.clk.AfterFunc(terms.interval-expiryLead(terms.interval), fire(s.expire))
+}
+
+// stop stops the timer for good: the call is over.
+func (s *sessionTimer) stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stopped = true
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+}
+
+// disarm stops the timer until the next arm: a refresh that names no timer turns it off.
+func (s *sessionTimer) disarm() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.gen++
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+}
+
+// newSessionTimer is an inbound call's session timer, armed once the 200 OK is
+// acknowledged.
+func (t *Trunk) newSessionTimer(c *inboundCall) *sessionTimer {
+	return &sessionTimer{
+		clk:     t.opts.clock(),
+		refresh: func(terms sessionTerms) { t.refreshInbound(c, terms) },
+		expire: func() {
+			t.log.Warn("the caller did not refresh the SIP session: hanging up", "call_id", c.leg.info.CarrierRef)
+			c.endSession("session expired", errSessionExpired)
+		},
+	}
+}
+
+// answerOK is the 200 OK of an inbound INVITE: the SDP answer, the methods Handset takes
+// (a peer looks for UPDATE there) and the session timer's terms when there are any.
+func answerOK(req *sip.Request, answer []byte, terms sessionTerms, timed bool) *sip.Response {
+	res := sip.NewSDPResponseFromRequest(req, answer)
+	res.AppendHeader(sip.NewHeader("Allow", allowedMethods))
+	res.AppendHeader(sip.NewHeader("Supported", timerTag))
+	if timed {
+		addTerms(res, terms)
+	}
+	return res
+}
+
+// applyRefresh takes the terms of a peer's refresh (a re-INVITE or UPDATE) into the 2xx
+// that answers it and restarts the timer; a refresh that names no timer turns it off.
+func (c *inboundCall) applyRefresh(res *sip.Response, terms sessionTerms, timed bool) {
+	if !timed {
+		c.timer.disarm()
+		return
+	}
+	addTerms(res, terms)
+	c.timer.arm(terms)
+}
+
+// onUpdate answers an UPDATE inside a call (RFC 3311): a session refresh, with an SDP
+// offer or without one.
+func (t *Trunk) onUpdate(req *sip.Request, tx sip.ServerTransaction) {
+	c := t.callOf(req, tx)
+	if c == nil {
+		return
+	}
+	if err := c.dialog.ReadRequest(req, tx); err != nil {
+		_ = tx.Respond(sip.NewResponseFromRequest(req, sip.StatusInternalServerError, clipReason(err), nil))
+		return
+	}
+	terms, timed, err := t.opts.offeredTerms(req)
+	if err != nil {
+		t.refuseTerms(req, tx, err)
+		return
+	}
+	res := sip.NewResponseFromRequest(req, sip.StatusOK, "OK", nil)
+	if len(req.Body()) > 0 { // an offer, answered as a re-INVITE's is
+		body, err := c.renegotiate(req.Body())
+		if err != nil {
+			t.log.Warn("refused an UPDATE", "call_id", callID(req), "err", err)
+			_ = tx.Respond(sip.NewResponseFromRequest(req, offerStatus(err), clipReason(err), nil))
+			return
+		}
+		res = sip.NewSDPResponseFromRequest(req, body)
+	}
+	res.AppendHeader(&t.contact)
+	c.applyRefresh(res, terms, timed)
+	c.leg.signals.signal(time.Now(), "UPDATE", "in", "")
+	_ = tx.Respond(res)
+}
+
+// refreshTimeout bounds a refresh Handset sends: 64·T1, a transaction's lifetime.
+const refreshTimeout = 32 * time.Second
+
+// refreshInbound refreshes an inbound call's session as its refresher: an UPDATE when
+// the caller allows one (no SDP), else a re-INVITE with the current answer unchanged.
+// A refresh that fails ends the call.
+func (t *Trunk) refreshInbound(c *inboundCall, terms sessionTerms) {
+	method := sip.INVITE
+	if namesTag(c.dialog.InviteRequest, "Allow", "", string(sip.UPDATE)) {
+		method = sip.UPDATE
+	}
+	req := sip.NewRequest(method, c.dialog.InviteRequest.Contact().Address)
+	mine := terms
+	mine.refresher = refresherUAC // in this request Handset is the uac, and stays refresher
+	req.AppendHeader(sip.NewHeader("Session-Expires", sessionExpiresValue(mine)))
+	req.AppendHeader(sip.NewHeader("Supported", timerTag))
+	if method == sip.INVITE {
+		c.mu.Lock()
+		body := c.answer
+		c.mu.Unlock()
+		req.AppendHeader(sip.NewHeader("Content-Type", "application/sdp"))
+		req.SetBody(body)
+	}
+	c.leg.signals.signal(time.Now(), string(method), "out", "session refresh")
+	ctx, cancel := context.WithTimeout(context.Background(), refreshTimeout)
+	defer cancel()
+	res, err := c.dialog.Do(ctx, req)
+	if err == nil && method == sip.INVITE && res.IsSuccess() {
+		ack := sip.NewRequest(sip.ACK, c.dialog.InviteRequest.Contact().Address)
+		err = c.dialog.WriteRequest(ack)
+	}
+	if err == nil && !res.IsSuccess() {
+		err = fmt.Errorf("%d %s", res.StatusCode, res.Reason)
+	}
+	select {
+	case <-c.leg.ended:
+		return // the call ended meanwhile: nothing to refresh
+	default:
+	}
+	if err != nil {
+		t.log.Warn("could not refresh the SIP session: hanging up", "call_id", c.leg.info.CarrierRef, "err", err)
+		c.endSession("session refresh failed", errRefreshFailed)
+		return
+	}
+	next, ok := answeredTerms(res, terms)
+	if !ok {
+		c.timer.disarm()
+		return
+	}
+	c.timer.arm(next)
+}
+
+// answeredTerms are the terms a 2xx to a refresh Handset sent settles: its
+// Session-Expires, where "uac" is Handset; without one, the timer is off. A malformed
+// one keeps the terms that were.
+func answeredTerms(res *sip.Response, was sessionTerms) (sessionTerms, bool) {
+	v, ok := headerValue(res, "Session-Expires", "x")
+	if !ok {
+		return sessionTerms{}, false
+	}
+	d, refresher, err := parseSessionExpires(v)
+	if err != nil {
+		return was, true
+	}
+	if refresher == "" {
+		refresher = refresherUAC
+	}
+	return sessionTerms{interval: d, refresher: refresher, handsetRefreshes: refresher == refresherUAC,
+		peerSupports: true}, true
+}
+
+// endSession hangs up a call whose session timer ran out: the BYE, and why, in the
+// journal.
+func (c *inboundCall) endSession(reason string, cause error) {
+	select {
+	case <-c.leg.ended:
+		return
+	default:
+	}
+	c.leg.signals.signal(time.Now(), "BYE", "out", reason)
+	ctx, cancel := context.WithTimeout(context.Background(), byeTimeout)
+	defer cancel()
+	if err := c.dialog.Bye(ctx); err != nil {
+		c.leg.log.Warn("could not hang up the call (BYE)", "call_id", c.leg.info.CarrierRef, "err", err)
+	}
+	c.leg.end(cause)
 }

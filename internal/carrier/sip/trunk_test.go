@@ -147,6 +147,12 @@ func (s *recordingSink) waitFor(t *testing.T, what string, cond func(*recordingS
 // startTrunk runs a trunk on loopback that admits calls through a.
 func startTrunk(t *testing.T, allowSpec string, a *answering) *Trunk {
 	t.Helper()
+	return startTrunkWith(t, allowSpec, a, nil)
+}
+
+// startTrunkWith is startTrunk with the options changed by set first, when not nil.
+func startTrunkWith(t *testing.T, allowSpec string, a *answering, set func(*Options)) *Trunk {
+	t.Helper()
 	list, err := allow.Parse(allowSpec)
 	if err != nil {
 		t.Fatal(err)
@@ -154,6 +160,9 @@ func startTrunk(t *testing.T, allowSpec string, a *answering) *Trunk {
 	opts := Options{
 		Listen: netip.MustParseAddrPort("127.0.0.1:0"), Transports: []string{"udp", "tcp"},
 		Allow: list, RTPLow: 31000, RTPHigh: 31999, Codecs: []sdp.Codec{sdp.PCMU, sdp.PCMA},
+	}
+	if set != nil {
+		set(&opts)
 	}
 	tr, err := Start(opts, carrier.Inbound{Admit: a.admit, Draining: func() bool { return false },
 		Memory: carriertest.NewMemory(), Logger: slog.New(slog.DiscardHandler)})

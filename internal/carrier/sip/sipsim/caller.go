@@ -114,6 +114,7 @@ func NewCaller(o CallerOptions) (*Caller, error) {
 	c.srv.OnBye(c.onBye)
 	c.srv.OnRefer(c.onRefer)
 	c.srv.OnInvite(c.onReinvite)
+	c.srv.OnUpdate(c.onUpdate)
 	c.srv.OnAck(func(*sip.Request, sip.ServerTransaction) {})
 	return c, nil
 }
@@ -149,8 +150,13 @@ func (c *Caller) onBye(req *sip.Request, tx sip.ServerTransaction) {
 	}
 }
 
-// onReinvite refuses an offer from Handset: the simulated trunk never expects one.
+// onReinvite refuses an offer from Handset: the simulated trunk never expects one, but
+// for a session refresh (refresh.go), answered with its own offer unchanged.
 func (c *Caller) onReinvite(req *sip.Request, tx sip.ServerTransaction) {
+	if call := c.call(req); call != nil && req.GetHeader("Session-Expires") != nil {
+		c.answerRefresh(req, tx, call.sess.InviteRequest.Body())
+		return
+	}
 	_ = tx.Respond(sip.NewResponseFromRequest(req, sip.StatusNotAcceptableHere, "Not Acceptable Here", nil))
 }
 
