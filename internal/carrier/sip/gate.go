@@ -20,7 +20,7 @@ import (
 // the first from each source is logged.
 func (t *Trunk) gate(props sip.TransportReadProps, data []byte) ([]byte, error) {
 	src, ok := sourceIP(props.RemoteAddr)
-	if ok && t.opts.Allow.Allowed(src) {
+	if ok && (t.opts.Allow.Allowed(src) || t.auth.inCall(src)) {
 		return data, nil
 	}
 	if isResponse(data) {

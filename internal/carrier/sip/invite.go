@@ -24,15 +24,14 @@ const dtmfPayloadType = 101
 
 // onInvite answers an INVITE: a new call, or a re-INVITE inside one.
 func (t *Trunk) onInvite(req *sip.Request, tx sip.ServerTransaction) {
-	if !t.allowed(req) {
-		t.refuse(req, tx)
-		return
-	}
 	if to := req.To(); to != nil {
 		if _, tagged := to.Params.Get("tag"); tagged {
-			t.onReinvite(req, tx)
+			t.onReinvite(req, tx) // callOf checks who sent it
 			return
 		}
+	}
+	if !t.allowed(req) && !t.authenticate(req, tx) {
+		return
 	}
 	t.answerCall(req, tx)
 }
@@ -120,11 +119,13 @@ func (t *Trunk) answerCall(req *sip.Request, tx sip.ServerTransaction) {
 		return
 	}
 	c := &inboundCall{dialog: dialog, media: sess, local: local, agreed: agreed, answer: answer}
-	c.leg = legOf(t.log, sess, inboundInfo(req, codec), sig, dialog.Bye, func() { t.dialogs.remove(c); c.timer.stop() })
+	forgetPeer := t.holdAuthenticated(c, req)
+	c.leg = legOf(t.log, sess, inboundInfo(req, codec), sig, dialog.Bye, func() { t.dialogs.remove(c); c.timer.stop(); forgetPeer() })
 	c.timer = t.newSessionTimer(c)
 	t.dialogs.add(c)
 	if _, err := t.in.Admit(c.leg); err != nil {
 		t.dialogs.remove(c)
+		forgetPeer()
 		_ = sess.Close()
 		t.log.Warn("refused a call", "call_id", callID(req), "err", err)
 		_ = dialog.Respond(sip.StatusServiceUnavailable, clipReason(err), nil)
@@ -220,7 +221,7 @@ func (c *inboundCall) renegotiate(body []byte) ([]byte, error) {
 
 // onAck confirms the dialog of a 200 OK.
 func (t *Trunk) onAck(req *sip.Request, tx sip.ServerTransaction) {
-	if c := t.dialogs.match(req); c != nil && t.allowed(req) {
+	if c := t.dialogs.match(req); c != nil && t.admits(c, req) {
 		_ = c.dialog.ReadAck(req, tx)
 	}
 }
@@ -435,11 +436,11 @@ const memoryTimeout = 2 * time.Second
 // not name is refused 403, a request for no call 481; both are answered here, and nil
 // returned.
 func (t *Trunk) callOf(req *sip.Request, tx sip.ServerTransaction) *inboundCall {
-	if !t.allowed(req) {
+	c := t.dialogs.match(req)
+	if !t.admits(c, req) { // a caller admitted by digest acts in its own call only
 		t.refuse(req, tx)
 		return nil
 	}
-	c := t.dialogs.match(req)
 	if c == nil {
 		_ = tx.Respond(sip.NewResponseFromRequest(req, sip.StatusCallTransactionDoesNotExists, "Call/Transaction Does Not Exist", nil))
 	}
