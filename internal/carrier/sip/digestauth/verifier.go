@@ -65,8 +65,9 @@ func New(c Config) (*Verifier, error) {
 }
 
 // Challenges are the WWW-Authenticate header values for a request of the call callID:
-// SHA-256 first, then MD5 (RFC 8760: a caller answers the first it can). stale says the
-// caller's last answer was right but late.
+// MD5, then SHA-256 (RFC 8760). MD5 comes first because many callers (sipp, older PBXes)
+// read only the first challenge and know no other; a caller that weighs them all may
+// take SHA-256. stale says the caller's last answer was right but late.
 func (v *Verifier) Challenges(callID string, now time.Time, stale bool) []string {
 	nonce := v.nonce(callID, now)
 	extra := ""
@@ -159,8 +160,8 @@ type algorithm struct {
 	hash func() hash.Hash
 }
 
-// algorithms are the ones Handset challenges with, preferred first.
-var algorithms = []algorithm{{"SHA-256", sha256.New}, {"MD5", md5.New}}
+// algorithms are the ones Handset challenges with, in the order it offers them.
+var algorithms = []algorithm{{"MD5", md5.New}, {"SHA-256", sha256.New}}
 
 func algorithmOf(name string) (algorithm, bool) {
 	if name == "" {

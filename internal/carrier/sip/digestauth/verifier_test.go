@@ -51,8 +51,8 @@ func TestCheck(t *testing.T) {
 	}
 	now := time.Unix(1_800_000_000, 0)
 	chals := v.Challenges("call-1", now, false)
-	if len(chals) != 2 || !strings.Contains(chals[0], "algorithm=SHA-256") || !strings.Contains(chals[1], "algorithm=MD5") {
-		t.Fatalf("challenges %q, want SHA-256 then MD5", chals)
+	if len(chals) != 2 || !strings.Contains(chals[0], "algorithm=MD5") || !strings.Contains(chals[1], "algorithm=SHA-256") {
+		t.Fatalf("challenges %q, want MD5 then SHA-256", chals)
 	}
 	for _, ch := range chals {
 		good := answer(t, ch, "pbx", "s3cret", "INVITE", "sip:+1555@handset")
