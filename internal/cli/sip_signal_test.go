@@ -90,6 +90,9 @@ func TestSippDigestAuthentication(t *testing.T) {
 		if !strings.Contains(res.Messages, "SIP/2.0 401 Unauthorized") {
 			t.Errorf("sipp was not challenged:\n%s", clipTail(res.Messages, 3000))
 		}
+		if !strings.Contains(r.logs.String(), "challenged (digest) or refused SIP requests from a source") {
+			t.Errorf("the challenged source was not logged:\n%s", r.logs.String())
+		}
 		if events := r.journal(); events[len(events)-1].Reason != "caller_hangup" {
 			t.Errorf("the authenticated call ended %q, want caller_hangup (its BYE taken)", events[len(events)-1].Reason)
 		}

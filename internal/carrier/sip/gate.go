@@ -29,7 +29,7 @@ func (t *Trunk) gate(props sip.TransportReadProps, data []byte) ([]byte, error) 
 	answer, logFirst := t.refuser.Refuse(src, time.Now())
 	if logFirst {
 		method, agent := requestSummary(data)
-		t.log.Warn("refused SIP requests from a source "+SettingAllow+" does not name (logged once per source)",
+		t.log.Warn(t.auth.strangersAre()+" SIP requests from a source "+SettingAllow+" does not name (logged once per source)",
 			"source", src.String(), "transport", props.Transport, "method", method, "user_agent", agent)
 	}
 	if !answer {

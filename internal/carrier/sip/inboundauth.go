@@ -68,6 +68,15 @@ func (a *inboundAuth) inCall(src netip.Addr) bool {
 	return a.peers[src] > 0
 }
 
+// strangersAre says what becomes of strangers' requests, for the gate's log line: with
+// credentials their INVITEs are challenged first.
+func (a *inboundAuth) strangersAre() string {
+	if a == nil {
+		return "refused"
+	}
+	return "challenged (digest) or refused"
+}
+
 // hold notes an authenticated call from src; the function it returns forgets it, once.
 func (a *inboundAuth) hold(src netip.Addr) (release func()) {
 	a.mu.Lock()
