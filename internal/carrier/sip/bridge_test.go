@@ -28,19 +28,20 @@ type bridgeScene struct {
 func newBridgeScene(t *testing.T, ctx context.Context, answer sipsim.AnswerOptions) *bridgeScene {
 	t.Helper()
 	a := newAnswering(0)
-	tr := startTrunk(t, "127.0.0.1", a)
-	caller, err := sipsim.NewCaller(sipsim.CallerOptions{ReferStatus: sip.StatusNotImplemented})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(caller.Close)
 	target, err := sipsim.NewCaller(sipsim.CallerOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(target.Close)
+	tr := startTrunk(t, "127.0.0.1", a, func(o *Options) {
+		o.Trunk = &sip.Uri{Scheme: "sip", Host: "127.0.0.1", Port: int(target.Addr().Port())}
+	})
+	caller, err := sipsim.NewCaller(sipsim.CallerOptions{ReferStatus: sip.StatusNotImplemented})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(caller.Close)
 	s := &bridgeScene{tr: tr, answered: target.Answer(answer), events: make(chan voice.LegEvent, 64)}
-	tr.opts.Trunk = &sip.Uri{Scheme: "sip", Host: "127.0.0.1", Port: int(target.Addr().Port())} // before any call
 	if s.call, err = caller.Call(ctx, tr.Addr(), sipsim.CallOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -299,14 +300,15 @@ func TestPlacedCallRefusedReferIsBridged(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	a := newAnswering(0)
-	tr := startTrunk(t, "127.0.0.1", a)
 	trunk, err := sipsim.NewCaller(sipsim.CallerOptions{ReferStatus: sip.StatusMethodNotAllowed})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(trunk.Close)
 	answered := trunk.Answer(sipsim.AnswerOptions{})
-	tr.opts.Trunk = &sip.Uri{Scheme: "sip", Host: "127.0.0.1", Port: int(trunk.Addr().Port())} // before any call
+	tr := startTrunk(t, "127.0.0.1", a, func(o *Options) {
+		o.Trunk = &sip.Uri{Scheme: "sip", Host: "127.0.0.1", Port: int(trunk.Addr().Port())}
+	})
 	placed, err := tr.place(carrier.Dial{To: "+15550102000", From: "+15550001111"})
 	if err != nil {
 		t.Fatal(err)

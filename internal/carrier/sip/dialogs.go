@@ -1,6 +1,7 @@
 package sip
 
 import (
+	"net/netip"
 	"sync"
 
 	"github.com/emiago/sipgo"
@@ -24,6 +25,11 @@ type inboundCall struct {
 	answer []byte    // the last answer, repeated for a session refresh
 	// referring is the transfer in progress, nil when none.
 	referring *referring
+	// timer is the session timer (sessiontimer.go), armed when the dialog has one.
+	timer *sessionTimer
+	// authPeer is the address of a caller admitted by digest (inboundauth.go), the only
+	// source outside the allow-list its requests may come from; invalid otherwise.
+	authPeer netip.Addr
 }
 
 // dialogs are the trunk's calls by dialog id, for the requests that arrive inside one

@@ -20,7 +20,7 @@ import (
 // the first from each source is logged.
 func (t *Trunk) gate(props sip.TransportReadProps, data []byte) ([]byte, error) {
 	src, ok := sourceIP(props.RemoteAddr)
-	if ok && t.opts.Allow.Allowed(src) {
+	if ok && (t.opts.Allow.Allowed(src) || t.auth.inCall(src)) {
 		return data, nil
 	}
 	if isResponse(data) {
@@ -29,7 +29,7 @@ func (t *Trunk) gate(props sip.TransportReadProps, data []byte) ([]byte, error) 
 	answer, logFirst := t.refuser.Refuse(src, time.Now())
 	if logFirst {
 		method, agent := requestSummary(data)
-		t.log.Warn("refused SIP requests from a source "+SettingAllow+" does not name (logged once per source)",
+		t.log.Warn(t.auth.strangersAre()+" SIP requests from a source "+SettingAllow+" does not name (logged once per source)",
 			"source", src.String(), "transport", props.Transport, "method", method, "user_agent", agent)
 	}
 	if !answer {

@@ -24,15 +24,14 @@ const dtmfPayloadType = 101
 
 // onInvite answers an INVITE: a new call, or a re-INVITE inside one.
 func (t *Trunk) onInvite(req *sip.Request, tx sip.ServerTransaction) {
-	if !t.allowed(req) {
-		t.refuse(req, tx)
-		return
-	}
 	if to := req.To(); to != nil {
 		if _, tagged := to.Params.Get("tag"); tagged {
-			t.onReinvite(req, tx)
+			t.onReinvite(req, tx) // callOf checks who sent it
 			return
 		}
+	}
+	if !t.allowed(req) && !t.authenticate(req, tx) {
+		return
 	}
 	t.answerCall(req, tx)
 }
@@ -50,6 +49,11 @@ func (t *Trunk) answerCall(req *sip.Request, tx sip.ServerTransaction) {
 		res := sip.NewResponseFromRequest(req, sip.StatusServiceUnavailable, "Draining", nil)
 		res.AppendHeader(sip.NewHeader("Retry-After", "5"))
 		_ = tx.Respond(res)
+		return
+	}
+	terms, timed, err := t.opts.offeredTerms(req) // before the replay check: a 422 is retried
+	if err != nil {
+		t.refuseTerms(req, tx, err)
 		return
 	}
 	if fresh, err := t.firstInvite(req); err != nil {
@@ -123,10 +127,13 @@ func (t *Trunk) answerCall(req *sip.Request, tx sip.ServerTransaction) {
 		return
 	}
 	c := &inboundCall{dialog: dialog, media: sess, local: local, agreed: agreed, answer: answer}
-	c.leg = legOf(t.log, sess, inboundInfo(req, codec), sig, byeOf(dialog), func() { t.dialogs.remove(c) })
+	forgetPeer := t.holdAuthenticated(c, req)
+	c.leg = legOf(t.log, sess, inboundInfo(req, codec), sig, byeOf(dialog), func() { t.dialogs.remove(c); c.timer.stop(); forgetPeer() })
+	c.timer = t.newSessionTimer(c)
 	t.dialogs.add(c)
 	if _, err := t.in.Admit(c.leg); err != nil {
 		t.dialogs.remove(c)
+		forgetPeer()
 		_ = sess.Close()
 		t.log.Warn("refused a call", "call_id", callID(req), "err", err)
 		_ = dialog.Respond(sip.StatusServiceUnavailable, clipReason(err), nil)
@@ -141,7 +148,7 @@ func (t *Trunk) answerCall(req *sip.Request, tx sip.ServerTransaction) {
 	default:
 	}
 	sig.signal(time.Now(), "200 OK", "out", "")
-	if err := dialog.RespondSDP(answer); err != nil {
+	if err := dialog.WriteResponse(answerOK(dialog.InviteRequest, answer, terms, timed)); err != nil {
 		// Cancelled while ringing, or the ACK never came: the call is over.
 		sig.signal(time.Now(), "ACK", "in", voice.Clip(err.Error(), 80))
 		t.log.Info("call not established", "call_id", callID(req), "err", err)
@@ -149,6 +156,9 @@ func (t *Trunk) answerCall(req *sip.Request, tx sip.ServerTransaction) {
 		return
 	}
 	c.leg.established()
+	if timed {
+		c.timer.arm(terms)
+	}
 }
 
 // errNotEstablished ends a leg whose 200 OK was never acknowledged (or was cancelled).
@@ -165,6 +175,11 @@ func (t *Trunk) onReinvite(req *sip.Request, tx sip.ServerTransaction) {
 		_ = tx.Respond(sip.NewResponseFromRequest(req, sip.StatusInternalServerError, clipReason(err), nil))
 		return
 	}
+	terms, timed, err := t.opts.offeredTerms(req)
+	if err != nil {
+		t.refuseTerms(req, tx, err)
+		return
+	}
 	body, err := c.renegotiate(req.Body())
 	if err != nil {
 		t.log.Warn("refused a re-INVITE", "call_id", callID(req), "err", err)
@@ -174,6 +189,7 @@ func (t *Trunk) onReinvite(req *sip.Request, tx sip.ServerTransaction) {
 	res := sip.NewSDPResponseFromRequest(req, body)
 	contact := t.contactFor(req)
 	res.AppendHeader(&contact)
+	c.applyRefresh(res, terms, timed)
 	_ = tx.Respond(res)
 }
 
@@ -218,7 +234,7 @@ func (c *inboundCall) renegotiate(body []byte) ([]byte, error) {
 
 // onAck confirms the dialog of a 200 OK.
 func (t *Trunk) onAck(req *sip.Request, tx sip.ServerTransaction) {
-	if c := t.dialogs.match(req); c != nil && t.allowed(req) {
+	if c := t.dialogs.match(req); c != nil && t.admits(c, req) {
 		_ = c.dialog.ReadAck(req, tx)
 	}
 }
@@ -250,7 +266,7 @@ func (t *Trunk) onOptions(req *sip.Request, tx sip.ServerTransaction) {
 }
 
 // allowedMethods are the requests Handset answers.
-const allowedMethods = "INVITE, ACK, CANCEL, BYE, OPTIONS, INFO, NOTIFY"
+const allowedMethods = "INVITE, ACK, CANCEL, BYE, OPTIONS, INFO, NOTIFY, UPDATE"
 
 // refuse answers 403 without a dialog to a request from a source the allow-list does
 // not name (the gate has already limited how many reach here and logged the source).
@@ -401,6 +417,7 @@ func (t *Trunk) route() {
 	t.srv.OnOptions(placedFirst(t.onOptions))
 	t.srv.OnInfo(placedFirst(t.onInfo))
 	t.srv.OnNotify(placedFirst(t.onNotify))
+	t.srv.OnUpdate(placedFirst(t.onUpdate))
 	t.srv.OnNoRoute(placedFirst(t.onOther))
 }
 
@@ -436,11 +453,11 @@ const memoryTimeout = 2 * time.Second
 // not name is refused 403, a request for no call 481; both are answered here, and nil
 // returned.
 func (t *Trunk) callOf(req *sip.Request, tx sip.ServerTransaction) *inboundCall {
-	if !t.allowed(req) {
+	c := t.dialogs.match(req)
+	if !t.admits(c, req) { // a caller admitted by digest acts in its own call only
 		t.refuse(req, tx)
 		return nil
 	}
-	c := t.dialogs.match(req)
 	if c == nil {
 		_ = tx.Respond(sip.NewResponseFromRequest(req, sip.StatusCallTransactionDoesNotExists, "Call/Transaction Does Not Exist", nil))
 	}

@@ -22,7 +22,8 @@ var Provider = registry.Carrier{
 		Name:  Name,
 		Title: "SIP trunk",
 		Settings: []string{SettingAllow, SettingListen, SettingTransports, SettingPublicAddr, SettingRTPPorts,
-			SettingCodecs, SettingRegistrar, SettingTrunk, SettingUsername, SettingPassword, "HANDSET_PHONE_NUMBER"},
+			SettingCodecs, SettingRegistrar, SettingTrunk, SettingUsername, SettingPassword,
+			SettingInboundUsername, SettingInboundPassword, "HANDSET_PHONE_NUMBER"},
 		Hints: registry.Hints{
 			NoMediaFix: "the trunk answered but sent no RTP: check that UDP " + SettingRTPPorts + " is open to the trunk's media servers, and that " +
 				SettingPublicAddr + " is the address the trunk can reach (behind NAT, the public one).",
@@ -31,10 +32,12 @@ var Provider = registry.Carrier{
 	},
 	Declares: settings,
 	Configured: func(s registry.Settings) bool {
-		return s.Value(SettingAllow) != "" || s.Value(SettingRegistrar) != "" || s.Value(SettingTrunk) != ""
+		return s.Value(SettingAllow) != "" || s.Value(SettingRegistrar) != "" || s.Value(SettingTrunk) != "" ||
+			s.Value(SettingInboundUsername) != ""
 	},
 	Started: func(s registry.Settings) bool {
-		return s.Value(SettingAllow) != "" || s.Value(SettingRegistrar) != "" || s.Value(SettingTrunk) != "" || s.Value(SettingPublicAddr) != ""
+		return s.Value(SettingAllow) != "" || s.Value(SettingRegistrar) != "" || s.Value(SettingTrunk) != "" || s.Value(SettingPublicAddr) != "" ||
+			s.Value(SettingInboundUsername) != ""
 	},
 	AccountSettings: SettingAllow + " (or " + SettingRegistrar + ")",
 	PhoneSetup:      "set " + SettingAllow + " to the trunk's signalling hosts (and " + SettingPublicAddr + " behind NAT), then point the trunk's numbers at sip:<that address>:5060 (" + DocsPage + ")",

@@ -8,11 +8,13 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/emiago/sipgo/sip"
 
 	"github.com/handset-voice/handset/internal/carrier/sip/allow"
 	"github.com/handset-voice/handset/internal/carrier/sip/sdp"
+	"github.com/handset-voice/handset/internal/clock"
 	"github.com/handset-voice/handset/internal/registry"
 )
 
@@ -29,6 +31,9 @@ const (
 	SettingUsername   = "HANDSET_SIP_USERNAME"
 	SettingPassword   = "HANDSET_SIP_PASSWORD"
 	// SettingSRTP and the TLS settings are in srtp.go and tls.go.
+	// Digest credentials of callers the allow-list does not name (inboundauth.go).
+	SettingInboundUsername = "HANDSET_SIP_INBOUND_USERNAME"
+	SettingInboundPassword = "HANDSET_SIP_INBOUND_PASSWORD"
 )
 
 // Defaults of the settings.
@@ -64,6 +69,10 @@ var settings = []registry.CarrierSetting{
 	{Env: SettingSRTP, YAML: "srtp", Default: SRTPOffered,
 		Help: "Encrypted media (SRTP with SDES keys): offered answers an RTP/SAVP offer with SRTP and a plain one with RTP; required refuses plain RTP offers (488) and offers only SRTP on outbound calls. Use with TLS signalling, which carries the keys."},
 	tlsSettings[0], tlsSettings[1], tlsSettings[2],
+	{Env: SettingInboundUsername, YAML: "inbound_username",
+		Help: "A username callers outside HANDSET_SIP_ALLOW may call with: their INVITEs are challenged (digest, 401) and admitted with the right password."},
+	{Env: SettingInboundPassword, YAML: "inbound_password", Kind: registry.SettingSecret,
+		Help: "The password of HANDSET_SIP_INBOUND_USERNAME."},
 }
 
 // Options are a SIP trunk's settings, read and checked.
@@ -86,6 +95,18 @@ type Options struct {
 	// TLSListen and TLSCert serve SIP over TLS when Transports names tls (tls.go).
 	TLSListen netip.AddrPort
 	TLSCert   *tls.Certificate
+
+	// InboundUsername and InboundPassword, when set, admit INVITEs from sources Allow
+	// does not name that answer a digest challenge with them (inboundauth.go).
+	InboundUsername, InboundPassword string
+
+	// Session timers (RFC 4028, sessiontimer.go). MinSE is the shortest session interval
+	// Handset accepts (a shorter one is answered 422); zero is DefaultMinSE, the RFC's
+	// floor. SessionExpires is the interval Handset asks for when it chooses; zero is
+	// DefaultSessionExpires. Clock runs the timers; nil is the real clock.
+	MinSE          time.Duration
+	SessionExpires time.Duration
+	Clock          clock.Clock
 }
 
 // ReadOptions reads the settings; an error names the setting and what is wrong with it.
@@ -171,6 +192,10 @@ func ReadOptions(s registry.Settings) (Options, error) {
 		bad(SettingSRTP, err)
 	}
 	readTLS(s, &o, bad) // tls.go
+	if err := readInboundAuth(s, &o); err != nil {
+		errs = append(errs, err)
+	}
+	o.MinSE = time.Duration(testMinSE.Load())
 	return o, errors.Join(errs...)
 }
 

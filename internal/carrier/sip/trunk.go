@@ -39,6 +39,8 @@ type Trunk struct {
 	client  *sipgo.Client
 	ports   *media.Ports
 	refuser *allow.Refuser
+	// auth checks callers outside the allow-list (inboundauth.go); nil without credentials.
+	auth *inboundAuth
 	// addr is where peers send signalling and media: the advertised address, and the port
 	// the listeners bound.
 	addr    netip.AddrPort
@@ -86,6 +88,9 @@ func Start(opts Options, in carrier.Inbound) (*Trunk, error) {
 	t := &Trunk{
 		opts: opts, in: in, log: log, ports: ports,
 		refuser: allow.NewRefuser(allow.RefuserConfig{}),
+	}
+	if t.auth, err = newInboundAuth(opts); err != nil {
+		return nil, err
 	}
 	t.dialogs = newDialogs()
 	t.outDialogs, t.placed = dial.NewDialogs(), map[string]*placed{}

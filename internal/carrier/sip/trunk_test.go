@@ -144,7 +144,14 @@ func (s *recordingSink) waitFor(t *testing.T, what string, cond func(*recordingS
 	}
 }
 
-// startTrunk runs a trunk on loopback that admits calls through a.
+// startTrunkWith is startTrunk with the options changed by set first.
+func startTrunkWith(t *testing.T, allowSpec string, a *answering, set func(*Options)) *Trunk {
+	t.Helper()
+	return startTrunk(t, allowSpec, a, set)
+}
+
+// startTrunk runs a trunk on loopback that admits calls through a, its options changed by
+// edits first.
 func startTrunk(t *testing.T, allowSpec string, a *answering, edits ...func(*Options)) *Trunk {
 	t.Helper()
 	list, err := allow.Parse(allowSpec)

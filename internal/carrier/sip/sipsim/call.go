@@ -42,6 +42,8 @@ type CallOptions struct {
 	// HandOffMedia leaves the call's RTP socket unread (Received stays empty) for a
 	// simulated phone to take over with Call.Transport.
 	HandOffMedia bool
+	// Username and Password answer a digest challenge (401) to the INVITE.
+	Username, Password string
 }
 
 // Response is a provisional or final response as it arrived.
@@ -91,6 +93,7 @@ type Call struct {
 	endOnce   sync.Once
 	readerOut chan struct{}
 	byFarEnd  atomic.Bool // Handset's BYE ended the call
+	refreshed chan string // Handset's session refreshes (refresh.go)
 }
 
 // Call places a call to Handset's SIP address target and returns it established (the
@@ -136,7 +139,7 @@ func (c *Caller) Call(ctx context.Context, target netip.AddrPort, o CallOptions)
 	}
 	call := &Call{caller: c, rtpConn: rtpConn, pt: pt, arrived: make(chan struct{}, 1),
 		ended: make(chan struct{}), readerOut: make(chan struct{}), ssrc: randomUint32(),
-		seq: uint16(randomUint32()), ts: randomUint32(), srtp: secured}
+		seq: uint16(randomUint32()), ts: randomUint32(), srtp: secured, refreshed: make(chan string, 8)}
 	sess, err := c.dialogs.Invite(ctx, recipient, offer, headers...)
 	if err != nil {
 		rtpConn.Close()
@@ -145,7 +148,7 @@ func (c *Caller) Call(ctx context.Context, target netip.AddrPort, o CallOptions)
 	call.sess = sess
 	call.sipCallID = sess.InviteRequest.CallID().Value()
 	c.keep(call)
-	err = sess.WaitAnswer(ctx, sipgo.AnswerOptions{})
+	err = sess.WaitAnswer(ctx, sipgo.AnswerOptions{Username: o.Username, Password: o.Password})
 	call.Responses = c.heardFor(call.sipCallID)
 	if err != nil {
 		c.forget(call)

@@ -128,6 +128,7 @@ func NewCaller(o CallerOptions) (*Caller, error) {
 	c.srv.OnBye(c.onBye)
 	c.srv.OnRefer(c.onRefer)
 	c.srv.OnInvite(c.onReinvite)
+	c.srv.OnUpdate(c.onUpdate)
 	c.srv.OnAck(c.onAck)
 	return c, nil
 }
@@ -166,10 +167,15 @@ func (c *Caller) onBye(req *sip.Request, tx sip.ServerTransaction) {
 	}
 }
 
-// onReinvite refuses an offer from Handset: the simulated trunk never expects one (but
-// answers new calls when told to: Answer).
+// onReinvite refuses an offer from Handset: the simulated trunk never expects one, but
+// answers new calls when told to (Answer), and a session refresh (refresh.go) with its own
+// offer unchanged.
 func (c *Caller) onReinvite(req *sip.Request, tx sip.ServerTransaction) {
 	if c.answerInvite(req, tx) {
+		return
+	}
+	if call := c.call(req); call != nil && req.GetHeader("Session-Expires") != nil {
+		c.answerRefresh(req, tx, call.sess.InviteRequest.Body())
 		return
 	}
 	_ = tx.Respond(sip.NewResponseFromRequest(req, sip.StatusNotAcceptableHere, "Not Acceptable Here", nil))
