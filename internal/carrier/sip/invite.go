@@ -167,26 +167,47 @@ var errNotEstablished = errors.New("sip: the call was not established (cancelled
 // onReinvite answers a re-INVITE: a session refresh (the same SDP version) gets the same
 // answer; a new offer (hold, a new address or codec) is answered and applied to the media.
 func (t *Trunk) onReinvite(req *sip.Request, tx sip.ServerTransaction) {
-	c := t.callOf(req, tx) // the allow-list was checked by onInvite, and again here
+	c, terms, timed := t.readInDialog(req, tx) // the allow-list was checked by onInvite, and again here
 	if c == nil {
 		return
 	}
+	t.answerOffer(c, req, tx, terms, timed)
+}
+
+// readInDialog takes what a re-INVITE and an UPDATE begin with: the call, the request read
+// into its dialog, and the session timer's terms it offers. It answers the request itself
+// and returns a nil call when there is nothing more to do.
+func (t *Trunk) readInDialog(req *sip.Request, tx sip.ServerTransaction) (*inboundCall, sessionTerms, bool) {
+	c := t.callOf(req, tx)
+	if c == nil {
+		return nil, sessionTerms{}, false
+	}
 	if err := c.dialog.ReadRequest(req, tx); err != nil {
 		_ = tx.Respond(sip.NewResponseFromRequest(req, sip.StatusInternalServerError, clipReason(err), nil))
-		return
+		return nil, sessionTerms{}, false
 	}
 	terms, timed, err := t.opts.offeredTerms(req)
 	if err != nil {
 		t.refuseTerms(req, tx, err)
-		return
+		return nil, sessionTerms{}, false
 	}
+	return c, terms, timed
+}
+
+// answerOffer answers an in-dialog request's SDP (a re-INVITE's, or an UPDATE's) with
+// ours, applies it to the media, and restarts the session timer.
+func (t *Trunk) answerOffer(c *inboundCall, req *sip.Request, tx sip.ServerTransaction, terms sessionTerms, timed bool) {
 	body, err := c.renegotiate(req.Body())
 	if err != nil {
-		t.log.Warn("refused a re-INVITE", "call_id", callID(req), "err", err)
+		t.log.Warn("refused an offer inside a call", "method", req.Method, "call_id", callID(req), "err", err)
 		_ = tx.Respond(sip.NewResponseFromRequest(req, offerStatus(err), clipReason(err), nil))
 		return
 	}
-	res := sip.NewSDPResponseFromRequest(req, body)
+	t.respondInDialog(c, req, tx, sip.NewSDPResponseFromRequest(req, body), terms, timed)
+}
+
+// respondInDialog sends a 2xx inside a call with our Contact and the session timer's terms.
+func (t *Trunk) respondInDialog(c *inboundCall, req *sip.Request, tx sip.ServerTransaction, res *sip.Response, terms sessionTerms, timed bool) {
 	contact := t.contactFor(req)
 	res.AppendHeader(&contact)
 	c.applyRefresh(res, terms, timed)

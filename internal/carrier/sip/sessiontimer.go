@@ -195,33 +195,16 @@ func (c *inboundCall) applyRefresh(res *sip.Response, terms sessionTerms, timed 
 // onUpdate answers an UPDATE inside a call (RFC 3311): a session refresh, with an SDP
 // offer or without one.
 func (t *Trunk) onUpdate(req *sip.Request, tx sip.ServerTransaction) {
-	c := t.callOf(req, tx)
+	c, terms, timed := t.readInDialog(req, tx)
 	if c == nil {
 		return
 	}
-	if err := c.dialog.ReadRequest(req, tx); err != nil {
-		_ = tx.Respond(sip.NewResponseFromRequest(req, sip.StatusInternalServerError, clipReason(err), nil))
-		return
-	}
-	terms, timed, err := t.opts.offeredTerms(req)
-	if err != nil {
-		t.refuseTerms(req, tx, err)
-		return
-	}
-	res := sip.NewResponseFromRequest(req, sip.StatusOK, "OK", nil)
-	if len(req.Body()) > 0 { // an offer, answered as a re-INVITE's is
-		body, err := c.renegotiate(req.Body())
-		if err != nil {
-			t.log.Warn("refused an UPDATE", "call_id", callID(req), "err", err)
-			_ = tx.Respond(sip.NewResponseFromRequest(req, offerStatus(err), clipReason(err), nil))
-			return
-		}
-		res = sip.NewSDPResponseFromRequest(req, body)
-	}
-	res.AppendHeader(&t.contact)
-	c.applyRefresh(res, terms, timed)
 	c.leg.signals.signal(time.Now(), "UPDATE", "in", "")
-	_ = tx.Respond(res)
+	if len(req.Body()) > 0 { // an offer, answered as a re-INVITE's is
+		t.answerOffer(c, req, tx, terms, timed)
+		return
+	}
+	t.respondInDialog(c, req, tx, sip.NewResponseFromRequest(req, sip.StatusOK, "OK", nil), terms, timed)
 }
 
 // refreshTimeout bounds a refresh Handset sends: 64·T1, a transaction's lifetime.
