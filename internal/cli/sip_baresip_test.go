@@ -128,8 +128,6 @@ func recognise(t *testing.T, pcm []int16) string {
 	return strings.Join(words, " ")
 }
 
-func writePCM16WAV(path string, pcm []int16) error { return writePCM16WAVAt(path, 8000, pcm) }
-
 // writePCM16WAVAt writes pcm at rate as a 16-bit mono WAV file.
 func writePCM16WAVAt(path string, rate int, pcm []int16) error {
 	var buf bytes.Buffer
