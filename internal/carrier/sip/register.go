@@ -23,7 +23,8 @@ var Provider = registry.Carrier{
 		Title: "SIP trunk",
 		Settings: []string{SettingAllow, SettingListen, SettingTransports, SettingPublicAddr, SettingRTPPorts,
 			SettingCodecs, SettingRegistrar, SettingTrunk, SettingUsername, SettingPassword,
-			SettingInboundUsername, SettingInboundPassword, "HANDSET_PHONE_NUMBER"},
+			SettingInboundUsername, SettingInboundPassword, SettingSRTP, SettingTLSListen, SettingTLSCert, SettingTLSKey,
+			"HANDSET_PHONE_NUMBER"},
 		Hints: registry.Hints{
 			NoMediaFix: "the trunk answered but sent no RTP: check that UDP " + SettingRTPPorts + " is open to the trunk's media servers, and that " +
 				SettingPublicAddr + " is the address the trunk can reach (behind NAT, the public one).",
