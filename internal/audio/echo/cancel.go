@@ -332,14 +332,12 @@ func (c *canceller) cancel(s *suppressor, learn, own bool, silent float64, gain 
 	}
 	// What it leaves is never less than maxCancelDB under the whole echo, spread over every
 	// bin: the line's codecs add noise across the band at the echo's level, which no
-	// canceller takes away. (The exponent is a float: as an integer constant expression it
-	// truncated to 20 dB, a floor that took the quiet caller's first syllable under a 12 dB
-	// echo.)
+	// canceller takes away.
 	var whole float64
 	for k, x := range c.x {
 		whole += raw[s.bandOf[k]] * (real(x)*real(x) + imag(x)*imag(x))
 	}
-	floor := whole * math.Pow(10, -maxCancelDB/10.0) / float64(len(c.x))
+	floor := whole * math.Pow(10, -maxCancelDB/10) / float64(len(c.x))
 	for k, x := range c.x {
 		p := real(x)*real(x) + imag(x)*imag(x)
 		v := s.rspec[k]
