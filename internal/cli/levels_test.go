@@ -183,8 +183,8 @@ func runLevelMatrix(t *testing.T, kit simkit.Kit, engine string, recorded []int1
 //
 // A cell over the limit without a stall and without a false interruption runs once more,
 // and the second run decides: where the caller's first syllable falls against the agent's
-// words decides whether the suppressor takes part of it, and with Silero about one
-// quiet-caller call in fifty still loses it (one cell of 580 ms in five runs of the matrix;
+// words decides whether the suppressor takes part of it, and with Silero about one run of
+// the matrix in three has one quiet-caller cell that loses it (520-640 ms;
 // docs/turn-taking.md). The table's footer lists every such first figure, so the tail stays
 // in view; a cell that misses twice fails.
 const (

@@ -45,6 +45,12 @@ const (
 	recentForget = 0.8
 	// maxCancelDB is the most the suppressor counts on the canceller to take off the echo.
 	maxCancelDB = 25
+	// leftFloorDB is how far under the whole echo what the canceller leaves is still taken
+	// off. It was written as maxCancelDB/10 in integer arithmetic, which made it 20 dB, and
+	// the level matrix was tuned on that. 25 dB kept a quiet caller's first syllable more
+	// often (docs/turn-taking.md) but let one false interruption through at 6 dB echo with the
+	// WebRTC VAD in the next matrix run; it stays 20 dB, said as such, until that is understood.
+	leftFloorDB = 20.0
 	// learnedBin: a bin's learned reference power must be this many times the frame's for
 	// the canceller's gain there to count as learned.
 	learnedBin = 3
@@ -330,14 +336,14 @@ func (c *canceller) cancel(s *suppressor, learn, own bool, silent float64, gain 
 		}
 		return false
 	}
-	// What it leaves is never less than maxCancelDB under the whole echo, spread over every
+	// What it leaves is never less than leftFloorDB under the whole echo, spread over every
 	// bin: the line's codecs add noise across the band at the echo's level, which no
 	// canceller takes away.
 	var whole float64
 	for k, x := range c.x {
 		whole += raw[s.bandOf[k]] * (real(x)*real(x) + imag(x)*imag(x))
 	}
-	floor := whole * math.Pow(10, -maxCancelDB/10) / float64(len(c.x))
+	floor := whole * math.Pow(10, -leftFloorDB/10) / float64(len(c.x))
 	for k, x := range c.x {
 		p := real(x)*real(x) + imag(x)*imag(x)
 		v := s.rspec[k]
