@@ -160,3 +160,81 @@ func TestSippCancelRacesTheAnswer(t *testing.T) {
 		})
 	}
 }
+
+// placeToSipp starts sipp playing a UAS scenario from testdata/sipp as the trunk's far end
+// and has serve place a call to it through the jobs API.
+func placeToSipp(t *testing.T, scenario string) (*sippeer.Sipp, *rig) {
+	t.Helper()
+	testpeer.Slow(t, "runs sipp against handset serve")
+	uas, err := sippeer.StartSipp(t, sippeer.Scenario(filepath.Join("testdata", "sipp", scenario)), "", sippeer.SippOptions{Timeout: 60 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := startServeSIP(t, nil, "HANDSET_SIP_TRUNK=sip:"+uas.Addr(), "HANDSET_PHONE_NUMBER=+15550001111", "HANDSET_CARRIER=sip")
+	o := newOutRig(t, r)
+	var queued apiJob
+	if code := o.api("POST", "/api/calls", map[string]any{"to": "+15550102000"}, &queued); code != 200 && code != 202 {
+		t.Fatalf("POST /api/calls = %d %+v\n%s", code, queued, r.logs.String())
+	}
+	return uas, r
+}
+
+// waitSipp waits for sipp's scenario to end and checks it passed.
+func waitSipp(t *testing.T, uas *sippeer.Sipp, r *rig) sippeer.SippResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	defer cancel()
+	res, err := uas.Wait(ctx)
+	if err != nil {
+		t.Fatalf("sipp: %v\n%s\n%s\n%s", err, res.Output, clipTail(res.Messages, 4000), r.logs.String())
+	}
+	sippPassed(t, res, r)
+	return res
+}
+
+// Handset places a call and sipp answers with a 6 s session for Handset to refresh: the
+// INVITE offers a timer (sipp checks it), Handset refreshes twice with UPDATE within the
+// interval (sipp checks the terms), and the call ends on sipp's BYE.
+func TestSIPPlacedCallRefreshesTheSession(t *testing.T) {
+	defer sip.SetTestMinSE(3 * time.Second)()
+	uas, r := placeToSipp(t, "uas_session_refresh.xml")
+	waitSipp(t, uas, r)
+	r.waitEvent(obs.CallEnd, nil, 10*time.Second)
+	events := r.journal()
+	refreshes := 0
+	for _, e := range eventsOf(events, obs.CarrierSignal) {
+		if e.Name == "UPDATE" && e.Kind == "out" && e.Reason == "session refresh" {
+			refreshes++
+		}
+	}
+	if refreshes != 2 {
+		t.Errorf("%d refreshes in the journal, want 2:\n%s", refreshes, dumpEvents(events))
+	}
+	if signalled(events, "BYE", "out", "session expired") || signalled(events, "BYE", "out", "session refresh failed") {
+		t.Errorf("Handset hung up on its own:\n%s", dumpEvents(events))
+	}
+}
+
+// Handset places a call asking for a 5 s session; sipp refuses it as too small (422,
+// Min-SE 8 s),
+// takes the INVITE sent again with 8 s, and answers with a session it means to refresh
+// itself, then never does: Handset hangs up before the session runs out, and the journal
+// says why.
+func TestSIPPlacedCallSessionExpires(t *testing.T) {
+	defer sip.SetTestMinSE(3 * time.Second)()
+	defer sip.SetTestSessionExpires(5 * time.Second)()
+	start := time.Now()
+	uas, r := placeToSipp(t, "uas_session_expire.xml")
+	waitSipp(t, uas, r)
+	if took := time.Since(start); took > 20*time.Second {
+		t.Errorf("the session took %v to expire, want about 5 s after the answer", took)
+	}
+	r.waitEvent(obs.CallEnd, nil, 10*time.Second)
+	events := r.journal()
+	if !signalled(events, "422", "in", "session interval too small") {
+		t.Errorf("the journal holds no 422:\n%s", dumpEvents(events))
+	}
+	if !signalled(events, "BYE", "out", "session expired") {
+		t.Errorf("the journal does not say the session expired:\n%s", dumpEvents(events))
+	}
+}

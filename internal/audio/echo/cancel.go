@@ -225,7 +225,7 @@ func (c *canceller) cancel(s *suppressor, learn, own bool, silent float64, gain 
 	if c.delay < 0 {
 		return false
 	}
-	s.load(c.ref[:s.frame], c.ref[s.frame:])
+	s.loadWindow(c.ref[:s.frame], c.ref[s.frame:])
 	s.fft.Coefficients(c.x, s.x)
 	var refPow, inPow float64
 	for k, x := range c.x {

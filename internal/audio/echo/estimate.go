@@ -39,6 +39,7 @@ type estimator struct {
 	// is paused: the caller's voice says nothing about the echo path. Learning resumes
 	// after maxFrozen whatever, so a path that changed is learned again.
 	frozen, hold int
+	resume       int // frames still learning after maxFrozen, whatever the double talk
 	// The current talkspurt's own sums, gathered while it settles (see beginSpurt).
 	spurt       sums
 	inSpurt     bool
@@ -104,20 +105,27 @@ func (s *sums) best() (lag int, corr float64, ok bool) {
 }
 
 // Double talk pauses learning for at least holdFrames (300 ms: the caller's syllable gaps
-// are not echo either), and for maxFrozen frames (2 s) at most.
+// are not echo either), and for maxFrozen frames (2 s) at most: then it learns for
+// resumeFrames (1 s) whatever, so a path that changed (a line that starts to echo looks
+// like a caller talking over the agent) is learned again.
 const (
-	holdFrames = 15
-	maxFrozen  = 100
+	holdFrames   = 15
+	maxFrozen    = 100
+	resumeFrames = 50
 )
 
 // doubleTalk tells the estimator whether the frame held the caller over the echo.
 func (e *estimator) doubleTalk(on bool) {
 	switch {
+	case e.resume > 0:
+		if e.resume--; e.resume == 0 {
+			e.frozen, e.hold = 0, 0
+		}
 	case on && e.frozen < maxFrozen:
 		e.frozen++
 		e.hold = holdFrames
 	case on:
-		e.frozen, e.hold = 0, 0 // resume learning for a while
+		e.resume, e.hold = resumeFrames, 0
 	case e.hold > 0:
 		e.hold--
 	default:
@@ -126,16 +134,22 @@ func (e *estimator) doubleTalk(on bool) {
 }
 
 // paused: learning waits out double talk.
-func (e *estimator) paused() bool { return e.hold > 0 && e.frozen < maxFrozen }
+func (e *estimator) paused() bool { return e.hold > 0 && e.frozen < maxFrozen && e.resume == 0 }
 
 // louderThanEcho: a frame at levelDB is more than the learned path could return of the
 // loudest audio in reach, with 6 dB to spare: the caller, whatever the suppressor finds.
 func (e *estimator) louderThanEcho(levelDB float64) bool {
+	return e.learned && levelDB > e.mostEchoDB()+worstLossDB
+}
+
+// mostEchoDB bounds the echo the learned path could return now (dBFS): the loudest
+// reference block in reach at the loudest band's gain.
+func (e *estimator) mostEchoDB() float64 {
 	most := -90.0
 	for _, g := range e.bandGain {
 		most = max(most, g)
 	}
-	return e.learned && levelDB > e.loudest()+most+worstLossDB
+	return e.loudest() + most
 }
 
 func (e *estimator) init(maxLag, perFrame int) {

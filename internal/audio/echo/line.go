@@ -235,13 +235,31 @@ func (l *Line) Process(in, out []int16) ([]int16, Frame) {
 		f.ResidualDB = f.LevelDB
 		return in, f
 	}
+	if most := l.est.mostEchoDB(); l.est.corr < echoCorrelation && most < inaudibleEchoDB {
+		// A line that shows no echo, and whose learned path could not return an audible
+		// one: the suppressor would take nothing, so its transforms are spared. Its band
+		// gains wait meanwhile; a line that starts to echo shows it in the envelopes.
+		l.sup.idle(in)
+		if !loud {
+			l.est.doubleTalk(f.LevelDB > audibleDB && f.LevelDB > most)
+		}
+		f.EchoDB, f.ResidualDB = most, f.LevelDB
+		return in, f
+	}
 	// The reference windows at the learned delay and either side of it; the band gains are
 	// learned only once the talkspurt has settled, when the delay is its own.
 	settling := l.settle > 0
 	lags := l.est.lags(settling)
-	l.mu.Lock() // once for all the windows: the sending goroutine waits on it
+	at := l.sup.at[:len(lags)]
 	for i, lag := range lags {
-		l.referenceLocked(l.sup.refBuf(i), start+int64(l.frame)-int64(2*l.frame)-int64(lag*l.block))
+		at[i] = start - int64(l.frame) - int64(lag*l.block)
+	}
+	l.sup.plan(at, start)
+	l.mu.Lock() // once for all the windows: the sending goroutine waits on it
+	for i := range lags {
+		if l.sup.load[i] {
+			l.referenceLocked(l.sup.refBuf(i), at[i])
+		}
 	}
 	voters, best := 0, -1
 	if settling {
@@ -321,6 +339,10 @@ const settleFrames = 25
 
 // audibleDB is the level below which a frame says nothing either way.
 const audibleDB = -50.0
+
+// inaudibleEchoDB: an echo the path could return no louder than this (10 dB under
+// audibleDB, before the suppressor's 3 dB margin) is not worth suppressing.
+const inaudibleEchoDB = audibleDB - 10
 
 // LevelDB is the RMS level of 16-bit PCM in dBFS (0 dBFS = RMS of 32768); -Inf for silence.
 func LevelDB(pcm []int16) float64 {

@@ -107,11 +107,12 @@ func TestLineAtPhoneLevels(t *testing.T) {
 	}
 }
 
-// learnedLine is a line that has learned a 12 dB echo path of a speech-like agent voice,
-// with that voice and its echo, and the inbound position reached.
+// learnedLine is a line that has learned a 12 dB echo path 120 ms long (a phone line's) of a
+// speech-like agent voice, with that voice and its echo, and the inbound position reached.
 func learnedLine() (l *echo.Line, agent, mic, out []int16, pos int64) {
 	agent = audiotest.AtPeakFrame(audiotest.SpeechLike(rate, 4*time.Second, 3), rate, audiotest.TTSPeakFrameDBFS)
-	mic = audiotest.Gain(agent, -12)
+	delay := rate * 120 / 1000
+	mic = append(make([]int16, delay), audiotest.Gain(agent, -12)[:len(agent)-delay]...)
 	l, _ = echo.NewLine(rate, 0)
 	out = make([]int16, 160)
 	for i := 0; i+160 <= len(agent); i += 160 { // learn the path first

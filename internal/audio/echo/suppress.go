@@ -27,16 +27,21 @@ type suppressor struct {
 	x          []float64        // windowed samples
 	spec       []complex128     // the inbound spectrum
 	rspec      []complex128     // a reference spectrum
-	refs       [maxLags][]int16 // reference windows at the lags
-	echo       []float64        // predicted echo power per bin
-	spread     []float64        // echo power after spreading to neighbours
-	inPow      []float64        // inbound power per bin
-	tail       []float64        // the second half of the last window, still to be added
-	active     bool             // the last frame went through the suppressor
-	echoDB     float64          // the echo predicted in the last frame (dBFS)
-	residualDB float64          // what suppression alone left of the last frame (dBFS)
-	cancelled  bool             // the canceller took the last frame (whichever output was used)
-	bandOf     []int            // band of each bin
+	refs       [maxLags][]int16 // reference windows at the lags (those to be transformed)
+	kept       [specSlots]refSpectrum
+	slot       [maxLags]int   // the kept spectrum each lag of the current frame uses
+	load       [maxLags]bool  // the lag's window is in refs, to be transformed into its slot
+	frames     int64          // frames planned, for telling a slot in use from a spare one
+	at         [maxLags]int64 // where the lags' windows start (the Line fills it)
+	echo       []float64      // predicted echo power per bin
+	spread     []float64      // echo power after spreading to neighbours
+	inPow      []float64      // inbound power per bin
+	tail       []float64      // the second half of the last window, still to be added
+	active     bool           // the last frame went through the suppressor
+	echoDB     float64        // the echo predicted in the last frame (dBFS)
+	residualDB float64        // what suppression alone left of the last frame (dBFS)
+	cancelled  bool           // the canceller took the last frame (whichever output was used)
+	bandOf     []int          // band of each bin
 	bandPow    [2][bands]float64
 	mag        []float64        // inbound magnitude per bin
 	match      [maxLags]float64 // how well each lag's reference spectrum matches the inbound
@@ -57,6 +62,9 @@ func (s *suppressor) init(frame int) {
 	s.rspec = make([]complex128, bins)
 	for i := range s.refs {
 		s.refs[i] = make([]int16, s.win)
+	}
+	for i := range s.kept {
+		s.kept[i] = refSpectrum{at: -1, usedIn: -1, pow: make([]float32, bins)}
 	}
 	s.echo = make([]float64, bins)
 	s.spread = make([]float64, bins)
@@ -81,6 +89,52 @@ func (s *suppressor) init(frame int) {
 	}
 }
 
+// Reference spectra are kept by where their window starts on the inbound timeline. The
+// wide spans' lags are a frame apart, so each frame's windows but the newest are windows the
+// last frame transformed, and most of the suppressor's transforms are saved. Only windows
+// that ended a frame before the inbound frame are kept: audio is placed on the timeline
+// where it will play, so what lies that far back no longer changes.
+const specSlots = maxLags + 1
+
+type refSpectrum struct {
+	at     int64     // where its window starts; -1: not kept
+	usedIn int64     // the frame that last used it
+	pow    []float32 // power per bin (float32 halves the memory; the sums stay float64)
+	total  float64   // the sum of pow
+}
+
+// plan gives the frame's lags their kept spectra: lag i's window starts at at[i], and is
+// kept if it ends by keepBy. It reports in s.load which windows must be transformed: the
+// caller then fills their refBuf.
+func (s *suppressor) plan(at []int64, keepBy int64) {
+	s.frames++
+	for i, a := range at { // first every lag that finds its window kept, so none is evicted
+		s.load[i] = true
+		for j := range s.kept {
+			if k := &s.kept[j]; k.at == a && a+int64(s.win) <= keepBy {
+				k.usedIn, s.slot[i], s.load[i] = s.frames, j, false
+				break
+			}
+		}
+	}
+	for i, a := range at {
+		if !s.load[i] {
+			continue
+		}
+		spare := -1             // the least recently used slot this frame does not use; a frame uses
+		for j := range s.kept { // at most maxLags of them, so there is one
+			if k := &s.kept[j]; k.usedIn != s.frames && (spare < 0 || k.usedIn < s.kept[spare].usedIn) {
+				spare = j
+			}
+		}
+		k := &s.kept[spare]
+		k.at, k.usedIn, s.slot[i] = -1, s.frames, spare
+		if a+int64(s.win) <= keepBy {
+			k.at = a
+		}
+	}
+}
+
 // refBuf is the buffer for the reference window at lag i.
 func (s *suppressor) refBuf(i int) []int16 { return s.refs[i] }
 
@@ -91,8 +145,8 @@ func (s *suppressor) idle(in []int16) {
 	copy(s.prev, in)
 }
 
-// window fills x with the windowed samples of a then b.
-func (s *suppressor) load(a, b []int16) {
+// loadWindow fills x with the windowed samples of a then b.
+func (s *suppressor) loadWindow(a, b []int16) {
 	for i, v := range a {
 		s.x[i] = float64(v) * s.window[i]
 	}
@@ -113,7 +167,7 @@ func (s *suppressor) process(in, out []int16, lags, voters int, gain []float64, 
 		s.active = true
 	}
 	// Inbound spectrum.
-	s.load(s.prev, in)
+	s.loadWindow(s.prev, in)
 	s.fft.Coefficients(s.spec, s.x)
 	var inTotal float64
 	for k, c := range s.spec {
@@ -231,19 +285,30 @@ func (s *suppressor) synthesize(spec []complex128, tail []float64, out []int16) 
 	}
 }
 
-// lagSpectrum transforms the reference window at lag i: its power goes into the loudest
-// per bin (s.echo), and into the band sums the gains are learned from if learn. With vote
-// it returns the window's total power and its magnitudes' dot product with the inbound's
-// (s.mag).
+// lagSpectrum takes the reference window at lag i's power spectrum (transforming the window
+// unless it is kept): its power goes into the loudest per bin (s.echo), and into the band
+// sums the gains are learned from if learn. With vote it returns the window's total power
+// and its magnitudes' dot product with the inbound's (s.mag).
 func (s *suppressor) lagSpectrum(i int, learn, vote bool) (refTotal, dot float64) {
-	r := s.refs[i]
-	s.load(r[:s.frame], r[s.frame:])
-	s.fft.Coefficients(s.rspec, s.x)
-	for k, c := range s.rspec {
-		p := real(c)*real(c) + imag(c)*imag(c)
+	kept := &s.kept[s.slot[i]]
+	if s.load[i] {
+		r := s.refs[i]
+		s.loadWindow(r[:s.frame], r[s.frame:])
+		s.fft.Coefficients(s.rspec, s.x)
+		kept.total = 0
+		for k, c := range s.rspec {
+			kept.pow[k] = float32(real(c)*real(c) + imag(c)*imag(c))
+			kept.total += float64(kept.pow[k])
+		}
+		s.load[i] = false
+	}
+	if vote {
+		refTotal = kept.total
+	}
+	for k, p32 := range kept.pow {
+		p := float64(p32)
 		if vote {
 			dot += math.Sqrt(p) * s.mag[k]
-			refTotal += p
 		}
 		s.echo[k] = max(s.echo[k], p)
 		if learn {

@@ -98,8 +98,10 @@ func (t *Trunk) ring(ctx context.Context, p *placed, d carrier.Dial, target sip.
 		}
 	}
 	sig := &signals{}
+	timer := t.newPlacedTimer(sig)
+	defer timer.timer.stop()
 	dlg, sess, codec, err := t.connect(ctx, invitation{target: target, from: from, ringTimeout: d.RingTimeout,
-		sig: sig, inviting: func() { progress(carrier.StatusRinging, 0) }, log: t.log.With("call", d.CallID)})
+		sig: sig, inviting: func() { progress(carrier.StatusRinging, 0) }, log: t.log.With("call", d.CallID), timer: timer})
 	if err != nil {
 		t.log.Info("outbound call not connected", "call", d.CallID, "err", err)
 		progress(dialStatus(err), 0)
@@ -123,6 +125,15 @@ func (t *Trunk) ring(ctx context.Context, p *placed, d carrier.Dial, target sip.
 	}
 	progress(carrier.StatusInProgress, 0)
 	leg.established()
+	timer.answered(dlg, func(reason string, cause error) {
+		sig.signal(time.Now(), "BYE", "out", reason)
+		bctx, cancel := context.WithTimeout(context.Background(), byeTimeout)
+		defer cancel()
+		if err := dlg.Bye(bctx); err != nil {
+			t.log.Warn("could not hang up the call (BYE)", "call", d.CallID, "err", err)
+		}
+		leg.end(cause)
+	})
 	select {
 	case <-dlg.Done(): // the callee hung up
 		if dlg.HungUpByCallee() {
@@ -144,6 +155,7 @@ type invitation struct {
 	why         string   // ...with this reason ("bridge": a transfer's second leg)
 	inviting    func()   // called as the INVITE leaves
 	log         *slog.Logger
+	timer       *placedTimer // offers a session timer and takes the far end's refreshes; nil: none
 }
 
 // connect places inv's INVITE with an offer of the trunk's codecs on a fresh media port,
@@ -167,11 +179,25 @@ func (t *Trunk) connect(ctx context.Context, inv invitation) (*dial.Dialog, *med
 	}
 	inv.sig.signal(time.Now(), "INVITE", "out", inv.why)
 	inv.inviting()
-	dlg, err := dial.Invite(ctx, t.client, dial.Options{
+	opts := dial.Options{
 		Dialogs: t.outDialogs, Target: inv.target, From: inv.from, Contact: t.contact, Offer: offer,
 		Username: t.opts.Username, Password: t.opts.Password, RingTimeout: inv.ringTimeout,
 		OnProvisional: func(status int) { inv.sig.signal(time.Now(), fmt.Sprintf("%d", status), "in", inv.why) },
-	})
+	}
+	if inv.timer != nil {
+		asked := t.opts.sessionExpires()
+		opts.Headers, opts.OnRefresh = inv.timer.inviteHeaders(asked), inv.timer.onRefresh
+		opts.OnTooBrief = func(minSE time.Duration) ([]sip.Header, bool) {
+			// The far end asks for a longer session (RFC 4028 422): once more with its floor.
+			inv.sig.signal(time.Now(), "422", "in", "session interval too small")
+			if minSE <= asked {
+				return nil, false
+			}
+			inv.sig.signal(time.Now(), "INVITE", "out", inv.why)
+			return inv.timer.inviteHeaders(minSE), true
+		}
+	}
+	dlg, err := dial.Invite(ctx, t.client, opts)
 	if err != nil {
 		_ = conn.Close()
 		return nil, nil, media.Codec{}, err

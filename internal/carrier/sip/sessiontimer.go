@@ -42,6 +42,18 @@ func SetTestMinSE(d time.Duration) (restore func()) {
 	return func() { testMinSE.Store(old) }
 }
 
+// testSessionExpires is the interval the trunks serve starts ask for in a test; zero
+// everywhere else.
+var testSessionExpires atomic.Int64
+
+// SetTestSessionExpires sets the session interval the trunks serve starts from now on ask
+// for when they choose, for tests that watch a session Handset placed; it returns the
+// function that restores it.
+func SetTestSessionExpires(d time.Duration) (restore func()) {
+	old := testSessionExpires.Swap(int64(d))
+	return func() { testSessionExpires.Store(old) }
+}
+
 // errSessionExpired ends a call whose peer let the session expire without refreshing it.
 var errSessionExpired = errors.New("sip: the session expired: the peer did not refresh it (RFC 4028)")
 

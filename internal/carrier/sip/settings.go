@@ -195,7 +195,7 @@ func ReadOptions(s registry.Settings) (Options, error) {
 	if err := readInboundAuth(s, &o); err != nil {
 		errs = append(errs, err)
 	}
-	o.MinSE = time.Duration(testMinSE.Load())
+	o.MinSE, o.SessionExpires = time.Duration(testMinSE.Load()), time.Duration(testSessionExpires.Load())
 	return o, errors.Join(errs...)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -34,9 +35,20 @@ type Options struct {
 	OnProvisional func(status int)
 	// OnRequest, when set, answers the in-dialog requests this package does not (INFO,
 	// re-INVITE, UPDATE): it returns the status and body to reply with. When nil, a
-	// re-INVITE is answered 200 with the offer the call was placed with (a session
-	// refresh), OPTIONS 200, anything else 501.
+	// re-INVITE or an UPDATE is answered 200 (with the offer the call was placed with when
+	// it carries an offer: a session refresh keeps the session as it was), OPTIONS 200,
+	// anything else 501.
 	OnRequest func(req *sip.Request) (status int, body []byte)
+	// Headers are added to the INVITE (a session timer's Session-Expires, Supported).
+	Headers []sip.Header
+	// OnTooBrief, when set, is asked once, after a 422 (Session Interval Too Small, RFC
+	// 4028) that names the far end's Min-SE, for the headers of an INVITE sent again in
+	// the same call (its Call-ID and From tag, the next CSeq); ok false gives up.
+	OnTooBrief func(minSE time.Duration) (headers []sip.Header, ok bool)
+	// OnRefresh, when set, sees each re-INVITE or UPDATE before its 2xx leaves: it
+	// returns headers to add to the 2xx (a session timer's terms), or a failure status
+	// and the headers of that answer instead (422 with Min-SE).
+	OnRefresh func(req *sip.Request) (status int, headers []sip.Header)
 }
 
 // defaultRingTimeout is how long a call may ring when Options.RingTimeout is zero.
@@ -67,6 +79,9 @@ type CallError struct {
 	Phrase string // its reason phrase
 	Kind   error  // one of the Err values
 	Err    error  // the underlying cause when there was no status
+	// MinSE is a 422's Min-SE: the shortest session interval the far end takes (RFC
+	// 4028), for an INVITE sent again with a longer one; 0 otherwise.
+	MinSE time.Duration
 }
 
 func (e *CallError) Error() string {
@@ -100,8 +115,18 @@ func kindOf(status int) error {
 }
 
 func statusError(res *sip.Response) *CallError {
-	return &CallError{Status: res.StatusCode, Phrase: sanitize(res.Reason), Kind: kindOf(res.StatusCode)}
+	ce := &CallError{Status: res.StatusCode, Phrase: sanitize(res.Reason), Kind: kindOf(res.StatusCode)}
+	if h := res.GetHeader("Min-SE"); h != nil && res.StatusCode == 422 {
+		num, _, _ := strings.Cut(h.Value(), ";")
+		if secs, err := strconv.ParseUint(strings.TrimSpace(num), 10, 32); err == nil && secs <= maxMinSE {
+			ce.MinSE = time.Duration(secs) * time.Second
+		}
+	}
+	return ce
 }
+
+// maxMinSE bounds a 422's Min-SE (seconds): a day.
+const maxMinSE = 24 * 60 * 60
 
 // Invite calls o.Target through client and waits for the answer; it returns the
 // established dialog (ACK sent) or a *CallError. Ending ctx before the answer sends CANCEL
@@ -116,27 +141,42 @@ func Invite(ctx context.Context, client *sipgo.Client, o Options) (*Dialog, erro
 		o.RingTimeout = defaultRingTimeout
 	}
 	ua := &sipgo.DialogUA{Client: client, ContactHDR: o.Contact}
-	s, err := ua.WriteInvite(ctx, inviteRequest(o))
-	if err != nil {
-		return nil, &CallError{Kind: ErrUnreachable, Err: err}
-	}
 	ringing, stopRinging := context.WithTimeoutCause(ctx, o.RingTimeout, ErrNoAnswer)
 	defer stopRinging()
-	challenged := false
-	err = s.WaitAnswer(ringing, sipgo.AnswerOptions{
-		Username: o.Username, Password: o.Password,
-		OnResponse: func(res *sip.Response) error {
-			switch code := res.StatusCode; {
-			case code == 401 || code == 407:
-				challenged = true
-			case res.IsProvisional() && code != 100 && o.OnProvisional != nil:
-				o.OnProvisional(code)
-			}
-			return nil
-		},
-	})
-	if err != nil {
-		return nil, failed(ctx, ringing, s, err, challenged)
+	var s *sipgo.DialogClientSession
+	var prev *sip.Request
+	for {
+		var err error
+		s, err = ua.WriteInvite(ctx, inviteRequest(o, prev))
+		if err != nil {
+			return nil, &CallError{Kind: ErrUnreachable, Err: err}
+		}
+		challenged := false
+		err = s.WaitAnswer(ringing, sipgo.AnswerOptions{
+			Username: o.Username, Password: o.Password,
+			OnResponse: func(res *sip.Response) error {
+				switch code := res.StatusCode; {
+				case code == 401 || code == 407:
+					challenged = true
+				case res.IsProvisional() && code != 100 && o.OnProvisional != nil:
+					o.OnProvisional(code)
+				}
+				return nil
+			},
+		})
+		if err == nil {
+			break
+		}
+		ferr := failed(ctx, ringing, s, err, challenged)
+		ce := (*CallError)(nil)
+		if prev != nil || o.OnTooBrief == nil || !errors.As(ferr, &ce) || ce.Status != 422 || ce.MinSE == 0 {
+			return nil, ferr
+		}
+		headers, ok := o.OnTooBrief(ce.MinSE)
+		if !ok {
+			return nil, ferr
+		}
+		o.Headers, prev = headers, s.InviteRequest
 	}
 	d := newDialog(s, o)
 	// Kept before the ACK goes: the callee may hang up the moment it arrives.
@@ -183,8 +223,9 @@ func failed(ctx, ringing context.Context, s *sipgo.DialogClientSession, err erro
 	}
 }
 
-// inviteRequest is the INVITE for o: the caller id in From, the callee in To.
-func inviteRequest(o Options) *sip.Request {
+// inviteRequest is the INVITE for o: the caller id in From, the callee in To. After prev
+// was refused, it is the same call's next INVITE: prev's Call-ID and From, the next CSeq.
+func inviteRequest(o Options, prev *sip.Request) *sip.Request {
 	req := sip.NewRequest(sip.INVITE, *o.Target.Clone())
 	scheme := o.Target.Scheme
 	if scheme == "" {
@@ -193,9 +234,17 @@ func inviteRequest(o Options) *sip.Request {
 	from := &sip.FromHeader{Address: sip.Uri{Scheme: scheme, User: o.From, Host: o.Target.Host}, Params: sip.NewParams()}
 	from.Params.Add("tag", sip.GenerateTagN(16))
 	to := &sip.ToHeader{Address: sip.Uri{Scheme: scheme, User: o.Target.User, Host: o.Target.Host}, Params: sip.NewParams()}
+	if prev != nil {
+		from = sip.HeaderClone(prev.From()).(*sip.FromHeader)
+		req.AppendHeader(sip.HeaderClone(prev.CallID()))
+		req.AppendHeader(&sip.CSeqHeader{SeqNo: prev.CSeq().SeqNo + 1, MethodName: sip.INVITE})
+	}
 	req.AppendHeader(from)
 	req.AppendHeader(to)
 	req.AppendHeader(o.Contact.Clone())
+	for _, h := range o.Headers {
+		req.AppendHeader(h)
+	}
 	if o.Offer != nil {
 		req.AppendHeader(sip.NewHeader("Content-Type", "application/sdp"))
 	}

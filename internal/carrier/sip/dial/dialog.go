@@ -13,11 +13,12 @@ import (
 
 // Dialog is an answered outbound call.
 type Dialog struct {
-	s      *sipgo.DialogClientSession
-	ds     *Dialogs
-	offer  []byte
-	answer []byte
-	onReq  func(*sip.Request) (int, []byte)
+	s         *sipgo.DialogClientSession
+	ds        *Dialogs
+	offer     []byte
+	answer    []byte
+	onReq     func(*sip.Request) (int, []byte)
+	onRefresh func(*sip.Request) (int, []sip.Header)
 
 	done     chan struct{}
 	ended    sync.Once
@@ -31,7 +32,7 @@ type Dialog struct {
 
 func newDialog(s *sipgo.DialogClientSession, o Options) *Dialog {
 	return &Dialog{
-		s: s, ds: o.Dialogs, offer: o.Offer, answer: s.InviteResponse.Body(), onReq: o.OnRequest,
+		s: s, ds: o.Dialogs, offer: o.Offer, answer: s.InviteResponse.Body(), onReq: o.OnRequest, onRefresh: o.OnRefresh,
 		done: make(chan struct{}),
 	}
 }
@@ -41,6 +42,40 @@ func (d *Dialog) ID() string { return d.s.ID }
 
 // Answer is the SDP answer from the 200 OK.
 func (d *Dialog) Answer() []byte { return d.answer }
+
+// Answered is the 200 OK that answered the INVITE.
+func (d *Dialog) Answered() *sip.Response { return d.s.InviteResponse }
+
+// Refresh refreshes the session (RFC 4028) with an UPDATE, or with a re-INVITE that
+// offers the first offer again (and is acknowledged), carrying headers; it returns the
+// final answer, whatever its status.
+func (d *Dialog) Refresh(ctx context.Context, method sip.RequestMethod, headers []sip.Header) (*sip.Response, error) {
+	if d.over() {
+		return nil, ErrEnded
+	}
+	target := d.s.InviteRequest.Recipient
+	if c := d.s.InviteResponse.Contact(); c != nil {
+		target = c.Address
+	}
+	req := sip.NewRequest(method, target)
+	for _, h := range headers {
+		req.AppendHeader(h)
+	}
+	if method == sip.INVITE {
+		req.AppendHeader(sip.NewHeader("Content-Type", "application/sdp"))
+		req.SetBody(d.offer)
+	}
+	res, err := d.s.Do(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	if method == sip.INVITE && res.IsSuccess() {
+		if err := d.s.WriteRequest(sip.NewRequest(sip.ACK, target)); err != nil {
+			return res, fmt.Errorf("acknowledging the refresh: %w", err)
+		}
+	}
+	return res, nil
+}
 
 // Done is closed when the dialog ends: the callee's BYE, or Bye.
 func (d *Dialog) Done() <-chan struct{} { return d.done }
@@ -96,6 +131,12 @@ func (d *Dialog) handle(req *sip.Request, tx sip.ServerTransaction) {
 		d.notified(req, tx)
 	case sip.INVITE:
 		d.reinvite(req, tx)
+	case sip.UPDATE:
+		if d.onReq != nil {
+			d.custom(req, tx)
+			return
+		}
+		d.reinvite(req, tx)
 	case sip.OPTIONS:
 		if d.onReq == nil {
 			_ = tx.Respond(sip.NewResponseFromRequest(req, 200, "OK", nil))
@@ -111,12 +152,23 @@ func (d *Dialog) handle(req *sip.Request, tx sip.ServerTransaction) {
 	}
 }
 
-// reinvite answers a re-INVITE: OnRequest's answer, or the first offer again (a session
-// refresh keeps the session as it is).
+// reinvite answers a re-INVITE or an UPDATE: OnRequest's answer, or 200 with the first
+// offer again when it carries an offer (a session refresh keeps the session as it is).
+// OnRefresh adds the session timer's terms to a 2xx, or refuses it.
 func (d *Dialog) reinvite(req *sip.Request, tx sip.ServerTransaction) {
 	status, body := 200, d.offer
+	if req.Method == sip.UPDATE && len(req.Body()) == 0 {
+		body = nil
+	}
 	if d.onReq != nil {
 		status, body = d.onReq(req)
+	}
+	var extra []sip.Header
+	if d.onRefresh != nil && status >= 200 && status < 300 {
+		var refused int
+		if refused, extra = d.onRefresh(req); refused != 0 {
+			status, body = refused, nil
+		}
 	}
 	res := sip.NewResponseFromRequest(req, status, reason(status), body)
 	if status >= 200 && status < 300 {
@@ -124,6 +176,9 @@ func (d *Dialog) reinvite(req *sip.Request, tx sip.ServerTransaction) {
 		if len(body) > 0 {
 			res.AppendHeader(sip.NewHeader("Content-Type", "application/sdp"))
 		}
+	}
+	for _, h := range extra {
+		res.AppendHeader(h)
 	}
 	_ = tx.Respond(res)
 }
@@ -140,6 +195,8 @@ func reason(status int) string {
 		return "OK"
 	case 400:
 		return "Bad Request"
+	case 422:
+		return "Session Interval Too Small"
 	case 488:
 		return "Not Acceptable Here"
 	case 491:
