@@ -26,6 +26,7 @@ const (
 type estimator struct {
 	maxLag, perFrame int
 	env              []float64 // reference envelope by block, a ring over maxLag+perFrame blocks
+	loudestDB        float64   // the loudest block in env (dBFS), as of the last frame
 	block            int64     // blocks seen
 	lastActive       int64     // the last block with reference audio (-1: none)
 	long             sums      // over the whole call, forgetting with a 4 s time constant
@@ -155,6 +156,7 @@ func (e *estimator) mostEchoDB() float64 {
 func (e *estimator) init(maxLag, perFrame int) {
 	e.maxLag, e.perFrame = maxLag, perFrame
 	e.env = make([]float64, maxLag+perFrame+1)
+	e.loudestDB = math.Inf(-1)
 	e.long, e.spurt = newSums(maxLag+1), newSums(maxLag+1)
 	e.lastActive = -1 << 40
 	for i := range e.bandGain {
@@ -180,6 +182,7 @@ func (e *estimator) addFrame(ref, in []int16, block int) {
 		}
 		e.block++
 	}
+	e.findLoudest()
 	if !e.learned && e.activeBlocks >= learnBlocks {
 		e.learned = true
 		e.pickDelay()
@@ -341,12 +344,16 @@ func abs(n int) int {
 }
 
 // loudest is the level (dBFS) of the loudest reference block in the delay window.
-func (e *estimator) loudest() float64 {
+func (e *estimator) loudest() float64 { return e.loudestDB }
+
+// findLoudest sets loudestDB from the envelope, once per frame (addFrame): several
+// questions a frame asks need it.
+func (e *estimator) findLoudest() {
 	peak := 0.0
 	for _, x := range e.env {
 		peak = max(peak, x)
 	}
-	return 20 * math.Log10(peak/32768)
+	e.loudestDB = 20 * math.Log10(peak/32768)
 }
 
 // The suppressor compares reference windows lagStep blocks (20 ms) apart: lagSpan steps
