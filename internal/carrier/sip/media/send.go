@@ -216,7 +216,9 @@ func (s *Session) nextPacket() (pkt []byte, to netip.AddrPort, send bool) {
 	if s.srtp != nil {
 		var err error
 		if pkt, err = s.srtp.seal(pkt); err != nil {
-			s.log.Error("RTP packet not sent", "err", err)
+			if s.sealFailures++; s.sealFailures == 1 { // once a call, not 50 times a second
+				s.log.Error("RTP packets not sent: SRTP sealing failed (logged once a call)", "err", err)
+			}
 			return nil, netip.AddrPort{}, false
 		}
 	}

@@ -75,7 +75,9 @@ type Session struct {
 	stats    Stats
 	onSent   func(late time.Duration) // see ObserveSends
 	srtp     *sealer                  // nil: plain RTP
-	playout  [maxCatchUp][]byte       // frames popped for the sink, reused
+	// sealFailures counts packets SRTP could not seal (not sent), logged at the first.
+	sealFailures int
+	playout      [maxCatchUp][]byte // frames popped for the sink, reused
 }
 
 // New checks cfg and returns a session that sends nothing until Start (or Run).
