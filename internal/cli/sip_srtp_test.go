@@ -21,17 +21,75 @@ import (
 // speaks reaches the phone through it.
 func TestSIPOutboundCallOffersSRTP(t *testing.T) {
 	testpeer.Slow(t, "runs baresip against handset serve")
+	phone := startSRTPPhone(t, sippeer.BaresipOptions{})
+	r, _ := startServeSIP(t, nil, "HANDSET_SIP_TRUNK=sip:"+phone.Addr(), "HANDSET_PHONE_NUMBER=+15550001111",
+		"HANDSET_CARRIER=sip", "HANDSET_MAX_CALL=4s", "HANDSET_SIP_SRTP=required")
+	placeReminder(t, r, phone)
+}
+
+// A trunk that takes calls only over TLS (baresip listening with a certificate of its own,
+// SRTP required): Handset places the call to its ;transport=tls URI, checks the trunk's
+// certificate against HANDSET_SIP_TLS_CA, and the message is heard through SRTP. Without
+// that authority the certificate is refused and the call fails.
+func TestSIPOutboundCallOverTLS(t *testing.T) {
+	testpeer.Slow(t, "runs baresip against handset serve")
 	dir := t.TempDir()
-	tone := filepath.Join(dir, "tone.wav")
-	if err := sippeer.WriteToneWAV(tone, audio.Format{Encoding: audio.PCM16, Rate: 8000}, 10*time.Second, 440); err != nil {
-		t.Fatal(err)
-	}
-	phone, err := sippeer.StartBaresip(t, sippeer.BaresipOptions{Source: tone, User: "+15550102000", SRTP: true, AutoAnswer: true})
+	cert, key, err := sippeer.WriteTestCertificate(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, _ := startServeSIP(t, nil, "HANDSET_SIP_TRUNK=sip:"+phone.Addr(), "HANDSET_PHONE_NUMBER=+15550001111",
-		"HANDSET_CARRIER=sip", "HANDSET_MAX_CALL=4s", "HANDSET_SIP_SRTP=required")
+	phone := startSRTPPhone(t, sippeer.BaresipOptions{TLSCert: cert, TLSKey: key, CAFile: cert})
+	trunk := "HANDSET_SIP_TRUNK=sip:" + phone.TLSAddr() + ";transport=tls"
+	t.Run("untrusted certificate", func(t *testing.T) {
+		r, _ := startServeSIP(t, nil, trunk, "HANDSET_PHONE_NUMBER=+15550001111", "HANDSET_CARRIER=sip",
+			"HANDSET_SIP_SRTP=required")
+		o := newOutRig(t, r)
+		var queued apiJob
+		if code := o.api("POST", "/api/calls", map[string]any{"to": "+15550102000", "message": "Hi."}, &queued); code != 200 && code != 202 {
+			t.Fatalf("POST /api/calls = %d %+v", code, queued)
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for !strings.Contains(r.logs.String(), "outbound call not connected") && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Millisecond)
+		}
+		logs := r.logs.String()
+		if !strings.Contains(logs, "outbound call not connected") || !strings.Contains(logs, "certificate") {
+			t.Fatalf("the call to a trunk whose certificate nobody vouches for did not fail on it:\n%s", logs)
+		}
+		if paths, _ := filepath.Glob(filepath.Join(r.dataDir, "calls", "*")); len(paths) != 0 {
+			t.Errorf("%d calls started", len(paths))
+		}
+	})
+	t.Run("trusted", func(t *testing.T) {
+		tlsPort := freeTCPPort(t)
+		r, _ := startServeSIP(t, nil, trunk, "HANDSET_PHONE_NUMBER=+15550001111", "HANDSET_CARRIER=sip",
+			"HANDSET_MAX_CALL=4s", "HANDSET_SIP_SRTP=required", "HANDSET_SIP_TLS_CA="+cert,
+			"HANDSET_SIP_TRANSPORTS=udp,tls", fmt.Sprintf("HANDSET_SIP_TLS_LISTEN=127.0.0.1:%d", tlsPort),
+			"HANDSET_SIP_TLS_CERT="+cert, "HANDSET_SIP_TLS_KEY="+key)
+		placeReminder(t, r, phone)
+	})
+}
+
+// startSRTPPhone starts baresip as the trunk's far end: it answers every call, requires
+// SRTP, plays a tone and records what it hears.
+func startSRTPPhone(t *testing.T, opts sippeer.BaresipOptions) *sippeer.Baresip {
+	t.Helper()
+	tone := filepath.Join(t.TempDir(), "tone.wav")
+	if err := sippeer.WriteToneWAV(tone, audio.Format{Encoding: audio.PCM16, Rate: 8000}, 10*time.Second, 440); err != nil {
+		t.Fatal(err)
+	}
+	opts.Source, opts.User, opts.SRTP, opts.AutoAnswer = tone, "+15550102000", true, true
+	phone, err := sippeer.StartBaresip(t, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return phone
+}
+
+// placeReminder has serve call the phone with a message through the jobs API and checks
+// the call completed, SRTP was on and the phone heard the message.
+func placeReminder(t *testing.T, r *rig, phone *sippeer.Baresip) {
+	t.Helper()
 	o := newOutRig(t, r)
 	var queued apiJob
 	if code := o.api("POST", "/api/calls?wait=60s", map[string]any{"to": "+15550102000", "message": "Hi, this is your reminder."}, &queued); code != 200 {

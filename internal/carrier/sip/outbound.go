@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"strings"
 	"sync"
 	"time"
 
@@ -180,7 +181,7 @@ func (t *Trunk) connect(ctx context.Context, inv invitation) (*dial.Dialog, *med
 	inv.sig.signal(time.Now(), "INVITE", "out", inv.why)
 	inv.inviting()
 	opts := dial.Options{
-		Dialogs: t.outDialogs, Target: inv.target, From: inv.from, Contact: t.contact, Offer: offer,
+		Dialogs: t.outDialogs, Target: inv.target, From: inv.from, Contact: t.contactOver(targetTransport(inv.target)), Offer: offer,
 		Username: t.opts.Username, Password: t.opts.Password, RingTimeout: inv.ringTimeout,
 		OnProvisional: func(status int) { inv.sig.signal(time.Now(), fmt.Sprintf("%d", status), "in", inv.why) },
 	}
@@ -197,7 +198,7 @@ func (t *Trunk) connect(ctx context.Context, inv invitation) (*dial.Dialog, *med
 			return inv.timer.inviteHeaders(minSE), true
 		}
 	}
-	dlg, err := dial.Invite(ctx, t.client, opts)
+	dlg, err := dial.Invite(ctx, t.clientFor(targetTransport(inv.target)), opts)
 	if err != nil {
 		_ = conn.Close()
 		return nil, nil, media.Codec{}, err
@@ -226,6 +227,18 @@ func (t *Trunk) connect(ctx context.Context, inv invitation) (*dial.Dialog, *med
 		return nil, nil, media.Codec{}, fmt.Errorf("hung up the answered call: its SDP answer: %w", err)
 	}
 	return dlg, sess, codec, nil
+}
+
+// targetTransport is the transport a request to u goes by: its transport parameter, "tls"
+// for a sips URI, else udp.
+func targetTransport(u sip.Uri) string {
+	if t, ok := u.UriParams.Get("transport"); ok {
+		return strings.ToLower(t)
+	}
+	if u.IsEncrypted() {
+		return "tls"
+	}
+	return "udp"
 }
 
 // keepEnded is how long an ended outbound call stays known to Call.

@@ -15,7 +15,7 @@ import (
 )
 
 // Session timers on calls Handset places (RFC 4028). The INVITE says Handset supports them,
-// asks for its interval (HANDSET_SIP's SessionExpires, 30 min by default) and names its
+// asks for its interval (Options.SessionExpires, 30 min by default) and names its
 // floor in Min-SE; a 422 asks for a longer interval, and the INVITE goes once more with the
 // far end's. The 2xx settles the terms: refresher "uac" is Handset, which then refreshes at
 // half the interval (UPDATE when the far end allows it, else a re-INVITE offering the same

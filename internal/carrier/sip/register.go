@@ -23,7 +23,7 @@ var Provider = registry.Carrier{
 		Title: "SIP trunk",
 		Settings: []string{SettingAllow, SettingListen, SettingTransports, SettingPublicAddr, SettingRTPPorts,
 			SettingCodecs, SettingRegistrar, SettingTrunk, SettingUsername, SettingPassword,
-			SettingInboundUsername, SettingInboundPassword, SettingSRTP, SettingTLSListen, SettingTLSCert, SettingTLSKey,
+			SettingInboundUsername, SettingInboundPassword, SettingSRTP, SettingTLSListen, SettingTLSCert, SettingTLSKey, SettingTLSCA,
 			"HANDSET_PHONE_NUMBER"},
 		Hints: registry.Hints{
 			NoMediaFix: "the trunk answered but sent no RTP: check that UDP " + SettingRTPPorts + " is open to the trunk's media servers, and that " +

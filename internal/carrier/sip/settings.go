@@ -2,6 +2,7 @@ package sip
 
 import (
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -68,7 +69,7 @@ var settings = []registry.CarrierSetting{
 		Help: "The SIP user's password, for the registrar's digest challenges."},
 	{Env: SettingSRTP, YAML: "srtp", Default: SRTPOffered,
 		Help: "Encrypted media (SRTP with SDES keys): offered answers an RTP/SAVP offer with SRTP and a plain one with RTP; required refuses plain RTP offers (488) and offers only SRTP on outbound calls. Use with TLS signalling, which carries the keys."},
-	tlsSettings[0], tlsSettings[1], tlsSettings[2],
+	tlsSettings[0], tlsSettings[1], tlsSettings[2], tlsSettings[3],
 	{Env: SettingInboundUsername, YAML: "inbound_username",
 		Help: "A username callers outside HANDSET_SIP_ALLOW may call with: their INVITEs are challenged (digest, 401) and admitted with the right password."},
 	{Env: SettingInboundPassword, YAML: "inbound_password", Kind: registry.SettingSecret,
@@ -95,6 +96,9 @@ type Options struct {
 	// TLSListen and TLSCert serve SIP over TLS when Transports names tls (tls.go).
 	TLSListen netip.AddrPort
 	TLSCert   *tls.Certificate
+	// TLSRoots are the authorities trunks Handset connects to over TLS are checked
+	// against; nil: the system's (HANDSET_SIP_TLS_CA).
+	TLSRoots *x509.CertPool
 
 	// InboundUsername and InboundPassword, when set, admit INVITEs from sources Allow
 	// does not name that answer a digest challenge with them (inboundauth.go).
@@ -192,6 +196,7 @@ func ReadOptions(s registry.Settings) (Options, error) {
 		bad(SettingSRTP, err)
 	}
 	readTLS(s, &o, bad) // tls.go
+	readTLSRoots(s, &o, bad)
 	if err := readInboundAuth(s, &o); err != nil {
 		errs = append(errs, err)
 	}

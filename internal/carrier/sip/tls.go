@@ -31,6 +31,7 @@ const (
 	SettingTLSListen = "HANDSET_SIP_TLS_LISTEN"
 	SettingTLSCert   = "HANDSET_SIP_TLS_CERT"
 	SettingTLSKey    = "HANDSET_SIP_TLS_KEY"
+	SettingTLSCA     = "HANDSET_SIP_TLS_CA"
 )
 
 // DefaultTLSListen is where SIP over TLS listens.
@@ -47,6 +48,35 @@ var tlsSettings = []registry.CarrierSetting{
 		Help: "The PEM file of Handset's TLS certificate (and its chain) for SIP over TLS; needed when HANDSET_SIP_TRANSPORTS names tls."},
 	{Env: SettingTLSKey, YAML: "tls_key",
 		Help: "The PEM file of the private key of HANDSET_SIP_TLS_CERT."},
+	{Env: SettingTLSCA, YAML: "tls_ca",
+		Help: "A PEM file of the certificate authorities Handset trusts when it connects to a trunk or registrar over TLS (a URI with ;transport=tls); empty: the system's."},
+}
+
+// readTLSRoots reads HANDSET_SIP_TLS_CA into o: the authorities a trunk's certificate must
+// chain to when Handset connects to it over TLS. Without it, the system's are trusted.
+func readTLSRoots(s registry.Settings, o *Options, bad func(setting string, err error)) {
+	path := strings.TrimSpace(s.Value(SettingTLSCA))
+	if path == "" {
+		return
+	}
+	pem, err := readPEM(path)
+	if err != nil {
+		bad(SettingTLSCA, err)
+		return
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		bad(SettingTLSCA, fmt.Errorf("%s holds no PEM certificate", path))
+		return
+	}
+	o.TLSRoots = pool
+}
+
+// clientTLS is the TLS configuration Handset connects to trunks with: their certificate
+// checked against roots (nil: the system's) and the host it was asked for, TLS 1.2 at
+// least.
+func clientTLS(roots *x509.CertPool) *tls.Config {
+	return &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
 }
 
 // readTLS reads the TLS settings into o when o.Transports names tls: the listening address
@@ -141,7 +171,13 @@ func (t *Trunk) bindTLS() (func() error, error) {
 // came over TLS gets the TLS port and transport=tls, so the peer's next requests in the
 // dialog come the same way.
 func (t *Trunk) contactFor(req *sip.Request) sip.ContactHeader {
-	if !strings.EqualFold(req.Transport(), "tls") || t.tlsPort == 0 {
+	return t.contactOver(req.Transport())
+}
+
+// contactOver is Handset's Contact for a dialog on transport: its TLS listener for "tls"
+// when it has one, else the listening address.
+func (t *Trunk) contactOver(transport string) sip.ContactHeader {
+	if !strings.EqualFold(transport, "tls") || t.tlsPort == 0 {
 		return t.contact
 	}
 	c := t.contact

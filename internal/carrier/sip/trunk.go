@@ -31,14 +31,16 @@ const allowRefresh = 5 * time.Minute
 // Trunk serves the calls of one SIP trunk: it listens for signalling, admits the INVITEs
 // of the sources the allow-list names, and gives each call its media port.
 type Trunk struct {
-	opts    Options
-	in      carrier.Inbound
-	log     *slog.Logger
-	ua      *sipgo.UserAgent
-	srv     *sipgo.Server
-	client  *sipgo.Client
-	ports   *media.Ports
-	refuser *allow.Refuser
+	opts   Options
+	in     carrier.Inbound
+	log    *slog.Logger
+	ua     *sipgo.UserAgent
+	srv    *sipgo.Server
+	client *sipgo.Client // requests from the listening socket (UDP)
+	ports  *media.Ports
+	// streamClient opens connections of its own (TCP, TLS) for calls and registrations.
+	streamClient *sipgo.Client
+	refuser      *allow.Refuser
 	// auth checks callers outside the allow-list (inboundauth.go); nil without credentials.
 	auth *inboundAuth
 	// addr is where peers send signalling and media: the advertised address, and the port
@@ -101,6 +103,7 @@ func Start(opts Options, in carrier.Inbound) (*Trunk, error) {
 		sipgo.WithUserAgent("Handset"),
 		sipgo.WithUserAgentHostname(advertised.String()),
 		sipgo.WithUserAgentParser(parser),
+		sipgo.WithUserAgenTLSConfig(clientTLS(opts.TLSRoots)),
 		sipgo.WithUserAgentTransportLayerOptions(sip.WithTransportLayerReadFilter(t.gate), sip.WithTransportLayerLogger(quiet)),
 		sipgo.WithUserAgentTransactionLayerOptions(sip.WithTransactionLayerLogger(quiet)),
 	)
@@ -132,6 +135,12 @@ func Start(opts Options, in carrier.Inbound) (*Trunk, error) {
 		t.Close()
 		return nil, fmt.Errorf("sip: %w", err)
 	}
+	// A connection Handset opens (TCP, TLS) leaves from a port of its own: the listening
+	// port is taken by the TCP listener.
+	if t.streamClient, err = sipgo.NewClient(t.ua, sipgo.WithClientHostname(advertised.String()), sipgo.WithClientLogger(quiet)); err != nil {
+		t.Close()
+		return nil, fmt.Errorf("sip: %w", err)
+	}
 	t.contact = sip.ContactHeader{Address: sip.Uri{Scheme: "sip", User: "handset", Host: advertised.String(), Port: int(port)}}
 	t.route()
 	for _, serve := range serves {
@@ -152,6 +161,15 @@ func Start(opts Options, in carrier.Inbound) (*Trunk, error) {
 	}
 	log.Info("SIP trunk listening", "addr", t.addr.String(), "transports", opts.Transports, "allow", opts.Allow.String())
 	return t, nil
+}
+
+// clientFor is the client requests that open a dialog or a registration on transport
+// go through: the listening socket's for UDP, fresh connections' for TCP and TLS.
+func (t *Trunk) clientFor(transport string) *sipgo.Client {
+	if transport == "udp" {
+		return t.client
+	}
+	return t.streamClient
 }
 
 // Addr is where peers reach the trunk: the advertised address and the signalling port.
@@ -311,7 +329,7 @@ func (t *Trunk) startRegistration() {
 		contact.Address.UriParams = sip.NewParams()
 		contact.Address.UriParams.Add("transport", tp)
 	}
-	t.registration = register.New(t.client, register.Options{
+	t.registration = register.New(t.clientFor(targetTransport(*reg)), register.Options{
 		Registrar: *reg, AOR: aor, Contact: contact,
 		Username: t.opts.Username, Password: t.opts.Password,
 		Logger: t.log,
