@@ -255,9 +255,7 @@ func (s *Session) playOut(now time.Time, frames int) {
 	for i := range played {
 		s.sink.Audio(s.playout[i])
 	}
-	for _, name := range marks {
-		s.sink.Mark(name)
-	}
+	s.markDue(marks)
 }
 
 // checkTimeout ends Run when no RTP came for too long. Caller holds mu.

@@ -317,6 +317,9 @@ func TestMarksComeBackOnceWhenTheirAudioWasSent(t *testing.T) {
 	for i, want := range [][]string{nil, nil, {"a"}, {"a", "b"}} {
 		s.step(t)
 		peer.read()
+		if want != nil { // marks reach the sink from a goroutine of their own
+			sink.waitFor(t, fmt.Sprintf("marks %q", want), func() bool { return slices.Equal(sink.marks, want) })
+		}
 		if got := sink.snapshotMarks(); !slices.Equal(got, want) {
 			t.Fatalf("after %d frames: marks %q, want %q", i+1, got, want)
 		}
@@ -335,9 +338,42 @@ func TestMarksComeBackOnceWhenTheirAudioWasSent(t *testing.T) {
 	}
 	s.step(t)
 	peer.read()
-	if got, want := sink.snapshotMarks(), []string{"a", "b", "c", "d"}; !slices.Equal(got, want) {
-		t.Fatalf("marks %q, want %q", got, want)
+	want := []string{"a", "b", "c", "d"}
+	sink.waitFor(t, "the cleared marks", func() bool { return slices.Equal(sink.marks, want) })
+}
+
+// markBlocker is a sink whose Mark waits for release, as a call's does while its event
+// queue is full.
+type markBlocker struct {
+	*recSink
+	release chan struct{}
+}
+
+func (b markBlocker) Mark(name string) {
+	<-b.release
+	b.recSink.Mark(name)
+}
+
+// A sink blocked on a mark does not stop the send clock: RTP goes on every tick, and the
+// marks arrive in order once the sink takes them.
+func TestABlockedMarkDoesNotStopTheSendClock(t *testing.T) {
+	peer := newRawPeer(t)
+	s := newStepped(t, peer.addr(), nil)
+	sink := markBlocker{recSink: newRecSink(), release: make(chan struct{})}
+	go func() { _ = s.Run(context.Background(), sink) }()
+	s.waitArmed(t)
+	peer.read()
+	ctx := context.Background()
+	must(t, s.SendAudio(ctx, frameOf(1)))
+	must(t, s.SendMark(ctx, "a"))
+	must(t, s.SendAudio(ctx, frameOf(2)))
+	must(t, s.SendMark(ctx, "b"))
+	for range 10 { // each step waits for its tick: a clock stuck in Mark fails here
+		s.step(t)
+		peer.read()
 	}
+	close(sink.release)
+	sink.waitFor(t, "both marks", func() bool { return slices.Equal(sink.marks, []string{"a", "b"}) })
 }
 
 func must(t *testing.T, err error) {
