@@ -66,21 +66,8 @@ func TestLineThatStartsToEcho(t *testing.T) {
 // BenchmarkProcess20msNoEcho is the per-frame cost on a line that returns no echo, once
 // learned: the envelopes and the delay search, without the suppressor's transforms.
 func BenchmarkProcess20msNoEcho(b *testing.B) {
-	agent := audiotest.AtPeakFrame(audiotest.SpeechLike(rate, 4*time.Second, 3), rate, audiotest.TTSPeakFrameDBFS)
-	mic := audiotest.WhiteNoise(rate, 4*time.Second, -70, 5)
-	l, _ := echo.NewLine(rate, 0)
-	out := make([]int16, 160)
-	for i := 0; i+160 <= len(agent); i += 160 {
-		l.Played(int64(i), agent[i:i+160])
-		l.Process(mic[i:i+160], out)
-	}
-	pos := int64(len(agent))
-	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		l.Played(pos, agent[i:i+160])
-		l.Process(mic[i:i+160], out)
-		pos += 160
-		i = (i + 160) % (len(agent) - 160)
-	}
+	l, agent, mic, out, pos := learnedOver(func([]int16) []int16 {
+		return audiotest.WhiteNoise(rate, 4*time.Second, -70, 5)
+	})
+	benchSpeaking(b, l, agent, mic, out, pos)
 }
