@@ -53,6 +53,7 @@ func trunkChecks(section string, s registry.Settings, resolver allow.Resolver) [
 		doctor.Local(section, "sip codecs", c.needOptions(c.codecs)),
 		doctor.Local(section, "sip tls certificate", c.needOptions(c.tlsCertificate)),
 		doctor.Local(section, "sip tls port", c.needOptions(c.tlsListenPort)),
+		doctor.Net(section, "sip trunk tls", c.needOptions(c.trunkTLS)),
 		doctor.Net(section, "sip registration", c.needOptions(c.registration)),
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -222,6 +223,44 @@ func (c *checker) tlsCertificate(context.Context) doctor.Result {
 		return doctor.WarnResult(detail+": expires within three weeks", "renew the certificate in "+c.settings.Value(SettingTLSCert))
 	}
 	return doctor.OKResult(detail)
+}
+
+// trunkTLS is doctor's check of the trunk Handset calls (or the registrar) over TLS: a
+// handshake, its certificate checked as a call's would be, and whose it is.
+func (c *checker) trunkTLS(ctx context.Context) doctor.Result {
+	target := c.opts.Trunk
+	if target == nil {
+		target = c.opts.Registrar
+	}
+	if target == nil || targetTransport(*target) != "tls" {
+		return doctor.SkipResult("Handset does not connect to a trunk over TLS (" + SettingTrunk + " and " + SettingRegistrar + " name no ;transport=tls)")
+	}
+	port := target.Port
+	if port == 0 {
+		port = 5061
+	}
+	addr := net.JoinHostPort(target.Host, strconv.Itoa(port))
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	conf := clientTLS(c.opts.TLSRoots)
+	conf.ServerName = target.Host
+	conn, err := (&tls.Dialer{Config: conf}).DialContext(ctx, "tcp", addr)
+	if err != nil {
+		var unknown x509.UnknownAuthorityError
+		if errors.As(err, &unknown) {
+			return doctor.FailResult(addr+": its certificate is signed by an authority Handset does not trust: "+err.Error(),
+				"set "+SettingTLSCA+" to the PEM file of the authority that signed it (the trunk's provider or your PBX's)")
+		}
+		return doctor.FailResult(addr+": "+err.Error(), "check that the trunk takes SIP over TLS on that port, and that its certificate names "+target.Host)
+	}
+	defer conn.Close()
+	leaf := conn.(*tls.Conn).ConnectionState().PeerCertificates[0]
+	trusted := "the system's authorities"
+	if c.opts.TLSRoots != nil {
+		trusted = SettingTLSCA
+	}
+	return doctor.OKResult(fmt.Sprintf("%s: %s, valid until %s, trusted through %s", addr, leaf.Subject.String(),
+		leaf.NotAfter.UTC().Format(time.DateOnly), trusted))
 }
 
 // sameConnection routes an in-dialog request of a call whose INVITE came over TLS back

@@ -210,3 +210,48 @@ func TestDoctorChecksTheTLSCertificate(t *testing.T) {
 		})
 	}
 }
+
+// doctor shakes hands with a trunk Handset calls over TLS: trusted through
+// HANDSET_SIP_TLS_CA it names the certificate; without that authority it fails and says
+// which setting to set; a trunk without ;transport=tls is skipped.
+func TestDoctorChecksTheTrunksTLS(t *testing.T) {
+	cert := testCert(t)
+	pair, err := tls.LoadX509KeyPair(cert.CertFile, cert.KeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{pair}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_ = conn.(*tls.Conn).Handshake()
+			conn.Close()
+		}
+	}()
+	trunk := "sip:" + ln.Addr().String() + ";transport=tls"
+	for name, c := range map[string]struct {
+		set    checkSettings
+		status doctor.Status
+		words  []string
+	}{
+		"trusted":   {checkSettings{SettingAllow: "127.0.0.1", SettingTrunk: trunk, SettingTLSCA: cert.CertFile}, doctor.OK, []string{"CN=handset test trunk", SettingTLSCA}},
+		"untrusted": {checkSettings{SettingAllow: "127.0.0.1", SettingTrunk: trunk}, doctor.Fail, []string{"authority", SettingTLSCA}},
+		"udp":       {checkSettings{SettingAllow: "127.0.0.1", SettingTrunk: "sip:" + ln.Addr().String()}, doctor.Skip, nil},
+	} {
+		t.Run(name, func(t *testing.T) {
+			o, err := ReadOptions(c.set)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ch := &checker{settings: c.set, opts: o}
+			expect(t, map[string]doctor.Result{name: ch.trunkTLS(context.Background())}, name, c.status, c.words...)
+		})
+	}
+}
