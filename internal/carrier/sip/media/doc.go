@@ -56,8 +56,8 @@
 // straight through, and a second timer per call would double the wake-ups the bench
 // pays for 500 calls. So sink.Audio is called from the clock goroutine, sink.DTMF and
 // sink.Malformed from Run's; both stop before Run returns. Marks the clock finds due go
-// to sink.Mark from a goroutine of Run's own: a sink that blocks on a mark (a call whose
-// event queue is full) must not stop the RTP.
+// to sink.Mark from a goroutine started for them: a sink that blocks on a mark (a call
+// whose event queue is full) must not stop the RTP.
 //
 // DTMF arrives as RFC 4733 events: every packet of one key press carries the same
 // timestamp, updates repeat with a growing duration and the end packet is sent three

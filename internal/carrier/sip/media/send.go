@@ -255,7 +255,7 @@ func (s *Session) playOut(now time.Time, frames int) {
 	for i := range played {
 		s.sink.Audio(s.playout[i])
 	}
-	s.markDue(marks)
+	s.markDue(s.sink, marks)
 }
 
 // checkTimeout ends Run when no RTP came for too long. Caller holds mu.

@@ -53,12 +53,12 @@ type Session struct {
 	// clearing it, so nothing reaches a sink after Run returned. Taken before mu.
 	deliverMu sync.Mutex
 	sink      voice.LegSink // guarded by deliverMu
-	// Marks the clock finds due reach the sink from a goroutine of their own
+	// Marks the clock finds due reach the sink from a goroutine started for them
 	// (deliverMarks): the sink may block (a call whose event queue is full), and the clock
 	// must not, or RTP would stop with it.
-	markMu   sync.Mutex
-	marks    []string // due, not yet handed over
-	markWake chan struct{}
+	markMu  sync.Mutex
+	marks   []string // due, not yet handed over
+	marking bool     // a deliverMarks goroutine is running
 
 	mu       sync.Mutex // guards the following
 	closed   bool
@@ -114,7 +114,6 @@ func New(cfg Config) (*Session, error) {
 		firstTimeout: cfg.FirstMediaTimeout,
 		timeout:      cfg.MediaTimeout,
 		stop:         make(chan struct{}),
-		markWake:     make(chan struct{}, 1),
 		loopDone:     make(chan struct{}),
 		codec:        cfg.Codec,
 		dtmfPT:       cfg.DTMF,
@@ -193,9 +192,6 @@ func (s *Session) Run(ctx context.Context, sink voice.LegSink) error {
 	}()
 	stopOnCancel := context.AfterFunc(ctx, func() { _ = s.Close() })
 	defer stopOnCancel()
-	stopMarks := make(chan struct{})
-	defer close(stopMarks)
-	go s.deliverMarks(sink, stopMarks)
 	s.Start()
 	err := s.read(ctx, sink)
 	s.mu.Lock()
@@ -207,36 +203,38 @@ func (s *Session) Run(ctx context.Context, sink voice.LegSink) error {
 	return err
 }
 
-// deliverMarks hands the marks the clock found due to sink, in order, until stop closes;
-// marks still waiting then are dropped, as the sink is gone.
-func (s *Session) deliverMarks(sink voice.LegSink, stop <-chan struct{}) {
-	for {
-		select {
-		case <-s.markWake:
-		case <-stop:
-			return
-		}
-		s.markMu.Lock()
-		marks := s.marks
-		s.marks = nil
-		s.markMu.Unlock()
-		for _, name := range marks {
-			sink.Mark(name)
-		}
-	}
-}
-
-// markDue queues marks for deliverMarks without waiting for the sink.
-func (s *Session) markDue(marks []string) {
+// markDue queues marks for sink without waiting for it, starting a goroutine to hand
+// them over when none is running: marks are rare (one a sentence), so a session keeps no
+// goroutine for them.
+func (s *Session) markDue(sink voice.LegSink, marks []string) {
 	if len(marks) == 0 {
 		return
 	}
 	s.markMu.Lock()
 	s.marks = append(s.marks, marks...)
+	start := !s.marking
+	s.marking = true
 	s.markMu.Unlock()
-	select {
-	case s.markWake <- struct{}{}:
-	default: // already woken
+	if start {
+		go s.deliverMarks(sink)
+	}
+}
+
+// deliverMarks hands the queued marks to sink, in order, until none is left.
+func (s *Session) deliverMarks(sink voice.LegSink) {
+	for {
+		s.markMu.Lock()
+		marks := s.marks
+		s.marks = nil
+		if len(marks) == 0 {
+			s.marking = false
+			s.markMu.Unlock()
+			return
+		}
+		s.markMu.Unlock()
+		for _, name := range marks {
+			sink.Mark(name)
+		}
 	}
 }
 
