@@ -73,15 +73,15 @@ func longWords(words []string) []string {
 	return out
 }
 
-// recognise is what PocketSphinx hears in 8 kHz speech.
-func recognise(t *testing.T, pcm []int16) string {
+// recognise is what PocketSphinx hears in speech at rate Hz (8 or 16 kHz).
+func recognise(t *testing.T, pcm []int16, rate int) string {
 	t.Helper()
 	rec, err := sphinx.New(sphinx.Options{Decoders: 1})
 	if err != nil {
 		testpeer.Missing(t, testpeer.SphinxEnUS, err)
 	}
 	defer rec.Close()
-	f := audio.Format{Encoding: audio.PCM16, Rate: 8000}
+	f := audio.Format{Encoding: audio.PCM16, Rate: rate}
 	s, err := rec.Stream(context.Background(), f, voice.StreamOptions{})
 	if err != nil {
 		t.Fatal(err)
