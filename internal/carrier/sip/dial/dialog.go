@@ -129,13 +129,7 @@ func (d *Dialog) handle(req *sip.Request, tx sip.ServerTransaction) {
 		// of a re-INVITE's 200: nothing to do
 	case sip.NOTIFY:
 		d.notified(req, tx)
-	case sip.INVITE:
-		d.reinvite(req, tx)
-	case sip.UPDATE:
-		if d.onReq != nil {
-			d.custom(req, tx)
-			return
-		}
+	case sip.INVITE, sip.UPDATE:
 		d.reinvite(req, tx)
 	case sip.OPTIONS:
 		if d.onReq == nil {
