@@ -35,6 +35,11 @@ const lineQueue = 4096
 // maxBatch bounds the lines saved in one transaction (and taken off the queue at once).
 const maxBatch = 500
 
+// lineLinger is how long the writer waits for more lines before saving a batch nobody
+// flushes: a line is readable this much later, and a busy server commits a few times a
+// second instead of once a line.
+const lineLinger = 200 * time.Millisecond
+
 // saveTimeout bounds one batch write, so a dead database cannot hold a call's end.
 const saveTimeout = 10 * time.Second
 
@@ -105,26 +110,46 @@ func (w *LineWriter) run() {
 	defer close(w.done)
 	var batch []TranscriptLine
 	var flushes []chan struct{}
+	linger := time.NewTimer(time.Hour)
+	linger.Stop()
 	for item := range w.in {
 		batch, flushes = add(batch, flushes, item)
-		// take whatever else is already waiting, then save it in one transaction
-		for more := true; more && len(batch) < maxBatch; {
-			select {
-			case next, ok := <-w.in:
-				if !ok {
-					more = false
-					break
-				}
-				batch, flushes = add(batch, flushes, next)
-			default:
-				more = false
+		// Gather more before saving: what is already waiting, then, unless someone waits
+		// on a flush, what comes within lineLinger. A transaction costs the same for one
+		// line as for fifty, and lines come a few at a time from every call.
+		linger.Reset(lineLinger)
+		for len(batch) < maxBatch {
+			next, ok := w.next(linger.C, len(flushes) == 0)
+			if !ok {
+				break
 			}
+			batch, flushes = add(batch, flushes, next)
 		}
+		linger.Stop()
 		w.save(batch)
 		for _, f := range flushes {
 			close(f)
 		}
 		batch, flushes = batch[:0], flushes[:0]
+	}
+}
+
+// next takes the next item already queued; with wait, it waits for one until linger
+// fires. ok is false when none came (or the queue is closed).
+func (w *LineWriter) next(linger <-chan time.Time, wait bool) (item lineOrFlush, ok bool) {
+	select {
+	case item, ok = <-w.in:
+		return item, ok
+	default:
+	}
+	if !wait {
+		return item, false
+	}
+	select {
+	case item, ok = <-w.in:
+		return item, ok
+	case <-linger:
+		return item, false
 	}
 }
 

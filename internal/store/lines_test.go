@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -108,5 +109,45 @@ func TestLineWriterAfterClose(t *testing.T) {
 	w.Close()
 	if got, _ := st.Transcript(t.Context(), "c1"); len(got) != 1 {
 		t.Errorf("%d lines saved, want the one added before Close", len(got))
+	}
+}
+
+// counting counts the transactions AppendTranscript makes.
+type counting struct {
+	store.Store
+	batches atomic.Int32
+}
+
+func (c *counting) AppendTranscript(ctx context.Context, l []store.TranscriptLine) error {
+	c.batches.Add(1)
+	return c.Store.AppendTranscript(ctx, l)
+}
+
+// Lines that trickle in, as calls' turns do, are saved a few at a time, not one
+// transaction each, and are readable without a flush soon after.
+func TestLineWriterGathersTricklingLines(t *testing.T) {
+	st := &counting{Store: openSQLite(t)}
+	w := store.NewLineWriter(st, slog.New(slog.DiscardHandler))
+	defer w.Close()
+	for i := range 20 {
+		w.Add(line(i))
+		time.Sleep(5 * time.Millisecond)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got, err := st.Transcript(t.Context(), "c1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) == 20 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 20 lines readable 5 s after the last, no flush", len(got))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := st.batches.Load(); n > 5 {
+		t.Errorf("20 lines 5 ms apart took %d transactions, want a few", n)
 	}
 }

@@ -113,7 +113,7 @@ func (t *Trunk) answerCall(req *sip.Request, tx sip.ServerTransaction) {
 	codec, _ := mediaCodec(agreed.Codec())
 	sess, err := media.New(media.Config{
 		Conn: conn, Remote: agreed.Addr, Peer: sourceAddr(req), Codec: codec, DTMF: agreed.DTMF, SRTP: keys,
-		Log: t.log.With("call_id", callID(req)),
+		Ticker: t.sendClock, Log: t.log.With("call_id", callID(req)),
 	})
 	if err != nil {
 		_ = conn.Close()

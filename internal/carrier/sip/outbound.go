@@ -219,7 +219,7 @@ func (t *Trunk) connect(ctx context.Context, inv invitation) (*dial.Dialog, *med
 	var sess *media.Session
 	if err == nil {
 		sess, err = media.New(media.Config{Conn: conn, Remote: agreed.Addr, Peer: agreed.Addr.Addr(), Codec: codec,
-			DTMF: agreed.DTMF, SRTP: keys, Log: inv.log})
+			DTMF: agreed.DTMF, SRTP: keys, Ticker: t.sendClock, Log: inv.log})
 	}
 	if err != nil {
 		_ = conn.Close()

@@ -9,7 +9,6 @@ import (
 
 	"github.com/handset-voice/handset/internal/audio/audiotest"
 	"github.com/handset-voice/handset/internal/audio/g722"
-	"github.com/handset-voice/handset/internal/audio/pace"
 )
 
 func BenchmarkG722Sessions(b *testing.B) { benchmarkSessions(b, G722) }
@@ -140,7 +139,6 @@ func TestG722TickAllocatesNothing(t *testing.T) {
 	peer := newRawPeer(t)
 	s := newStepped(t, peer.addr(), func(c *Config) { c.Codec = G722; c.Latch = LatchStrict })
 	s.sink = discardSink{}
-	p := pace.New(s.clk.Now(), 20*time.Millisecond, 0)
 	ctx := context.Background()
 	pcm := wideTone(20 * time.Millisecond)
 	r := newReceiver()
@@ -154,7 +152,7 @@ func TestG722TickAllocatesNothing(t *testing.T) {
 		s.receive(r, datagram, peer.addr())
 		_ = s.SendAudio(ctx, pcm)
 		s.clk.Advance(20 * time.Millisecond)
-		s.tick(p)
+		s.tick(s.clk.Now(), 1, s.clk.Now())
 	})
 	if allocs != 0 {
 		t.Fatalf("a G.722 tick (receive, encode, send, decode) allocates %.1f times, want 0", allocs)

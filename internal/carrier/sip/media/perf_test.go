@@ -8,8 +8,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/handset-voice/handset/internal/audio/pace"
 )
 
 // discardSink takes everything and keeps nothing.
@@ -24,14 +22,13 @@ func TestSendTickAllocatesNothing(t *testing.T) {
 	peer := newRawPeer(t)
 	s := newStepped(t, peer.addr(), nil)
 	s.sink = discardSink{}
-	p := pace.New(s.clk.Now(), 20*time.Millisecond, 0)
 	ctx := context.Background()
 	frame := frameOf(9)
 	allocs := testing.AllocsPerRun(500, func() {
 		_ = s.SendAudio(ctx, frame)
 		_ = s.SendMark(ctx, "spoken")
 		s.clk.Advance(20 * time.Millisecond)
-		s.tick(p)
+		s.tick(s.clk.Now(), 1, s.clk.Now())
 	})
 	if allocs != 0 {
 		t.Fatalf("one tick (send, marks, playout) allocates %.1f times, want 0", allocs)

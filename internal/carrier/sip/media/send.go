@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/pion/rtp"
-
-	"github.com/handset-voice/handset/internal/audio/pace"
 )
 
 // The shape of one sent RFC 4733 event, in 20 ms ticks.
@@ -123,32 +121,18 @@ func (o *sender) eventPayload() (payload []byte, marker bool) {
 	return o.eventBuffer[:], marker
 }
 
-// clockLoop is the session's one timer goroutine: every 20 ms it sends a packet, plays a
-// frame out of the jitter buffer to the sink and reports the marks that fell due.
-func (s *Session) clockLoop(p *pace.Pacer) {
-	defer close(s.loopDone)
-	timer := s.clk.NewTimer(time.Hour)
-	defer timer.Stop()
-	for {
-		s.tick(p)
-		timer.Reset(max(0, p.Next().Sub(s.clk.Now())))
-		if s.armed != nil {
-			s.armed()
-		}
-		select {
-		case <-timer.C():
-		case <-s.stop:
-			return
-		}
+// tick does what the send clock's tick owes the session: n packets (the first due at
+// due, the rest a frame apart), and a frame of the jitter buffer played out to the sink
+// for each, with the marks now due. Its Ticker's beat calls it; false means the session
+// is closed and leaves the beat.
+func (s *Session) tick(now time.Time, n int, due time.Time) bool {
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return false
 	}
-}
-
-// tick does everything due by now.
-func (s *Session) tick(p *pace.Pacer) {
-	now := s.clk.Now()
-	n := p.Due(now)
 	for range n {
-		due := p.Next()
 		s.mu.Lock()
 		pkt, to, send := s.nextPacket()
 		s.mu.Unlock()
@@ -170,9 +154,10 @@ func (s *Session) tick(p *pace.Pacer) {
 				observe(sent.Sub(due))
 			}
 		}
-		p.Sent(1)
+		due = due.Add(frameInterval)
 	}
 	s.playOut(now, min(n, maxCatchUp))
+	return true
 }
 
 // nextPacket builds the packet for one tick and says where to send it; send is false on

@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/handset-voice/handset/internal/audio/pace"
 	"github.com/handset-voice/handset/internal/clock"
 	"github.com/handset-voice/handset/internal/voice"
 )
@@ -34,22 +33,24 @@ const (
 type Session struct {
 	conn         *net.UDPConn
 	clk          clock.Clock
+	ticker       *Ticker
 	log          *slog.Logger
 	latch        LatchPolicy
 	peer         netip.Addr
 	firstTimeout time.Duration
 	timeout      time.Duration
 
-	// armed, when a test sets it before Start, is called each time the clock goroutine
-	// has set its timer: a fake clock may be advanced then without racing the timer.
+	// armed, when a test sets it before Start, is called each time the session's beat
+	// has ticked it and set its timer: a fake clock may be advanced then without racing
+	// the timer.
 	armed func()
 
 	startOnce sync.Once
 	closeOnce sync.Once
 	stop      chan struct{} // closed by Close
-	loopDone  chan struct{} // closed when the clock goroutine has returned
+	loopDone  chan struct{} // closed when the send clock has let the session go
 
-	// deliverMu serialises the clock goroutine's calls into the sink with Run setting and
+	// deliverMu serialises the send clock's calls into the sink with Run setting and
 	// clearing it, so nothing reaches a sink after Run returned. Taken before mu.
 	deliverMu sync.Mutex
 	sink      voice.LegSink // guarded by deliverMu
@@ -62,6 +63,7 @@ type Session struct {
 
 	mu       sync.Mutex // guards the following
 	closed   bool
+	beat     *beat // the Ticker's beat that ticks the session, from Start
 	codec    Codec
 	dtmfPT   uint8
 	sdp      netip.AddrPort // the address the SDP gave
@@ -108,6 +110,7 @@ func New(cfg Config) (*Session, error) {
 		srtp:         sealer,
 		conn:         cfg.Conn,
 		clk:          cfg.Clock,
+		ticker:       cfg.Ticker,
 		log:          cfg.Log,
 		latch:        cfg.Latch,
 		peer:         cfg.Peer.Unmap(),
@@ -121,6 +124,9 @@ func New(cfg Config) (*Session, error) {
 	}
 	if s.clk == nil {
 		s.clk = clock.Real{}
+	}
+	if s.ticker == nil {
+		s.ticker = NewTicker(s.clk, 1)
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -172,7 +178,7 @@ func (s *Session) Start() {
 		s.mu.Lock()
 		s.lastIn, s.epoch = now, now
 		s.mu.Unlock()
-		go s.clockLoop(pace.New(now, 20*time.Millisecond, 0))
+		s.ticker.join(s)
 	})
 }
 
@@ -380,15 +386,20 @@ func (s *Session) Stats() Stats {
 	return st
 }
 
-// Close stops the clock and closes the socket; Run returns nil once the clock goroutine
-// has stopped. Close itself does not wait, so a sink may call it. It is safe to call twice.
+// Close stops the clock and closes the socket; Run returns nil once the send clock has
+// let the session go. Close itself does not wait, so a sink may call it. It is safe to
+// call twice.
 func (s *Session) Close() error {
 	var err error
 	s.closeOnce.Do(func() {
 		s.mu.Lock()
 		s.closed = true
+		b := s.beat
 		s.mu.Unlock()
 		close(s.stop)
+		if b != nil {
+			b.wake() // let it go now, not on the beat's next tick
+		}
 		err = s.conn.Close()
 	})
 	return err

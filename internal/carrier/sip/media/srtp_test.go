@@ -13,8 +13,6 @@ import (
 
 	"github.com/pion/rtp"
 	"github.com/pion/srtp/v3"
-
-	"github.com/handset-voice/handset/internal/audio/pace"
 )
 
 // keyOf is a 30-byte master key and salt filled with v.
@@ -228,12 +226,11 @@ func TestSRTPSendTickAllocatesNothing(t *testing.T) {
 	peer := newRawPeer(t)
 	s := newStepped(t, peer.addr(), secured(SRTPAES128SHA1_80))
 	s.sink = discardSink{}
-	p := pace.New(s.clk.Now(), 20*time.Millisecond, 0)
 	frame := frameOf(9)
 	allocs := testing.AllocsPerRun(500, func() {
 		_ = s.SendAudio(context.Background(), frame)
 		s.clk.Advance(20 * time.Millisecond)
-		s.tick(p)
+		s.tick(s.clk.Now(), 1, s.clk.Now())
 	})
 	if allocs != 0 {
 		t.Fatalf("one sealed tick allocates %.1f times, want 0", allocs)

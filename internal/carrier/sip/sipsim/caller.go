@@ -118,8 +118,14 @@ func NewCaller(o CallerOptions) (*Caller, error) {
 			return nil, errors.New("sipsim: the UDP listener did not start")
 		}
 	}
-	if c.cli, err = sipgo.NewClient(ua, sipgo.WithClientHostname(host), sipgo.WithClientPort(int(ap.Port())),
-		sipgo.WithClientConnectionAddr(conn.LocalAddr().String())); err != nil {
+	clientOpts := []sipgo.ClientOption{sipgo.WithClientHostname(host), sipgo.WithClientPort(int(ap.Port()))}
+	if o.Transport == "" || o.Transport == "udp" {
+		// UDP requests leave from the listening socket. A TCP or TLS connection takes a
+		// port of its own: binding it to the UDP port's number fails whenever some TCP
+		// socket already holds that number.
+		clientOpts = append(clientOpts, sipgo.WithClientConnectionAddr(conn.LocalAddr().String()))
+	}
+	if c.cli, err = sipgo.NewClient(ua, clientOpts...); err != nil {
 		c.Close()
 		return nil, err
 	}
