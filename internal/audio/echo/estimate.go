@@ -27,6 +27,11 @@ type estimator struct {
 	maxLag, perFrame int
 	env              []float64 // reference envelope by block, a ring over maxLag+perFrame blocks
 	loudestDB        float64   // the loudest block in env (dBFS), as of the last frame
+	// peak is the loudest envelope in env and peakBlock its block; peakStale: it was
+	// overwritten and no louder block came since, so the frame's end looks again.
+	peak      float64
+	peakBlock int64
+	peakStale bool
 	block            int64     // blocks seen
 	lastActive       int64     // the last block with reference audio (-1: none)
 	long             sums      // over the whole call, forgetting with a 4 s time constant
@@ -166,10 +171,16 @@ func (e *estimator) init(maxLag, perFrame int) {
 
 // addFrame adds a frame's envelopes: ref is the reference at the frame's own positions.
 func (e *estimator) addFrame(ref, in []int16, block int) {
+	added := false // the sums changed; without, the best lag is the same as before
 	for i := 0; i+block <= len(in); i += block {
 		x := math.Sqrt(meanSquare(ref[i : i+block]))
 		y := math.Sqrt(meanSquare(in[i : i+block]))
 		e.env[e.block%int64(len(e.env))] = x
+		if x >= e.peak {
+			e.peak, e.peakBlock, e.peakStale = x, e.block, false
+		} else if e.block-e.peakBlock >= int64(len(e.env)) {
+			e.peakStale = true
+		}
 		if x >= activeAmp {
 			e.lastActive = e.block
 			e.activeBlocks++
@@ -179,6 +190,7 @@ func (e *estimator) addFrame(ref, in []int16, block int) {
 		}
 		if e.reachable() && !e.paused() {
 			e.addBlock(y)
+			added = true
 		}
 		e.block++
 	}
@@ -196,7 +208,7 @@ func (e *estimator) addFrame(ref, in []int16, block int) {
 		}
 		return
 	}
-	if e.learned && !e.paused() {
+	if e.learned && added {
 		e.pickDelay()
 		if e.narrow && abs(e.delay-e.narrowAt) > 1 {
 			e.narrow = false // the path moved: look wide again until the next talkspurt
@@ -363,15 +375,19 @@ func abs(n int) int {
 func (e *estimator) loudest() float64 { return e.loudestDB }
 
 // findLoudest sets loudestDB from the envelope, once per frame (addFrame): several
-// questions a frame asks need it.
+// questions a frame asks need it. The peak is kept as blocks come in; only when the
+// loudest block has left the ring with none as loud after it is the ring searched.
 func (e *estimator) findLoudest() {
-	peak := 0.0
-	for _, x := range e.env {
-		if x > peak { // not max(): envelopes are never NaN, and its NaN rules cost a third
-			peak = x
+	if e.peakStale {
+		e.peak, e.peakBlock, e.peakStale = 0, e.block-1, false
+		n := int64(len(e.env))
+		for b := max(0, e.block-n); b < e.block; b++ {
+			if x := e.env[b%n]; x > e.peak {
+				e.peak, e.peakBlock = x, b
+			}
 		}
 	}
-	e.loudestDB = 20 * math.Log10(peak/32768)
+	e.loudestDB = 20 * math.Log10(e.peak/32768)
 }
 
 // The suppressor compares reference windows lagStep blocks (20 ms) apart: lagSpan steps
