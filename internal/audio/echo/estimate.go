@@ -29,18 +29,18 @@ type estimator struct {
 	loudestDB        float64   // the loudest block in env (dBFS), as of the last frame
 	// peak is the loudest envelope in env and peakBlock its block; peakStale: it was
 	// overwritten and no louder block came since, so the frame's end looks again.
-	peak      float64
-	peakBlock int64
-	peakStale bool
-	block            int64     // blocks seen
-	lastActive       int64     // the last block with reference audio (-1: none)
-	long             sums      // over the whole call, forgetting with a 4 s time constant
-	activeBlocks     int
-	learned          bool
-	delay            int     // blocks
-	corr             float64 // at delay
-	bandGain         [bands]float64
-	lagBuf           [maxLags]int
+	peak         float64
+	peakBlock    int64
+	peakStale    bool
+	block        int64 // blocks seen
+	lastActive   int64 // the last block with reference audio (-1: none)
+	long         sums  // over the whole call, forgetting with a 4 s time constant
+	activeBlocks int
+	learned      bool
+	delay        int     // blocks
+	corr         float64 // at delay
+	bandGain     [bands]float64
+	lagBuf       [maxLags]int
 	// frozen counts frames of double talk (the caller over the echo) for which learning
 	// is paused: the caller's voice says nothing about the echo path. Learning resumes
 	// after maxFrozen whatever, so a path that changed is learned again.
@@ -231,36 +231,58 @@ func (e *estimator) addBlock(y float64) {
 		t.y += y
 		t.yy += y * y
 	}
-	// Walk the envelope ring backwards from the current block: lag by lag, without a
-	// division per lag. Lags reaching before the call's first block see silence.
+	// Lag by lag, the envelope ring read backwards from the current block: two plain runs
+	// (down to the ring's start, then down from its end), no division per lag. Lags
+	// reaching before the call's first block see silence.
 	reach := int(min(int64(e.maxLag), e.block))
 	at := int(e.block % n)
-	for lag := 0; lag <= reach; lag++ {
-		x := e.env[at]
-		if at--; at < 0 {
-			at = int(n) - 1
-		}
-		l.x[lag] = l.x[lag]*forget + x
-		l.xx[lag] = l.xx[lag]*forget + x*x
-		l.xy[lag] = l.xy[lag]*forget + x*y
-	}
+	first := e.env[max(0, at-reach) : at+1]         // lags 0..len-1, newest last
+	wrap := e.env[len(e.env)-(reach+1-len(first)):] // the lags after them, newest last
+	decay(l, first, wrap, y)
 	for lag := reach + 1; lag <= e.maxLag; lag++ {
 		l.x[lag] *= forget
 		l.xx[lag] *= forget
 		l.xy[lag] *= forget
 	}
-	if !e.inSpurt {
-		return
+	if e.inSpurt {
+		gather(t, first, wrap, y)
 	}
-	at = int(e.block % n)
-	for lag := 0; lag <= reach; lag++ {
-		x := e.env[at]
-		if at--; at < 0 {
-			at = int(n) - 1
-		}
-		t.x[lag] += x
-		t.xx[lag] += x * x
-		t.xy[lag] += x * y
+}
+
+// decay forgets a little of s's sums and adds the block y against the reference
+// envelopes of lags 0, 1, ...: first holds the newest of them last, wrap the older ones.
+func decay(s *sums, first, wrap []float64, y float64) {
+	x, xx, xy := s.x[:len(first)], s.xx[:len(first)], s.xy[:len(first)]
+	for lag := range x {
+		v := first[len(first)-1-lag]
+		x[lag] = x[lag]*forget + v
+		xx[lag] = xx[lag]*forget + v*v
+		xy[lag] = xy[lag]*forget + v*y
+	}
+	x, xx, xy = s.x[len(first):][:len(wrap)], s.xx[len(first):][:len(wrap)], s.xy[len(first):][:len(wrap)]
+	for lag := range x {
+		v := wrap[len(wrap)-1-lag]
+		x[lag] = x[lag]*forget + v
+		xx[lag] = xx[lag]*forget + v*v
+		xy[lag] = xy[lag]*forget + v*y
+	}
+}
+
+// gather adds the block y to a talkspurt's sums, as decay does without forgetting.
+func gather(s *sums, first, wrap []float64, y float64) {
+	x, xx, xy := s.x[:len(first)], s.xx[:len(first)], s.xy[:len(first)]
+	for lag := range x {
+		v := first[len(first)-1-lag]
+		x[lag] += v
+		xx[lag] += v * v
+		xy[lag] += v * y
+	}
+	x, xx, xy = s.x[len(first):][:len(wrap)], s.xx[len(first):][:len(wrap)], s.xy[len(first):][:len(wrap)]
+	for lag := range x {
+		v := wrap[len(wrap)-1-lag]
+		x[lag] += v
+		xx[lag] += v * v
+		xy[lag] += v * y
 	}
 }
 

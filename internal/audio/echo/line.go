@@ -353,10 +353,12 @@ func meanSquare(pcm []int16) float64 {
 	if len(pcm) == 0 {
 		return 0
 	}
-	var sum float64
+	// In integers: exact, so the same as summing in float64 (every partial sum is below
+	// 2^53 for any frame), and without a conversion per sample.
+	var sum int64
 	for _, s := range pcm {
-		v := float64(s)
+		v := int64(s)
 		sum += v * v
 	}
-	return sum / float64(len(pcm))
+	return float64(sum) / float64(len(pcm))
 }

@@ -200,6 +200,7 @@ func (c *conn) audio(data []byte) (dropped, ok bool) {
 	drop := false
 	c.s.update(func() {
 		c.rec.AudioBytes += int64(len(data))
+		c.rec.AudioMessages++
 		c.s.totals.AudioBytes += int64(len(data))
 		if c.s.dropAfter > 0 && c.rec.AudioBytes >= c.s.dropAfter {
 			c.s.dropAfter = 0

@@ -97,20 +97,21 @@ type Totals struct {
 
 // ConnStats is what the fake recorded about one connection.
 type ConnStats struct {
-	ID           int        // 1-based, in order of arrival
-	RequestID    string     // the request_id the fake gave the connection
-	Query        url.Values // the handshake's query parameters
-	AuthHeader   bool       // the handshake carried an Authorization header
-	AudioBytes   int64      // binary audio received
-	KeepAlives   int
-	Finalizes    int
-	CloseStreams int
-	Interims     []string // interim transcripts sent, in order
-	Transcripts  []string // non-empty final transcripts sent, in order
-	UtteranceEnd int      // UtteranceEnd messages sent
-	Dropped      bool     // ended by the DropAfterBytes fault or DropAll
-	IdleClosed   bool     // ended by the idle timeout
-	Closed       bool     // the connection has ended
+	ID            int        // 1-based, in order of arrival
+	RequestID     string     // the request_id the fake gave the connection
+	Query         url.Values // the handshake's query parameters
+	AuthHeader    bool       // the handshake carried an Authorization header
+	AudioBytes    int64      // binary audio received
+	AudioMessages int        // binary messages received
+	KeepAlives    int
+	Finalizes     int
+	CloseStreams  int
+	Interims      []string // interim transcripts sent, in order
+	Transcripts   []string // non-empty final transcripts sent, in order
+	UtteranceEnd  int      // UtteranceEnd messages sent
+	Dropped       bool     // ended by the DropAfterBytes fault or DropAll
+	IdleClosed    bool     // ended by the idle timeout
+	Closed        bool     // the connection has ended
 	// Utterances are the utterances the fake detected, in order, brought up to date after
 	// every message it reads and before any result about them is sent; the last may still
 	// be open.

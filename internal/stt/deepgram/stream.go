@@ -53,6 +53,10 @@ type LiveStream struct {
 
 	mu         sync.Mutex
 	queue      ring  // audio Write queued for the writer: about QueueAudio, drops oldest
+	// flush fires sendBatch after a batch's first audio was queued, so a batch that never
+	// fills is sent anyway; Write arms it and the writer stops it on emptying the queue,
+	// both under mu.
+	flush *time.Timer
 	finPending bool  // Finalize was called ...
 	finAt      int64 // ... after the audio up to this queue offset
 	closing    bool
@@ -82,7 +86,9 @@ func startStream(ctx context.Context, r *Recognizer, f audio.Format, u string, c
 		done:    make(chan struct{}),
 		queue:   newRing(max(f.Bytes(r.opts.QueueAudio), f.FrameBytes())),
 		batch:   max(f.Bytes(sendBatch), f.FrameBytes()),
+		flush:   time.NewTimer(time.Hour),
 	}
+	s.flush.Stop()
 	w := &writer{
 		s:         s,
 		conn:      conn,
@@ -90,9 +96,7 @@ func startStream(ctx context.Context, r *Recognizer, f audio.Format, u string, c
 		replay:    newRing(max(f.Bytes(r.opts.ReplayAudio), f.FrameBytes())),
 		chunk:     make([]byte, max(f.Bytes(100*time.Millisecond), f.Encoding.BytesPerSample())),
 		keepAlive: time.NewTimer(r.opts.KeepAliveEvery),
-		flush:     time.NewTimer(time.Hour),
 	}
-	w.flush.Stop()
 	s.log.Debug("deepgram: stream opened", "format", f.String())
 	go s.run(w)
 	return s
@@ -110,9 +114,12 @@ func (s *LiveStream) Write(p []byte) error {
 	d := s.queue.write(p)
 	s.dropped += int64(d)
 	first := d > 0 && s.dropped == int64(d)
-	// The writer wakes for the first audio (to start the batch's clock) and for a full
-	// batch, not for every 20 ms frame.
-	wake := was == 0 || was < s.batch && s.queue.len() >= s.batch
+	// The writer wakes for a full batch, not for every 20 ms frame; the batch's first
+	// audio starts the flush timer, which wakes it if the batch never fills.
+	if was == 0 && s.queue.len() > 0 {
+		s.flush.Reset(sendBatch)
+	}
+	wake := was < s.batch && s.queue.len() >= s.batch
 	s.mu.Unlock()
 	if first {
 		s.log.Warn("deepgram: send queue full, dropping the oldest audio", "queue", s.r.opts.QueueAudio)

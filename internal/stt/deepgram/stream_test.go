@@ -438,3 +438,40 @@ func TestInstantDropsGiveUp(t *testing.T) {
 		t.Errorf("Reconnects = %d, want %d", n, deepgram.DefaultReconnects)
 	}
 }
+
+// Audio written a 20 ms frame at a time goes out three frames a message (a third of the
+// socket writes), and a frame that no other follows is still sent after sendBatch (60 ms).
+func TestFramesGoOutInBatches(t *testing.T) {
+	h := newHarness(t, fakedeepgram.Options{}, deepgram.Options{}, nil)
+	ctx := testContext(t)
+	st := h.open(ctx, t)
+	frame := audio.Telephone.FrameBytes()
+	const frames = 30
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for range frames {
+		if err := st.Write(make([]byte, frame)); err != nil {
+			t.Fatal(err)
+		}
+		<-tick.C
+	}
+	if err := h.fake.WaitFor(ctx, func(cs []fakedeepgram.ConnStats) bool { return cs[0].AudioBytes == frames*int64(frame) }); err != nil {
+		t.Fatalf("received %+v: %v", h.fake.Stats(), err)
+	}
+	if m := h.fake.Stats()[0].AudioMessages; m > frames/2 {
+		t.Errorf("%d frames went out in %d messages, want about a third as many", frames, m)
+	}
+	wrote := time.Now()
+	if err := st.Write(make([]byte, frame)); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.fake.WaitFor(ctx, func(cs []fakedeepgram.ConnStats) bool { return cs[0].AudioBytes == (frames+1)*int64(frame) }); err != nil {
+		t.Fatalf("a lone frame was never sent: %v", err)
+	}
+	if waited := time.Since(wrote); waited < 50*time.Millisecond {
+		t.Errorf("a lone frame went out after %v, before its batch's 60 ms were up", waited)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

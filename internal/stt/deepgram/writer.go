@@ -29,10 +29,6 @@ type writer struct {
 	replay     ring       // audio sent, kept (about ReplayAudio) until a final covers it
 	chunk      []byte     // one binary frame, at most 100 ms
 	keepAlive  *time.Timer
-	// flush sends a batch that has not filled up sendBatch after the first of its audio
-	// was queued; flushArmed says it is running.
-	flush      *time.Timer
-	flushArmed bool
 	// broken: a send failed. The audio stays queued until the socket is reopened, and the
 	// reader is left to read what the server sent before the failure (a final transcript
 	// there moves the replay point); brokenGrace closes the socket if it does not end.
@@ -80,8 +76,7 @@ func (w *writer) loop() error {
 			return w.ctxEnd()
 		case <-s.wake:
 			w.pump(false)
-		case <-w.flushC():
-			w.flushArmed = false
+		case <-s.flush.C:
 			w.pump(true)
 		case <-w.keepAlive.C:
 			w.control("KeepAlive")
@@ -151,32 +146,17 @@ func classifyDrop(err error) *voice.ProviderError {
 	return pe
 }
 
-// flushC fires when a batch's wait is over; nil while none is waiting.
-func (w *writer) flushC() <-chan time.Time {
-	if !w.flushArmed {
-		return nil
-	}
-	return w.flush.C
-}
-
 // pump sends the queued audio, then a pending Finalize at its place in the audio, then
 // CloseStream once Close asked for it and the queue is empty. Unless force, less than a
-// batch of audio with nothing else pending waits (up to sendBatch) for more.
+// batch of audio with nothing else pending waits for more, until the stream's flush timer
+// (armed by Write at the batch's first audio) forces it.
 func (w *writer) pump(force bool) {
 	s := w.s
 	s.mu.Lock()
 	wait := !force && !s.finPending && !s.closing && s.queue.len() < s.batch
 	s.mu.Unlock()
 	if wait {
-		if !w.flushArmed {
-			w.flush.Reset(sendBatch)
-			w.flushArmed = true
-		}
 		return
-	}
-	if w.flushArmed {
-		w.flush.Stop()
-		w.flushArmed = false
 	}
 	for !w.broken {
 		s.mu.Lock()
@@ -192,6 +172,9 @@ func (w *writer) pump(force bool) {
 		n := 0
 		if !fin {
 			n = s.queue.read(w.chunk[:limit])
+			if s.queue.len() == 0 {
+				s.flush.Stop() // nothing left to wait for; the next audio arms it again
+			}
 		}
 		closeNow := !fin && n == 0 && s.closing && !w.closeSent
 		s.mu.Unlock()
