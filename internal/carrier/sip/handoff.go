@@ -90,8 +90,14 @@ func (l *Leg) takeMedia(ctx context.Context, sink voice.LegSink) (mediaRun, erro
 func (l *Leg) bridged() bool { return l.handoff.taken.Load() }
 
 // relay hands a session's frames to the sink of the moment.
+//
+// Audio comes from the send clock's beat, which ticks many calls: it must never wait on
+// one call. So only Audio holds the lock while delivering (set waits for a frame in
+// flight, and none reaches the old sink after set returns); marks, digits and reports of
+// malformed packets, which may wait on a call whose event queue is full, take the sink of
+// the moment and deliver without it.
 type relay struct {
-	mu sync.Mutex // held while delivering: set waits for a frame in flight
+	mu sync.RWMutex
 	to voice.LegSink
 }
 
@@ -101,26 +107,18 @@ func (r *relay) set(to voice.LegSink) {
 	r.mu.Unlock()
 }
 
+func (r *relay) current() voice.LegSink {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.to
+}
+
 func (r *relay) Audio(frame []byte) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.mu.RLock()
+	defer r.mu.RUnlock()
 	r.to.Audio(frame)
 }
 
-func (r *relay) Mark(name string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.to.Mark(name)
-}
-
-func (r *relay) DTMF(digit string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.to.DTMF(digit)
-}
-
-func (r *relay) Malformed(err error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.to.Malformed(err)
-}
+func (r *relay) Mark(name string)    { r.current().Mark(name) }
+func (r *relay) DTMF(digit string)   { r.current().DTMF(digit) }
+func (r *relay) Malformed(err error) { r.current().Malformed(err) }

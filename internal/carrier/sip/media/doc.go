@@ -11,9 +11,12 @@
 // # Sending: a clock, not a pipe
 //
 // RTP has no flow control and no acknowledgements: the far end plays what arrives when its
-// timestamp says. So a Session sends on its own 20 ms clock (internal/audio/pace: frame n
-// is due at start + n·20 ms, late wake-ups catch up, nothing drifts), one packet per tick,
-// from Start until Close. The call's playout queues audio ahead of real time (up to
+// timestamp says. So a Session sends on a 20 ms clock (internal/audio/pace: frame n is due
+// at start + n·20 ms, late wake-ups catch up, nothing drifts), one packet per tick, from
+// Start until Close. The clock is a Ticker's: a few goroutines ("beats", spread over the
+// 20 ms) tick every session of a carrier in turn, because a goroutine and a timer of its
+// own per call cost a wake-up per packet, more than a tenth of the CPU at hundreds of
+// calls. A session alone (Config.Ticker nil) gets a Ticker of its own. The call's playout queues audio ahead of real time (up to
 // MaxQueued); each tick takes the next 20 ms of it, or sends encoded silence when the
 // queue is empty ("comfort silence": it keeps NAT bindings and trunks' media timers alive,
 // and it means the greeting's first packet leaves on the tick after it is queued, never
@@ -54,8 +57,9 @@
 // and hands it to sink.Audio. The call's voice detector and speech-to-text expect a steady
 // 50 frames a second; arrival-driven playout would pass the network's bunching and gaps
 // straight through, and a second timer per call would double the wake-ups the bench
-// pays for 500 calls. So sink.Audio is called from the clock goroutine, sink.DTMF and
-// sink.Malformed from Run's; both stop before Run returns. Marks the clock finds due go
+// pays for 500 calls. So sink.Audio is called from the session's beat, sink.DTMF and
+// sink.Malformed from Run's goroutine; both stop before Run returns. A beat ticks many
+// calls, so sink.Audio must never wait on anything another goroutine holds for long. Marks the clock finds due go
 // to sink.Mark from a goroutine started for them: a sink that blocks on a mark (a call
 // whose event queue is full) must not stop the RTP.
 //
