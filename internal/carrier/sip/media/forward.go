@@ -23,7 +23,7 @@ const maxBridgeBacklog = 100 * time.Millisecond
 // queued on to's send clock (G.711 transcoded when the two codecs' laws differ), its DTMF
 // digits sent on as RFC 4733 events, its marks ignored (a bridge queues none).
 //
-// Audio is called from from's clock goroutine and DTMF from its reader, as for any sink.
+// Audio is called from from's beat and DTMF from its reader, as for any sink.
 type Forwarder struct {
 	from, to  *Session
 	converted [maxFrameBytes]byte // a transcoded frame, reused

@@ -23,7 +23,7 @@ const rtpHeaderBytes = 12
 const maxFrameBytes = 48000 / 50 * 2
 
 // sender is the send side's state: the RTP numbering and what the next packet carries.
-// The session's mu guards it; only the clock goroutine builds packets.
+// The session's mu guards it; only the session's beat builds packets.
 type sender struct {
 	ssrc         uint32
 	seq          uint16
