@@ -55,8 +55,8 @@ type Config struct {
 	// Clock drives the send schedule, playout and timeouts; nil is the wall clock.
 	Clock clock.Clock
 	// Ticker ticks the session's send clock together with others' (see Ticker): a
-	// carrier shares one among all its calls. Nil gives the session a Ticker of its own
-	// on Clock.
+	// carrier shares one among all its calls, and its clock, not Clock, times the ticks.
+	// Nil gives the session a Ticker of its own on Clock.
 	Ticker *Ticker
 	// FirstMediaTimeout is how long after Start the peer may stay silent (no RTP at
 	// all); MediaTimeout how long once media flowed (not counted on hold). Zero picks
