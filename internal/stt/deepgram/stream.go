@@ -51,12 +51,12 @@ type LiveStream struct {
 
 	batch int // bytes of audio sent as one message (sendBatch)
 
-	mu         sync.Mutex
-	queue      ring  // audio Write queued for the writer: about QueueAudio, drops oldest
+	mu    sync.Mutex
+	queue ring // audio Write queued for the writer: about QueueAudio, drops oldest
 	// flush fires sendBatch after a batch's first audio was queued, so a batch that never
 	// fills is sent anyway; Write arms it and the writer stops it on emptying the queue,
 	// both under mu.
-	flush *time.Timer
+	flush      *time.Timer
 	finPending bool  // Finalize was called ...
 	finAt      int64 // ... after the audio up to this queue offset
 	closing    bool
