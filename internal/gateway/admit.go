@@ -183,10 +183,15 @@ func (s *server) waitEnded() {
 	}
 }
 
-// endRecord records how a call ended, and what its journal says of it.
+// endRecord records how a call ended, and what its journal says of it. The call's
+// transcript lines are saved first: whoever sees the call ended (a delivery job on any
+// node, the summary) reads its whole transcript.
 func (s *server) endRecord(id voice.CallID, outcome string) {
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
+	if err := s.lines.Flush(ctx); err != nil {
+		s.log.Warn("call's transcript not saved before its end", "call", id, "err", err)
+	}
 	if err := s.st.EndCall(ctx, id, time.Now(), outcome); err != nil {
 		s.log.Warn("call end not recorded in the store", "call", id, "err", err)
 	}
