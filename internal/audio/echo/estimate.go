@@ -27,11 +27,9 @@ type estimator struct {
 	maxLag, perFrame int
 	env              []float64 // reference envelope by block, a ring over maxLag+perFrame blocks
 	loudestDB        float64   // the loudest block in env (dBFS), as of the last frame
-	// peak is the loudest envelope in env and peakBlock its block; peakStale: it was
-	// overwritten and no louder block came since, so the frame's end looks again.
+	// peak is the loudest envelope in env and peakBlock its block.
 	peak         float64
 	peakBlock    int64
-	peakStale    bool
 	block        int64 // blocks seen
 	lastActive   int64 // the last block with reference audio (-1: none)
 	long         sums  // over the whole call, forgetting with a 4 s time constant
@@ -172,14 +170,15 @@ func (e *estimator) init(maxLag, perFrame int) {
 // addFrame adds a frame's envelopes: ref is the reference at the frame's own positions.
 func (e *estimator) addFrame(ref, in []int16, block int) {
 	added := false // the sums changed; without, the best lag is the same as before
+	stale := false // the loudest block left the ring: look for the loudest again
 	for i := 0; i+block <= len(in); i += block {
 		x := math.Sqrt(meanSquare(ref[i : i+block]))
 		y := math.Sqrt(meanSquare(in[i : i+block]))
 		e.env[e.block%int64(len(e.env))] = x
 		if x >= e.peak {
-			e.peak, e.peakBlock, e.peakStale = x, e.block, false
+			e.peak, e.peakBlock, stale = x, e.block, false
 		} else if e.block-e.peakBlock >= int64(len(e.env)) {
-			e.peakStale = true
+			stale = true // overwritten, and no block as loud came since
 		}
 		if x >= activeAmp {
 			e.lastActive = e.block
@@ -194,7 +193,7 @@ func (e *estimator) addFrame(ref, in []int16, block int) {
 		}
 		e.block++
 	}
-	e.findLoudest()
+	e.findLoudest(stale)
 	if !e.learned && e.activeBlocks >= learnBlocks {
 		e.learned = true
 		e.pickDelay()
@@ -399,9 +398,9 @@ func (e *estimator) loudest() float64 { return e.loudestDB }
 // findLoudest sets loudestDB from the envelope, once per frame (addFrame): several
 // questions a frame asks need it. The peak is kept as blocks come in; only when the
 // loudest block has left the ring with none as loud after it is the ring searched.
-func (e *estimator) findLoudest() {
-	if e.peakStale {
-		e.peak, e.peakBlock, e.peakStale = 0, e.block-1, false
+func (e *estimator) findLoudest(stale bool) {
+	if stale {
+		e.peak, e.peakBlock = 0, e.block-1
 		n := int64(len(e.env))
 		for b := max(0, e.block-n); b < e.block; b++ {
 			if x := e.env[b%n]; x > e.peak {

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/pion/rtp"
+
+	"github.com/handset-voice/handset/internal/audio"
 )
 
 // The shape of one sent RFC 4733 event, in 20 ms ticks.
@@ -154,7 +156,7 @@ func (s *Session) tick(now time.Time, n int, due time.Time) bool {
 				observe(sent.Sub(due))
 			}
 		}
-		due = due.Add(frameInterval)
+		due = due.Add(audio.FrameDuration)
 	}
 	s.playOut(now, min(n, maxCatchUp))
 	return true

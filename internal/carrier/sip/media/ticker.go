@@ -4,12 +4,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/handset-voice/handset/internal/audio"
 	"github.com/handset-voice/handset/internal/audio/pace"
 	"github.com/handset-voice/handset/internal/clock"
 )
-
-// frameInterval is the send clock's period: one packet of 20 ms per tick.
-const frameInterval = 20 * time.Millisecond
 
 // Ticker drives the send clocks of many sessions from a few goroutines. A goroutine of
 // its own per call, woken every 20 ms, costs a timer, a select and a switch of the
@@ -40,7 +38,7 @@ func NewTicker(clk clock.Clock, beats int) *Ticker {
 	for i := range max(beats, 1) {
 		t.beats = append(t.beats, &beat{
 			t:      t,
-			offset: time.Duration(i) * frameInterval / time.Duration(max(beats, 1)),
+			offset: time.Duration(i) * audio.FrameDuration / time.Duration(max(beats, 1)),
 			poke:   make(chan struct{}, 1),
 		})
 	}
@@ -104,7 +102,7 @@ func (b *beat) join(s *Session, now, epoch time.Time) {
 		return
 	}
 	b.running = true
-	b.pacer = pace.New(nextPhase(now, epoch.Add(b.offset)), frameInterval, 0)
+	b.pacer = pace.New(nextPhase(now, epoch.Add(b.offset)), audio.FrameDuration, 0)
 	go b.loop()
 }
 
@@ -115,8 +113,8 @@ func nextPhase(now, phase time.Time) time.Time {
 	if since <= 0 {
 		return phase
 	}
-	frames := (since + frameInterval - 1) / frameInterval
-	return phase.Add(frames * frameInterval)
+	frames := (since + audio.FrameDuration - 1) / audio.FrameDuration
+	return phase.Add(frames * audio.FrameDuration)
 }
 
 // wake asks the loop for a pass now (a member closed); it never blocks.
