@@ -293,7 +293,7 @@ type holder struct {
 func identify(ctx context.Context, at netip.AddrPort, transport, httpListen string) holder {
 	ctx, cancel := context.WithTimeout(ctx, identifyWait)
 	defer cancel()
-	probe, err := newProbeUA(at.Addr())
+	probe, err := newProbeUA(at.Addr(), transport)
 	if err != nil {
 		return holder{said: "doctor could not ask it who it is: " + err.Error()}
 	}
@@ -350,8 +350,10 @@ func servesHandset(ctx context.Context, listen string) bool {
 }
 
 // probeUA is a SIP user agent of doctor's own for one check: a UDP socket on an ephemeral
-// port of a local address, read by a server for the answers, and a client that sends from
-// it (so answers come back to it, as a registrar sends them).
+// port of a local address, read by a server for the answers, and a client that sends UDP
+// requests from it (so answers come back to it, as a registrar sends them). A TCP or TLS
+// connection leaves from a port of its own: binding it to the UDP socket's number fails
+// whenever some TCP socket already holds that number.
 type probeUA struct {
 	ua     *sipgo.UserAgent
 	client *sipgo.Client
@@ -360,7 +362,7 @@ type probeUA struct {
 	served chan struct{}
 }
 
-func newProbeUA(local netip.Addr) (*probeUA, error) {
+func newProbeUA(local netip.Addr, transport string) (*probeUA, error) {
 	quiet := slog.New(slog.DiscardHandler)
 	ua, err := sipgo.NewUA(sipgo.WithUserAgent("Handset doctor"), sipgo.WithUserAgentHostname(local.String()),
 		sipgo.WithUserAgentTransportLayerOptions(sip.WithTransportLayerLogger(quiet)),
@@ -384,8 +386,12 @@ func newProbeUA(local netip.Addr) (*probeUA, error) {
 		p.Close()
 		return nil, err
 	}
-	p.client, err = sipgo.NewClient(ua, sipgo.WithClientHostname(local.String()), sipgo.WithClientPort(int(p.addr.Port())),
-		sipgo.WithClientConnectionAddr(conn.LocalAddr().String()), sipgo.WithClientLogger(quiet))
+	opts := []sipgo.ClientOption{sipgo.WithClientHostname(local.String()), sipgo.WithClientPort(int(p.addr.Port())),
+		sipgo.WithClientLogger(quiet)}
+	if transport == "" || strings.EqualFold(transport, "udp") {
+		opts = append(opts, sipgo.WithClientConnectionAddr(conn.LocalAddr().String()))
+	}
+	p.client, err = sipgo.NewClient(ua, opts...)
 	if err != nil {
 		p.Close()
 		return nil, err
@@ -420,7 +426,8 @@ func (c *checker) registration(ctx context.Context) doctor.Result {
 	if err != nil {
 		return unreachable(err)
 	}
-	probe, err := newProbeUA(local)
+	tp, _ := reg.UriParams.Get("transport")
+	probe, err := newProbeUA(local, tp)
 	if err != nil {
 		return doctor.FailResult("doctor could not open a SIP socket: "+err.Error(), "check this machine's network settings")
 	}
@@ -431,7 +438,7 @@ func (c *checker) registration(ctx context.Context) doctor.Result {
 		timeout = time.Until(deadline) / 2
 	}
 	contact := sip.ContactHeader{Address: sip.Uri{Scheme: "sip", User: "handset", Host: local.String(), Port: int(probe.addr.Port())}}
-	if tp, ok := reg.UriParams.Get("transport"); ok && tp != "" {
+	if tp != "" {
 		contact.Address.UriParams = sip.NewParams()
 		contact.Address.UriParams.Add("transport", tp)
 	}

@@ -338,3 +338,42 @@ func TestRegistrationCheckWithKamailio(t *testing.T) {
 		t.Log(k.Log())
 	}
 }
+
+// TestProbeOverTCPTakesAPortOfItsOwn: doctor's probe reads answers on an ephemeral UDP
+// port; a TCP connection it opens must not bind that port's number, which any TCP socket
+// may already hold (CI saw the registration check fail so).
+func TestProbeOverTCPTakesAPortOfItsOwn(t *testing.T) {
+	lo := netip.MustParseAddr("127.0.0.1")
+	probe, err := newProbeUA(lo, "tcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer probe.Close()
+	// Hold the number for TCP (if some socket holds it already, so much the better).
+	if squatter, err := net.Listen("tcp", probe.addr.String()); err == nil {
+		defer squatter.Close()
+	}
+	peer, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer peer.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		if c, err := peer.Accept(); err == nil {
+			accepted <- c
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	to := peer.Addr().(*net.TCPAddr).AddrPort()
+	uri := sip.Uri{Scheme: "sip", Host: to.Addr().String(), Port: int(to.Port()), UriParams: sip.NewParams()}
+	uri.UriParams.Add("transport", "tcp")
+	_, err = probe.client.Do(ctx, sip.NewRequest(sip.OPTIONS, uri))
+	select {
+	case c := <-accepted:
+		c.Close()
+	default:
+		t.Fatalf("the probe did not connect over TCP: %v", err)
+	}
+}
