@@ -52,6 +52,7 @@ func (s *Session) read(ctx context.Context, sink voice.LegSink) error {
 		if digit != "" {
 			sink.DTMF(digit)
 		}
+		s.ticker.Poll() // send what is due while this goroutine has the core (see Ticker)
 	}
 }
 

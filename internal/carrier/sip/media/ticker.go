@@ -2,6 +2,7 @@ package media
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/handset-voice/handset/internal/audio"
@@ -19,6 +20,12 @@ import (
 //
 // A session keeps its own numbering, queue and jitter buffer; only the moment of its
 // tick is shared. Its first tick comes at its beat's next one, within 20 ms of Start.
+//
+// A beat's goroutine waits in the scheduler's queue like any other: on a busy core,
+// behind hundreds of calls' goroutines, tens of milliseconds late. So the sessions'
+// readers, woken by every packet that arrives, call Poll, which runs a beat that is
+// due on the goroutine that is running anyway. The beat's own goroutine stays the
+// schedule's guarantee when no packet arrives.
 type Ticker struct {
 	clk   clock.Clock
 	beats []*beat
@@ -68,12 +75,12 @@ type beat struct {
 	t      *Ticker
 	offset time.Duration
 	poke   chan struct{} // a member closed: drop it now, not on the next tick
+	due    atomic.Int64  // when the next frame is due (Unix ns); 0 while idle
 
 	mu       sync.Mutex // guards the following; held over a pass, so a session never leaves mid-tick
 	sessions []*Session
 	running  bool
 	pacer    *pace.Pacer
-	hooks    []func() // the members' armed hooks, called once the timer is set (tests)
 }
 
 func (b *beat) load() int {
@@ -103,6 +110,7 @@ func (b *beat) join(s *Session, now, epoch time.Time) {
 	}
 	b.running = true
 	b.pacer = pace.New(nextPhase(now, epoch.Add(b.offset)), audio.FrameDuration, 0)
+	b.due.Store(b.pacer.Next().UnixNano())
 	go b.loop()
 }
 
@@ -125,53 +133,76 @@ func (b *beat) wake() {
 	}
 }
 
-// loop ticks the beat's sessions every 20 ms until none is left.
-func (b *beat) loop() {
-	timer := b.t.clk.NewTimer(time.Hour)
-	defer timer.Stop()
-	for {
-		next, more := b.pass()
-		if !more {
-			return
-		}
-		timer.Reset(max(0, next.Sub(b.t.clk.Now())))
-		for _, armed := range b.hooks {
-			armed()
-		}
-		select {
-		case <-timer.C():
-		case <-b.poke:
+// Poll runs every beat now due that no one else is running, on the caller's goroutine,
+// which must hold no session's lock. It costs a clock read and an atomic load per beat
+// when nothing is due.
+func (t *Ticker) Poll() {
+	now := t.clk.Now()
+	for _, b := range t.beats {
+		if due := b.due.Load(); due != 0 && now.UnixNano() >= due && b.mu.TryLock() {
+			b.pass(now, false)
+			b.mu.Unlock()
 		}
 	}
 }
 
-// pass ticks every open member with the frames now due, drops the closed ones (Run may
-// then return), and says when the next frame is due; more is false when the beat has
-// no member left and its goroutine must return.
-func (b *beat) pass() (next time.Time, more bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	now := b.t.clk.Now()
+// loop ticks the beat's sessions every 20 ms until none is left.
+func (b *beat) loop() {
+	timer := b.t.clk.NewTimer(time.Hour)
+	defer timer.Stop()
+	poked := true
+	var hooks []func() // the members' armed hooks, called once the timer is set (tests)
+	for {
+		b.mu.Lock()
+		next, more := b.pass(b.t.clk.Now(), poked)
+		if !more {
+			b.running = false
+			b.due.Store(0)
+		}
+		hooks = hooks[:0]
+		for _, s := range b.sessions {
+			if s.armed != nil {
+				hooks = append(hooks, s.armed)
+			}
+		}
+		b.mu.Unlock()
+		if !more {
+			return
+		}
+		timer.Reset(max(0, next.Sub(b.t.clk.Now())))
+		for _, armed := range hooks {
+			armed()
+		}
+		select {
+		case <-timer.C():
+			poked = false
+		case <-b.poke:
+			poked = true
+		}
+	}
+}
+
+// pass ticks every open member with the frames due by now and drops the closed ones
+// (Run may then return); it says when the next frame is due, and more is false when the
+// beat has no member left. With no frame due it does nothing unless sweep asks it to
+// drop closed members anyway (a poke, the first pass). Caller holds mu.
+func (b *beat) pass(now time.Time, sweep bool) (next time.Time, more bool) {
 	n := b.pacer.Due(now)
+	if n == 0 && !sweep {
+		return b.pacer.Next(), len(b.sessions) > 0
+	}
 	due := b.pacer.Next()
 	kept := b.sessions[:0]
-	b.hooks = b.hooks[:0]
 	for _, s := range b.sessions {
 		if !s.tick(now, n, due) {
 			close(s.loopDone)
 			continue
 		}
 		kept = append(kept, s)
-		if s.armed != nil {
-			b.hooks = append(b.hooks, s.armed)
-		}
 	}
 	clear(b.sessions[len(kept):]) // no closed session stays reachable
 	b.sessions = kept
 	b.pacer.Sent(n)
-	if len(kept) == 0 {
-		b.running = false
-		return time.Time{}, false
-	}
-	return b.pacer.Next(), true
+	b.due.Store(b.pacer.Next().UnixNano())
+	return b.pacer.Next(), len(kept) > 0
 }

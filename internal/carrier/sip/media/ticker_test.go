@@ -1,10 +1,14 @@
 package media
 
 import (
+	"context"
 	"net"
+	"net/netip"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/handset-voice/handset/internal/audio"
 	"github.com/handset-voice/handset/internal/clock"
 )
 
@@ -122,5 +126,62 @@ func TestAClosedSessionNeverTicks(t *testing.T) {
 		if bt.load() != 0 {
 			t.Fatalf("beat %d carries a closed session", i)
 		}
+	}
+}
+
+// starvedClock is a fake clock whose Now can run ahead of its timers: the beat's
+// goroutine sleeps on as if the scheduler had not got round to it.
+type starvedClock struct {
+	*clock.Fake
+	ahead atomic.Int64
+}
+
+func (c *starvedClock) Now() time.Time { return c.Fake.Now().Add(time.Duration(c.ahead.Load())) }
+
+// A packet arriving while a beat is due but its goroutine has not run sends the beat's
+// frames from the reader's goroutine, for every session on the beat; nothing is sent
+// twice when the goroutine runs after all.
+func TestAReaderSendsWhatItsBeatOwes(t *testing.T) {
+	clk := &starvedClock{Fake: clock.NewFake(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))}
+	tk := NewTicker(clk, 1)
+	start := func(peer *rawPeer) netip.AddrPort {
+		conn := listenLoopback(t)
+		s, err := New(Config{Conn: conn, Remote: peer.addr(), Codec: PCMU, Clock: clk, Ticker: tk})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		ran := make(chan struct{})
+		t.Cleanup(func() { cancel(); _ = s.Close(); <-ran })
+		go func() { defer close(ran); _ = s.Run(ctx, newRecSink()) }()
+		s.Start()
+		return conn.LocalAddr().(*net.UDPAddr).AddrPort()
+	}
+	pa, pb := newRawPeer(t), newRawPeer(t)
+	a := start(pa)
+	first := pa.read().SequenceNumber // the beat's tick at once
+	start(pb)                         // joins the running beat: its first frame comes with the next tick
+	if !pa.silentFor(30*time.Millisecond) || !pb.silentFor(time.Millisecond) {
+		t.Fatal("a session sent before its next frame was due")
+	}
+
+	clk.ahead.Store(int64(audio.FrameDuration)) // due now, but the beat's timer has not fired
+	pa.send(a, PCMU.PayloadType, 1, 160, make([]byte, 160))
+	if got := pa.read().SequenceNumber; got != first+1 {
+		t.Fatalf("after a packet in, the session sent seq %d, want %d", got, first+1)
+	}
+	pb.read() // its beat mate's first frame went out with it
+	pa.send(a, PCMU.PayloadType, 2, 320, make([]byte, 160))
+	if !pa.silentFor(30*time.Millisecond) || !pb.silentFor(time.Millisecond) {
+		t.Fatal("a second packet in sent a frame that was not due")
+	}
+	clk.ahead.Store(0)
+	clk.Advance(audio.FrameDuration) // the goroutine's timer fires for the frame already sent
+	if !pa.silentFor(30 * time.Millisecond) {
+		t.Fatal("the beat's goroutine sent a frame its reader had already sent")
+	}
+	clk.Advance(audio.FrameDuration)
+	if got := pa.read().SequenceNumber; got != first+2 {
+		t.Fatalf("the next tick sent seq %d, want %d", got, first+2)
 	}
 }
