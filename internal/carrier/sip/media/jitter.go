@@ -145,6 +145,13 @@ func (b *jitterBuffer) push(ts uint32, payload []byte, newest bool, arrival int6
 		}
 		b.rebase(ts)
 		ext, end, result = b.refExt, b.refExt+int64(len(payload)/b.sampleBytes), pushRestarted
+		if end > window {
+			// What is buffered already reaches the window's end: the playout is too far
+			// behind the peer to keep it. Placed after it, this packet would be beyond
+			// the window again, and so would every one after it.
+			b.begin(ts)
+			ext, end = b.refExt, b.refExt+int64(len(payload)/b.sampleBytes)
+		}
 	case end <= b.playhead:
 		b.late++
 		if b.depth < maxDepth {

@@ -136,6 +136,45 @@ func TestJitterRestartsOnTimestampJumps(t *testing.T) {
 	}
 }
 
+// When the playout falls far behind the peer (the send clock re-anchored after a stall,
+// or a sender bursts), packets land beyond the buffer's window. The buffer must start
+// again from them once, and play them: not place each one after the last, beyond the
+// window again, restarting on every packet and playing silence for as long as the two
+// clocks keep pace (seen at 500 calls: thousands of restarts, 20 s of silence).
+func TestJitterCatchesUpWhenThePlayoutFallsBehind(t *testing.T) {
+	for _, ahead := range []int{jitterSlots - 1, jitterSlots, jitterSlots + 1, jitterSlots + 5, 3 * jitterSlots} {
+		b := newJitterBuffer(PCMU)
+		dst := make([]byte, 160)
+		seq := 0
+		next := func() byte {
+			v := byte(seq%200 + 1)
+			b.push(uint32(160*seq), frameOf(v), true, int64(160*seq))
+			seq++
+			return v
+		}
+		next()
+		b.pop(dst)
+		for range ahead { // the playout stalls while the peer goes on
+			next()
+		}
+		var played, want []byte
+		for range 100 { // then both keep pace (a hundred frames' values are unique)
+			want = append(want, next())
+			played = append(played, popAll(t, b, 1)...)
+		}
+		if most := ahead/jitterSlots + 1; int(b.restarts) > most { // once per window's worth of burst
+			t.Errorf("%d frames ahead: %d restarts, want at most %d", ahead, b.restarts, most)
+		}
+		// Once caught up it plays the peer's audio frame after frame, at most a window
+		// behind the newest: no silence, nothing skipped.
+		tail := played[50:]
+		lag := bytes.Index(want, tail[:1])
+		if lag < 0 || len(want)-len(tail)-lag > jitterSlots || !bytes.Equal(tail, want[lag:lag+len(tail)]) {
+			t.Errorf("%d frames ahead: once caught up it played %v of %v", ahead, tail, want)
+		}
+	}
+}
+
 func TestJitterTimestampWraparound(t *testing.T) {
 	b := newJitterBuffer(PCMU)
 	start := uint32(0xFFFFFFFF - 200)
