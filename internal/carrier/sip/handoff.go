@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/handset-voice/handset/internal/voice"
 )
@@ -67,7 +68,19 @@ func (l *Leg) runMedia(ctx context.Context, sink voice.LegSink) (bridged bool, e
 	}
 	stop()
 	close(h.over)
+	l.logMediaStats()
 	return false, err
+}
+
+// logMediaStats logs what the call's RTP went through, for whoever asks why a caller was
+// not heard: loss, late packets, silence played in their place, jitter buffer restarts.
+func (l *Leg) logMediaStats() {
+	st := l.media.Stats()
+	l.log.Info("RTP media stats", "call_id", l.info.CarrierRef,
+		"packets_in", st.PacketsIn, "packets_out", st.PacketsOut, "lost", st.Lost, "late", st.Late,
+		"reordered", st.Reordered, "duplicates", st.Duplicates, "strangers", st.Strangers,
+		"malformed", st.Malformed, "concealed_frames", st.Concealed, "restarts", st.Resets,
+		"jitter", st.Jitter.Round(100*time.Microsecond), "depth_frames", st.Depth)
 }
 
 // takeMedia takes the leg's media over for a bridge whose sink is sink: the call engine's

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/netip"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -154,6 +155,12 @@ func startTrunkWith(t *testing.T, allowSpec string, a *answering, set func(*Opti
 // edits first.
 func startTrunk(t *testing.T, allowSpec string, a *answering, edits ...func(*Options)) *Trunk {
 	t.Helper()
+	return startLoggedTrunk(t, allowSpec, a, slog.New(slog.DiscardHandler), edits...)
+}
+
+// startLoggedTrunk is startTrunk logging to log.
+func startLoggedTrunk(t *testing.T, allowSpec string, a *answering, log *slog.Logger, edits ...func(*Options)) *Trunk {
+	t.Helper()
 	list, err := allow.Parse(allowSpec)
 	if err != nil {
 		t.Fatal(err)
@@ -166,7 +173,7 @@ func startTrunk(t *testing.T, allowSpec string, a *answering, edits ...func(*Opt
 		edit(&opts)
 	}
 	tr, err := Start(opts, carrier.Inbound{Admit: a.admit, Draining: func() bool { return false },
-		Memory: carriertest.NewMemory(), Logger: slog.New(slog.DiscardHandler)})
+		Memory: carriertest.NewMemory(), Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,7 +292,8 @@ func TestInboundCallAnsweredWithMediaFlowing(t *testing.T) {
 // When the call ends on Handset's side, the caller gets a BYE.
 func TestHandsetHangsUpWithBye(t *testing.T) {
 	a := newAnswering(5)
-	tr := startTrunk(t, "127.0.0.0/8", a)
+	var logged lockedBuffer
+	tr := startLoggedTrunk(t, "127.0.0.0/8", a, slog.New(slog.NewTextHandler(&logged, nil)))
 	caller := newCaller(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -302,6 +310,32 @@ func TestHandsetHangsUpWithBye(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("no BYE reached the caller")
 	}
+	// The call's RTP counters are logged as its media ends, for diagnosing a caller who
+	// was not heard.
+	for !regexp.MustCompile(`RTP media stats.*packets_in=\d+ packets_out=[1-9].*concealed_frames=\d+ restarts=\d+`).MatchString(logged.String()) {
+		if ctx.Err() != nil {
+			t.Fatalf("no RTP stats logged at the call's end: %s", logged.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// lockedBuffer is a log's destination that the test reads while the trunk writes.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // A source the allow-list does not name gets 403 and no dialog; past the refusal rate it

@@ -3,10 +3,14 @@ package media
 // sendQueue is the audio the call queued ahead of the send clock and the marks between it.
 // Positions count bytes ever queued: a mark is due once the bytes before it were consumed
 // (sent on the clock, or dropped by a clear), which keeps marks in order and each reported
-// once without any per-mark state but its position. Storage is fixed at its capacity, so
-// queueing and sending allocate nothing. Not safe for concurrent use; the session guards it.
+// once without any per-mark state but its position. Storage starts small and doubles when
+// audio does not fit, up to the limit: a call's playout keeps about 100 ms queued, and
+// 2 s of storage for every call would be most of its media's memory. Once grown it stays,
+// so a steady call's queueing and sending allocate nothing. Not safe for concurrent use;
+// the session guards it.
 type sendQueue struct {
 	buf      []byte
+	limit    int    // the most bytes ever queued at once
 	head     int    // index of the oldest queued byte
 	size     int    // bytes queued
 	queued   uint64 // bytes ever queued
@@ -22,14 +26,33 @@ type queuedMark struct {
 	at   uint64 // queued count when the mark was sent
 }
 
-func newSendQueue(capacity int) *sendQueue {
-	return &sendQueue{buf: make([]byte, capacity)}
+// initialQueue is the send queue's first storage: 320 ms of 8 kHz G.711 (160 ms of
+// wideband), a little more than the call's playout keeps ahead of the clock.
+const initialQueue = 2560
+
+func newSendQueue(limit int) *sendQueue {
+	q := &sendQueue{}
+	q.setLimit(limit)
+	return q
 }
 
-// push appends audio; false (nothing queued) when it would not fit.
+// setLimit empties the queue's storage for a new limit (a new codec's bytes for the same
+// duration). Only an empty queue may be given one.
+func (q *sendQueue) setLimit(limit int) {
+	q.limit = limit
+	if n := min(limit, initialQueue); len(q.buf) != n {
+		q.buf = make([]byte, n)
+	}
+	q.head = 0
+}
+
+// push appends audio; false (nothing queued) when it would pass the limit.
 func (q *sendQueue) push(audio []byte) bool {
-	if len(audio) > len(q.buf)-q.size {
+	if len(audio) > q.limit-q.size {
 		return false
+	}
+	if len(audio) > len(q.buf)-q.size {
+		q.grow(q.size + len(audio))
 	}
 	tail := (q.head + q.size) % len(q.buf)
 	n := copy(q.buf[tail:], audio)
@@ -37,6 +60,14 @@ func (q *sendQueue) push(audio []byte) bool {
 	q.size += len(audio)
 	q.queued += uint64(len(audio))
 	return true
+}
+
+// grow moves the queued bytes to the front of new storage of at least need bytes.
+func (q *sendQueue) grow(need int) {
+	buf := make([]byte, min(q.limit, max(need, 2*len(q.buf))))
+	first := copy(buf[:q.size], q.buf[q.head:])
+	copy(buf[first:q.size], q.buf)
+	q.buf, q.head = buf, 0
 }
 
 // frame fills dst with the next len(dst) bytes, padding with silence when fewer are queued,

@@ -98,3 +98,39 @@ func TestQueueMarkStorageDoesNotGrowWithOnePending(t *testing.T) {
 		t.Fatal("more than MaxMarks pending were accepted")
 	}
 }
+
+// The queue's storage starts small and grows only when audio does not fit, keeping the
+// queued audio in order across the wrap, up to the limit and no further.
+func TestQueueGrowsInOrderUpToItsLimit(t *testing.T) {
+	limit := 16000 // 2 s of 8 kHz G.711
+	q := newSendQueue(limit)
+	dst := make([]byte, 160)
+	for i := range 1000 { // a steady call: about 100 ms queued, popped as it goes
+		q.push(frameOf(byte(i)))
+		if q.size > 800 {
+			q.frame(dst, 0)
+		}
+	}
+	if len(q.buf) != initialQueue {
+		t.Fatalf("a steady call's queue holds %d bytes of storage, want %d", len(q.buf), initialQueue)
+	}
+	want := byte(q.queued/160 - uint64(q.size/160))
+	for i := range limit/160 - q.size/160 { // fill to the limit from wherever head is
+		if !q.push(frameOf(byte(1000 + i))) {
+			t.Fatalf("push %d refused with %d of %d queued", i, q.size, limit)
+		}
+	}
+	if q.push([]byte{0}) {
+		t.Fatal("push past the limit was accepted")
+	}
+	if len(q.buf) != limit {
+		t.Fatalf("storage grew to %d, want the limit %d", len(q.buf), limit)
+	}
+	for i := range limit / 160 {
+		q.frame(dst, 0)
+		if dst[0] != want || dst[159] != want {
+			t.Fatalf("frame %d came back as %d, want %d", i, dst[0], want)
+		}
+		want++
+	}
+}

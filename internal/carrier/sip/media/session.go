@@ -326,9 +326,7 @@ func (s *Session) SetCodec(c Codec, dtmf uint8) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.queue.drop()
-	if n := c.Format.Bytes(MaxQueued); n != len(s.queue.buf) {
-		s.queue.buf = make([]byte, n) // empty after drop: only the storage changes
-	}
+	s.queue.setLimit(c.Format.Bytes(MaxQueued)) // empty after drop: only the storage changes
 	s.codec, s.dtmfPT = c, dtmf
 	s.jitter.configure(c)
 	s.out.init(c)
