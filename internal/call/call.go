@@ -133,8 +133,11 @@ type Call struct {
 
 	events  chan any
 	inbound *ring.Frames // carrier reader -> owner
-	rescue  *ring.Frames // owner only
-	playout *playout
+	// sendClock is the leg's own send clock, if it has one: the loop lends it its time
+	// (see voice.SendClocked).
+	sendClock voice.SendClocked
+	rescue    *ring.Frames // owner only
+	playout   *playout
 	// echo is the line's echo path: the playout places what it sent, the owner takes what
 	// the path explains out of what the VAD hears. Nil when echo handling is off.
 	echo *echo.Line
@@ -216,6 +219,7 @@ func New(ctx context.Context, cfg Config, deps Deps) *Call {
 		history:     history{limit: cfg.HistoryLimit},
 		ttsByteTurn: -1,
 	}
+	c.sendClock, _ = deps.Leg.(voice.SendClocked)
 	c.initSTT(frameBytes)
 	c.playout = newPlayout(deps.Leg, deps.Clock, cfg.PlayoutLead, cfg.ClearDrain, func(t int, start audioStart) {
 		c.post(audioOnWire{turn: t, start: start})
@@ -377,9 +381,12 @@ func (c *Call) drainInbound() {
 	for {
 		frame, ok := c.inbound.Pop(c.frame)
 		if !ok {
-			return
+			break
 		}
 		c.onFrame(frame)
+	}
+	if c.sendClock != nil {
+		c.sendClock.KeepTime()
 	}
 }
 

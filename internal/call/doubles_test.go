@@ -7,6 +7,7 @@ import (
 	"io"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -91,6 +92,16 @@ type waitingMark struct {
 	name  string
 	timer clock.Timer
 }
+
+// clockedLeg is a testLeg with a send clock of its own (voice.SendClocked), which counts
+// the times the call lent it its goroutine.
+type clockedLeg struct {
+	*testLeg
+	kept atomic.Int64
+}
+
+func (l *clockedLeg) ObserveSends(func(time.Duration)) {}
+func (l *clockedLeg) KeepTime()                        { l.kept.Add(1) }
 
 func newTestLeg(clk clock.Clock, play legPlay) *testLeg {
 	return &testLeg{clk: clk, play: play, ready: make(chan struct{}), hungUp: make(chan struct{})}

@@ -47,7 +47,7 @@ func testConfig() Config {
 }
 
 // startRig starts a call on clk with deps (Clock, NewVAD, Journal and Transcript are the
-// rig's; so is Leg, unless it is a *testLeg).
+// rig's; so is Leg, unless it is a *testLeg or a *clockedLeg).
 func startRig(t *testing.T, clk *clock.Fake, cfg Config, deps Deps) *rig {
 	t.Helper()
 	r, deps := newRig(t, clk, deps)
@@ -74,14 +74,19 @@ func startManagedRig(t *testing.T, m *Manager, clk *clock.Fake, cfg Config, deps
 // newRig makes the rig's part of deps.
 func newRig(t *testing.T, clk *clock.Fake, deps Deps) (*rig, Deps) {
 	r := &rig{t: t, clk: clk, ended: make(chan voice.EndReason, 1)}
-	if leg, ok := deps.Leg.(*testLeg); ok {
-		r.leg = leg
-	} else {
+	var leg voice.Leg
+	switch l := deps.Leg.(type) {
+	case *testLeg:
+		r.leg, leg = l, l
+	case *clockedLeg:
+		r.leg, leg = l.testLeg, l
+	default:
 		r.leg = newTestLeg(clk, playAtOnce)
+		leg = r.leg
 	}
 	var j *obs.Journal
 	r.watch, j = newJournalWatch(t0)
-	deps.Leg, deps.Clock, deps.Journal = r.leg, r.clk, j
+	deps.Leg, deps.Clock, deps.Journal = leg, r.clk, j
 	deps.NewVAD = func(int) (vad.Detector, error) { return &levelVAD{}, nil }
 	deps.Transcript = func(l store.TranscriptLine) {
 		r.mu.Lock()

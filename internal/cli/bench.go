@@ -298,10 +298,7 @@ func benchChild(ctx context.Context, env Env, cfg *config.Config, f benchFlags, 
 	settings["HANDSET_RECORD"] = strconv.FormatBool(cfg.Record.On)
 	cmd := exec.Command(exe, "serve")
 	cmd.Dir = env.WorkDir
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}
-	for k, v := range settings {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
+	cmd.Env = benchChildEnv(dir, settings, os.LookupEnv)
 	logPath := filepath.Join(dir, "handset.log")
 	logf, err := os.Create(logPath)
 	if err != nil {
@@ -417,4 +414,21 @@ func benchSpeech(ctx context.Context) ([][]byte, string, error) {
 		out = append(out, audiotest.Mulaw(audiotest.SpeechLike(8000, 1500*time.Millisecond+time.Duration(i)*200*time.Millisecond, int64(i+1))))
 	}
 	return out, fmt.Sprintf("%d speech-shaped clips (flite is not linked into this build)", len(out)), nil
+}
+
+// benchChildEnv is the environment of the Handset bench starts: the load's settings, a home
+// of its own, and, from bench's environment, only PATH and the Go runtime's settings
+// (GOGC, GOMEMLIMIT, GODEBUG), which are how a deployment tunes its memory and collector.
+func benchChildEnv(home string, settings map[string]string, lookup func(string) (string, bool)) []string {
+	path, _ := lookup("PATH")
+	env := []string{"PATH=" + path, "HOME=" + home}
+	for _, name := range []string{"GOGC", "GOMEMLIMIT", "GODEBUG"} {
+		if v, ok := lookup(name); ok {
+			env = append(env, name+"="+v)
+		}
+	}
+	for k, v := range settings {
+		env = append(env, k+"="+v)
+	}
+	return env
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -98,5 +99,18 @@ func TestUnknownCarrierIsRefusedWithTheList(t *testing.T) {
 		if code != 2 || !strings.Contains(out, `no simulated carrier "nope"`) || !strings.Contains(out, "twilio") {
 			t.Errorf("%s: exit %d:\n%s", strings.Join(args, " "), code, out)
 		}
+	}
+}
+
+// The Handset bench starts gets the load's settings and the Go runtime's tuning from
+// bench's environment, and nothing else of it: not a HANDSET_ setting of the shell's.
+func TestBenchChildEnvironment(t *testing.T) {
+	parent := map[string]string{"PATH": "/bin", "GOGC": "400", "GOMEMLIMIT": "2GiB", "HANDSET_AGENT": "hermes", "SECRET": "x"}
+	lookup := func(k string) (string, bool) { v, ok := parent[k]; return v, ok }
+	got := benchChildEnv("/tmp/h", map[string]string{"HANDSET_AGENT": "openai"}, lookup)
+	slices.Sort(got)
+	want := []string{"GOGC=400", "GOMEMLIMIT=2GiB", "HANDSET_AGENT=openai", "HOME=/tmp/h", "PATH=/bin"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("child environment %q, want %q", got, want)
 	}
 }

@@ -102,6 +102,11 @@ const (
 // gateway gives it where to report how late each packet left against its schedule.
 type SendClocked interface {
 	ObserveSends(func(late time.Duration))
+	// KeepTime sends now whatever the clock owes and has not sent yet. The call's
+	// goroutine calls it each time it runs: on a busy core the clock's own goroutine
+	// waits in the scheduler's queue behind every call's, and a goroutine that is running
+	// anyway keeps the packets on time.
+	KeepTime()
 }
 
 // Reporting is a leg that reports LegEvents. The gateway tells it where they go when it

@@ -59,6 +59,9 @@ var _ voice.SendClocked = (*Leg)(nil)
 // ObserveSends reports how late each RTP packet left against the send clock.
 func (l *Leg) ObserveSends(f func(late time.Duration)) { l.media.ObserveSends(f) }
 
+// KeepTime sends the RTP the send clock owes now (see voice.SendClocked).
+func (l *Leg) KeepTime() { l.media.KeepTime() }
+
 // ReportTo reports the call's signalling, for its journal.
 func (l *Leg) ReportTo(report func(voice.LegEvent)) { l.signals.reportTo(report) }
 

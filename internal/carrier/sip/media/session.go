@@ -361,6 +361,11 @@ func (s *Session) Hold(on bool) {
 	s.held = on
 }
 
+// KeepTime runs the session's Ticker's beats that are due, on the caller's goroutine
+// (see Ticker.Poll); the caller holds none of the session's locks. Any session's
+// KeepTime keeps time for every session of its Ticker.
+func (s *Session) KeepTime() { s.ticker.Poll() }
+
 // ObserveSends has f told, after each packet leaves, how late it left against the send
 // clock (what Stats' Lateness counts, for a process-wide metric). f runs on the clock's
 // goroutine, outside the session's lock: it must be quick.
