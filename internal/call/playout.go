@@ -42,6 +42,7 @@ type playout struct {
 
 	mu       sync.Mutex // guards following
 	items    []playItem // the queue; bounded by the reply text the agent produced
+	storage  []playItem // the array the queue starts again at once empty, so replies reuse it
 	dropped  int        // items of turns <= dropped are refused: they were cancelled
 	clearing bool       // a carrier clear is owed before anything else is sent
 	wake     chan struct{}
@@ -105,11 +106,17 @@ func (p *playout) enqueueAudio(turn int, frames []*frameBuf, mark string, filler
 		}
 		return false
 	}
+	if len(p.items) == 0 {
+		p.items = p.storage[:0]
+	}
 	for _, f := range frames {
 		p.items = append(p.items, playItem{turn: turn, frame: f, at: now, filler: filler})
 	}
 	if mark != "" {
 		p.items = append(p.items, playItem{turn: turn, mark: mark})
+	}
+	if cap(p.items) > cap(p.storage) {
+		p.storage = p.items[:0]
 	}
 	p.mu.Unlock()
 	p.signal()
@@ -185,9 +192,14 @@ func (p *playout) next(now time.Time, pc *pace.Pacer, holdUntil time.Time) (it p
 			return playItem{}, false, pc.Next(), false
 		}
 	}
+	p.popFront()
+	return head, false, time.Time{}, true
+}
+
+// popFront forgets the head of the queue. Caller holds mu.
+func (p *playout) popFront() {
 	p.items[0] = playItem{}
 	p.items = p.items[1:]
-	return head, false, time.Time{}, true
 }
 
 // follower takes the frame queued right after frame it, if there is one of the same turn
@@ -202,8 +214,7 @@ func (p *playout) follower(it playItem) (*frameBuf, bool) {
 		return nil, false
 	}
 	f := p.items[0].frame
-	p.items[0] = playItem{}
-	p.items = p.items[1:]
+	p.popFront()
 	return f, true
 }
 

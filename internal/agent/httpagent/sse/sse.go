@@ -50,9 +50,14 @@ type Reader struct {
 	pending bool // a field was seen since the last dispatch
 }
 
+// readBuffer is the reader's buffer: a stream's events are tokens, a few dozen bytes
+// each, and a longer line is assembled across reads. A reader is made per agent turn,
+// so a larger buffer would be garbage the collector sweeps at every turn of every call.
+const readBuffer = 4 << 10
+
 // NewReader reads events from r.
 func NewReader(r io.Reader) *Reader {
-	return &Reader{br: bufio.NewReaderSize(r, 32<<10)}
+	return &Reader{br: bufio.NewReaderSize(r, readBuffer)}
 }
 
 // Next returns the next event. At the end of the stream it returns io.EOF (after
