@@ -56,7 +56,8 @@ type liveCall struct {
 	state    string
 	caller   string // the latest caller turn
 	agent    string // the latest reply
-	backlog  []liveEvent
+	backlog  []liveEvent // a ring of the last liveBacklog events; oldest at first once full
+	first    int
 	subs     map[*subscriber]struct{}
 }
 
@@ -138,11 +139,7 @@ func (l *Live) record(id voice.CallID, e obs.Event) {
 	c.state = next(c.state, e)
 	ev := liveEvent{Call: id, State: c.state, Event: e}
 	if e.Type != obs.STTPartial { // partials are many and superseded: a late page needs none
-		if len(c.backlog) == liveBacklog {
-			copy(c.backlog, c.backlog[1:])
-			c.backlog = c.backlog[:liveBacklog-1]
-		}
-		c.backlog = append(c.backlog, ev)
+		c.remember(ev)
 	}
 	for s := range c.subs {
 		l.send(s, ev, c.subs)
@@ -192,7 +189,7 @@ func (l *Live) subscribe(id voice.CallID) (s *subscriber, backlog []liveEvent, o
 			return nil, nil, false, nil
 		}
 		set = c.subs
-		backlog = append([]liveEvent(nil), c.backlog...)
+		backlog = c.remembered()
 		if len(set) >= maxSubsPerCall {
 			return nil, nil, true, errTooManyViewers
 		}
@@ -273,4 +270,26 @@ func sortLive(v []liveCallView) {
 		}
 		return strings.Compare(string(a.ID), string(b.ID))
 	})
+}
+
+// remember keeps ev in the call's backlog, forgetting the oldest once liveBacklog are kept.
+// The ring is made whole at the first event: grown by appends, it would leave the
+// collector a trail of copies at every call, and hold twice what it needs.
+func (c *liveCall) remember(ev liveEvent) {
+	if c.backlog == nil {
+		c.backlog = make([]liveEvent, 0, liveBacklog)
+	}
+	if len(c.backlog) < liveBacklog {
+		c.backlog = append(c.backlog, ev)
+		return
+	}
+	c.backlog[c.first] = ev
+	c.first = (c.first + 1) % liveBacklog
+}
+
+// remembered is a copy of the backlog, oldest first.
+func (c *liveCall) remembered() []liveEvent {
+	out := make([]liveEvent, 0, len(c.backlog))
+	out = append(out, c.backlog[c.first:]...)
+	return append(out, c.backlog[:c.first]...)
 }

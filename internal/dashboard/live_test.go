@@ -304,3 +304,28 @@ func TestIdleStreamsGetHeartbeats(t *testing.T) {
 		}
 	}
 }
+
+// A page opened late in a long call gets the call's last liveBacklog events, oldest
+// first, partials left out.
+func TestBacklogKeepsTheNewestEventsInOrder(t *testing.T) {
+	live := NewLive()
+	const id = voice.CallID("c_long")
+	live.record(id, obs.Event{Type: obs.CallStart})
+	for i := range 2*liveBacklog + 7 {
+		live.record(id, obs.Event{Type: obs.TurnCommit, Turn: i})
+		live.record(id, obs.Event{Type: obs.STTPartial, Turn: i})
+	}
+	sub, backlog, ok, err := live.subscribe(id)
+	if err != nil || !ok {
+		t.Fatalf("subscribe: ok %v, err %v", ok, err)
+	}
+	defer live.unsubscribe(id, sub)
+	if len(backlog) != liveBacklog {
+		t.Fatalf("backlog of %d events, want %d", len(backlog), liveBacklog)
+	}
+	for i, ev := range backlog {
+		if want := liveBacklog + 7 + i; ev.Event.Type != obs.TurnCommit || ev.Event.Turn != want {
+			t.Fatalf("backlog[%d] is %s turn %d, want turn.commit turn %d", i, ev.Event.Type, ev.Event.Turn, want)
+		}
+	}
+}

@@ -5,6 +5,7 @@ package obs
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -152,8 +153,13 @@ type Journal struct {
 	f     *os.File // nil when writing to a plain writer
 	start time.Time
 	err   error // first write error; later writes are skipped
-	buf   []byte
 	tees  []func(Event)
+	// The line being written, encoded from a copy of its event held here: an event
+	// handed to the encoder as a value or a fresh pointer would be copied to the heap
+	// first, a few hundred bytes of garbage for every event of every call.
+	event Event
+	line  bytes.Buffer
+	enc   *json.Encoder
 }
 
 // Tee also hands every later event to fn (a live view such as the browser call page or
@@ -200,13 +206,16 @@ func (j *Journal) Record(now time.Time, e Event) {
 	if j.err != nil {
 		return
 	}
-	line, err := json.Marshal(e)
-	if err != nil {
+	if j.enc == nil {
+		j.enc = json.NewEncoder(&j.line)
+	}
+	j.event = e
+	j.line.Reset()
+	if err := j.enc.Encode(&j.event); err != nil { // the line with its newline
 		j.err = err
 		return
 	}
-	j.buf = append(append(j.buf[:0], line...), '\n')
-	_, j.err = j.w.Write(j.buf)
+	_, j.err = j.w.Write(j.line.Bytes())
 	for _, tee := range j.tees {
 		tee(e)
 	}

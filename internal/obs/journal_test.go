@@ -2,6 +2,7 @@ package obs
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -202,5 +203,16 @@ func TestJournalBoundsTextFromOutside(t *testing.T) {
 	}
 	if last := events[len(events)-1]; last.Text != "short stays whole" {
 		t.Errorf("a short text was changed: %q", last.Text)
+	}
+}
+
+// Recording an event leaves next to no garbage: every event of every call is recorded.
+func TestRecordAllocatesLittle(t *testing.T) {
+	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	j := NewWriter(io.Discard, start)
+	e := Event{Type: TurnCommit, Turn: 3, Text: "Can you tell me your opening hours on Saturday?"}
+	j.Record(start, e)
+	if allocs := testing.AllocsPerRun(100, func() { j.Record(start.Add(time.Second), e) }); allocs > 1 {
+		t.Fatalf("Record allocated %.0f times an event, want at most 1 (the timestamp's text)", allocs)
 	}
 }
