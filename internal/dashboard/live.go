@@ -54,8 +54,8 @@ type liveCall struct {
 	observed time.Time
 	start    obs.Event // call.start, once seen
 	state    string
-	caller   string // the latest caller turn
-	agent    string // the latest reply
+	caller   string      // the latest caller turn
+	agent    string      // the latest reply
 	backlog  []liveEvent // a ring of the last liveBacklog events; oldest at first once full
 	first    int
 	subs     map[*subscriber]struct{}
@@ -273,18 +273,19 @@ func sortLive(v []liveCallView) {
 }
 
 // remember keeps ev in the call's backlog, forgetting the oldest once liveBacklog are kept.
-// The ring is made whole at the first event: grown by appends, it would leave the
-// collector a trail of copies at every call, and hold twice what it needs.
+// The backlog grows as the call does, never past liveBacklog, then turns in place.
 func (c *liveCall) remember(ev liveEvent) {
-	if c.backlog == nil {
-		c.backlog = make([]liveEvent, 0, liveBacklog)
-	}
-	if len(c.backlog) < liveBacklog {
+	switch {
+	case len(c.backlog) < cap(c.backlog):
 		c.backlog = append(c.backlog, ev)
-		return
+	case len(c.backlog) < liveBacklog:
+		grown := make([]liveEvent, len(c.backlog), min(liveBacklog, max(16, 2*cap(c.backlog))))
+		copy(grown, c.backlog)
+		c.backlog = append(grown, ev)
+	default:
+		c.backlog[c.first] = ev
+		c.first = (c.first + 1) % liveBacklog
 	}
-	c.backlog[c.first] = ev
-	c.first = (c.first + 1) % liveBacklog
 }
 
 // remembered is a copy of the backlog, oldest first.
