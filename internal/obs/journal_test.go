@@ -208,6 +208,9 @@ func TestJournalBoundsTextFromOutside(t *testing.T) {
 
 // Recording an event leaves next to no garbage: every event of every call is recorded.
 func TestRecordAllocatesLittle(t *testing.T) {
+	if raceDetector {
+		t.Skip("allocation counts mean nothing under the race detector")
+	}
 	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	j := NewWriter(io.Discard, start)
 	e := Event{Type: TurnCommit, Turn: 3, Text: "Can you tell me your opening hours on Saturday?"}
