@@ -22,10 +22,11 @@ import (
 // tick is shared. Its first tick comes at its beat's next one, within 20 ms of Start.
 //
 // A beat's goroutine waits in the scheduler's queue like any other: on a busy core,
-// behind hundreds of calls' goroutines, tens of milliseconds late. So the sessions'
-// readers, woken by every packet that arrives, call Poll, which runs a beat that is
-// due on the goroutine that is running anyway. The beat's own goroutine stays the
-// schedule's guarantee when no packet arrives.
+// behind hundreds of calls' goroutines, tens of milliseconds late. So goroutines that
+// run anyway call Poll, which runs a beat that is due on the caller's goroutine: the
+// sessions' readers after every packet, and each call's loop after each frame it takes
+// (Session.KeepTime). The beat's own goroutine stays the schedule's guarantee when
+// nothing else runs.
 type Ticker struct {
 	clk   clock.Clock
 	beats []*beat
