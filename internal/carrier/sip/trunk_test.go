@@ -292,7 +292,7 @@ func TestInboundCallAnsweredWithMediaFlowing(t *testing.T) {
 // When the call ends on Handset's side, the caller gets a BYE.
 func TestHandsetHangsUpWithBye(t *testing.T) {
 	a := newAnswering(5)
-	var logged lockedBuffer
+	var logged carriertest.Logs
 	tr := startLoggedTrunk(t, "127.0.0.0/8", a, slog.New(slog.NewTextHandler(&logged, nil)))
 	caller := newCaller(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -318,24 +318,6 @@ func TestHandsetHangsUpWithBye(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-// lockedBuffer is a log's destination that the test reads while the trunk writes.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // A source the allow-list does not name gets 403 and no dialog; past the refusal rate it

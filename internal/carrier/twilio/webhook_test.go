@@ -10,7 +10,6 @@ import (
 	"net/netip"
 	"net/url"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -27,29 +26,11 @@ const testAuthToken = "test-auth-token"
 // opens once) for one process. Several carriers sharing one play several nodes on one store.
 func newMapMemory() *carriertest.Memory { return carriertest.NewMemory() }
 
-// logBuffer collects a carrier's log lines.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // node is one carrier on its own mux, counting the calls it admits.
 type node struct {
 	c        *Carrier
 	mux      *http.ServeMux
-	logs     *logBuffer
+	logs     *carriertest.Logs
 	admitted atomic.Int32
 	statuses atomic.Int32
 	draining atomic.Bool
@@ -57,7 +38,7 @@ type node struct {
 
 func newNode(t *testing.T, mem carrier.Memory, opts Options) *node {
 	t.Helper()
-	n := &node{mux: http.NewServeMux(), logs: &logBuffer{}}
+	n := &node{mux: http.NewServeMux(), logs: &carriertest.Logs{}}
 	opts.AuthToken = testAuthToken
 	opts.Memory = mem
 	opts.Logger = slog.New(slog.NewTextHandler(n.logs, nil))
