@@ -184,11 +184,17 @@ func Create(dataDir, callID string, start time.Time) (*Journal, error) {
 	if err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
-	return &Journal{w: f, f: f, start: start}, nil
+	return newJournal(f, f, start), nil
 }
 
 // NewWriter journals to w (tests, simulate).
-func NewWriter(w io.Writer, start time.Time) *Journal { return &Journal{w: w, start: start} }
+func NewWriter(w io.Writer, start time.Time) *Journal { return newJournal(w, nil, start) }
+
+func newJournal(w io.Writer, f *os.File, start time.Time) *Journal {
+	j := &Journal{w: w, f: f, start: start}
+	j.enc = json.NewEncoder(&j.line)
+	return j
+}
 
 // Discard is a journal that records nothing.
 func Discard() *Journal { return NewWriter(io.Discard, time.Now()) }
@@ -205,9 +211,6 @@ func (j *Journal) Record(now time.Time, e Event) {
 	defer j.mu.Unlock()
 	if j.err != nil {
 		return
-	}
-	if j.enc == nil {
-		j.enc = json.NewEncoder(&j.line)
 	}
 	j.event = e
 	j.line.Reset()
