@@ -208,6 +208,19 @@ func (c *Control) Call(ctx context.Context, ref string) (carrier.Call, error) {
 	}
 	out.To, out.From, out.Status = e164(rec.To), e164(rec.From), recordStatus(rec)
 	out.Duration = time.Duration(rec.BillDuration) * time.Second
+	// The call ended after the ledger was read, and its callbacks, which say what the
+	// record cannot (a machine's verdict, a declined call), were recorded before that
+	// end: read them again.
+	if p, known, err := c.lookup(ctx, ref); err == nil && known {
+		if p.AnsweredBy != "" {
+			out.AnsweredBy = p.AnsweredBy
+		}
+		if p.Ended() {
+			ended := withProgress(out, p)
+			ended.Duration = cmp.Or(ended.Duration, out.Duration)
+			return ended, nil
+		}
+	}
 	return out, nil
 }
 

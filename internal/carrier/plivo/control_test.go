@@ -395,3 +395,45 @@ func TestCallFromTheRecordWhenCallbacksWereMissed(t *testing.T) {
 		}
 	}
 }
+
+// lateLedger misses a call's end on its first read and has it, with the machine verdict
+// its callbacks brought, from the second on: the call ended between the two.
+type lateLedger struct {
+	uuid  string
+	reads *int
+}
+
+func (l lateLedger) Progress(context.Context, string) (carrier.Progress, bool, error) {
+	*l.reads++
+	if *l.reads == 1 {
+		return carrier.Progress{Ref: l.uuid, Status: carrier.StatusInProgress}, true, nil
+	}
+	return carrier.Progress{Ref: l.uuid, AnsweredBy: carrier.AnsweredMachine, Declined: true}, true, nil
+}
+
+// TestCallEndedWhileAskedKeepsItsVerdict: a call that ends while Call asks Plivo about
+// it (a machine hung up on, under policy hangup) is reported with the verdict its
+// callbacks recorded, which Plivo's record of the call does not hold.
+func TestCallEndedWhileAskedKeepsItsVerdict(t *testing.T) {
+	e := newEnv(t, account(), carriertest.FaultNone, plivosim.Options{
+		Callee: func(string) plivosim.Callee { return plivosim.Callee{Hold: time.Millisecond} }})
+	ctx := ctxOf(t)
+	placed, err := e.control.Dial(ctx, carrier.Dial{CallID: voice.NewCallID(), To: callee, From: ours, PublicURL: e.PublicURL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	over, err := e.fake.WaitCall(ctx, placed.Ref, func(c plivosim.Call) bool { return plivosim.Ended(c.Status) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	reads := 0
+	late, err := plivo.NewControl(plivo.ControlOptions{REST: plivo.RESTOptions{BaseURL: e.control.REST().BaseURL(),
+		AuthID: e.fake.AuthID(), AuthToken: e.fake.AuthToken()}, Ledger: lateLedger{over.CallUUID, &reads}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := late.Call(ctx, placed.Ref)
+	if err != nil || c.Status != carrier.StatusCompleted || !c.AnsweredBy.Machine() || c.To != callee {
+		t.Errorf("%+v, %v; want completed, answered by a machine", c, err)
+	}
+}

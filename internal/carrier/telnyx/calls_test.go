@@ -343,3 +343,48 @@ func TestCallEndedBeforeItsHangupEvent(t *testing.T) {
 		}
 	}
 }
+
+// lateMemory misses a call's end on its first read of the ledger: the call ends while
+// Call asks about it.
+type lateMemory struct {
+	carrier.Memory
+	reads int
+}
+
+func (m *lateMemory) Progress(ctx context.Context, ref string) (carrier.Progress, bool, error) {
+	m.reads++
+	if m.reads == 1 {
+		return carrier.Progress{Ref: ref, Status: carrier.StatusInProgress}, true, nil
+	}
+	return m.Memory.Progress(ctx, ref)
+}
+
+// TestCallEndedWhileAskedKeepsItsVerdict: a call that ends while Call asks Telnyx about
+// it is reported with what its webhooks recorded before that end (here a machine's
+// verdict), not only with what Telnyx's REST says.
+func TestCallEndedWhileAskedKeepsItsVerdict(t *testing.T) {
+	r := quietRig(t, telnyxsim.Options{})
+	ctx := ctxOf(t)
+	placed, err := r.control.Dial(ctx, carrier.Dial{CallID: voice.NewCallID(), To: person, From: ours, PublicURL: r.env.PublicURL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.env.WaitFor(ctx, placed.Ref, carrier.StatusInProgress); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.ledger.Progressed(ctx, carrier.Progress{Ref: placed.Ref, AnsweredBy: carrier.AnsweredMachine}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	r.fake.Hangup(placed.Ref, "callee")
+	if err := r.env.WaitFor(ctx, placed.Ref, carrier.StatusCompleted); err != nil {
+		t.Fatal(err)
+	}
+	late, err := telnyx.NewControl(telnyx.RESTOptions{BaseURL: r.control.REST().BaseURL(), APIKey: r.fake.APIKey()}, &lateMemory{Memory: r.ledger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := late.Call(ctx, placed.Ref)
+	if err != nil || c.Status != carrier.StatusCompleted || !c.AnsweredBy.Machine() {
+		t.Errorf("%+v, %v; want completed, answered by a machine", c, err)
+	}
+}

@@ -1,6 +1,7 @@
 package telnyx
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -160,8 +161,22 @@ func (c *Control) Call(ctx context.Context, ref string) (carrier.Call, error) {
 	if info.IsAlive {
 		return call, nil
 	}
-	// Not alive, and the ledger has no ending yet: the hangup event is on its way (Telnyx
-	// retries webhooks). Say what the REST knows.
+	// Not alive, and the ledger had no ending: the call may have ended since the ledger
+	// was read, with its events (a machine's verdict, a declined call) recorded before
+	// that end, so read it again.
+	if c.memory != nil {
+		if p, known, err := c.memory.Progress(ctx, ref); err == nil && known {
+			call.Status, call.AnsweredBy, call.Duration = cmp.Or(p.Status, call.Status), cmp.Or(p.AnsweredBy, call.AnsweredBy), cmp.Or(p.Duration, call.Duration)
+			if p.Ended() {
+				if p.Declined && p.Status == "" {
+					call.Status = carrier.StatusCompleted
+				}
+				return call, nil
+			}
+		}
+	}
+	// Still no ending: the hangup event is on its way (Telnyx retries webhooks). Say what
+	// the REST knows.
 	if call.Status == carrier.StatusInProgress {
 		call.Status, call.Duration = carrier.StatusCompleted, info.Duration()
 	} else if c.memory == nil {
