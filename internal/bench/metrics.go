@@ -30,6 +30,7 @@ type sample struct {
 	malformed   float64
 	lateness    histogram
 	rtpLateness histogram // SIP trunks' RTP send clock
+	rtpUnderrun float64   // and the silent frames it sent inside sentences
 	overhead    histogram
 }
 
@@ -136,7 +137,7 @@ func parseSample(r io.Reader, at time.Time) (sample, error) {
 		callsActive: value(obs.MetricCallsActive), frames: value(obs.MetricFramesSent),
 		dropped: value(obs.MetricInboundDropped), malformed: value("handset_media_malformed_total"),
 		lateness: hist(obs.MetricPlayoutLateness), overhead: hist(obs.MetricTurnOverhead),
-		rtpLateness: hist(obs.MetricRTPSendLateness),
+		rtpLateness: hist(obs.MetricRTPSendLateness), rtpUnderrun: value(obs.MetricRTPUnderruns),
 	}
 	if families["go_goroutines"] == nil {
 		return s, fmt.Errorf("bench: metrics: no go_goroutines: is this a Handset's /metrics?")

@@ -36,6 +36,8 @@ handset_rtp_send_lateness_seconds_bucket{le="0.002"} 50
 handset_rtp_send_lateness_seconds_bucket{le="+Inf"} 50
 handset_rtp_send_lateness_seconds_sum 0.03
 handset_rtp_send_lateness_seconds_count 50
+# TYPE handset_rtp_send_underruns_total counter
+handset_rtp_send_underruns_total 7
 `
 
 func TestParseSample(t *testing.T) {
@@ -52,6 +54,9 @@ func TestParseSample(t *testing.T) {
 	}
 	if s.rtpLateness.total != 50 || len(s.rtpLateness.bounds) != 2 || s.rtpLateness.counts[0] != 40 {
 		t.Errorf("RTP send lateness histogram = %+v", s.rtpLateness)
+	}
+	if s.rtpUnderrun != 7 {
+		t.Errorf("RTP underruns = %v, want 7", s.rtpUnderrun)
 	}
 	if _, err := parseSample(strings.NewReader("# TYPE x gauge\nx 1\n"), time.Now()); err == nil {
 		t.Error("a page that is not a Handset's /metrics was accepted")

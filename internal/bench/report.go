@@ -32,9 +32,12 @@ type Report struct {
 	// RTPSend is how late RTP packets left against their 20 ms send clock, in ms: on a
 	// SIP trunk the call's playout only fills a queue and this clock times the wire, so
 	// it is that carrier's frame jitter. Absent for carriers without it.
-	RTPSend       *Percentiles `json:"rtp_send_lateness_ms,omitempty"`
-	FramesSent    int64        `json:"frames_sent"`
-	DroppedFrames Dropped      `json:"dropped_frames"`
+	RTPSend *Percentiles `json:"rtp_send_lateness_ms,omitempty"`
+	// RTPUnderruns are the packets that send clock filled with silence inside a sentence,
+	// because the call's playout fell behind it: gaps the callers heard. With RTPSend.
+	RTPUnderruns  *int64  `json:"rtp_send_underruns,omitempty"`
+	FramesSent    int64   `json:"frames_sent"`
+	DroppedFrames Dropped `json:"dropped_frames"`
 	// CPUPerCallMinute is the Handset process's CPU seconds per call-minute held.
 	CPUPerCallMinute  float64 `json:"cpu_seconds_per_call_minute"`
 	MemoryPerCall     Memory  `json:"memory_per_call_kb"`
@@ -151,7 +154,8 @@ func (r *Report) fill(o Options, base, start, end, after sample, held int64, t *
 	r.Jitter = fromHistogram(late)
 	if rtp := after.rtpLateness.minus(base.rtpLateness); rtp.total > 0 {
 		p := fromHistogram(rtp)
-		r.RTPSend = &p
+		n := int64(after.rtpUnderrun - base.rtpUnderrun)
+		r.RTPSend, r.RTPUnderruns = &p, &n
 	}
 	r.Latency = fromHistogram(after.overhead.minus(base.overhead))
 	r.CPUPerCallMinute, r.MemoryPerCall.RSS, r.MemoryPerCall.Heap, r.GoroutinesPerCall = -1, -1, -1, -1
@@ -252,6 +256,9 @@ func (r Report) Print(w io.Writer) {
 	row("outbound frame jitter", ms(r.Jitter))
 	if r.RTPSend != nil {
 		row("RTP send lateness", ms(*r.RTPSend))
+	}
+	if r.RTPUnderruns != nil {
+		row("RTP underruns", fmt.Sprintf("%d silent frames inside sentences (the playout fell behind the send clock)", *r.RTPUnderruns))
 	}
 	if r.Arrival != nil {
 		row("audio arrival lateness", ms(*r.Arrival))

@@ -100,8 +100,8 @@ type clockedLeg struct {
 	kept atomic.Int64
 }
 
-func (l *clockedLeg) ObserveSends(func(time.Duration)) {}
-func (l *clockedLeg) KeepTime()                        { l.kept.Add(1) }
+func (l *clockedLeg) ObserveSends(func(time.Duration, bool)) {}
+func (l *clockedLeg) KeepTime()                              { l.kept.Add(1) }
 
 func newTestLeg(clk clock.Clock, play legPlay) *testLeg {
 	return &testLeg{clk: clk, play: play, ready: make(chan struct{}), hungUp: make(chan struct{})}

@@ -228,7 +228,15 @@ func dumpCaller(c phone.Phone) string {
 func dumpEvents(events []obs.Event) string {
 	var b strings.Builder
 	for _, e := range events {
-		fmt.Fprintf(&b, "%6d %-20s turn=%d %s %s %s\n", e.MS, e.Type, e.Turn, e.Text, e.Kind, e.Message)
+		fmt.Fprintf(&b, "%6d %-20s turn=%d %s %s %s", e.MS, e.Type, e.Turn, e.Text, e.Kind, e.Message)
+		// What the echo handling and the VAD decided on, for barge-in failures.
+		if e.Name != "" || e.DelayMS != 0 || e.ReturnLossDB != 0 {
+			fmt.Fprintf(&b, " name=%s delay=%.0fms loss=%.1fdB cancelled=%.1fdB", e.Name, e.DelayMS, e.ReturnLossDB, e.CancelledDB)
+		}
+		if e.Count != 0 || e.AudioMS != 0 || e.LevelDB != 0 {
+			fmt.Fprintf(&b, " count=%d audio_ms=%d level=%.1fdB", e.Count, e.AudioMS, e.LevelDB)
+		}
+		b.WriteByte('\n')
 	}
 	return b.String()
 }

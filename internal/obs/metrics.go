@@ -23,6 +23,7 @@ type Metrics struct {
 	turnResponse    prometheus.Histogram
 	playoutLateness prometheus.Histogram
 	rtpLateness     prometheus.Histogram
+	rtpUnderruns    prometheus.Counter
 	framesSent      prometheus.Counter
 	inboundDropped  prometheus.Counter
 	malformed       prometheus.Counter
@@ -35,6 +36,7 @@ const (
 	MetricTurnOverhead    = "handset_turn_overhead_seconds"
 	MetricPlayoutLateness = "handset_playout_lateness_seconds"
 	MetricRTPSendLateness = "handset_rtp_send_lateness_seconds"
+	MetricRTPUnderruns    = "handset_rtp_send_underruns_total"
 	MetricFramesSent      = "handset_playout_frames_total"
 	MetricInboundDropped  = "handset_inbound_frames_dropped_total"
 )
@@ -63,12 +65,14 @@ func NewMetrics() *Metrics {
 		Help: "How long after its place in the 20 ms schedule each outbound frame was sent.", Buckets: lateBuckets})
 	m.rtpLateness = prometheus.NewHistogram(prometheus.HistogramOpts{Name: MetricRTPSendLateness,
 		Help: "How long after its place on the 20 ms RTP send clock each packet left (SIP trunks: the wire's frame jitter).", Buckets: lateBuckets})
+	m.rtpUnderruns = prometheus.NewCounter(prometheus.CounterOpts{Name: MetricRTPUnderruns,
+		Help: "RTP packets that carried silence inside a sentence because the call's playout fell behind the send clock (SIP trunks: a gap the caller hears)."})
 	m.framesSent = prometheus.NewCounter(prometheus.CounterOpts{Name: MetricFramesSent, Help: "Outbound audio frames sent to carriers."})
 	m.inboundDropped = prometheus.NewCounter(prometheus.CounterOpts{Name: MetricInboundDropped, Help: "Caller frames dropped because a call's engine fell a second behind."})
 	m.malformed = prometheus.NewCounter(prometheus.CounterOpts{Name: "handset_media_malformed_total", Help: "Carrier media messages that could not be read."})
 	m.jobsFinished = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "handset_jobs_finished_total", Help: "Jobs this node finished, by kind and state."}, []string{"kind", "state"})
 	for _, c := range []prometheus.Collector{m.callsActive, m.callsStarted, m.callsEnded, m.turns, m.turnOverhead,
-		m.turnResponse, m.playoutLateness, m.rtpLateness, m.framesSent, m.inboundDropped, m.malformed, m.jobsFinished} {
+		m.turnResponse, m.playoutLateness, m.rtpLateness, m.rtpUnderruns, m.framesSent, m.inboundDropped, m.malformed, m.jobsFinished} {
 		f(c)
 	}
 	return m
@@ -121,12 +125,16 @@ func (m *Metrics) FrameSent(late time.Duration) {
 	m.playoutLateness.Observe(max(late, 0).Seconds())
 }
 
-// RTPSent records one RTP packet sent late after its place on its send clock.
-func (m *Metrics) RTPSent(late time.Duration) {
+// RTPSent records one RTP packet sent late after its place on its send clock, and whether
+// it carried silence for an underrun.
+func (m *Metrics) RTPSent(late time.Duration, underrun bool) {
 	if m == nil {
 		return
 	}
 	m.rtpLateness.Observe(max(late, 0).Seconds())
+	if underrun {
+		m.rtpUnderruns.Inc()
+	}
 }
 
 // InboundDropped counts caller frames a call dropped.

@@ -101,7 +101,10 @@ const (
 // call's playout only fills its queue, and the wire's frame timing is the clock's. The
 // gateway gives it where to report how late each packet left against its schedule.
 type SendClocked interface {
-	ObserveSends(func(late time.Duration))
+	// ObserveSends has the function told, as each packet leaves, how late it left against
+	// the clock and whether it carried silence because the queue ran dry inside a
+	// sentence (an underrun: the call's playout fell behind).
+	ObserveSends(func(late time.Duration, underrun bool))
 	// KeepTime sends now whatever the clock owes and has not sent yet. The call's
 	// goroutine calls it each time it runs: on a busy core the clock's own goroutine
 	// waits in the scheduler's queue behind every call's, and a goroutine that is running

@@ -80,7 +80,8 @@ func (l *Leg) logMediaStats() {
 		"packets_in", st.PacketsIn, "packets_out", st.PacketsOut, "lost", st.Lost, "late", st.Late,
 		"reordered", st.Reordered, "duplicates", st.Duplicates, "strangers", st.Strangers,
 		"malformed", st.Malformed, "concealed_frames", st.Concealed, "restarts", st.Resets,
-		"jitter", st.Jitter.Round(100*time.Microsecond), "depth_frames", st.Depth)
+		"jitter", st.Jitter.Round(100*time.Microsecond), "depth_frames", st.Depth,
+		"send_underruns", st.Underruns)
 }
 
 // takeMedia takes the leg's media over for a bridge whose sink is sink: the call engine's

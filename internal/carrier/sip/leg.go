@@ -56,8 +56,9 @@ var _ voice.Reporting = (*Leg)(nil)
 
 var _ voice.SendClocked = (*Leg)(nil)
 
-// ObserveSends reports how late each RTP packet left against the send clock.
-func (l *Leg) ObserveSends(f func(late time.Duration)) { l.media.ObserveSends(f) }
+// ObserveSends reports how late each RTP packet left against the send clock, and whether
+// it carried silence because the playout fell behind (an underrun).
+func (l *Leg) ObserveSends(f func(late time.Duration, underrun bool)) { l.media.ObserveSends(f) }
 
 // KeepTime sends the RTP the send clock owes now (see voice.SendClocked).
 func (l *Leg) KeepTime() { l.media.KeepTime() }

@@ -136,7 +136,9 @@ func (s *Session) tick(now time.Time, n int, due time.Time) bool {
 	}
 	for range n {
 		s.mu.Lock()
+		underruns := s.queue.underruns
 		pkt, to, send := s.nextPacket()
+		dry := s.queue.underruns != underruns
 		s.mu.Unlock()
 		if send {
 			_, err := s.conn.WriteToUDPAddrPort(pkt, to)
@@ -153,7 +155,7 @@ func (s *Session) tick(now time.Time, n int, due time.Time) bool {
 			observe := s.onSent
 			s.mu.Unlock()
 			if observe != nil {
-				observe(sent.Sub(due))
+				observe(sent.Sub(due), dry)
 			}
 		}
 		due = due.Add(audio.FrameDuration)

@@ -16,6 +16,13 @@ type sendQueue struct {
 	queued   uint64 // bytes ever queued
 	consumed uint64 // bytes ever sent or dropped
 
+	// talking: the last frame taken was all audio. markedAt is queued at the latest mark.
+	// A frame found empty while talking, where no mark was queued, is an underrun: the
+	// queue ran dry inside a sentence, and the caller hears a frame of silence in it.
+	talking   bool
+	markedAt  uint64
+	underruns uint64
+
 	marks     []queuedMark // marks[markHead:] are pending, oldest first
 	markHead  int
 	reporting []string // the due names handed out by due, reused
@@ -75,9 +82,14 @@ func (q *sendQueue) grow(need int) {
 func (q *sendQueue) frame(dst []byte, silence byte) bool {
 	n := min(len(dst), q.size)
 	if n == 0 {
+		if q.talking && q.markedAt != q.consumed {
+			q.underruns++
+		}
+		q.talking = false
 		fill(dst, silence)
 		return false
 	}
+	q.talking = n == len(dst)
 	first := copy(dst[:n], q.buf[q.head:])
 	copy(dst[first:n], q.buf)
 	fill(dst[n:], silence)
@@ -91,6 +103,7 @@ func (q *sendQueue) frame(dst []byte, silence byte) bool {
 func (q *sendQueue) drop() {
 	q.consumed += uint64(q.size)
 	q.head, q.size = 0, 0
+	q.talking = false
 }
 
 // mark records name after everything queued so far; false when MaxMarks are pending.
@@ -105,6 +118,7 @@ func (q *sendQueue) mark(name string) bool {
 		q.marks, q.markHead = q.marks[:n], 0
 	}
 	q.marks = append(q.marks, queuedMark{name: name, at: q.queued})
+	q.markedAt = q.queued
 	return true
 }
 

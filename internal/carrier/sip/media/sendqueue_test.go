@@ -134,3 +134,52 @@ func TestQueueGrowsInOrderUpToItsLimit(t *testing.T) {
 		want++
 	}
 }
+
+// The queue counts a frame found dry inside a sentence (after a whole frame of audio, with
+// no mark queued there) as an underrun, once per gap; a dry queue at a mark, after a clear,
+// or after audio that ended mid-frame is the end of something, not an underrun.
+func TestQueueCountsUnderrunsInsideASentenceOnly(t *testing.T) {
+	q := newSendQueue(2000)
+	dst := make([]byte, 160)
+	take := func(n int) {
+		for range n {
+			q.frame(dst, 0xFF)
+		}
+	}
+	q.push(frameOf(1))
+	q.push(frameOf(2))
+	q.mark("s1")
+	take(3) // dry at the sentence's mark
+	if q.underruns != 0 {
+		t.Fatalf("a queue dry at a mark counted %d underruns", q.underruns)
+	}
+	q.push(frameOf(3))
+	take(3) // dry after audio with no mark: one gap, however many frames it lasts
+	if q.underruns != 1 {
+		t.Fatalf("a sentence's gap counted %d underruns, want 1", q.underruns)
+	}
+	q.push(frameOf(4))
+	q.drop()
+	take(2)
+	if q.underruns != 1 {
+		t.Fatalf("a clear counted as an underrun (%d)", q.underruns)
+	}
+	q.push(make([]byte, 240)) // a frame and a half
+	take(3)
+	if q.underruns != 1 {
+		t.Fatalf("audio ending mid-frame counted as an underrun (%d)", q.underruns)
+	}
+	q.push(frameOf(5))
+	q.mark("s2")
+	q.push(frameOf(6)) // the next sentence was already queued: no gap at the mark
+	take(2)
+	q.push(frameOf(7))
+	take(1)
+	if q.underruns != 1 {
+		t.Fatalf("a queue that never ran dry counted %d underruns, want 1", q.underruns)
+	}
+	take(1)
+	if q.underruns != 2 {
+		t.Fatalf("the gap after the second sentence's audio counted %d underruns, want 2", q.underruns)
+	}
+}

@@ -81,8 +81,8 @@ type Session struct {
 	out      sender
 	coded    coder // G.722 state; idle for raw codecs
 	stats    Stats
-	onSent   func(late time.Duration) // see ObserveSends
-	srtp     *sealer                  // nil: plain RTP
+	onSent   func(late time.Duration, underrun bool) // see ObserveSends
+	srtp     *sealer                                 // nil: plain RTP
 	// sealFailures counts packets SRTP could not seal (not sent), logged at the first.
 	sealFailures int
 	playout      [maxCatchUp][]byte // frames popped for the sink, reused
@@ -367,9 +367,10 @@ func (s *Session) Hold(on bool) {
 func (s *Session) KeepTime() { s.ticker.Poll() }
 
 // ObserveSends has f told, after each packet leaves, how late it left against the send
-// clock (what Stats' Lateness counts, for a process-wide metric). f runs on the clock's
+// clock (what Stats' Lateness counts, for a process-wide metric) and whether it carried
+// silence for an underrun (what Stats' Underruns counts). f runs on the clock's
 // goroutine, outside the session's lock: it must be quick.
-func (s *Session) ObserveSends(f func(late time.Duration)) {
+func (s *Session) ObserveSends(f func(late time.Duration, underrun bool)) {
 	s.mu.Lock()
 	s.onSent = f
 	s.mu.Unlock()
@@ -386,6 +387,7 @@ func (s *Session) Stats() Stats {
 	st.Resets += s.jitter.restarts
 	st.Jitter = s.jitter.jitterDuration(s.codec.wire().clockRate)
 	st.Depth = s.jitter.depth
+	st.Underruns = s.queue.underruns
 	return st
 }
 

@@ -754,7 +754,10 @@ func TestObserveSendsReportsEachPacketsLateness(t *testing.T) {
 	s := newStepped(t, peer.addr(), nil)
 	var mu sync.Mutex
 	var seen []time.Duration
-	s.ObserveSends(func(late time.Duration) {
+	s.ObserveSends(func(late time.Duration, underrun bool) {
+		if underrun {
+			t.Error("a session that was never given audio reported an underrun")
+		}
 		mu.Lock()
 		seen = append(seen, late)
 		mu.Unlock()
@@ -780,5 +783,35 @@ func TestObserveSendsReportsEachPacketsLateness(t *testing.T) {
 	}
 	if n := s.Stats().Lateness.Count(); n != 3 {
 		t.Fatalf("stats count %d packets, want 3", n)
+	}
+}
+
+// A packet that carried silence because the queue ran dry inside a sentence reaches the
+// observer as an underrun, once, and the session's stats count it.
+func TestObserveSendsReportsAnUnderrun(t *testing.T) {
+	peer := newRawPeer(t)
+	s := newStepped(t, peer.addr(), nil)
+	var mu sync.Mutex
+	var dry []bool
+	s.ObserveSends(func(_ time.Duration, underrun bool) {
+		mu.Lock()
+		dry = append(dry, underrun)
+		mu.Unlock()
+	})
+	must(t, s.SendAudio(context.Background(), frameOf(1))) // a sentence whose next frame is late
+	s.Start()
+	s.waitArmed(t)
+	peer.read() // the frame
+	s.step(t)
+	peer.read() // silence: the playout fell behind
+	s.step(t)
+	peer.read() // silence still, the same gap
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []bool{false, true, false}; !slices.Equal(dry, want) {
+		t.Fatalf("observed underruns %v, want %v", dry, want)
+	}
+	if n := s.Stats().Underruns; n != 1 {
+		t.Fatalf("stats count %d underruns, want 1", n)
 	}
 }

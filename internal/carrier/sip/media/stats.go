@@ -15,6 +15,10 @@ type Stats struct {
 	Concealed            uint64 // played frames filled with silence because audio was missing
 	Resets               uint64 // jitter buffer restarts: SSRC changes, timestamp or sequence jumps
 	DTMFIn, DTMFOut      uint64 // digits received (once per event) and sent
+	// Underruns are the frames the send clock found the queue dry inside a sentence (after
+	// audio, with no mark there): the call's playout fell behind, and a frame of silence
+	// went out in the middle of the agent's words.
+	Underruns uint64
 	// Jitter is the RFC 3550 interarrival jitter estimate; Depth the jitter buffer's
 	// current target delay in 20 ms frames.
 	Jitter time.Duration
