@@ -65,10 +65,6 @@ const (
 	audioAfterFiller                   // the reply's first audio, after the filler went first
 )
 
-// maxLag is how far behind schedule the sender may fall before it re-anchors the schedule
-// instead of bursting to catch up.
-const maxLag = 200 * time.Millisecond
-
 func newPlayout(leg voice.Leg, clk clock.Clock, lead, drain time.Duration, onAudio func(int, audioStart)) *playout {
 	f := leg.Info().Format
 	return &playout{
@@ -230,6 +226,12 @@ func (p *playout) run(ctx context.Context) error {
 	defer timer.Stop()
 	for {
 		now := p.clock.Now()
+		// Dry once everything sent has played (Next is lead-early, so add the lead back),
+		// whether the playout waited for audio or woke up late: what goes next starts a
+		// fresh schedule with its lead. Asked before next, whose Due would re-anchor a late
+		// schedule at now without the lead, and every reply after the first would then go
+		// out at exactly real time, with no margin for one late wake-up.
+		idle = idle || !pc.Next().Add(p.lead).After(now)
 		it, clearNow, until, ok := p.next(now, pc, holdUntil)
 		switch {
 		case clearNow:
@@ -251,7 +253,7 @@ func (p *playout) run(ctx context.Context) error {
 			}
 			continue
 		case ok:
-			if idle || now.Sub(pc.Next()) > maxLag {
+			if idle {
 				pc.Restart(now) // the carrier's buffer ran dry: start a fresh schedule
 				idle = false
 			}
@@ -301,10 +303,6 @@ func (p *playout) run(ctx context.Context) error {
 			continue
 		}
 		if until.IsZero() { // nothing queued: sleep until enqueue or clear
-			// Dry once everything sent has played: Next is lead-early, so add the lead
-			// back, or audio trickling in faster than real time restarts the schedule on
-			// every frame and floods the carrier.
-			idle = idle || !pc.Next().Add(p.lead).After(now)
 			p.parkedUntil.Store(0)
 			p.parked.Store(true)
 			select {

@@ -246,3 +246,26 @@ func TestPlayoutQueueAllocatesNothingAfterTheFirstReply(t *testing.T) {
 		t.Fatalf("a reply allocated %.0f times queueing its frames", allocs)
 	}
 }
+
+// A reply that starts after the last one has played starts with the lead again, however
+// long the pause: the carrier's buffer is empty, and a reply sent at exactly real time
+// after it has no margin for a late wake-up (each one a gap the caller hears).
+func TestPlayoutLeadsEveryReplyNotOnlyTheFirst(t *testing.T) {
+	p, leg, clk, _ := startPlayout(t)
+	p.enqueue(1, frames(10), "t1-end")
+	idle := func() bool { return p.parked.Load() && len(p.wake) == 0 && p.parkedUntil.Load() == 0 }
+	for step := 0; !(leg.count("mark") == 1 && idle()); step++ {
+		if step > 20 {
+			t.Fatal("the first reply never played out")
+		}
+		settle(t, clk, p)
+		clk.Advance(20 * time.Millisecond)
+		waitUntil(t, func() bool { return idle() || (p.parked.Load() && len(p.wake) == 0 && clk.Pending() > 0) })
+	}
+	clk.Advance(3 * time.Second) // the caller's turn
+	p.enqueue(2, frames(50), "t2-end")
+	settle(t, clk, p)
+	if got := leg.count("audio") - 10; !aheadBy(got, 5) {
+		t.Fatalf("the second reply's start: %d frames sent, want 5 (or 6): the first frame and 80 ms of lead", got)
+	}
+}
