@@ -32,6 +32,12 @@ type Config struct {
 	Turn turn.Config
 	// PlayoutLead is how far ahead of real time audio may be sent to the carrier.
 	PlayoutLead time.Duration
+	// ClockedLead replaces PlayoutLead for a leg that sends on a clock of its own (a SIP
+	// trunk's RTP): its queue is the only buffer between the playout and the caller, and
+	// a clear empties it at once, so a deeper lead costs the caller nothing while it
+	// covers the playout's late wake-ups on a busy core (each one longer than the lead is
+	// a frame of silence inside a sentence: an underrun).
+	ClockedLead time.Duration
 	// ClearDrain is the quiet time after a clear before new audio goes out.
 	ClearDrain time.Duration
 	// CallerHash identifies the caller to the agent without the number.
@@ -70,6 +76,7 @@ func DefaultConfig() Config {
 	return Config{
 		Turn:        turn.Config{BargeInGate: 500 * time.Millisecond, MaxCall: time.Hour},
 		PlayoutLead: 80 * time.Millisecond,
+		ClockedLead: 240 * time.Millisecond,
 		ClearDrain:  150 * time.Millisecond,
 		STTRetryMin: 250 * time.Millisecond,
 		STTRetryMax: 4 * time.Second,
@@ -221,7 +228,11 @@ func New(ctx context.Context, cfg Config, deps Deps) *Call {
 	}
 	c.sendClock, _ = deps.Leg.(voice.SendClocked)
 	c.initSTT(frameBytes)
-	c.playout = newPlayout(deps.Leg, deps.Clock, cfg.PlayoutLead, cfg.ClearDrain, func(t int, start audioStart) {
+	lead := cfg.PlayoutLead
+	if c.sendClock != nil {
+		lead = cfg.ClockedLead
+	}
+	c.playout = newPlayout(deps.Leg, deps.Clock, lead, cfg.ClearDrain, func(t int, start audioStart) {
 		c.post(audioOnWire{turn: t, start: start})
 	})
 	if !cfg.EchoOff && !info.EchoCancelled {

@@ -217,6 +217,11 @@ func (p *playout) follower(it playItem) (*frameBuf, bool) {
 // run is the playout goroutine: the only writer to the leg.
 func (p *playout) run(ctx context.Context) error {
 	pc := pace.New(p.clock.Now(), audio.FrameDuration, p.lead)
+	// A sender later than the lead has let the carrier run dry, and run restarts the
+	// schedule with its lead (see idle below). The pacer's own re-anchoring would instead
+	// put the next frame at now with no lead at all, and for a lead above its maximum lag
+	// it would do so at every restart.
+	pc.SetMaxLag(0)
 	var holdUntil time.Time
 	lastAudioTurn := -1
 	fillerTurn := -1 // the turn whose audio started with the filler, until its reply starts

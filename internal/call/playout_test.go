@@ -55,11 +55,16 @@ func waitUntil(t *testing.T, cond func() bool) {
 
 func startPlayout(t *testing.T) (*playout, *testLeg, *clock.Fake, []int) {
 	t.Helper()
+	return startPlayoutLeading(t, 80*time.Millisecond)
+}
+
+func startPlayoutLeading(t *testing.T, lead time.Duration) (*playout, *testLeg, *clock.Fake, []int) {
+	t.Helper()
 	clk := clock.NewFake(time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC))
 	leg := newTestLeg(clk, playNever)
 	var firstAudio []int
 	var mu sync.Mutex
-	p := newPlayout(leg, clk, 80*time.Millisecond, 150*time.Millisecond, func(turn int, _ audioStart) {
+	p := newPlayout(leg, clk, lead, 150*time.Millisecond, func(turn int, _ audioStart) {
 		mu.Lock()
 		firstAudio = append(firstAudio, turn)
 		mu.Unlock()
@@ -267,5 +272,26 @@ func TestPlayoutLeadsEveryReplyNotOnlyTheFirst(t *testing.T) {
 	settle(t, clk, p)
 	if got := leg.count("audio") - 10; !aheadBy(got, 5) {
 		t.Fatalf("the second reply's start: %d frames sent, want 5 (or 6): the first frame and 80 ms of lead", got)
+	}
+}
+
+// A lead deeper than the pacer's maximum lag (a clocked leg's) is kept, also when the
+// reply's audio comes in pieces: audio that arrives while the carrier still holds some
+// goes out up to the lead ahead again, never on a schedule re-anchored at now.
+func TestPlayoutKeepsADeepLead(t *testing.T) {
+	p, leg, clk, _ := startPlayoutLeading(t, 240*time.Millisecond)
+	p.enqueue(1, frames(5), "")
+	waitUntil(t, func() bool {
+		return leg.count("audio") == 5 && p.parked.Load() && len(p.wake) == 0 && p.parkedUntil.Load() == 0
+	})
+	if got := leg.count("audio"); got != 5 {
+		t.Fatalf("at start: %d frames sent, want all 5 (inside the lead)", got)
+	}
+	clk.Advance(70 * time.Millisecond) // the next piece, while 30 ms are still to play
+	p.enqueue(1, frames(50), "t1-end")
+	settle(t, clk, p)
+	// Frames 0-15 play by 70 + 240 ms.
+	if got := leg.count("audio"); !aheadBy(got, 16) {
+		t.Fatalf("after the second piece: %d frames sent, want 16 (or 17): 240 ms ahead again", got)
 	}
 }
