@@ -101,22 +101,8 @@ func (l staleLedger) Progress(context.Context, string) (carrier.Progress, bool, 
 // TestHangupAlreadyEnded404: Plivo answers 404 to hanging up a call that has ended; that
 // counts as hung up.
 func TestHangupAlreadyEnded404(t *testing.T) {
-	e := newEnv(t, account(), carriertest.FaultNone, plivosim.Options{
-		Callee: func(string) plivosim.Callee { return plivosim.Callee{Hold: time.Millisecond} }})
-	ctx := ctxOf(t)
-	placed, err := e.control.Dial(ctx, carrier.Dial{CallID: voice.NewCallID(), To: callee, From: ours, PublicURL: e.PublicURL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	over, err := e.fake.WaitCall(ctx, placed.Ref, func(c plivosim.Call) bool { return plivosim.Ended(c.Status) })
-	if err != nil || over.Status != plivosim.StatusCompleted {
-		t.Fatalf("the call: %+v, %v", over, err)
-	}
-	stale, err := plivo.NewControl(plivo.ControlOptions{REST: plivo.RESTOptions{BaseURL: e.control.REST().BaseURL(),
-		AuthID: e.fake.AuthID(), AuthToken: e.fake.AuthToken()}, Ledger: staleLedger{over.CallUUID}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e, ctx, placed, over := endedCall(t)
+	stale := controlWith(t, e, staleLedger{over.CallUUID})
 	before := len(e.fake.Requests())
 	if err := stale.Hangup(ctx, placed.Ref); err != nil {
 		t.Errorf("Hangup of an ended call: %v", err)
@@ -384,12 +370,7 @@ func TestCallFromTheRecordWhenCallbacksWereMissed(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		stale, err := plivo.NewControl(plivo.ControlOptions{REST: plivo.RESTOptions{BaseURL: e.control.REST().BaseURL(),
-			AuthID: e.fake.AuthID(), AuthToken: e.fake.AuthToken()}, Ledger: staleLedger{over.CallUUID}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := stale.Call(ctx, placed.Ref)
+		c, err := controlWith(t, e, staleLedger{over.CallUUID}).Call(ctx, placed.Ref)
 		if err != nil || c.Status != status || c.To != to || c.From != ours {
 			t.Errorf("%s: %+v, %v; want %s", to, c, err, status)
 		}
@@ -415,6 +396,18 @@ func (l lateLedger) Progress(context.Context, string) (carrier.Progress, bool, e
 // it (a machine hung up on, under policy hangup) is reported with the verdict its
 // callbacks recorded, which Plivo's record of the call does not hold.
 func TestCallEndedWhileAskedKeepsItsVerdict(t *testing.T) {
+	e, ctx, placed, over := endedCall(t)
+	reads := 0
+	late := controlWith(t, e, lateLedger{over.CallUUID, &reads})
+	c, err := late.Call(ctx, placed.Ref)
+	if err != nil || c.Status != carrier.StatusCompleted || !c.AnsweredBy.Machine() || c.To != callee {
+		t.Errorf("%+v, %v; want completed, answered by a machine", c, err)
+	}
+}
+
+// endedCall dials a callee who hangs up at once and waits until the fake has ended the call.
+func endedCall(t *testing.T) (env, context.Context, carrier.Call, plivosim.Call) {
+	t.Helper()
 	e := newEnv(t, account(), carriertest.FaultNone, plivosim.Options{
 		Callee: func(string) plivosim.Callee { return plivosim.Callee{Hold: time.Millisecond} }})
 	ctx := ctxOf(t)
@@ -423,17 +416,19 @@ func TestCallEndedWhileAskedKeepsItsVerdict(t *testing.T) {
 		t.Fatal(err)
 	}
 	over, err := e.fake.WaitCall(ctx, placed.Ref, func(c plivosim.Call) bool { return plivosim.Ended(c.Status) })
+	if err != nil || over.Status != plivosim.StatusCompleted {
+		t.Fatalf("the call: %+v, %v", over, err)
+	}
+	return e, ctx, placed, over
+}
+
+// controlWith is a control of e's fake account that reads ledger.
+func controlWith(t *testing.T, e env, ledger plivo.Ledger) *plivo.Control {
+	t.Helper()
+	c, err := plivo.NewControl(plivo.ControlOptions{REST: plivo.RESTOptions{BaseURL: e.control.REST().BaseURL(),
+		AuthID: e.fake.AuthID(), AuthToken: e.fake.AuthToken()}, Ledger: ledger})
 	if err != nil {
 		t.Fatal(err)
 	}
-	reads := 0
-	late, err := plivo.NewControl(plivo.ControlOptions{REST: plivo.RESTOptions{BaseURL: e.control.REST().BaseURL(),
-		AuthID: e.fake.AuthID(), AuthToken: e.fake.AuthToken()}, Ledger: lateLedger{over.CallUUID, &reads}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := late.Call(ctx, placed.Ref)
-	if err != nil || c.Status != carrier.StatusCompleted || !c.AnsweredBy.Machine() || c.To != callee {
-		t.Errorf("%+v, %v; want completed, answered by a machine", c, err)
-	}
+	return c
 }

@@ -53,13 +53,7 @@ func dialBodies(t *testing.T, fake *telnyxsim.Server) []map[string]any {
 func TestHangupRacingOurs(t *testing.T) {
 	r := quietRig(t, telnyxsim.Options{HangupRace: true})
 	ctx := ctxOf(t)
-	placed, err := r.control.Dial(ctx, carrier.Dial{CallID: voice.NewCallID(), To: person, From: ours, PublicURL: r.env.PublicURL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.env.WaitFor(ctx, placed.Ref, carrier.StatusInProgress); err != nil {
-		t.Fatal(err)
-	}
+	placed := dialAnswered(ctx, t, r)
 	if err := r.control.Hangup(ctx, placed.Ref); err != nil {
 		t.Fatalf("Hangup that lost the race: %v, want nil", err)
 	}
@@ -287,13 +281,7 @@ func TestClientStateRefusesHostileInput(t *testing.T) {
 func TestCallReadsTheLedger(t *testing.T) {
 	r := quietRig(t, telnyxsim.Options{})
 	ctx := ctxOf(t)
-	placed, err := r.control.Dial(ctx, carrier.Dial{CallID: voice.NewCallID(), To: person, From: ours, PublicURL: r.env.PublicURL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.env.WaitFor(ctx, placed.Ref, carrier.StatusInProgress); err != nil {
-		t.Fatal(err)
-	}
+	placed := dialAnswered(ctx, t, r)
 	before := len(r.fake.Requests())
 	if c, err := r.control.Call(ctx, placed.Ref); err != nil || c.Status != carrier.StatusInProgress {
 		t.Errorf("live call: %+v, %v", c, err)
@@ -324,13 +312,7 @@ func TestCallEndedBeforeItsHangupEvent(t *testing.T) {
 	for _, notFound := range []bool{false, true} {
 		r := quietRig(t, telnyxsim.Options{EndedCallsNotFound: notFound, WebhookRetries: -1})
 		ctx := ctxOf(t)
-		placed, err := r.control.Dial(ctx, carrier.Dial{CallID: voice.NewCallID(), To: person, From: ours, PublicURL: r.env.PublicURL})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := r.env.WaitFor(ctx, placed.Ref, carrier.StatusInProgress); err != nil {
-			t.Fatal(err)
-		}
+		placed := dialAnswered(ctx, t, r)
 		r.ledger.Fail(errors.New("the store is down")) // the hangup event cannot be recorded
 		r.fake.Hangup(placed.Ref, "callee")
 		if err := r.env.WaitFor(ctx, placed.Ref, carrier.StatusCompleted); err != nil {
@@ -365,13 +347,7 @@ func (m *lateMemory) Progress(ctx context.Context, ref string) (carrier.Progress
 func TestCallEndedWhileAskedKeepsItsVerdict(t *testing.T) {
 	r := quietRig(t, telnyxsim.Options{})
 	ctx := ctxOf(t)
-	placed, err := r.control.Dial(ctx, carrier.Dial{CallID: voice.NewCallID(), To: person, From: ours, PublicURL: r.env.PublicURL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.env.WaitFor(ctx, placed.Ref, carrier.StatusInProgress); err != nil {
-		t.Fatal(err)
-	}
+	placed := dialAnswered(ctx, t, r)
 	if err := r.ledger.Progressed(ctx, carrier.Progress{Ref: placed.Ref, AnsweredBy: carrier.AnsweredMachine}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
@@ -387,4 +363,17 @@ func TestCallEndedWhileAskedKeepsItsVerdict(t *testing.T) {
 	if err != nil || c.Status != carrier.StatusCompleted || !c.AnsweredBy.Machine() {
 		t.Errorf("%+v, %v; want completed, answered by a machine", c, err)
 	}
+}
+
+// dialAnswered dials the person through r and waits for the answer Handset hears.
+func dialAnswered(ctx context.Context, t *testing.T, r *rig) carrier.Call {
+	t.Helper()
+	placed, err := r.control.Dial(ctx, carrier.Dial{CallID: voice.NewCallID(), To: person, From: ours, PublicURL: r.env.PublicURL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.env.WaitFor(ctx, placed.Ref, carrier.StatusInProgress); err != nil {
+		t.Fatal(err)
+	}
+	return placed
 }
