@@ -133,20 +133,12 @@ func AMDMode(policy carrier.MachinePolicy) string {
 // Call is call ref as Handset knows it: the status and verdict its webhooks recorded in
 // the ledger, and Telnyx's GET /calls/{id} for whether it is still alive.
 func (c *Control) Call(ctx context.Context, ref string) (carrier.Call, error) {
-	var p carrier.Progress
-	known := false
-	if c.memory != nil {
-		var err error
-		if p, known, err = c.memory.Progress(ctx, ref); err != nil {
-			return carrier.Call{}, carrier.Classify(carrier.ErrUnreachable, fmt.Errorf("telnyx: read the call ledger: %w", err))
-		}
+	p, known, err := c.ledger(ctx, ref)
+	if err != nil {
+		return carrier.Call{}, err
 	}
-	call := carrier.Call{Ref: ref, Status: p.Status, AnsweredBy: p.AnsweredBy, Duration: p.Duration}
 	if known && p.Ended() {
-		if call.Status == "" { // declined: Handset hung up on a machine
-			call.Status = carrier.StatusCompleted
-		}
-		return call, nil
+		return ledgerCall(ref, p), nil
 	}
 	info, err := c.rest.FetchCall(ctx, ref)
 	switch {
@@ -155,25 +147,18 @@ func (c *Control) Call(ctx context.Context, ref string) (carrier.Call, error) {
 	case err != nil:
 		return carrier.Call{}, err
 	}
-	if call.Status == "" {
-		call.Status = carrier.StatusQueued
-	}
+	call := ledgerCall(ref, p)
 	if info.IsAlive {
 		return call, nil
 	}
 	// Not alive, and the ledger had no ending: the call may have ended since the ledger
 	// was read, with its events (a machine's verdict, a declined call) recorded before
 	// that end, so read it again.
-	if c.memory != nil {
-		if p, known, err := c.memory.Progress(ctx, ref); err == nil && known {
-			call.Status, call.AnsweredBy, call.Duration = cmp.Or(p.Status, call.Status), cmp.Or(p.AnsweredBy, call.AnsweredBy), cmp.Or(p.Duration, call.Duration)
-			if p.Ended() {
-				if p.Declined && p.Status == "" {
-					call.Status = carrier.StatusCompleted
-				}
-				return call, nil
-			}
+	if p, known, err := c.ledger(ctx, ref); err == nil && known {
+		if p.Ended() {
+			return ledgerCall(ref, p), nil
 		}
+		call.Status, call.AnsweredBy, call.Duration = cmp.Or(p.Status, call.Status), cmp.Or(p.AnsweredBy, call.AnsweredBy), cmp.Or(p.Duration, call.Duration)
 	}
 	// Still no ending: the hangup event is on its way (Telnyx retries webhooks). Say what
 	// the REST knows.
@@ -183,6 +168,30 @@ func (c *Control) Call(ctx context.Context, ref string) (carrier.Call, error) {
 		call.Status = carrier.StatusCompleted
 	}
 	return call, nil
+}
+
+// ledger reads what the webhooks recorded of call ref; known is false without a ledger.
+func (c *Control) ledger(ctx context.Context, ref string) (p carrier.Progress, known bool, err error) {
+	if c.memory == nil {
+		return carrier.Progress{}, false, nil
+	}
+	if p, known, err = c.memory.Progress(ctx, ref); err != nil {
+		return p, false, carrier.Classify(carrier.ErrUnreachable, fmt.Errorf("telnyx: read the call ledger: %w", err))
+	}
+	return p, known, nil
+}
+
+// ledgerCall is call ref as the ledger's p says it: a call not seen to start is queued,
+// and one Handset declined (hung up on a machine) completed.
+func ledgerCall(ref string, p carrier.Progress) carrier.Call {
+	call := carrier.Call{Ref: ref, Status: p.Status, AnsweredBy: p.AnsweredBy, Duration: p.Duration}
+	switch {
+	case call.Status == "" && p.Ended(): // declined
+		call.Status = carrier.StatusCompleted
+	case call.Status == "":
+		call.Status = carrier.StatusQueued
+	}
+	return call
 }
 
 // Hangup sends actions/hangup. A call that has already ended (422 with code 90018, or
