@@ -95,6 +95,11 @@ func StartBaresip(t testing.TB, opts BaresipOptions) (*Baresip, error) {
 	if opts.User == "" {
 		opts.User = "baresip"
 	}
+	return onFreePorts(func() (*Baresip, error) { return startBaresipOnce(t, bin, opts) })
+}
+
+// startBaresipOnce starts baresip on newly chosen free ports.
+func startBaresipOnce(t testing.TB, bin string, opts BaresipOptions) (*Baresip, error) {
 	// baresip's TLS listener takes the port after its SIP port: that one must be free too
 	ports, err := freePortsWithNext(3)
 	if err != nil {
@@ -137,12 +142,14 @@ func StartBaresip(t testing.TB, opts BaresipOptions) (*Baresip, error) {
 	select {
 	case <-ready:
 	case <-b.proc.done:
-		return nil, fmt.Errorf("baresip exited at start: %v\n%s", b.proc.err, b.proc.out)
+		return nil, portTaken(fmt.Errorf("baresip exited at start: %v\n%s", b.proc.err, b.proc.out), b.proc.out.String())
 	case <-time.After(baresipStart):
+		b.proc.kill()
 		return nil, fmt.Errorf("baresip not ready within %v:\n%s", baresipStart, b.proc.out)
 	}
 	if b.ctrl, err = dialBaresipControl(loopback(ports[2])); err != nil {
-		return nil, fmt.Errorf("baresip control socket: %w\n%s", err, b.proc.out)
+		b.proc.kill()
+		return nil, portTaken(fmt.Errorf("baresip control socket: %w\n%s", err, b.proc.out), b.proc.out.String())
 	}
 	t.Cleanup(func() { _ = b.Stop() })
 	if err := b.ctrl.command("uanew", account); err != nil {

@@ -68,10 +68,18 @@ func StartKamailio(t testing.TB, opts KamailioOptions) (*Kamailio, error) {
 	if err != nil {
 		return nil, err
 	}
-	port, err := freePort()
-	if err != nil {
-		return nil, err
-	}
+	return onFreePorts(func() (*Kamailio, error) {
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		return startKamailioOn(t, bin, opts, port)
+	})
+}
+
+// startKamailioOn starts kamailio listening on port for UDP and TCP.
+func startKamailioOn(t testing.TB, bin string, opts KamailioOptions, port int) (*Kamailio, error) {
+	var err error
 	k := &Kamailio{addr: loopback(port), realm: opts.Realm}
 	runtime := filepath.Join(opts.Dir, "run")
 	if err := os.MkdirAll(runtime, 0o755); err != nil {
@@ -89,7 +97,8 @@ func StartKamailio(t testing.TB, opts KamailioOptions) (*Kamailio, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), kamailioStart)
 	defer cancel()
 	if err := k.waitAnswering(ctx); err != nil {
-		return nil, fmt.Errorf("kamailio: %w\n%s", err, k.Log())
+		k.proc.kill()
+		return nil, portTaken(fmt.Errorf("kamailio: %w\n%s", err, k.Log()), k.Log())
 	}
 	return k, nil
 }

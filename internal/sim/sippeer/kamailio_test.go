@@ -2,6 +2,8 @@ package sippeer
 
 import (
 	"context"
+	"errors"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -172,4 +174,30 @@ func TestMalformedMessagesAgainstKamailio(t *testing.T) {
 func firstLine(b []byte) string {
 	line, _, _ := strings.Cut(string(b), "\r\n")
 	return line
+}
+
+// holdUDPPort binds a loopback UDP port for the rest of the test: a port some other
+// process took after freePort chose it.
+func holdUDPPort(t *testing.T) int {
+	t.Helper()
+	c, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c.LocalAddr().(*net.UDPAddr).Port
+}
+
+// A port taken between choosing and binding is recognised from kamailio's own output,
+// so StartKamailio tries new ports rather than failing the test that wanted it.
+func TestKamailioOnATakenPortIsToldApart(t *testing.T) {
+	testpeer.Slow(t, "starts kamailio")
+	opts, err := KamailioOptions{Dir: t.TempDir()}.checked()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = startKamailioOn(t, testpeer.Program(t, "kamailio", testpeer.Kamailio), opts, holdUDPPort(t))
+	if !errors.Is(err, errPortTaken) {
+		t.Fatalf("kamailio on a taken port: %v, want errPortTaken", err)
+	}
 }

@@ -1,15 +1,20 @@
 package sippeer
 
 import (
+	"errors"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
 // freePort is a loopback port that is free for both UDP and TCP right now: a peer that
-// listens on both binds it next. Another process could take it in between; tests tolerate
-// that as rare.
+// listens on both binds it next. Another process could take it in between (any outgoing
+// connection on the machine may be given it); onFreePorts starts the peer again then.
 func freePort() (int, error) {
 	for range 50 {
 		u, err := net.ListenPacket("udp4", "127.0.0.1:0")
@@ -66,37 +71,95 @@ func freePortsWithNext(n int) ([]int, error) {
 // loopback is "127.0.0.1:port".
 func loopback(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
 
-// bindPoll is how often waitBound tries the port again.
+// bindPoll is how often waitBound looks again.
 const bindPoll = 10 * time.Millisecond
 
-// waitBound waits until a program started by p has bound port on loopback for network
-// ("udp" or "tcp"): until binding it ourselves fails. It sends the program nothing, so a
-// caller never reaches a port no one listens on yet (TCP has no retransmission to save
-// it). It fails when p exits first or within.
+// waitBound waits until the program started by p holds a socket bound to port on loopback
+// for network ("udp", or "tcp" listening). It sends the program nothing, so a caller never
+// reaches a port no one listens on yet (TCP has no retransmission to save it). It looks in
+// /proc rather than trying the port itself: a port some other process took first would
+// look bound too. It fails when p exits first or within.
 func waitBound(p *process, network string, port int, within time.Duration) error {
 	deadline := time.Now().Add(within)
 	for {
 		if p.exited() {
 			return fmt.Errorf("%s exited before it bound %s port %d: %v", p.name, network, port, p.err)
 		}
-		var err error
-		if network == "tcp" {
-			var l net.Listener
-			if l, err = net.Listen("tcp4", loopback(port)); err == nil {
-				l.Close()
-			}
-		} else {
-			var c net.PacketConn
-			if c, err = net.ListenPacket("udp4", loopback(port)); err == nil {
-				c.Close()
-			}
-		}
+		held, err := holdsPort(p.cmd.Process.Pid, network, port)
 		if err != nil {
-			return nil // taken: the program has it
+			return err
+		}
+		if held {
+			return nil
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("%s did not bind %s port %d within %v", p.name, network, port, within)
 		}
 		time.Sleep(bindPoll)
+	}
+}
+
+// holdsPort reports whether process pid has a socket bound to 127.0.0.1:port for network
+// ("udp", or "tcp" in the listening state): a socket inode from /proc/net/<network> that
+// is among the process's open files.
+func holdsPort(pid int, network string, port int) (bool, error) {
+	table, err := os.ReadFile("/proc/net/" + network)
+	if err != nil {
+		return false, err
+	}
+	local := fmt.Sprintf("0100007F:%04X", port)
+	var inodes []string
+	for _, line := range strings.Split(string(table), "\n")[1:] {
+		f := strings.Fields(line)
+		// sl, local_address, rem_address, st, queues, timer, retransmits, uid, timeout, inode
+		if len(f) < 10 || f[1] != local || (network == "tcp" && f[3] != tcpListen) {
+			continue
+		}
+		inodes = append(inodes, "socket:["+f[9]+"]")
+	}
+	if len(inodes) == 0 {
+		return false, nil
+	}
+	fds := fmt.Sprintf("/proc/%d/fd", pid)
+	entries, err := os.ReadDir(fds)
+	if err != nil {
+		return false, nil // exiting: the caller sees it next
+	}
+	for _, e := range entries {
+		if target, err := os.Readlink(filepath.Join(fds, e.Name())); err == nil && slices.Contains(inodes, target) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// tcpListen is TCP_LISTEN as /proc/net/tcp writes a socket's state.
+const tcpListen = "0A"
+
+// portAttempts is how many times onFreePorts starts a peer on newly chosen ports.
+const portAttempts = 5
+
+// errPortTaken marks a start that failed because another process bound one of the peer's
+// ports between freePort and the peer's own bind.
+var errPortTaken = errors.New("a port chosen for it was taken by another process")
+
+// portTaken is err marked with errPortTaken when the peer's output says a bind failed.
+// sipp, baresip and kamailio all print the C library's text for EADDRINUSE.
+func portTaken(err error, output string) error {
+	if err != nil && strings.Contains(output, "Address already in use") {
+		return fmt.Errorf("%w: %w", errPortTaken, err)
+	}
+	return err
+}
+
+// onFreePorts calls start, which chooses its own free ports, until it succeeds or fails
+// for a reason other than errPortTaken, at most portAttempts times. A failed start must
+// have ended its process.
+func onFreePorts[T any](start func() (T, error)) (T, error) {
+	for attempt := 1; ; attempt++ {
+		v, err := start()
+		if err == nil || !errors.Is(err, errPortTaken) || attempt == portAttempts {
+			return v, err
+		}
 	}
 }

@@ -149,10 +149,18 @@ func StartSipp(t testing.TB, scenario Scenario, target string, opts SippOptions)
 	if err := os.WriteFile(file, xml, 0o644); err != nil {
 		return nil, err
 	}
-	ports, err := freePorts(3)
-	if err != nil {
-		return nil, err
-	}
+	return onFreePorts(func() (*Sipp, error) {
+		ports, err := freePorts(3)
+		if err != nil {
+			return nil, err
+		}
+		return startSippOn(t, bin, scenario, target, opts, file, ports)
+	})
+}
+
+// startSippOn starts sipp with its SIP, media and control sockets on ports.
+func startSippOn(t testing.TB, bin string, scenario Scenario, target string, opts SippOptions, file string, ports []int) (*Sipp, error) {
+	var err error
 	s := &Sipp{addr: loopback(ports[0]), mediaAddr: loopback(ports[1]), dir: opts.Dir, timeout: opts.Timeout,
 		messages: filepath.Join(opts.Dir, "messages.log"), errors: filepath.Join(opts.Dir, "errors.log"),
 		stats: filepath.Join(opts.Dir, "stats.csv")}
@@ -182,7 +190,7 @@ func StartSipp(t testing.TB, scenario Scenario, target string, opts SippOptions)
 	}
 	if err := waitBound(s.proc, opts.Transport, ports[0], sippStart); err != nil {
 		s.proc.kill()
-		return nil, fmt.Errorf("sipp: %w\n%s", err, s.proc.out)
+		return nil, portTaken(fmt.Errorf("sipp: %w\n%s", err, s.proc.out), s.proc.out.String())
 	}
 	return s, nil
 }

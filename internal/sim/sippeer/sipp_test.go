@@ -2,6 +2,9 @@ package sippeer
 
 import (
 	"context"
+	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -145,4 +148,34 @@ func TestSippSeveralCalls(t *testing.T) {
 	uas, uac := sippPair(t, UASAnswer, UACCall, SippOptions{Calls: 3}, SippOptions{Calls: 3, Hold: shortHold})
 	wantCalls(t, "uas", uas, 3, 0)
 	wantCalls(t, "uac", uac, 3, 0)
+}
+
+// sipp's own output on a taken port is recognised, as kamailio's is.
+func TestSippOnATakenPortIsToldApart(t *testing.T) {
+	testpeer.Slow(t, "starts sipp")
+	opts, err := SippOptions{}.withDefaults(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := opts.scenarioData(UASAnswer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	xml, err := renderScenario(UASAnswer, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(opts.Dir, "uas.xml")
+	if err := os.WriteFile(file, xml, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	others, err := freePorts(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ports := []int{holdUDPPort(t), others[0], others[1]}
+	_, err = startSippOn(t, testpeer.Program(t, "sipp", testpeer.Sipp), UASAnswer, "", opts, file, ports)
+	if !errors.Is(err, errPortTaken) {
+		t.Fatalf("sipp on a taken port: %v, want errPortTaken", err)
+	}
 }

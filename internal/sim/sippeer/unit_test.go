@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"net"
 	"strings"
 	"testing"
@@ -272,5 +273,37 @@ func TestExchange(t *testing.T) {
 	}
 	if _, err := Exchange(ctx, "sctp", pc.LocalAddr().String(), nil, time.Second); err == nil {
 		t.Error("Exchange over sctp did not fail")
+	}
+}
+
+// A start whose port was taken first is tried again, at most portAttempts times; any
+// other failure ends the tries at once.
+func TestOnFreePortsTriesAgainOnlyForATakenPort(t *testing.T) {
+	taken := portTaken(errors.New("sipp exited"), "Unable to bind main socket, errno = 98 (Address already in use)")
+	other := portTaken(errors.New("sipp exited"), "Unknown option -zz")
+	if !errors.Is(taken, errPortTaken) || errors.Is(other, errPortTaken) {
+		t.Fatalf("portTaken marked %v and %v", taken, other)
+	}
+	for _, tc := range []struct {
+		name      string
+		failures  []error
+		wantCalls int
+		wantErr   error
+	}{
+		{"taken twice, then started", []error{taken, taken}, 3, nil},
+		{"another failure", []error{other}, 1, other},
+		{"always taken", []error{taken, taken, taken, taken, taken, taken}, portAttempts, errPortTaken},
+	} {
+		calls := 0
+		_, err := onFreePorts(func() (int, error) {
+			calls++
+			if calls <= len(tc.failures) {
+				return 0, tc.failures[calls-1]
+			}
+			return calls, nil
+		})
+		if calls != tc.wantCalls || !errors.Is(err, tc.wantErr) || (tc.wantErr == nil) != (err == nil) {
+			t.Errorf("%s: %d calls, error %v; want %d calls, error %v", tc.name, calls, err, tc.wantCalls, tc.wantErr)
+		}
 	}
 }
