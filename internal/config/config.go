@@ -86,6 +86,11 @@ type Config struct {
 	// (HANDSET_DASHBOARD_TOKEN) signs in to them without the API token's numbers.
 	Dashboard      bool
 	DashboardToken Secret
+	// Bridge is the agent bridge (HANDSET_BRIDGE, HANDSET_BRIDGE_TOKEN).
+	Bridge struct {
+		On    bool
+		Token Secret
+	}
 	// OTLPEndpoint turns on OpenTelemetry trace export (OTEL_EXPORTER_OTLP_ENDPOINT).
 	OTLPEndpoint string
 	NodeID       string // HANDSET_NODE_ID; empty means host name and process id, see Config.Node

@@ -243,6 +243,12 @@ func (c *Config) crossCheck(table []Setting, opts ValidateOptions) []FieldError 
 	if d := c.DashboardToken; d.IsSet() && (d.Reveal() == c.APIToken.Reveal() || d.Reveal() == c.ToolsToken.Reveal()) {
 		add("HANDSET_DASHBOARD_TOKEN", "is the same as HANDSET_API_TOKEN or HANDSET_TOOLS_TOKEN: the dashboard token must be its own, so it can be handed out (and taken back) alone")
 	}
+	if c.Bridge.On && !c.Bridge.Token.IsSet() {
+		add("HANDSET_BRIDGE_TOKEN", "is required with HANDSET_BRIDGE=true: the bridge never answers without a token (openssl rand -hex 32 makes one)")
+	}
+	if b := c.Bridge.Token; b.IsSet() && (b.Reveal() == c.APIToken.Reveal() || b.Reveal() == c.ToolsToken.Reveal() || b.Reveal() == c.DashboardToken.Reveal()) {
+		add("HANDSET_BRIDGE_TOKEN", "is the same as another of Handset's tokens: the bridge's token must be its own, so it grants the bridge and nothing else")
+	}
 	// written so that NaN, which every comparison rejects, fails too
 	if p, err := strconv.ParseFloat(c.VAD.Threshold, 64); err != nil || !(p > 0 && p < 1) {
 		add("HANDSET_VAD_THRESHOLD", fmt.Sprintf("%q is not a probability between 0 and 1 (exclusive), e.g. 0.5", c.VAD.Threshold))

@@ -408,6 +408,26 @@ func TestToolsTokenIsItsOwn(t *testing.T) {
 	}
 }
 
+// The bridge needs its own token: none at all, or one of the others, is refused unshown.
+func TestBridgeTokenIsRequiredAndItsOwn(t *testing.T) {
+	same := strings.Repeat("s", 40)
+	c := mustLoad(t, LoadOptions{WorkDir: t.TempDir(), Environ: []string{"HANDSET_BRIDGE=true"}})
+	if fe := errorFor(t, c.Validate(ValidateOptions{}), "HANDSET_BRIDGE_TOKEN"); !strings.Contains(fe.Reason, "required with HANDSET_BRIDGE=true") {
+		t.Errorf("no token: %v", fe)
+	}
+	for _, other := range []string{"HANDSET_API_TOKEN", "HANDSET_TOOLS_TOKEN", "HANDSET_DASHBOARD_TOKEN"} {
+		c = mustLoad(t, LoadOptions{WorkDir: t.TempDir(), Environ: []string{"HANDSET_BRIDGE=true", "HANDSET_BRIDGE_TOKEN=" + same, other + "=" + same}})
+		err := c.Validate(ValidateOptions{})
+		if fe := errorFor(t, err, "HANDSET_BRIDGE_TOKEN"); !strings.Contains(fe.Reason, "another of Handset's tokens") || strings.Contains(err.Error(), same) {
+			t.Errorf("the same as %s: %v", other, err)
+		}
+	}
+	c = mustLoad(t, LoadOptions{WorkDir: t.TempDir(), Environ: []string{"HANDSET_BRIDGE=true", "HANDSET_BRIDGE_TOKEN=short"}})
+	if fe := errorFor(t, c.Validate(ValidateOptions{}), "HANDSET_BRIDGE_TOKEN"); !strings.Contains(fe.Reason, "at least 32 characters") {
+		t.Errorf("a short token: %v", fe)
+	}
+}
+
 func TestParseTrustedProxies(t *testing.T) {
 	got, err := ParseTrustedProxies(" 10.0.0.5, 10.1.2.3/16, ::ffff:192.0.2.1, ::1 ")
 	if err != nil {

@@ -129,6 +129,11 @@ func newServer(ctx context.Context, cfg *config.Config, prov providers, st store
 	})
 	api.Register(s.mux)
 	s.mountDashboard()
+	if cfg.Bridge.On {
+		if err := s.mountBridge(); err != nil {
+			return fail(err)
+		}
+	}
 	// Profiles on demand, behind the same token: a regression under load can be found.
 	s.mux.Handle("/debug/pprof/", api.Protect(http.HandlerFunc(pprof.Index)))
 	s.mux.Handle("/debug/pprof/profile", api.Protect(http.HandlerFunc(pprof.Profile)))

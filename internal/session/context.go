@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"strings"
 
 	"github.com/handset-voice/handset/internal/voice"
 )
@@ -105,17 +106,31 @@ func attestationWords(a voice.Attestation) string {
 	return "the phone network did not vouch for it"
 }
 
-// Instructions is prompt (the voice instructions a runtime sends with each turn) followed
-// by the note about the caller of ctx's call, when there is one.
+// Instructions is prompt (the voice instructions a runtime sends with each turn), then the
+// instructions a bridge client sent with the turn (WithInstructions), then the note about
+// the caller of ctx's call: those of them that are not empty, a blank line apart.
 func Instructions(ctx context.Context, prompt string) string {
-	c, ok := From(ctx)
-	if !ok || c.Note() == "" {
-		return prompt
+	parts := make([]string, 0, 3)
+	client, _ := ctx.Value(instructionsKey{}).(string)
+	note := ""
+	if c, ok := From(ctx); ok {
+		note = c.Note()
 	}
-	if prompt == "" {
-		return c.Note()
+	for _, p := range []string{prompt, client, note} {
+		if p != "" {
+			parts = append(parts, p)
+		}
 	}
-	return prompt + "\n\n" + c.Note()
+	return strings.Join(parts, "\n\n")
+}
+
+type instructionsKey struct{}
+
+// WithInstructions returns ctx carrying the instructions a client of the agent bridge
+// sent with its turn (its system messages); every runtime sends them the way it sends its
+// own prompt.
+func WithInstructions(ctx context.Context, text string) context.Context {
+	return context.WithValue(ctx, instructionsKey{}, text)
 }
 
 type ctxKey struct{}

@@ -159,3 +159,15 @@ func TestInstructionsCarryTheNote(t *testing.T) {
 		t.Errorf("no prompt: %q", got)
 	}
 }
+
+// A bridge client's instructions come after the runtime's prompt and before the note.
+func TestInstructionsCarryABridgeClients(t *testing.T) {
+	withheld := With(context.Background(), call("c_1", "Anonymous"))
+	got := Instructions(WithInstructions(withheld, "You are the front desk."), "Speak briefly.")
+	if !strings.HasPrefix(got, "Speak briefly.\n\nYou are the front desk.\n\nNote from Handset") {
+		t.Errorf("prompt, client, note: %q", got)
+	}
+	if got := Instructions(WithInstructions(context.Background(), "You are the front desk."), ""); got != "You are the front desk." {
+		t.Errorf("the client's alone: %q", got)
+	}
+}

@@ -1,0 +1,153 @@
+package bridge
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/handset-voice/handset/internal/voice"
+)
+
+// answer writes one turn's reply as OpenAI's API does: a stream of chat.completion.chunk
+// events ending in [DONE], or one chat.completion.
+type answer struct {
+	w         http.ResponseWriter
+	rc        *http.ResponseController
+	id, model string
+	created   int64
+	stream    bool
+	withUsage bool // stream_options.include_usage: a last chunk with the usage
+	committed bool // the stream's 200 and first chunk are out
+	whole     strings.Builder
+}
+
+func newAnswer(w http.ResponseWriter, model string, stream, withUsage bool) *answer {
+	return &answer{w: w, rc: http.NewResponseController(w), id: "chatcmpl-" + randomID(), model: model,
+		created: time.Now().Unix(), stream: stream, withUsage: withUsage}
+}
+
+type chunk struct {
+	ID      string        `json:"id"`
+	Object  string        `json:"object"`
+	Created int64         `json:"created"`
+	Model   string        `json:"model"`
+	Choices []chunkChoice `json:"choices"`
+	Usage   *usage        `json:"usage,omitempty"`
+}
+
+type chunkChoice struct {
+	Index        int     `json:"index"`
+	Delta        delta   `json:"delta"`
+	FinishReason *string `json:"finish_reason"`
+}
+
+type delta struct {
+	Role    string `json:"role,omitempty"`
+	Content string `json:"content,omitempty"`
+}
+
+type usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+func usageOf(u voice.Usage) usage {
+	return usage{PromptTokens: u.InputTokens, CompletionTokens: u.OutputTokens, TotalTokens: u.InputTokens + u.OutputTokens}
+}
+
+// commit sends a stream's headers and its first chunk (the assistant's role), once.
+func (a *answer) commit() {
+	if !a.stream || a.committed {
+		return
+	}
+	a.committed = true
+	h := a.w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no") // a proxy in front must not hold the stream back
+	a.w.WriteHeader(http.StatusOK)
+	a.event(a.chunk(delta{Role: string(voice.RoleAssistant)}, nil))
+}
+
+// keepalive tells a waiting client the stream is alive: an SSE comment, which every
+// client skips.
+func (a *answer) keepalive() {
+	if !a.stream {
+		return
+	}
+	a.commit()
+	_, _ = a.w.Write([]byte(": keepalive\n\n"))
+	_ = a.rc.Flush()
+}
+
+// text sends a piece of the reply (or keeps it, for a whole answer).
+func (a *answer) text(s string) {
+	if !a.stream {
+		a.whole.WriteString(s)
+		return
+	}
+	a.commit()
+	a.event(a.chunk(delta{Content: s}, nil))
+}
+
+// finish ends a complete reply.
+func (a *answer) finish(u voice.Usage) {
+	stop := "stop"
+	if !a.stream {
+		writeJSON(a.w, http.StatusOK, map[string]any{
+			"id": a.id, "object": "chat.completion", "created": a.created, "model": a.model,
+			"choices": []map[string]any{{"index": 0, "finish_reason": stop,
+				"message": map[string]string{"role": string(voice.RoleAssistant), "content": a.whole.String()}}},
+			"usage": usageOf(u),
+		})
+		return
+	}
+	a.commit()
+	a.event(a.chunk(delta{}, &stop))
+	if a.withUsage {
+		c := a.chunk(delta{}, nil)
+		c.Choices = []chunkChoice{}
+		uu := usageOf(u)
+		c.Usage = &uu
+		a.event(c)
+	}
+	_, _ = a.w.Write([]byte("data: [DONE]\n\n"))
+	_ = a.rc.Flush()
+}
+
+// fail ends the answer with e: the whole answer before anything was sent, or an error
+// event (which OpenAI's clients raise as an error) once the stream has begun.
+func (a *answer) fail(e apiError) {
+	if !a.committed {
+		e.write(a.w)
+		return
+	}
+	a.event(struct {
+		Error apiError `json:"error"`
+	}{e})
+}
+
+func (a *answer) chunk(d delta, finish *string) chunk {
+	return chunk{ID: a.id, Object: "chat.completion.chunk", Created: a.created, Model: a.model,
+		Choices: []chunkChoice{{Delta: d, FinishReason: finish}}}
+}
+
+// event writes v as one SSE data event and flushes it.
+func (a *answer) event(v any) {
+	b, _ := json.Marshal(v)
+	buf := make([]byte, 0, len(b)+8)
+	buf = append(buf, "data: "...)
+	buf = append(buf, b...)
+	buf = append(buf, "\n\n"...)
+	_, _ = a.w.Write(buf)
+	_ = a.rc.Flush()
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, _ := json.Marshal(v)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}

@@ -1,0 +1,273 @@
+package bridge
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/handset-voice/handset/internal/session"
+	"github.com/handset-voice/handset/internal/voice"
+)
+
+// Defaults for Options.
+const (
+	// DefaultKeepalive is the silence after which a stream gets an SSE comment: a tool
+	// that runs for a minute must not look like a dead connection to a proxy or client.
+	DefaultKeepalive = 5 * time.Second
+	// DefaultCommitAfter is how long a streaming answer may wait for the runtime's first
+	// text before its 200 is sent. Until then a failure is an HTTP error status; after,
+	// it is an error event in the stream.
+	DefaultCommitAfter = 2 * time.Second
+)
+
+// Options configure a Handler.
+type Options struct {
+	// Agent is the runtime every turn goes to. Required.
+	Agent voice.Agent
+	// Token is the bearer token clients must present (HANDSET_BRIDGE_TOKEN). Required.
+	Token string
+	// CallerHash turns a caller's number (or a session id that is not plain) into
+	// Handset's keyed hash of it. Required: no raw number may reach a runtime.
+	CallerHash func(string) string
+	// Models lists the model ids GET /v1/models answers; nil lists the runtime's name.
+	Models func(ctx context.Context) ([]string, error)
+	// Keepalive and CommitAfter; zero is the default.
+	Keepalive, CommitAfter time.Duration
+	// Logger receives a record per turn; nil discards them.
+	Logger *slog.Logger
+}
+
+// Handler serves the agent bridge: POST /v1/chat/completions and GET /v1/models, for
+// voice platforms that bring their own speech and want a Handset runtime as their LLM.
+type Handler struct {
+	agent          voice.Agent
+	token          [sha256.Size]byte
+	hash           func(string) string
+	models         func(ctx context.Context) ([]string, error)
+	keepalive      time.Duration
+	commitAfter    time.Duration
+	log            *slog.Logger
+	turns, stopped atomic.Int64
+}
+
+// New checks opts and returns a Handler.
+func New(opts Options) (*Handler, error) {
+	switch {
+	case opts.Agent == nil:
+		return nil, errors.New("bridge: no agent runtime")
+	case opts.Token == "":
+		return nil, errors.New("bridge: no token (HANDSET_BRIDGE_TOKEN)")
+	case opts.CallerHash == nil:
+		return nil, errors.New("bridge: no caller hash")
+	}
+	h := &Handler{agent: opts.Agent, token: sha256.Sum256([]byte(opts.Token)), hash: opts.CallerHash,
+		models: opts.Models, keepalive: opts.Keepalive, commitAfter: opts.CommitAfter, log: opts.Logger}
+	if h.keepalive <= 0 {
+		h.keepalive = DefaultKeepalive
+	}
+	if h.commitAfter <= 0 {
+		h.commitAfter = DefaultCommitAfter
+	}
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	if h.models == nil {
+		name := opts.Agent.Name()
+		h.models = func(context.Context) ([]string, error) { return []string{name}, nil }
+	}
+	return h, nil
+}
+
+// Register mounts the bridge's routes on mux.
+func (h *Handler) Register(mux *http.ServeMux) {
+	mux.Handle("POST /v1/chat/completions", h.authed(h.completions))
+	mux.Handle("GET /v1/models", h.authed(h.listModels))
+}
+
+// authed lets through requests that present the bridge's token.
+func (h *Handler) authed(next http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		sum := sha256.Sum256([]byte(strings.TrimSpace(got)))
+		if !ok || subtle.ConstantTimeCompare(sum[:], h.token[:]) != 1 {
+			apiError{status: http.StatusUnauthorized, Type: typeAuthentication, Code: "invalid_api_key",
+				Message: "the bridge wants its token: Authorization: Bearer <HANDSET_BRIDGE_TOKEN>"}.write(w)
+			return
+		}
+		next(w, r)
+	})
+}
+
+// listModels answers GET /v1/models.
+func (h *Handler) listModels(w http.ResponseWriter, r *http.Request) {
+	ids, err := h.models(r.Context())
+	if err != nil {
+		runtimeError(err).write(w)
+		return
+	}
+	type model struct {
+		ID      string `json:"id"`
+		Object  string `json:"object"`
+		Created int64  `json:"created"`
+		OwnedBy string `json:"owned_by"`
+	}
+	list := struct {
+		Object string  `json:"object"`
+		Data   []model `json:"data"`
+	}{Object: "list", Data: []model{}}
+	for _, id := range ids {
+		list.Data = append(list.Data, model{ID: id, Object: "model", OwnedBy: "handset"})
+	}
+	writeJSON(w, http.StatusOK, list)
+}
+
+// completions answers POST /v1/chat/completions: one turn of the runtime, streamed as
+// OpenAI's chunks or answered whole. The client going away cancels the turn, and the
+// runtime's run with it.
+func (h *Handler) completions(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if err != nil {
+		requestError(err).write(w)
+		return
+	}
+	req, err := parseChat(body)
+	if err != nil {
+		requestError(err).write(w)
+		return
+	}
+	t, err := req.turn()
+	if err != nil {
+		requestError(err).write(w)
+		return
+	}
+	id := identify(r, req, h.hash)
+	sc := id.context(h.hash)
+	ctx := session.WithInstructions(session.With(r.Context(), sc), t.instructions)
+	turnReq := voice.TurnRequest{CallID: id.callID, Turn: userTurns(t.history), History: t.history, CallerHash: sc.CallerHash}
+	if id.source == "none" {
+		// a conversation of one request: a runtime that keeps conversations itself has
+		// never seen the earlier messages, so they go as what it missed
+		turnReq.Unseen = t.history[:len(t.history)-1]
+	}
+	log := h.log.With("call", id.callID, "turn", turnReq.Turn, "session_from", id.source, "stream", req.Stream)
+	if t.omitted.any() {
+		log.Info("bridge: content omitted", "other_roles", t.omitted.roles, "other_parts", t.omitted.parts, "empty", t.omitted.empty)
+	}
+	h.turns.Add(1)
+	started := time.Now()
+	stream, err := h.agent.Reply(ctx, turnReq)
+	if err != nil {
+		h.failed(w, r, log, err)
+		return
+	}
+	defer stream.Close()
+	model := req.Model
+	if model == "" {
+		model = h.agent.Name()
+	}
+	out := newAnswer(w, model, req.Stream, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
+	res := h.relay(ctx, stream, out)
+	switch {
+	case res.err == nil:
+		out.finish(res.usage)
+		log.Info("bridge turn", "ms", time.Since(started).Milliseconds(), "chars", res.chars)
+	case r.Context().Err() != nil:
+		h.stopped.Add(1)
+		log.Info("bridge turn stopped: the client went away", "ms", time.Since(started).Milliseconds(), "chars", res.chars)
+	default:
+		log.Warn("bridge turn failed", "err", res.err, "kind", voice.KindOf(res.err), "chars", res.chars)
+		out.fail(runtimeError(res.err))
+	}
+}
+
+// failed answers a turn the runtime refused to start.
+func (h *Handler) failed(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
+	if r.Context().Err() != nil {
+		h.stopped.Add(1)
+		log.Info("bridge turn stopped before it started: the client went away")
+		return
+	}
+	log.Warn("bridge turn failed", "err", err, "kind", voice.KindOf(err))
+	runtimeError(err).write(w)
+}
+
+// relayed is how a turn's reply went.
+type relayed struct {
+	err   error
+	usage voice.Usage
+	chars int
+}
+
+// relay copies the runtime's reply into out until it ends, fails, or ctx ends, with a
+// keepalive comment after each silence of h.keepalive.
+func (h *Handler) relay(ctx context.Context, stream voice.ReplyStream, out *answer) relayed {
+	type next struct {
+		chunk voice.ReplyChunk
+		err   error
+	}
+	chunks := make(chan next)
+	go func() {
+		for {
+			c, err := stream.Next()
+			select {
+			case chunks <- next{c, err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	var res relayed
+	quiet := time.NewTimer(h.keepalive)
+	defer quiet.Stop()
+	commit := time.NewTimer(h.commitAfter)
+	defer commit.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			res.err = ctx.Err()
+			return res
+		case <-commit.C:
+			out.commit()
+		case <-quiet.C:
+			out.keepalive()
+			quiet.Reset(h.keepalive)
+		case n := <-chunks:
+			switch {
+			case errors.Is(n.err, io.EOF):
+				return res
+			case n.err != nil:
+				res.err = n.err
+				return res
+			}
+			if n.chunk.Usage.Reported() {
+				res.usage = n.chunk.Usage
+			}
+			if n.chunk.Text != "" {
+				res.chars += len(n.chunk.Text)
+				out.text(n.chunk.Text)
+				quiet.Reset(h.keepalive)
+			}
+		}
+	}
+}
+
+// userTurns numbers a turn by the user messages of its conversation.
+func userTurns(history []voice.Message) int {
+	n := 0
+	for _, m := range history {
+		if m.Role == voice.RoleUser {
+			n++
+		}
+	}
+	return n
+}
