@@ -207,6 +207,8 @@ var rules = []rule{
 	{"internal/dashboard/...", []string{"internal/obs", "internal/store", "internal/voice", "internal/session",
 		"internal/hostcheck", "internal/redact", "internal/edge"}},
 	{"internal/bench/...", []string{"internal/obs", "internal/sim/..."}},
+	// the agent bridge: an OpenAI-compatible endpoint in front of any runtime
+	{"internal/bridge", []string{"internal/session", "internal/voice"}},
 	// each call's journal as an OpenTelemetry trace, and the fake collector its tests send to
 	{"internal/tracing", []string{"internal/obs", "internal/tracing/tracingtest"}},
 	{"internal/tracing/tracingtest", nil},
@@ -216,6 +218,8 @@ var rules = []rule{
 	{"internal/sim/realopenclaw", []string{"internal/testpeer"}},
 	// real SIP software (sipp, baresip, kamailio) started for tests: found through testpeer
 	{"internal/sim/sippeer", append(slices.Clip(simMay), "internal/testpeer")},
+	// real OpenAI clients from npm (the openai SDK, LiveKit Agents) driving the agent bridge
+	{"internal/sim/bridgeclients", append(slices.Clip(simMay), "internal/testpeer")},
 
 	// tests of the repository itself, and the support every test goes through
 	{"internal/archtest", nil},
