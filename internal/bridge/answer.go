@@ -22,9 +22,21 @@ type answer struct {
 	whole     strings.Builder
 }
 
+// writeGrace is how long one write to the client may take. A turn may run for minutes (a
+// tool), past the server's write timeout, which counts from the request: each write sets
+// its own deadline instead, so a client that stops reading is still let go.
+const writeGrace = 30 * time.Second
+
 func newAnswer(w http.ResponseWriter, model string, stream, withUsage bool) *answer {
 	return &answer{w: w, rc: http.NewResponseController(w), id: "chatcmpl-" + randomID(), model: model,
 		created: time.Now().Unix(), stream: stream, withUsage: withUsage}
+}
+
+// write sends b, within writeGrace, and flushes it.
+func (a *answer) write(b []byte) {
+	_ = a.rc.SetWriteDeadline(time.Now().Add(writeGrace))
+	_, _ = a.w.Write(b)
+	_ = a.rc.Flush()
 }
 
 type chunk struct {
@@ -78,8 +90,7 @@ func (a *answer) keepalive() {
 		return
 	}
 	a.commit()
-	_, _ = a.w.Write([]byte(": keepalive\n\n"))
-	_ = a.rc.Flush()
+	a.write([]byte(": keepalive\n\n"))
 }
 
 // text sends a piece of the reply (or keeps it, for a whole answer).
@@ -96,6 +107,7 @@ func (a *answer) text(s string) {
 func (a *answer) finish(u voice.Usage) {
 	stop := "stop"
 	if !a.stream {
+		_ = a.rc.SetWriteDeadline(time.Now().Add(writeGrace))
 		writeJSON(a.w, http.StatusOK, map[string]any{
 			"id": a.id, "object": "chat.completion", "created": a.created, "model": a.model,
 			"choices": []map[string]any{{"index": 0, "finish_reason": stop,
@@ -113,14 +125,14 @@ func (a *answer) finish(u voice.Usage) {
 		c.Usage = &uu
 		a.event(c)
 	}
-	_, _ = a.w.Write([]byte("data: [DONE]\n\n"))
-	_ = a.rc.Flush()
+	a.write([]byte("data: [DONE]\n\n"))
 }
 
 // fail ends the answer with e: the whole answer before anything was sent, or an error
 // event (which OpenAI's clients raise as an error) once the stream has begun.
 func (a *answer) fail(e apiError) {
 	if !a.committed {
+		_ = a.rc.SetWriteDeadline(time.Now().Add(writeGrace))
 		e.write(a.w)
 		return
 	}
@@ -141,8 +153,7 @@ func (a *answer) event(v any) {
 	buf = append(buf, "data: "...)
 	buf = append(buf, b...)
 	buf = append(buf, "\n\n"...)
-	_, _ = a.w.Write(buf)
-	_ = a.rc.Flush()
+	a.write(buf)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -445,3 +445,39 @@ func sha(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:12])
 }
+
+// A turn longer than the server's write timeout (a tool running for minutes) still
+// answers, streamed or whole: the bridge lifts the deadline while the runtime works.
+func TestATurnOutlastsTheServersWriteTimeout(t *testing.T) {
+	fake := fakehermes.New(fakehermes.Options{Key: "hermes-key", ToolDuration: 900 * time.Millisecond})
+	hs := httptest.NewServer(fake)
+	t.Cleanup(func() { fake.Close(); hs.Close() })
+	agent, err := hermes.New(hermes.Options{BaseURL: hs.URL + "/v1", Key: "hermes-key"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := bridge.New(bridge.Options{Agent: agent, Token: token, Keepalive: time.Hour,
+		CallerHash: func(n string) string { return session.CallerHash(secret, n) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	b.Register(mux)
+	bs := httptest.NewUnstartedServer(mux)
+	bs.Config.WriteTimeout = 300 * time.Millisecond
+	bs.Start()
+	t.Cleanup(bs.Close)
+	r := &rig{hermes: fake, url: bs.URL + "/v1"}
+	for _, stream := range []bool{false, true} {
+		resp := r.post(t, context.Background(), chat(stream, "user", "look it up TOOLCALL"), nil)
+		if stream {
+			if data, _ := events(t, resp); len(data) == 0 || data[len(data)-1] != "[DONE]" {
+				t.Errorf("stream: HTTP %d %q", resp.StatusCode, data)
+			}
+			continue
+		}
+		if c := decode(t, resp); resp.StatusCode != http.StatusOK || len(c.Choices) != 1 || c.Choices[0].Message.Content == "" {
+			t.Errorf("whole: HTTP %d %+v", resp.StatusCode, c)
+		}
+	}
+}

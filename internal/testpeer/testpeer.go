@@ -37,6 +37,7 @@ var (
 	Speech         = Peer{"recorded speech (Debian's pocketsphinx-testdata)", "sudo apt-get install pocketsphinx-testdata"}
 	SphinxEnUS     = Peer{"the PocketSphinx US English model", "sudo apt-get install pocketsphinx-en-us"}
 	OpenClaw       = Peer{"the OpenClaw install in .cache/openclaw", "./scripts/openclaw.sh"}
+	BridgeClients  = Peer{"the bridge's npm clients in .cache/bridge-clients (openai, @livekit/agents)", "./scripts/bridge-clients.sh"}
 	Chromium       = Peer{"chromium", "sudo apt-get install chromium"}
 	AxeCore        = Peer{"axe-core in .cache/axe (the accessibility checker page tests run)", "./scripts/axe.sh"}
 	Espeak         = Peer{"espeak-ng", "sudo apt-get install espeak-ng"}
