@@ -53,6 +53,7 @@ var commands = map[string]command{
 	"version":       {"Version, commit, build tags, and where the engine files were found.", runVersion},
 	"install":       {"Copy this binary and its engine files under a prefix (default /usr/local).", runInstall},
 	"call":          {"Place an outbound call, or work through a list of numbers (queued as jobs).", runCall},
+	"bridge":        {"Serve only the agent bridge: the runtime as an OpenAI-compatible LLM for other voice platforms.", runBridge},
 	"bench":         {"Load test: N simulated callers against Handset with fake providers; latency, jitter, CPU and memory per call.", runBench},
 }
 

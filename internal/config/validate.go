@@ -23,6 +23,9 @@ type ValidateOptions struct {
 	// while its URL points at the vendor's own API; self-hosted servers and proxies may not
 	// need one.
 	RequireKeys bool
+	// RequireAgentKey checks only the agent runtime's key, as RequireKeys does
+	// (`handset bridge`, which runs no speech provider or carrier).
+	RequireAgentKey bool
 }
 
 // Validate reports every problem with c at once, as a *ValidationError, or nil. It covers values
@@ -256,7 +259,7 @@ func (c *Config) crossCheck(table []Setting, opts ValidateOptions) []FieldError 
 	for _, p := range c.browserChecks() {
 		add(p.env, p.reason)
 	}
-	if !opts.RequireKeys {
+	if !opts.RequireKeys && !opts.RequireAgentKey {
 		return errs
 	}
 
@@ -267,6 +270,10 @@ func (c *Config) crossCheck(table []Setting, opts ValidateOptions) []FieldError 
 		case c.Agent.Runtime == AgentOpenAI && hostIs(c.AgentURL(), openAIHost):
 			add("HANDSET_AGENT_KEY", "is required with HANDSET_AGENT=openai at "+c.AgentURL()+": set OPENAI_API_KEY (openai.key), or HANDSET_AGENT_KEY for a separate key")
 		}
+	}
+
+	if !opts.RequireKeys {
+		return errs
 	}
 
 	// A fallback needs its keys as much as the provider it stands in for.

@@ -1,0 +1,120 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/handset-voice/handset/internal/sim/fakehermes"
+)
+
+const bridgeToken = "bridge-token-abcdefabcdefabcdefabcdefabcdef12"
+
+// startBridgeCommand runs `handset bridge` in front of a fake Hermes until the test ends,
+// and returns its address and the fake.
+func startBridgeCommand(t *testing.T, extra ...string) (string, *fakehermes.Server, *syncBuffer) {
+	t.Helper()
+	fake := fakehermes.New(fakehermes.Options{Key: "hermes-key"})
+	hs := httptest.NewServer(fake)
+	t.Cleanup(func() { fake.Close(); hs.Close() })
+	env := append([]string{"HANDSET_AGENT=hermes", "HANDSET_AGENT_URL=" + hs.URL + "/v1", "HANDSET_AGENT_KEY=hermes-key",
+		"HANDSET_LISTEN=127.0.0.1:0", "HANDSET_DATA_DIR=" + t.TempDir(), "HANDSET_BRIDGE_TOKEN=" + bridgeToken}, extra...)
+	logs := &syncBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	ready, exited := make(chan string, 1), make(chan int, 1)
+	go func() {
+		exited <- Main(ctx, []string{"bridge"}, Env{Stdout: logs, Stderr: logs, Environ: env, WorkDir: t.TempDir(),
+			Ready: func(addr string) { ready <- addr }})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if code := <-exited; code != 0 {
+			t.Errorf("bridge exited with %d:\n%s", code, logs)
+		}
+	})
+	select {
+	case addr := <-ready:
+		return addr, fake, logs
+	case code := <-exited:
+		exited <- code
+		t.Fatalf("bridge exited with %d before listening:\n%s", code, logs)
+	case <-time.After(10 * time.Second):
+		t.Fatalf("bridge did not start:\n%s", logs)
+	}
+	return "", nil, nil
+}
+
+func bridgeTurn(t *testing.T, addr, said string) (int, string) {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"messages": []map[string]string{{"role": "user", "content": said}}})
+	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/v1/chat/completions", bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+bridgeToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var c struct {
+		Choices []struct {
+			Message struct{ Content string } `json:"message"`
+		} `json:"choices"`
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&c)
+	if len(c.Choices) == 0 {
+		return resp.StatusCode, ""
+	}
+	return resp.StatusCode, c.Choices[0].Message.Content
+}
+
+// `handset bridge` serves the bridge alone: a turn through the runtime, and nothing of
+// serve's (no API, no carrier webhooks, no call page). It needs no speech settings.
+func TestBridgeCommand(t *testing.T) {
+	addr, _, _ := startBridgeCommand(t)
+	status, text := bridgeTurn(t, addr, "Do you deliver?")
+	if want := fakehermes.ReplyText([]fakehermes.Message{{Role: "user", Content: "Do you deliver?"}}); status != http.StatusOK || text != want {
+		t.Errorf("HTTP %d %q, want %q", status, text, want)
+	}
+	for _, path := range []string{"/api/calls", "/twilio/voice", "/dashboard"} {
+		resp, err := http.Get("http://" + addr + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound {
+			t.Errorf("GET %s: HTTP %d, want 404 (the bridge serves nothing else)", path, resp.StatusCode)
+		}
+	}
+}
+
+// Without its token the bridge does not start, and says which setting to set.
+func TestBridgeCommandWantsItsToken(t *testing.T) {
+	code, out := runCmd(t, []string{"HANDSET_AGENT=hermes", "HANDSET_AGENT_KEY=k", "HANDSET_DATA_DIR=" + t.TempDir()}, "bridge")
+	if code != 1 || !strings.Contains(out, "HANDSET_BRIDGE_TOKEN") {
+		t.Errorf("exit %d:\n%s", code, out)
+	}
+	code, out = runCmd(t, []string{"HANDSET_BRIDGE_TOKEN=" + bridgeToken, "HANDSET_DATA_DIR=" + t.TempDir()}, "bridge")
+	if code != 1 || !strings.Contains(out, "HANDSET_AGENT (") {
+		t.Errorf("no runtime: exit %d:\n%s", code, out)
+	}
+}
+
+// serve with HANDSET_BRIDGE=true answers the bridge beside everything else, with the calls'
+// runtime; without it the route is not there.
+func TestServeMountsTheBridge(t *testing.T) {
+	r := startServe(t, nil, "HANDSET_BRIDGE=true", "HANDSET_BRIDGE_TOKEN="+bridgeToken)
+	if status, text := bridgeTurn(t, r.addr, "Do you deliver?"); status != http.StatusOK || text == "" {
+		t.Errorf("HTTP %d %q", status, text)
+	}
+	if !strings.Contains(r.logs.String(), "agent bridge on") {
+		t.Errorf("serve did not say the bridge is on:\n%s", r.logs)
+	}
+	off := startServe(t, nil)
+	if status, _ := bridgeTurn(t, off.addr, "Do you deliver?"); status != http.StatusNotFound && status != http.StatusMethodNotAllowed {
+		t.Errorf("bridge off: HTTP %d, want no route", status)
+	}
+}
