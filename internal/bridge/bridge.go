@@ -1,13 +1,18 @@
 package bridge
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -25,14 +30,33 @@ const (
 	// text before its 200 is sent. Until then a failure is an HTTP error status; after,
 	// it is an error event in the stream.
 	DefaultCommitAfter = 2 * time.Second
+	// DefaultRate is the turns a minute each token may start (HANDSET_BRIDGE_RATE).
+	DefaultRate = 600
+	// DefaultMaxTurns is the turns each token may have running at once
+	// (HANDSET_BRIDGE_MAX_TURNS).
+	DefaultMaxTurns = 200
 )
+
+// Observer is told of each turn (Handset's metrics).
+type Observer interface {
+	// BridgeTurn: outcome is ok, error, stopped or refused; firstText < 0 when no text
+	// was written.
+	BridgeTurn(outcome string, firstText time.Duration)
+}
 
 // Options configure a Handler.
 type Options struct {
 	// Agent is the runtime every turn goes to. Required.
 	Agent voice.Agent
-	// Token is the bearer token clients must present (HANDSET_BRIDGE_TOKEN). Required.
-	Token string
+	// Tokens are the bearer tokens clients may present (HANDSET_BRIDGE_TOKEN), each with
+	// limits of its own; Token is one more. At least one is required.
+	Tokens []string
+	Token  string
+	// Rate and MaxTurns limit each token: turns started a minute, and turns at once.
+	// Zero is the default.
+	Rate, MaxTurns int
+	// Observer, when set, is told of every turn.
+	Observer Observer
 	// CallerHash turns a caller's number (or a session id that is not plain) into
 	// Handset's keyed hash of it. Required: no raw number may reach a runtime.
 	CallerHash func(string) string
@@ -48,7 +72,8 @@ type Options struct {
 // voice platforms that bring their own speech and want a Handset runtime as their LLM.
 type Handler struct {
 	agent          voice.Agent
-	token          [sha256.Size]byte
+	tokens         []clientToken
+	observe        Observer
 	hash           func(string) string
 	models         func(ctx context.Context) ([]string, error)
 	keepalive      time.Duration
@@ -62,13 +87,23 @@ func New(opts Options) (*Handler, error) {
 	switch {
 	case opts.Agent == nil:
 		return nil, errors.New("bridge: no agent runtime")
-	case opts.Token == "":
+	case len(opts.Tokens) == 0 && opts.Token == "":
 		return nil, errors.New("bridge: no token (HANDSET_BRIDGE_TOKEN)")
 	case opts.CallerHash == nil:
 		return nil, errors.New("bridge: no caller hash")
 	}
-	h := &Handler{agent: opts.Agent, token: sha256.Sum256([]byte(opts.Token)), hash: opts.CallerHash,
+	h := &Handler{agent: opts.Agent, hash: opts.CallerHash, observe: opts.Observer,
 		models: opts.Models, keepalive: opts.Keepalive, commitAfter: opts.CommitAfter, log: opts.Logger}
+	rate, most := cmp.Or(opts.Rate, DefaultRate), cmp.Or(opts.MaxTurns, DefaultMaxTurns)
+	if opts.Token != "" {
+		opts.Tokens = append(slices.Clip(opts.Tokens), opts.Token)
+	}
+	for i, t := range opts.Tokens {
+		if t == "" {
+			return nil, fmt.Errorf("bridge: token %d is empty", i+1)
+		}
+		h.tokens = append(h.tokens, clientToken{sum: sha256.Sum256([]byte(t)), limit: newLimiter(rate, most)})
+	}
 	if h.keepalive <= 0 {
 		h.keepalive = DefaultKeepalive
 	}
@@ -85,24 +120,60 @@ func New(opts Options) (*Handler, error) {
 	return h, nil
 }
 
-// Register mounts the bridge's routes on mux.
-func (h *Handler) Register(mux *http.ServeMux) {
-	mux.Handle("POST /v1/chat/completions", h.authed(h.completions))
-	mux.Handle("GET /v1/models", h.authed(h.listModels))
+// clientToken is one token a client may present, kept as its hash, and its limits.
+type clientToken struct {
+	sum   [sha256.Size]byte
+	limit *limiter
 }
 
-// authed lets through requests that present the bridge's token.
-func (h *Handler) authed(next http.HandlerFunc) http.Handler {
+// Register mounts the bridge's routes on mux.
+func (h *Handler) Register(mux *http.ServeMux) {
+	mux.Handle("POST /v1/chat/completions", h.authed(h.limited(h.completions)))
+	mux.Handle("GET /v1/models", h.authed(func(w http.ResponseWriter, r *http.Request, _ *clientToken) { h.listModels(w, r) }))
+}
+
+// authed lets through requests that present one of the bridge's tokens, telling next which.
+func (h *Handler) authed(next func(http.ResponseWriter, *http.Request, *clientToken)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		sum := sha256.Sum256([]byte(strings.TrimSpace(got)))
-		if !ok || subtle.ConstantTimeCompare(sum[:], h.token[:]) != 1 {
+		var match *clientToken
+		for i := range h.tokens {
+			// every token is compared, so the time taken says nothing of which matched
+			if subtle.ConstantTimeCompare(sum[:], h.tokens[i].sum[:]) == 1 && ok {
+				match = &h.tokens[i]
+			}
+		}
+		if match == nil {
 			apiError{status: http.StatusUnauthorized, Type: typeAuthentication, Code: "invalid_api_key",
 				Message: "the bridge wants its token: Authorization: Bearer <HANDSET_BRIDGE_TOKEN>"}.write(w)
 			return
 		}
-		next(w, r)
+		next(w, r, match)
 	})
+}
+
+// limited lets a turn start within its token's limits, or answers 429 with when to ask
+// again.
+func (h *Handler) limited(next http.HandlerFunc) func(http.ResponseWriter, *http.Request, *clientToken) {
+	return func(w http.ResponseWriter, r *http.Request, t *clientToken) {
+		release, retry := t.limit.start(time.Now())
+		if release == nil {
+			h.observed("refused", -1)
+			w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(retry.Seconds())))))
+			apiError{status: http.StatusTooManyRequests, Type: typeRateLimit, Code: "rate_limit_exceeded",
+				Message: "over the bridge's limit for this token (HANDSET_BRIDGE_RATE turns a minute, HANDSET_BRIDGE_MAX_TURNS at once)"}.write(w)
+			return
+		}
+		defer release()
+		next(w, r)
+	}
+}
+
+func (h *Handler) observed(outcome string, firstText time.Duration) {
+	if h.observe != nil {
+		h.observe.BridgeTurn(outcome, firstText)
+	}
 }
 
 // listModels answers GET /v1/models.
@@ -132,21 +203,24 @@ func (h *Handler) listModels(w http.ResponseWriter, r *http.Request) {
 // OpenAI's chunks or answered whole. The client going away cancels the turn, and the
 // runtime's run with it.
 func (h *Handler) completions(w http.ResponseWriter, r *http.Request) {
+	arrived := time.Now()
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
-	if err != nil {
-		requestError(err).write(w)
-		return
+	if err == nil {
+		var req chatRequest
+		if req, err = parseChat(body); err == nil {
+			var t turn
+			if t, err = req.turn(); err == nil {
+				h.answer(w, r, req, t, arrived)
+				return
+			}
+		}
 	}
-	req, err := parseChat(body)
-	if err != nil {
-		requestError(err).write(w)
-		return
-	}
-	t, err := req.turn()
-	if err != nil {
-		requestError(err).write(w)
-		return
-	}
+	h.observed("refused", -1)
+	requestError(err).write(w)
+}
+
+// answer runs a request's turn.
+func (h *Handler) answer(w http.ResponseWriter, r *http.Request, req chatRequest, t turn, arrived time.Time) {
 	id := identify(r, req, h.hash)
 	sc := id.context(h.hash)
 	ctx := session.WithInstructions(session.With(r.Context(), sc), t.instructions)
@@ -161,7 +235,7 @@ func (h *Handler) completions(w http.ResponseWriter, r *http.Request) {
 		log.Info("bridge: content omitted", "other_roles", t.omitted.roles, "other_parts", t.omitted.parts, "empty", t.omitted.empty)
 	}
 	h.turns.Add(1)
-	started := time.Now()
+	started := arrived
 	stream, err := h.agent.Reply(ctx, turnReq)
 	if err != nil {
 		h.failed(w, r, log, err)
@@ -174,14 +248,21 @@ func (h *Handler) completions(w http.ResponseWriter, r *http.Request) {
 	}
 	out := newAnswer(w, model, req.Stream, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
 	res := h.relay(ctx, stream, out)
+	firstText := time.Duration(-1)
+	if !res.firstText.IsZero() {
+		firstText = res.firstText.Sub(started)
+	}
 	switch {
 	case res.err == nil:
 		out.finish(res.usage)
-		log.Info("bridge turn", "ms", time.Since(started).Milliseconds(), "chars", res.chars)
+		h.observed("ok", firstText)
+		log.Info("bridge turn", "ms", time.Since(started).Milliseconds(), "first_text_ms", firstText.Milliseconds(), "chars", res.chars)
 	case r.Context().Err() != nil:
 		h.stopped.Add(1)
+		h.observed("stopped", firstText)
 		log.Info("bridge turn stopped: the client went away", "ms", time.Since(started).Milliseconds(), "chars", res.chars)
 	default:
+		h.observed("error", firstText)
 		log.Warn("bridge turn failed", "err", res.err, "kind", voice.KindOf(res.err), "chars", res.chars)
 		out.fail(runtimeError(res.err))
 	}
@@ -191,18 +272,21 @@ func (h *Handler) completions(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) failed(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
 	if r.Context().Err() != nil {
 		h.stopped.Add(1)
+		h.observed("stopped", -1)
 		log.Info("bridge turn stopped before it started: the client went away")
 		return
 	}
+	h.observed("error", -1)
 	log.Warn("bridge turn failed", "err", err, "kind", voice.KindOf(err))
 	runtimeError(err).write(w)
 }
 
 // relayed is how a turn's reply went.
 type relayed struct {
-	err   error
-	usage voice.Usage
-	chars int
+	err       error
+	usage     voice.Usage
+	chars     int
+	firstText time.Time // when the first text was written; zero: none was
 }
 
 // relay copies the runtime's reply into out until it ends, fails, or ctx ends, with a
@@ -255,6 +339,9 @@ func (h *Handler) relay(ctx context.Context, stream voice.ReplyStream, out *answ
 			if n.chunk.Text != "" {
 				res.chars += len(n.chunk.Text)
 				out.text(n.chunk.Text)
+				if res.firstText.IsZero() {
+					res.firstText = time.Now()
+				}
 				quiet.Reset(h.keepalive)
 			}
 		}

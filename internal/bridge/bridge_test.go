@@ -10,7 +10,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -479,5 +481,84 @@ func TestATurnOutlastsTheServersWriteTimeout(t *testing.T) {
 		if c := decode(t, resp); resp.StatusCode != http.StatusOK || len(c.Choices) != 1 || c.Choices[0].Message.Content == "" {
 			t.Errorf("whole: HTTP %d %+v", resp.StatusCode, c)
 		}
+	}
+}
+
+type outcomes struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func (o *outcomes) BridgeTurn(outcome string, firstText time.Duration) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if outcome == "ok" && firstText <= 0 {
+		outcome = "ok without a first text time"
+	}
+	o.seen = append(o.seen, outcome)
+}
+
+func (o *outcomes) list() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.seen)
+}
+
+// Each token has its own limits: one client over its rate or its turns at once is refused
+// with 429 and Retry-After, and another token's client is not. The observer is told of
+// every turn's outcome.
+func TestEachTokenHasItsOwnLimits(t *testing.T) {
+	const other = "other-token-0123456789abcdef0123456789ab"
+	seen := &outcomes{}
+	r := newRig(t, fakehermes.Options{}, hermes.TransportRuns, func(o *bridge.Options) {
+		o.Tokens, o.Rate, o.MaxTurns, o.Observer = []string{other}, 8, 1, seen
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	hung := make(chan struct{})
+	go func() {
+		defer close(hung)
+		b, _ := json.Marshal(chat(true, "user", "wait HANG"))
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, r.url+"/chat/completions", bytes.NewReader(b))
+		req.Header.Set("Authorization", "Bearer "+token)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	}()
+	for deadline := time.Now().Add(5 * time.Second); len(r.hermes.Runs()) == 0 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	resp := r.post(t, context.Background(), chat(false, "user", "hello"), nil)
+	c := decode(t, resp)
+	if resp.StatusCode != http.StatusTooManyRequests || c.Error == nil || c.Error.Type != "rate_limit_error" || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("a second turn at once: HTTP %d %+v (Retry-After %q)", resp.StatusCode, c.Error, resp.Header.Get("Retry-After"))
+	}
+	postAs := func(tok string) int {
+		b, _ := json.Marshal(chat(false, "user", "hello"))
+		req, _ := http.NewRequest(http.MethodPost, r.url+"/chat/completions", bytes.NewReader(b))
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	// the other token: its bucket holds two turns, the third is over its rate
+	for i, want := range []int{http.StatusOK, http.StatusOK, http.StatusTooManyRequests} {
+		if got := postAs(other); got != want {
+			t.Errorf("the other token's turn %d: HTTP %d, want %d", i+1, got, want)
+		}
+	}
+	cancel()
+	<-hung
+	for deadline := time.Now().Add(2 * time.Second); len(seen.list()) < 5 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	got := seen.list()
+	slices.Sort(got)
+	if want := []string{"ok", "ok", "refused", "refused", "stopped"}; !slices.Equal(got, want) {
+		t.Errorf("outcomes %q, want %q", got, want)
 	}
 }

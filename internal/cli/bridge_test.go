@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -78,6 +79,17 @@ func TestBridgeCommand(t *testing.T) {
 	status, text := bridgeTurn(t, addr, "Do you deliver?")
 	if want := fakehermes.ReplyText([]fakehermes.Message{{Role: "user", Content: "Do you deliver?"}}); status != http.StatusOK || text != want {
 		t.Errorf("HTTP %d %q, want %q", status, text, want)
+	}
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`handset_bridge_turns_total{outcome="ok"} 1`, "handset_bridge_first_text_seconds_count 1"} {
+		if !strings.Contains(string(metrics), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
 	}
 	for _, path := range []string{"/api/calls", "/twilio/voice", "/dashboard"} {
 		resp, err := http.Get("http://" + addr + path)

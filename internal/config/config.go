@@ -86,10 +86,12 @@ type Config struct {
 	// (HANDSET_DASHBOARD_TOKEN) signs in to them without the API token's numbers.
 	Dashboard      bool
 	DashboardToken Secret
-	// Bridge is the agent bridge (HANDSET_BRIDGE, HANDSET_BRIDGE_TOKEN).
+	// Bridge is the agent bridge (HANDSET_BRIDGE, HANDSET_BRIDGE_TOKEN, HANDSET_BRIDGE_RATE,
+	// HANDSET_BRIDGE_MAX_TURNS); BridgeTokens splits the token setting.
 	Bridge struct {
-		On    bool
-		Token Secret
+		On             bool
+		Token          Secret
+		Rate, MaxTurns int
 	}
 	// OTLPEndpoint turns on OpenTelemetry trace export (OTEL_EXPORTER_OTLP_ENDPOINT).
 	OTLPEndpoint string
@@ -428,4 +430,16 @@ func (c *Config) Node() string {
 		host = "handset"
 	}
 	return host + "-" + strconv.Itoa(os.Getpid())
+}
+
+// BridgeTokens are the agent bridge's tokens: HANDSET_BRIDGE_TOKEN split at commas, each
+// trimmed, empty ones left out.
+func (c *Config) BridgeTokens() []string {
+	var out []string
+	for _, t := range strings.Split(c.Bridge.Token.Reveal(), ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			out = append(out, t)
+		}
+	}
+	return out
 }

@@ -178,6 +178,20 @@ func checkToken(v string) string {
 	return ""
 }
 
+// checkTokenList checks each of several comma-separated tokens as checkToken does.
+func checkTokenList(v string) string {
+	parts := strings.Split(v, ",")
+	for i, t := range parts {
+		if reason := checkToken(strings.TrimSpace(t)); reason != "" {
+			if len(parts) == 1 {
+				return reason
+			}
+			return fmt.Sprintf("token %d of %d %s", i+1, len(parts), reason)
+		}
+	}
+	return ""
+}
+
 func checkDatabaseURL(v string) string {
 	lower := strings.ToLower(v)
 	if !strings.HasPrefix(lower, "postgres://") && !strings.HasPrefix(lower, "postgresql://") {
@@ -249,8 +263,11 @@ func (c *Config) crossCheck(table []Setting, opts ValidateOptions) []FieldError 
 	if c.Bridge.On && !c.Bridge.Token.IsSet() {
 		add("HANDSET_BRIDGE_TOKEN", "is required with HANDSET_BRIDGE=true: the bridge never answers without a token (openssl rand -hex 32 makes one)")
 	}
-	if b := c.Bridge.Token; b.IsSet() && (b.Reveal() == c.APIToken.Reveal() || b.Reveal() == c.ToolsToken.Reveal() || b.Reveal() == c.DashboardToken.Reveal()) {
-		add("HANDSET_BRIDGE_TOKEN", "is the same as another of Handset's tokens: the bridge's token must be its own, so it grants the bridge and nothing else")
+	for _, b := range c.BridgeTokens() {
+		if b == c.APIToken.Reveal() || b == c.ToolsToken.Reveal() || b == c.DashboardToken.Reveal() {
+			add("HANDSET_BRIDGE_TOKEN", "is the same as another of Handset's tokens: the bridge's token must be its own, so it grants the bridge and nothing else")
+			break
+		}
 	}
 	// written so that NaN, which every comparison rejects, fails too
 	if p, err := strconv.ParseFloat(c.VAD.Threshold, 64); err != nil || !(p > 0 && p < 1) {

@@ -426,6 +426,23 @@ func TestBridgeTokenIsRequiredAndItsOwn(t *testing.T) {
 	if fe := errorFor(t, c.Validate(ValidateOptions{}), "HANDSET_BRIDGE_TOKEN"); !strings.Contains(fe.Reason, "at least 32 characters") {
 		t.Errorf("a short token: %v", fe)
 	}
+	// several tokens: each is checked, and each must be its own
+	c = mustLoad(t, LoadOptions{WorkDir: t.TempDir(), Environ: []string{"HANDSET_BRIDGE=true", "HANDSET_BRIDGE_TOKEN=" + same + ", short"}})
+	if fe := errorFor(t, c.Validate(ValidateOptions{}), "HANDSET_BRIDGE_TOKEN"); !strings.Contains(fe.Reason, "token 2 of 2 is too short") {
+		t.Errorf("a short second token: %v", fe)
+	}
+	other := strings.Repeat("o", 40)
+	c = mustLoad(t, LoadOptions{WorkDir: t.TempDir(), Environ: []string{"HANDSET_BRIDGE=true", "HANDSET_BRIDGE_TOKEN=" + other + "," + same, "HANDSET_API_TOKEN=" + same}})
+	if fe := errorFor(t, c.Validate(ValidateOptions{}), "HANDSET_BRIDGE_TOKEN"); !strings.Contains(fe.Reason, "another of Handset's tokens") {
+		t.Errorf("the API token among several: %v", fe)
+	}
+	c = mustLoad(t, LoadOptions{WorkDir: t.TempDir(), Environ: []string{"HANDSET_BRIDGE=true", "HANDSET_BRIDGE_TOKEN= " + other + " , " + same + " "}})
+	if err := c.Validate(ValidateOptions{}); err != nil {
+		t.Errorf("two good tokens: %v", err)
+	}
+	if got := c.BridgeTokens(); !slices.Equal(got, []string{other, same}) {
+		t.Errorf("BridgeTokens %q", got)
+	}
 }
 
 func TestParseTrustedProxies(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 	"github.com/handset-voice/handset/internal/bridge"
 	"github.com/handset-voice/handset/internal/config"
 	"github.com/handset-voice/handset/internal/edge"
-	"github.com/handset-voice/handset/internal/session"
+	"github.com/handset-voice/handset/internal/obs"
 	"github.com/handset-voice/handset/internal/voice"
 )
 
@@ -50,14 +50,15 @@ func OpenBridge(ctx context.Context, cfg *config.Config, o Options) (*BridgeNode
 		release()
 		return nil, err
 	}
-	b, err := bridge.New(bridge.Options{Agent: agent, Token: cfg.Bridge.Token.Reveal(), Logger: log,
-		CallerHash: func(n string) string { return session.CallerHash(secret, n) }})
+	metrics := obs.NewMetrics()
+	b, err := bridge.New(bridgeOptions(cfg, agent, secret, metrics, log))
 	if err != nil {
 		release()
 		return nil, err
 	}
 	n := &BridgeNode{cfg: cfg, log: log, agent: agent, mux: http.NewServeMux(), release: release}
 	b.Register(n.mux)
+	n.mux.Handle("GET /metrics", metrics.Handler())
 	n.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	n.mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ready") })
 	if n.ln, err = net.Listen("tcp", cmp.Or(o.Listen, cfg.Listen)); err != nil {

@@ -28,6 +28,8 @@ type Metrics struct {
 	inboundDropped  prometheus.Counter
 	malformed       prometheus.Counter
 	jobsFinished    *prometheus.CounterVec // kind, state
+	bridgeTurns     *prometheus.CounterVec // outcome
+	bridgeFirstText prometheus.Histogram
 }
 
 // Metric names that tools read back (handset bench).
@@ -39,6 +41,8 @@ const (
 	MetricRTPUnderruns    = "handset_rtp_send_underruns_total"
 	MetricFramesSent      = "handset_playout_frames_total"
 	MetricInboundDropped  = "handset_inbound_frames_dropped_total"
+	MetricBridgeTurns     = "handset_bridge_turns_total"
+	MetricBridgeFirstText = "handset_bridge_first_text_seconds"
 )
 
 // lateBuckets resolve a frame's lateness from 50 µs to 50 ms, where the 20 ms schedule's
@@ -70,9 +74,13 @@ func NewMetrics() *Metrics {
 	m.framesSent = prometheus.NewCounter(prometheus.CounterOpts{Name: MetricFramesSent, Help: "Outbound audio frames sent to carriers."})
 	m.inboundDropped = prometheus.NewCounter(prometheus.CounterOpts{Name: MetricInboundDropped, Help: "Caller frames dropped because a call's engine fell a second behind."})
 	m.malformed = prometheus.NewCounter(prometheus.CounterOpts{Name: "handset_media_malformed_total", Help: "Carrier media messages that could not be read."})
+	m.bridgeTurns = prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricBridgeTurns,
+		Help: "Turns of the agent bridge, by outcome: ok, error (the runtime failed), stopped (the client left), refused (bad request or over the rate)."}, []string{"outcome"})
+	m.bridgeFirstText = prometheus.NewHistogram(prometheus.HistogramOpts{Name: MetricBridgeFirstText,
+		Help: "The agent bridge: a request's arrival to its first reply text written.", Buckets: prometheus.ExponentialBuckets(.05, 1.5, 14)})
 	m.jobsFinished = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "handset_jobs_finished_total", Help: "Jobs this node finished, by kind and state."}, []string{"kind", "state"})
 	for _, c := range []prometheus.Collector{m.callsActive, m.callsStarted, m.callsEnded, m.turns, m.turnOverhead,
-		m.turnResponse, m.playoutLateness, m.rtpLateness, m.rtpUnderruns, m.framesSent, m.inboundDropped, m.malformed, m.jobsFinished} {
+		m.turnResponse, m.playoutLateness, m.rtpLateness, m.rtpUnderruns, m.framesSent, m.inboundDropped, m.malformed, m.jobsFinished, m.bridgeTurns, m.bridgeFirstText} {
 		f(c)
 	}
 	return m
@@ -134,6 +142,18 @@ func (m *Metrics) RTPSent(late time.Duration, underrun bool) {
 	m.rtpLateness.Observe(max(late, 0).Seconds())
 	if underrun {
 		m.rtpUnderruns.Inc()
+	}
+}
+
+// BridgeTurn records one turn of the agent bridge: its outcome, and when its first text
+// was written (firstText < 0: none was).
+func (m *Metrics) BridgeTurn(outcome string, firstText time.Duration) {
+	if m == nil {
+		return
+	}
+	m.bridgeTurns.WithLabelValues(outcome).Inc()
+	if firstText >= 0 {
+		m.bridgeFirstText.Observe(firstText.Seconds())
 	}
 }
 
