@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/handset-voice/handset/internal/agent/httpagent"
 	"github.com/handset-voice/handset/internal/config"
 )
 
@@ -41,7 +42,7 @@ func AgentClient(cfg *config.Config) (*http.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := http.DefaultTransport.(*http.Transport).Clone()
+	t := httpagent.Transport()
 	t.TLSClientConfig = conf
 	return &http.Client{Transport: t}, nil
 }

@@ -152,7 +152,7 @@ func New(opts Options) (*Agent, error) {
 		a.timeout = DefaultTimeout
 	}
 	if a.client == nil {
-		a.client = &http.Client{}
+		a.client = httpagent.Client()
 	}
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
