@@ -28,8 +28,9 @@ const (
 	DefaultKeepalive = 5 * time.Second
 	// DefaultCommitAfter is how long a streaming answer may wait for the runtime's first
 	// text before its 200 is sent. Until then a failure is an HTTP error status; after,
-	// it is an error event in the stream.
-	DefaultCommitAfter = 2 * time.Second
+	// it is an error event in the stream. OpenClaw often takes 1-3 s before it even asks
+	// its model, so this waits as long as the first keepalive would.
+	DefaultCommitAfter = DefaultKeepalive
 	// DefaultRate is the turns a minute each token may start (HANDSET_BRIDGE_RATE).
 	DefaultRate = 600
 	// DefaultMaxTurns is the turns each token may have running at once

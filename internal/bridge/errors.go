@@ -75,7 +75,9 @@ func runtimeError(err error) apiError {
 	case voice.KindTimeout:
 		return apiError{status: http.StatusGatewayTimeout, Message: msg, Type: typeServer, Code: "runtime_timeout"}
 	case voice.KindBadInput:
-		return apiError{status: http.StatusBadRequest, Message: msg, Type: typeInvalidRequest, Code: "runtime_refused"}
+		// the runtime refused what Handset sent it (or its model refused the runtime's):
+		// the bridge already checked the client's request, so this is not the client's fault
+		return apiError{status: http.StatusBadGateway, Message: msg, Type: typeServer, Code: "runtime_refused"}
 	case voice.KindAuth:
 		// Handset's credentials for the runtime, not the client's: a server fault
 		return apiError{status: http.StatusBadGateway, Message: msg, Type: typeServer, Code: "runtime_auth"}
