@@ -76,6 +76,18 @@ func (r *rig) post(t *testing.T, ctx context.Context, body any, headers map[stri
 	return resp
 }
 
+// postUntilGone sends body and reads the answer to its end, or until ctx ends (the client
+// leaving); from any goroutine, so it reports nothing.
+func (r *rig) postUntilGone(ctx context.Context, body any) {
+	b, _ := json.Marshal(body)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, r.url+"/chat/completions", bytes.NewReader(b))
+	req.Header.Set("Authorization", "Bearer "+token)
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+}
+
 func chat(stream bool, msgs ...string) map[string]any {
 	var m []map[string]string
 	for i := 0; i+1 < len(msgs); i += 2 {
@@ -393,13 +405,7 @@ func TestAClientThatLeavesStopsTheRun(t *testing.T) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			b, _ := json.Marshal(chat(stream, "user", "wait for it HANG"))
-			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, r.url+"/chat/completions", bytes.NewReader(b))
-			req.Header.Set("Authorization", "Bearer "+token)
-			if resp, err := http.DefaultClient.Do(req); err == nil {
-				_, _ = io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-			}
+			r.postUntilGone(ctx, chat(stream, "user", "wait for it HANG"))
 		}()
 		var run string
 		for deadline := time.Now().Add(5 * time.Second); run == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
@@ -518,13 +524,7 @@ func TestEachTokenHasItsOwnLimits(t *testing.T) {
 	hung := make(chan struct{})
 	go func() {
 		defer close(hung)
-		b, _ := json.Marshal(chat(true, "user", "wait HANG"))
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, r.url+"/chat/completions", bytes.NewReader(b))
-		req.Header.Set("Authorization", "Bearer "+token)
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-		}
+		r.postUntilGone(ctx, chat(true, "user", "wait HANG"))
 	}()
 	for deadline := time.Now().Add(5 * time.Second); len(r.hermes.Runs()) == 0 && time.Now().Before(deadline); {
 		time.Sleep(5 * time.Millisecond)

@@ -10,13 +10,10 @@ import (
 func TestLimiterRateAndTurnsAtOnce(t *testing.T) {
 	l := newLimiter(8, 3) // 2 at once from the bucket, then one every 7.5 s
 	now := time.Unix(1000, 0)
-	var releases []func()
 	for i := range 2 {
-		release, retry := l.start(now)
-		if release == nil {
+		if release, retry := l.start(now); release == nil {
 			t.Fatalf("turn %d refused (retry %v)", i+1, retry)
 		}
-		releases = append(releases, release)
 	}
 	if release, retry := l.start(now); release != nil || retry != 7500*time.Millisecond {
 		t.Fatalf("a third turn at once: release %v, retry %v; want 7.5 s", release != nil, retry)

@@ -345,53 +345,15 @@ func (o *ocRig) history(t *testing.T, key string) []fakeopenai.Message {
 	defer cancel()
 	c := ocDial(ctx, t, o.gw)
 	defer c.Close()
-	id, err := c.Request("chat.history", map[string]any{"sessionKey": key, "limit": 100})
+	msgs, err := c.History(ctx, key, 100)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("chat.history: %v", err)
 	}
-	for {
-		f, err := c.ReadFrame(ctx)
-		if err != nil {
-			t.Fatalf("chat.history: %v", err)
-		}
-		if f.Type != "res" || f.ID != id {
-			continue
-		}
-		if !f.OK {
-			t.Fatalf("chat.history refused: %s", f.Raw)
-		}
-		var p struct {
-			Messages []struct {
-				Role    string          `json:"role"`
-				Content json.RawMessage `json:"content"`
-			} `json:"messages"`
-		}
-		if err := json.Unmarshal(f.Payload, &p); err != nil {
-			t.Fatalf("chat.history: %v: %.300s", err, f.Payload)
-		}
-		var out []fakeopenai.Message
-		for _, m := range p.Messages {
-			out = append(out, fakeopenai.Message{Role: m.Role, Content: ocText(m.Content)})
-		}
-		return out
+	var out []fakeopenai.Message
+	for _, m := range msgs {
+		out = append(out, fakeopenai.Message{Role: m.Role, Content: m.Text})
 	}
-}
-
-// ocText is a transcript message's text: a string, or its text parts joined.
-func ocText(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	var parts []struct{ Type, Text string }
-	_ = json.Unmarshal(raw, &parts)
-	var b strings.Builder
-	for _, p := range parts {
-		if p.Type == "text" {
-			b.WriteString(p.Text)
-		}
-	}
-	return b.String()
+	return out
 }
 
 func ocDial(ctx context.Context, t *testing.T, gw *realopenclaw.Gateway) *realopenclaw.WSConn {

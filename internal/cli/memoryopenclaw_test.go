@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http/httptest"
 	"strings"
@@ -83,53 +82,15 @@ func gatewayHistory(ctx context.Context, gw *realopenclaw.Gateway, sessionKey st
 	if _, err := c.Handshake(ctx, gw.Token()); err != nil {
 		return nil, err
 	}
-	id, err := c.Request("chat.history", map[string]any{"sessionKey": sessionKey, "limit": 200})
+	msgs, err := c.History(ctx, sessionKey, 200)
 	if err != nil {
 		return nil, err
 	}
-	for {
-		f, err := c.ReadFrame(ctx)
-		if err != nil {
-			return nil, err
-		}
-		if f.Type != "res" || f.ID != id {
-			continue // events of other runs
-		}
-		if !f.OK {
-			return nil, fmt.Errorf("refused: %s", f.Raw)
-		}
-		var payload struct {
-			Messages []struct {
-				Role    string          `json:"role"`
-				Content json.RawMessage `json:"content"`
-			} `json:"messages"`
-		}
-		if err := json.Unmarshal(f.Payload, &payload); err != nil {
-			return nil, fmt.Errorf("%w: %.500s", err, f.Payload)
-		}
-		out := make([]turnMessage, 0, len(payload.Messages))
-		for _, m := range payload.Messages {
-			out = append(out, turnMessage{Role: m.Role, Content: contentText(m.Content)})
-		}
-		return out, nil
+	out := make([]turnMessage, 0, len(msgs))
+	for _, m := range msgs {
+		out = append(out, turnMessage{Role: m.Role, Content: m.Text})
 	}
-}
-
-// contentText is a message's text: a string, or its text parts joined.
-func contentText(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	var parts []struct{ Type, Text string }
-	_ = json.Unmarshal(raw, &parts)
-	var b strings.Builder
-	for _, p := range parts {
-		if p.Type == "text" {
-			b.WriteString(p.Text)
-		}
-	}
-	return b.String()
+	return out, nil
 }
 
 // dumpTurns shows what the model was given in each request: the newest words, then the

@@ -280,3 +280,61 @@ func (c *WSConn) Handshake(ctx context.Context, token string) ([]Frame, error) {
 		return []Frame{ch, f}, nil
 	}
 }
+
+// HistoryMessage is one message of a session's transcript as the gateway keeps it.
+type HistoryMessage struct {
+	Role string
+	Text string // its text: the string content, or its text parts joined
+}
+
+// History reads a session's transcript back from the gateway (chat.history), up to limit
+// messages, on a connection that has made its handshake.
+func (c *WSConn) History(ctx context.Context, sessionKey string, limit int) ([]HistoryMessage, error) {
+	id, err := c.Request("chat.history", map[string]any{"sessionKey": sessionKey, "limit": limit})
+	if err != nil {
+		return nil, err
+	}
+	for {
+		f, err := c.ReadFrame(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if f.Type != "res" || f.ID != id {
+			continue // events of runs going on
+		}
+		if !f.OK {
+			return nil, fmt.Errorf("chat.history refused: %s", f.Raw)
+		}
+		var payload struct {
+			Messages []struct {
+				Role    string          `json:"role"`
+				Content json.RawMessage `json:"content"`
+			} `json:"messages"`
+		}
+		if err := json.Unmarshal(f.Payload, &payload); err != nil {
+			return nil, fmt.Errorf("chat.history: %w: %.500s", err, f.Payload)
+		}
+		out := make([]HistoryMessage, 0, len(payload.Messages))
+		for _, m := range payload.Messages {
+			out = append(out, HistoryMessage{Role: m.Role, Text: contentText(m.Content)})
+		}
+		return out, nil
+	}
+}
+
+// contentText is a message's text: a string, or its text parts joined.
+func contentText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var parts []struct{ Type, Text string }
+	_ = json.Unmarshal(raw, &parts)
+	var b strings.Builder
+	for _, p := range parts {
+		if p.Type == "text" {
+			b.WriteString(p.Text)
+		}
+	}
+	return b.String()
+}
