@@ -8,12 +8,13 @@ import (
 )
 
 // testSandbox is a sandbox for test.sh: a Go that can switch, and stand-ins for the
-// scripts that reach beyond the machine (OpenClaw from npm, the demo's smoke run) and for
-// postgres.sh, whose cluster is a file: .cache/postgres/running.
+// scripts that reach beyond the machine (OpenClaw and the bridge's clients from npm, the
+// demo's smoke run) and for postgres.sh, whose cluster is a file: .cache/postgres/running.
 func testSandbox(t *testing.T) *sandbox {
 	s := newSandbox(t)
 	s.goVersion("1.22.0", true)
 	s.write("scripts/openclaw.sh", "#!/usr/bin/env bash\necho openclaw.sh >>\"$STUB_LOG\"\n", 0o755)
+	s.write("scripts/bridge-clients.sh", "#!/usr/bin/env bash\necho bridge-clients.sh >>\"$STUB_LOG\"\n", 0o755)
 	s.write("scripts/smoke-demo.sh", "#!/usr/bin/env bash\necho smoke-demo.sh >>\"$STUB_LOG\"\n", 0o755)
 	s.write("scripts/postgres.sh", `#!/usr/bin/env bash
 cd "$(dirname "$0")/.."
