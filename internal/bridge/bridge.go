@@ -14,7 +14,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/handset-voice/handset/internal/session"
@@ -72,15 +71,14 @@ type Options struct {
 // Handler serves the agent bridge: POST /v1/chat/completions and GET /v1/models, for
 // voice platforms that bring their own speech and want a Handset runtime as their LLM.
 type Handler struct {
-	agent          voice.Agent
-	tokens         []clientToken
-	observe        Observer
-	hash           func(string) string
-	models         func(ctx context.Context) ([]string, error)
-	keepalive      time.Duration
-	commitAfter    time.Duration
-	log            *slog.Logger
-	turns, stopped atomic.Int64
+	agent       voice.Agent
+	tokens      []clientToken
+	observe     Observer
+	hash        func(string) string
+	models      func(ctx context.Context) ([]string, error)
+	keepalive   time.Duration
+	commitAfter time.Duration
+	log         *slog.Logger
 }
 
 // New checks opts and returns a Handler.
@@ -205,19 +203,27 @@ func (h *Handler) listModels(w http.ResponseWriter, r *http.Request) {
 // runtime's run with it.
 func (h *Handler) completions(w http.ResponseWriter, r *http.Request) {
 	arrived := time.Now()
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
-	if err == nil {
-		var req chatRequest
-		if req, err = parseChat(body); err == nil {
-			var t turn
-			if t, err = req.turn(); err == nil {
-				h.answer(w, r, req, t, arrived)
-				return
-			}
-		}
+	req, t, err := readTurn(w, r)
+	if err != nil {
+		h.observed("refused", -1)
+		requestError(err).write(w)
+		return
 	}
-	h.observed("refused", -1)
-	requestError(err).write(w)
+	h.answer(w, r, req, t, arrived)
+}
+
+// readTurn reads and checks a request's body.
+func readTurn(w http.ResponseWriter, r *http.Request) (chatRequest, turn, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if err != nil {
+		return chatRequest{}, turn{}, err
+	}
+	req, err := parseChat(body)
+	if err != nil {
+		return req, turn{}, err
+	}
+	t, err := req.turn()
+	return req, t, err
 }
 
 // answer runs a request's turn.
@@ -235,8 +241,6 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, req chatRequest
 	if t.omitted.any() {
 		log.Info("bridge: content omitted", "other_roles", t.omitted.roles, "other_parts", t.omitted.parts, "empty", t.omitted.empty)
 	}
-	h.turns.Add(1)
-	started := arrived
 	stream, err := h.agent.Reply(ctx, turnReq)
 	if err != nil {
 		h.failed(w, r, log, err)
@@ -251,17 +255,16 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, req chatRequest
 	res := h.relay(ctx, stream, out)
 	firstText := time.Duration(-1)
 	if !res.firstText.IsZero() {
-		firstText = res.firstText.Sub(started)
+		firstText = res.firstText.Sub(arrived)
 	}
 	switch {
 	case res.err == nil:
 		out.finish(res.usage)
 		h.observed("ok", firstText)
-		log.Info("bridge turn", "ms", time.Since(started).Milliseconds(), "first_text_ms", firstText.Milliseconds(), "chars", res.chars)
+		log.Info("bridge turn", "ms", time.Since(arrived).Milliseconds(), "first_text_ms", firstText.Milliseconds(), "chars", res.chars)
 	case r.Context().Err() != nil:
-		h.stopped.Add(1)
 		h.observed("stopped", firstText)
-		log.Info("bridge turn stopped: the client went away", "ms", time.Since(started).Milliseconds(), "chars", res.chars)
+		log.Info("bridge turn stopped: the client went away", "ms", time.Since(arrived).Milliseconds(), "chars", res.chars)
 	default:
 		h.observed("error", firstText)
 		log.Warn("bridge turn failed", "err", res.err, "kind", voice.KindOf(res.err), "chars", res.chars)
@@ -272,7 +275,6 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, req chatRequest
 // failed answers a turn the runtime refused to start.
 func (h *Handler) failed(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
 	if r.Context().Err() != nil {
-		h.stopped.Add(1)
 		h.observed("stopped", -1)
 		log.Info("bridge turn stopped before it started: the client went away")
 		return

@@ -44,11 +44,12 @@ type identity struct {
 func identify(r *http.Request, req chatRequest, hash func(string) string) identity {
 	var id identity
 	raw := ""
+	meta := metadataString(req.Metadata, metadataSessionKeys)
 	switch {
 	case strings.TrimSpace(r.Header.Get(HeaderSession)) != "":
 		raw, id.source = r.Header.Get(HeaderSession), "header"
-	case metadataString(req.Metadata, metadataSessionKeys) != "":
-		raw, id.source = metadataString(req.Metadata, metadataSessionKeys), "metadata"
+	case meta != "":
+		raw, id.source = meta, "metadata"
 	case req.Call != nil && strings.TrimSpace(req.Call.ID) != "":
 		raw, id.source = req.Call.ID, "call"
 	case strings.TrimSpace(req.User) != "":
