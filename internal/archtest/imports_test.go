@@ -207,8 +207,9 @@ var rules = []rule{
 	{"internal/dashboard/...", []string{"internal/obs", "internal/store", "internal/voice", "internal/session",
 		"internal/hostcheck", "internal/redact", "internal/edge"}},
 	{"internal/bench/...", []string{"internal/obs", "internal/sim/..."}},
-	// the agent bridge: an OpenAI-compatible endpoint in front of any runtime
-	{"internal/bridge", []string{"internal/session", "internal/voice"}},
+	// the agent bridge: an OpenAI-compatible endpoint in front of any runtime, journalling
+	// its sessions as calls are
+	{"internal/bridge", []string{"internal/obs", "internal/session", "internal/voice"}},
 	// each call's journal as an OpenTelemetry trace, and the fake collector its tests send to
 	{"internal/tracing", []string{"internal/obs", "internal/tracing/tracingtest"}},
 	{"internal/tracing/tracingtest", nil},

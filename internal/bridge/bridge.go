@@ -66,6 +66,9 @@ type Options struct {
 	Keepalive, CommitAfter time.Duration
 	// Logger receives a record per turn; nil discards them.
 	Logger *slog.Logger
+	// DataDir is where each session's journal is kept, as a call's is
+	// (<DataDir>/calls/<call id>/events.jsonl); "" keeps none.
+	DataDir string
 }
 
 // Handler serves the agent bridge: POST /v1/chat/completions and GET /v1/models, for
@@ -79,6 +82,7 @@ type Handler struct {
 	keepalive   time.Duration
 	commitAfter time.Duration
 	log         *slog.Logger
+	sessions    *sessions
 }
 
 // New checks opts and returns a Handler.
@@ -92,7 +96,8 @@ func New(opts Options) (*Handler, error) {
 		return nil, errors.New("bridge: no caller hash")
 	}
 	h := &Handler{agent: opts.Agent, hash: opts.CallerHash, observe: opts.Observer,
-		models: opts.Models, keepalive: opts.Keepalive, commitAfter: opts.CommitAfter, log: opts.Logger}
+		models: opts.Models, keepalive: opts.Keepalive, commitAfter: opts.CommitAfter, log: opts.Logger,
+		sessions: newSessions(opts.DataDir, opts.Agent.Name())}
 	rate, most := cmp.Or(opts.Rate, DefaultRate), cmp.Or(opts.MaxTurns, DefaultMaxTurns)
 	if opts.Token != "" {
 		opts.Tokens = append(slices.Clip(opts.Tokens), opts.Token)
@@ -118,6 +123,10 @@ func New(opts Options) (*Handler, error) {
 	}
 	return h, nil
 }
+
+// Close lets go of every session the bridge remembers and closes their journals; turns
+// still running journal nothing more. The server calls it once it has stopped serving.
+func (h *Handler) Close() { h.sessions.close() }
 
 // clientToken is one token a client may present, kept as its hash, and its limits.
 type clientToken struct {
@@ -232,17 +241,25 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, req chatRequest
 	sc := id.context(h.hash)
 	ctx := session.WithInstructions(session.With(r.Context(), sc), t.instructions)
 	turnReq := voice.TurnRequest{CallID: id.callID, Turn: userTurns(t.history), History: t.history, CallerHash: sc.CallerHash}
+	conv := h.sessions.open(sc, id.source != "none", arrived)
+	defer func() { h.sessions.done(conv, time.Now()) }()
+	turnReq.Unseen = conv.begin(turnReq.Turn, t.history, arrived)
 	if id.source == "none" {
 		// a conversation of one request: a runtime that keeps conversations itself has
 		// never seen the earlier messages, so they go as what it missed
 		turnReq.Unseen = t.history[:len(t.history)-1]
 	}
+	user := t.history[len(t.history)-1].Content
 	log := h.log.With("call", id.callID, "turn", turnReq.Turn, "session_from", id.source, "stream", req.Stream)
 	if t.omitted.any() {
 		log.Info("bridge: content omitted", "other_roles", t.omitted.roles, "other_parts", t.omitted.parts, "empty", t.omitted.empty)
 	}
+	if len(turnReq.Unseen) > 0 && id.source != "none" {
+		log.Info("bridge: the runtime is told what it missed", "messages", len(turnReq.Unseen))
+	}
 	stream, err := h.agent.Reply(ctx, turnReq)
 	if err != nil {
+		conv.end(turnReq.Turn, user, "", voice.Usage{}, err, r.Context().Err() != nil, time.Now())
 		h.failed(w, r, log, err)
 		return
 	}
@@ -252,22 +269,24 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, req chatRequest
 		model = h.agent.Name()
 	}
 	out := newAnswer(w, model, req.Stream, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
-	res := h.relay(ctx, stream, out)
+	res := h.relay(ctx, stream, out, func(at time.Time) { conv.firstText(turnReq.Turn, at) })
 	firstText := time.Duration(-1)
 	if !res.firstText.IsZero() {
 		firstText = res.firstText.Sub(arrived)
 	}
+	stopped := res.err != nil && r.Context().Err() != nil
+	conv.end(turnReq.Turn, user, res.text.String(), res.usage, res.err, stopped, time.Now())
 	switch {
 	case res.err == nil:
 		out.finish(res.usage)
 		h.observed("ok", firstText)
-		log.Info("bridge turn", "ms", time.Since(arrived).Milliseconds(), "first_text_ms", firstText.Milliseconds(), "chars", res.chars)
-	case r.Context().Err() != nil:
+		log.Info("bridge turn", "ms", time.Since(arrived).Milliseconds(), "first_text_ms", firstText.Milliseconds(), "chars", res.text.Len())
+	case stopped:
 		h.observed("stopped", firstText)
-		log.Info("bridge turn stopped: the client went away", "ms", time.Since(arrived).Milliseconds(), "chars", res.chars)
+		log.Info("bridge turn stopped: the client went away", "ms", time.Since(arrived).Milliseconds(), "chars", res.text.Len())
 	default:
 		h.observed("error", firstText)
-		log.Warn("bridge turn failed", "err", res.err, "kind", voice.KindOf(res.err), "chars", res.chars)
+		log.Warn("bridge turn failed", "err", res.err, "kind", voice.KindOf(res.err), "chars", res.text.Len())
 		out.fail(runtimeError(res.err))
 	}
 }
@@ -288,13 +307,14 @@ func (h *Handler) failed(w http.ResponseWriter, r *http.Request, log *slog.Logge
 type relayed struct {
 	err       error
 	usage     voice.Usage
-	chars     int
-	firstText time.Time // when the first text was written; zero: none was
+	text      strings.Builder // what the client was sent, up to voice.TranscriptLimit bytes
+	firstText time.Time       // when the first text was written; zero: none was
 }
 
 // relay copies the runtime's reply into out until it ends, fails, or ctx ends, with a
-// keepalive comment after each silence of h.keepalive.
-func (h *Handler) relay(ctx context.Context, stream voice.ReplyStream, out *answer) relayed {
+// keepalive comment after each silence of h.keepalive; first is told when the first text
+// has been written.
+func (h *Handler) relay(ctx context.Context, stream voice.ReplyStream, out *answer, first func(time.Time)) *relayed {
 	type next struct {
 		chunk voice.ReplyChunk
 		err   error
@@ -313,7 +333,7 @@ func (h *Handler) relay(ctx context.Context, stream voice.ReplyStream, out *answ
 			}
 		}
 	}()
-	var res relayed
+	res := &relayed{}
 	quiet := time.NewTimer(h.keepalive)
 	defer quiet.Stop()
 	commit := time.NewTimer(h.commitAfter)
@@ -340,10 +360,13 @@ func (h *Handler) relay(ctx context.Context, stream voice.ReplyStream, out *answ
 				res.usage = n.chunk.Usage
 			}
 			if n.chunk.Text != "" {
-				res.chars += len(n.chunk.Text)
+				if room := voice.TranscriptLimit - res.text.Len(); room > 0 {
+					res.text.WriteString(voice.Clip(n.chunk.Text, room))
+				}
 				out.text(n.chunk.Text)
 				if res.firstText.IsZero() {
 					res.firstText = time.Now()
+					first(res.firstText)
 				}
 				quiet.Reset(h.keepalive)
 			}

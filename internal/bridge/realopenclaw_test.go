@@ -163,6 +163,26 @@ func TestRealOpenClawThroughTheBridge(t *testing.T) {
 				}
 				t.Logf("%s stream=%v: %s", transport, stream, time.Since(begin).Round(time.Millisecond))
 			}
+			// The listener cuts the last reply off: the client's next request has it as far
+			// as it was spoken, and the gateway's own transcript learns what was heard.
+			last := "When does the " + transport + " pool open SLOW"
+			reply := o.history(t, key)
+			heard := ""
+			for _, m := range reply {
+				if m.Role == "assistant" {
+					heard = strings.Join(strings.Fields(m.Content)[:min(3, len(strings.Fields(m.Content)))], " ")
+				}
+			}
+			cut := ocRequest(url, "room-7", "Stop, how much is it")
+			cut.Messages = []bridgeclients.Message{{Role: "system", Content: "You are the front desk."},
+				{Role: "user", Content: last}, {Role: "assistant", Content: heard}, {Role: "user", Content: "Stop, how much is it"}}
+			if res := bridgeclients.OpenAIComplete(t, cut); res.Error != nil {
+				t.Fatalf("the turn after the cut: %v", res.Error)
+			}
+			told := "of your reply the caller heard only \u201c" + heard + "\u201d, then interrupted"
+			if history := o.history(t, key); heard == "" || !ocHolds(history, "user", told) {
+				t.Errorf("the session %s holds %+v, want its user message to tell it %q", key, history, told)
+			}
 			// And every run the gateway reported was in that session.
 			if keys := o.chats.sessions(); len(keys) != 1 || keys[0] != key {
 				t.Errorf("the gateway's runs were in sessions %q, want only %s", keys, key)

@@ -289,8 +289,11 @@ func printCallHeader(w io.Writer, t obs.CallTrace) {
 	fmt.Fprintf(w, "call %s: %s %s, agent %s, stt %s, tts %s\n", id,
 		dashIfEmpty(t.Carrier), dashIfEmpty(t.Direction), dashIfEmpty(t.Agent), dashIfEmpty(t.STT), dashIfEmpty(t.TTS))
 	end := "still running or cut short (no call.end)"
-	if t.Ended {
+	switch {
+	case t.Ended:
 		end = "ended " + t.EndReason
+	case t.Carrier == "bridge":
+		end = "an agent bridge session: its turns so far"
 	}
 	started := "unknown start"
 	if !t.Start.IsZero() {

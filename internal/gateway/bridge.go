@@ -19,6 +19,7 @@ func (s *server) mountBridge() error {
 		return err
 	}
 	b.Register(s.mux)
+	s.bridge = b
 	s.log.Info("agent bridge on", "path", "/v1/chat/completions", "runtime", s.prov.agent.Name())
 	return nil
 }
@@ -26,5 +27,5 @@ func (s *server) mountBridge() error {
 // bridgeOptions are the bridge's settings, on serve and on `handset bridge` alike.
 func bridgeOptions(cfg *config.Config, agent voice.Agent, secret []byte, m *obs.Metrics, log *slog.Logger) bridge.Options {
 	return bridge.Options{Agent: agent, Tokens: cfg.BridgeTokens(), Rate: cfg.Bridge.Rate, MaxTurns: cfg.Bridge.MaxTurns,
-		Observer: m, Logger: log, CallerHash: func(n string) string { return session.CallerHash(secret, n) }}
+		Observer: m, Logger: log, DataDir: cfg.DataDir, CallerHash: func(n string) string { return session.CallerHash(secret, n) }}
 }

@@ -56,7 +56,8 @@ func OpenBridge(ctx context.Context, cfg *config.Config, o Options) (*BridgeNode
 		release()
 		return nil, err
 	}
-	n := &BridgeNode{cfg: cfg, log: log, agent: agent, mux: http.NewServeMux(), release: release}
+	n := &BridgeNode{cfg: cfg, log: log, agent: agent, mux: http.NewServeMux(),
+		release: func() { b.Close(); release() }}
 	b.Register(n.mux)
 	n.mux.Handle("GET /metrics", metrics.Handler())
 	n.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })

@@ -107,6 +107,9 @@ func stopServer(s *server) {
 	s.waitEnded()
 	s.lines.Close()
 	s.closeTracing()
+	if s.bridge != nil {
+		s.bridge.Close()
+	}
 }
 
 // LogStartup says what an operator should know as a gateway starts: a browser page others

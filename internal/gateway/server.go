@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/handset-voice/handset/internal/bridge"
 	"github.com/handset-voice/handset/internal/call"
 	"github.com/handset-voice/handset/internal/carrier"
 	"github.com/handset-voice/handset/internal/config"
@@ -51,6 +52,7 @@ type server struct {
 	proxies   []netip.Prefix    // HANDSET_TRUSTED_PROXIES
 	traces    *tracing.Exporter // each call as an OpenTelemetry trace; nil when off
 	dashLive  *dashboard.Live   // the dashboard's live calls; nil when it is not served
+	bridge    *bridge.Handler   // the agent bridge (HANDSET_BRIDGE); nil when it is off
 
 	// carriers are the controls of every carrier with an account set, by name: a call's
 	// transfer and callback go through its own.

@@ -95,6 +95,10 @@ type check struct {
 	warnings []Warning
 }
 
+// bridged reports whether the journal is an agent bridge session's (carrier "bridge"):
+// the voice platform in front of it has the audio, and only the agent is Handset's.
+func (d *digest) bridged() bool { return d.start != nil && d.start.Carrier == "bridge" }
+
 func (c *check) fail(problem, fix string, explicit bool, evidence ...string) {
 	c.report.Status, c.report.Problem, c.fix, c.explicit = StatusFailed, problem, fix, explicit
 	c.evidence = evidence
@@ -108,6 +112,14 @@ func (c *check) warn(problem, fix string) {
 // slow-reply ones go to the stage they name) come back separately.
 func (d *digest) checks(lat Latency) ([]check, []Warning) {
 	checks := []check{d.carrier(), d.vad(), d.stt(), d.agent(), d.tts(), d.playout()}
+	if d.bridged() {
+		for i, c := range checks {
+			if c.report.Stage != StageAgent {
+				checks[i] = check{report: StageReport{Stage: c.report.Stage, Status: StatusNotReached,
+					Detail: "the voice platform's (an agent bridge session)"}}
+			}
+		}
+	}
 	var general []Warning
 	for _, w := range d.callWarnings(lat) {
 		attached := false
@@ -152,6 +164,8 @@ func (d *digest) callWarnings(lat Latency) []Warning {
 		})
 	}
 	switch {
+	case d.end == nil && d.bridged():
+		// a bridge session has no end Handset sees: its journal holds the turns so far
 	case d.end == nil:
 		out = append(out, Warning{Problem: "the journal has no call.end: the call is still running, or Handset stopped before it ended",
 			Fix: "If Handset crashed or was killed, the server log says why; the journal is complete up to its last line."})

@@ -253,8 +253,11 @@ func (j *Journal) Err() error {
 	return j.err
 }
 
-// Close syncs and closes the file. Idempotent.
+// Close syncs and closes the file. Idempotent; a nil Journal has nothing to close.
 func (j *Journal) Close() error {
+	if j == nil {
+		return nil
+	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.f == nil {

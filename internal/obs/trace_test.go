@@ -255,3 +255,27 @@ func TestTraceWithoutCallEnd(t *testing.T) {
 		t.Errorf("warnings %+v", tr.Warnings)
 	}
 }
+
+// An agent bridge session's journal has only the agent's stage, and no end to miss.
+func TestTraceOfABridgeSession(t *testing.T) {
+	start := ev(0, CallStart)
+	start.Carrier, start.Agent = "bridge", "hermes"
+	tr := Trace([]Event{start, ev(0, TurnCommit, func(e *Event) { e.Turn, e.Text = 1, "Hello." }),
+		ev(0, AgentRequest, func(e *Event) { e.Turn = 1 }), ev(400, AgentFirstToken, func(e *Event) { e.Turn = 1 }),
+		ev(900, AgentDone, func(e *Event) { e.Turn, e.Text = 1, "Hi there." })})
+	for _, s := range tr.Stages {
+		want := StatusNotReached
+		if s.Stage == StageAgent {
+			want = StatusOK
+		}
+		if s.Status != want {
+			t.Errorf("%s: %s (%s), want %s", s.Stage, s.Status, s.Detail, want)
+		}
+	}
+	if len(tr.Warnings) != 0 {
+		t.Errorf("warnings %+v, want none", tr.Warnings)
+	}
+	if len(tr.Turns) != 1 || tr.Turns[0].AgentTTFTMS != 400 {
+		t.Errorf("turns %+v, want one with its time to first token", tr.Turns)
+	}
+}
