@@ -69,7 +69,23 @@ type Options struct {
 	// DataDir is where each session's journal is kept, as a call's is
 	// (<DataDir>/calls/<call id>/events.jsonl); "" keeps none.
 	DataDir string
+	// Spoken are the words the bridge says itself on a Retell call, as Handset's own
+	// calls do.
+	Spoken Spoken
 }
+
+// Spoken are the bridge's own words on a Retell call, where it answers for the agent.
+type Spoken struct {
+	First   string // the begin message (HANDSET_FIRST_MESSAGE); empty: the user speaks first
+	Silence string // the answer to Retell's reminder (HANDSET_SILENCE_MESSAGE)
+	// Error is said when the runtime fails (HANDSET_ERROR_MESSAGE), never the runtime's
+	// own text; empty is DefaultErrorMessage.
+	Error string
+}
+
+// DefaultErrorMessage is what a Retell caller hears when the runtime fails and no other
+// words were set.
+const DefaultErrorMessage = "Sorry, I'm having trouble answering right now."
 
 // Handler serves the agent bridge: POST /v1/chat/completions and GET /v1/models, for
 // voice platforms that bring their own speech and want a Handset runtime as their LLM.
@@ -83,6 +99,7 @@ type Handler struct {
 	commitAfter time.Duration
 	log         *slog.Logger
 	sessions    *sessions
+	spoken      Spoken
 }
 
 // New checks opts and returns a Handler.
@@ -97,7 +114,8 @@ func New(opts Options) (*Handler, error) {
 	}
 	h := &Handler{agent: opts.Agent, hash: opts.CallerHash, observe: opts.Observer,
 		models: opts.Models, keepalive: opts.Keepalive, commitAfter: opts.CommitAfter, log: opts.Logger,
-		sessions: newSessions(opts.DataDir, opts.Agent.Name())}
+		sessions: newSessions(opts.DataDir, opts.Agent.Name()), spoken: opts.Spoken}
+	h.spoken.Error = cmp.Or(h.spoken.Error, DefaultErrorMessage)
 	rate, most := cmp.Or(opts.Rate, DefaultRate), cmp.Or(opts.MaxTurns, DefaultMaxTurns)
 	if opts.Token != "" {
 		opts.Tokens = append(slices.Clip(opts.Tokens), opts.Token)
@@ -138,27 +156,38 @@ type clientToken struct {
 func (h *Handler) Register(mux *http.ServeMux) {
 	mux.Handle("POST /v1/chat/completions", h.authed(h.limited(h.completions)))
 	mux.Handle("GET /v1/models", h.authed(func(w http.ResponseWriter, r *http.Request, _ *clientToken) { h.listModels(w, r) }))
+	mux.HandleFunc("GET /v1/retell/{token}/{call_id}", h.retell)
 }
 
 // authed lets through requests that present one of the bridge's tokens, telling next which.
 func (h *Handler) authed(next func(http.ResponseWriter, *http.Request, *clientToken)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		sum := sha256.Sum256([]byte(strings.TrimSpace(got)))
-		var match *clientToken
-		for i := range h.tokens {
-			// every token is compared, so the time taken says nothing of which matched
-			if subtle.ConstantTimeCompare(sum[:], h.tokens[i].sum[:]) == 1 && ok {
-				match = &h.tokens[i]
-			}
-		}
-		if match == nil {
+		match := h.match(got)
+		if match == nil || !ok {
 			apiError{status: http.StatusUnauthorized, Type: typeAuthentication, Code: "invalid_api_key",
 				Message: "the bridge wants its token: Authorization: Bearer <HANDSET_BRIDGE_TOKEN>"}.write(w)
 			return
 		}
 		next(w, r, match)
 	})
+}
+
+// match is the bridge's token that presented is, or nil. Every token is compared, so the
+// time taken says nothing of which matched.
+func (h *Handler) match(presented string) *clientToken {
+	presented = strings.TrimSpace(presented)
+	if presented == "" {
+		return nil
+	}
+	sum := sha256.Sum256([]byte(presented))
+	var match *clientToken
+	for i := range h.tokens {
+		if subtle.ConstantTimeCompare(sum[:], h.tokens[i].sum[:]) == 1 {
+			match = &h.tokens[i]
+		}
+	}
+	return match
 }
 
 // limited lets a turn start within its token's limits, or answers 429 with when to ask
@@ -303,6 +332,13 @@ func (h *Handler) failed(w http.ResponseWriter, r *http.Request, log *slog.Logge
 	runtimeError(err).write(w)
 }
 
+// sink is where relay writes a reply: an HTTP answer, or a Retell call's socket.
+type sink interface {
+	text(s string) // the reply's next text
+	keepalive()    // a silence of the keepalive's length: a tool runs
+	commit()       // the first text is late: commit to an answer that has begun
+}
+
 // relayed is how a turn's reply went.
 type relayed struct {
 	err       error
@@ -314,7 +350,7 @@ type relayed struct {
 // relay copies the runtime's reply into out until it ends, fails, or ctx ends, with a
 // keepalive comment after each silence of h.keepalive; first is told when the first text
 // has been written.
-func (h *Handler) relay(ctx context.Context, stream voice.ReplyStream, out *answer, first func(time.Time)) *relayed {
+func (h *Handler) relay(ctx context.Context, stream voice.ReplyStream, out sink, first func(time.Time)) *relayed {
 	type next struct {
 		chunk voice.ReplyChunk
 		err   error

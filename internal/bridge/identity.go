@@ -44,21 +44,28 @@ type identity struct {
 func identify(r *http.Request, req chatRequest, hash func(string) string) identity {
 	var id identity
 	raw := ""
-	meta := metadataString(req.Metadata, metadataSessionKeys)
+	// Vapi sends its assistant's metadata with every call to that assistant: under a
+	// call object, the metadata names no session and no caller, or every caller of the
+	// assistant would share one.
+	vapi := req.Call != nil
+	meta := ""
+	if !vapi {
+		meta = metadataString(req.Metadata, metadataSessionKeys)
+	}
 	switch {
 	case strings.TrimSpace(r.Header.Get(HeaderSession)) != "":
 		raw, id.source = r.Header.Get(HeaderSession), "header"
+	case vapi && strings.TrimSpace(req.Call.ID) != "":
+		raw, id.source = req.Call.ID, "call"
 	case meta != "":
 		raw, id.source = meta, "metadata"
-	case req.Call != nil && strings.TrimSpace(req.Call.ID) != "":
-		raw, id.source = req.Call.ID, "call"
 	case strings.TrimSpace(req.User) != "":
 		raw, id.source = req.User, "user"
 	}
-	if req.Call != nil && req.Call.Customer != nil {
+	switch {
+	case vapi && req.Call.Customer != nil:
 		id.caller = strings.TrimSpace(req.Call.Customer.Number)
-	}
-	if id.caller == "" {
+	case !vapi:
 		id.caller = metadataString(req.Metadata, metadataCallerKeys)
 	}
 	raw = strings.TrimSpace(raw)
@@ -72,16 +79,24 @@ func identify(r *http.Request, req chatRequest, hash func(string) string) identi
 		if h := hash(raw); h != "" {
 			id.callID = voice.CallID("bridge-caller-" + h)
 		}
-	case cleanSession.MatchString(raw):
-		id.callID = voice.CallID("bridge-" + raw)
 	default:
-		sum := sha256.Sum256([]byte(raw))
-		id.callID = voice.CallID("bridge-h-" + hex.EncodeToString(sum[:12]))
+		id.callID = sessionCallID(raw)
 	}
 	if id.callID == "" {
 		id.source, id.callID = "none", voice.CallID("bridge-"+randomID())
 	}
 	return id
+}
+
+// sessionCallID is the call id of the session a client named: "bridge-<id>" for a plain
+// id, else "bridge-h-<hash of it>", so no two ids meet in one session and nothing odd
+// reaches a runtime's header.
+func sessionCallID(raw string) voice.CallID {
+	if cleanSession.MatchString(raw) {
+		return voice.CallID("bridge-" + raw)
+	}
+	sum := sha256.Sum256([]byte(raw))
+	return voice.CallID("bridge-h-" + hex.EncodeToString(sum[:12]))
 }
 
 // context is the session context a runtime files the turn under: the bridge's call id,

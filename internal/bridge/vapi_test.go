@@ -274,3 +274,28 @@ func TestVapiWithTheWrongCredentialGets401(t *testing.T) {
 		t.Errorf("the bridge's token: %v", err)
 	}
 }
+
+// Vapi sends its assistant's metadata with every call to the assistant: a session or a
+// caller number in it must not put every caller into one session, or one memory.
+func TestVapiAssistantMetadataNamesNoSessionAndNoCaller(t *testing.T) {
+	r := newRig(t, fakehermes.Options{}, hermes.TransportRuns, nil)
+	shared := map[string]any{"session": "front-desk", "caller_number": "+15557654321"}
+	calls := []*fakevapi.Call{
+		vapiCall(r, fakevapi.Options{Metadata: shared, Call: fakevapi.CallInfo{Type: fakevapi.TypeWeb}}),
+		vapiCall(r, fakevapi.Options{Metadata: shared, Call: fakevapi.CallInfo{Type: fakevapi.TypeWeb}}),
+	}
+	for _, c := range calls {
+		if _, err := c.Say(context.Background(), "Hello"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runs := vapiRuns(r)
+	if len(runs) != 2 {
+		t.Fatalf("%d runs", len(runs))
+	}
+	for i, q := range runs {
+		if q.SessionID != vapiSession(calls[i]) || q.SessionKey != "" {
+			t.Errorf("call %d: session %q, key %q; want %q and no key", i+1, q.SessionID, q.SessionKey, vapiSession(calls[i]))
+		}
+	}
+}

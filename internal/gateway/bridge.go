@@ -27,5 +27,7 @@ func (s *server) mountBridge() error {
 // bridgeOptions are the bridge's settings, on serve and on `handset bridge` alike.
 func bridgeOptions(cfg *config.Config, agent voice.Agent, secret []byte, m *obs.Metrics, log *slog.Logger) bridge.Options {
 	return bridge.Options{Agent: agent, Tokens: cfg.BridgeTokens(), Rate: cfg.Bridge.Rate, MaxTurns: cfg.Bridge.MaxTurns,
-		Observer: m, Logger: log, DataDir: cfg.DataDir, CallerHash: func(n string) string { return session.CallerHash(secret, n) }}
+		Observer: m, Logger: log, DataDir: cfg.DataDir,
+		Spoken:     bridge.Spoken{First: cfg.Messages.First, Silence: cfg.Messages.Silence, Error: cfg.Messages.Error},
+		CallerHash: func(n string) string { return session.CallerHash(secret, n) }}
 }
