@@ -150,6 +150,9 @@ type stream struct {
 	stopOnce  sync.Once
 	stopDone  chan struct{}
 	closeOnce sync.Once
+	// releaseOnce: the response is let go once, kept for the next turn when the reply
+	// ended properly (httpagent.Finish), else closed.
+	releaseOnce sync.Once
 }
 
 // Next returns the next chunk, io.EOF at the end of the reply, or a *voice.ProviderError.
@@ -243,7 +246,7 @@ func (s *stream) advance() {
 			s.pending = append(s.pending, voice.ReplyChunk{Usage: st.Tokens})
 		}
 		s.err = io.EOF
-		s.release()
+		s.releaseOnce.Do(func() { httpagent.Finish(s.w, s.body) }) // keep the connection
 	case stepFailed:
 		s.finished.Store(true)
 		s.pending = nil
@@ -294,10 +297,12 @@ func (s *stream) abort(err error) {
 
 // release frees the HTTP response once the reply has ended.
 func (s *stream) release() {
-	s.w.Stop(httpagent.ErrClosed)
-	if s.body != nil {
-		_ = s.body.Close()
-	}
+	s.releaseOnce.Do(func() {
+		s.w.Stop(httpagent.ErrClosed)
+		if s.body != nil {
+			_ = s.body.Close()
+		}
+	})
 }
 
 // stopRun asks Hermes to stop the run unless it already ended. It has its own short

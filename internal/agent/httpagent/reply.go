@@ -4,6 +4,7 @@ import (
 	"io"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/handset-voice/handset/internal/voice"
 )
@@ -40,6 +41,39 @@ func (r *Reply) End() {
 		r.w.Stop(ErrClosed)
 		_ = r.body.Close()
 	})
+}
+
+// Finish releases the request like End, for a reply the runtime ended properly (its
+// stream's last event came): see Finish.
+func (r *Reply) Finish() {
+	r.release.Do(func() { Finish(r.w, r.body) })
+}
+
+// The most Finish reads of what follows a stream's last event, and for how long.
+const (
+	finishMax  = 64 << 10
+	finishWait = 500 * time.Millisecond
+)
+
+// Finish releases an exchange whose answer the runtime ended properly. A stream's last
+// event ([DONE], run.completed) comes before the end of the HTTP body (a chunked body's
+// last chunk, a closing comment); a body closed before its end closes its connection,
+// and the next turn dials the runtime again (over https, a handshake each). So what is
+// left is read first, up to finishMax bytes and for at most finishWait, and the
+// connection goes back to the pool. It returns at once: the reading has a goroutine of
+// its own.
+func Finish(w *Watch, body io.ReadCloser) {
+	if body == nil {
+		w.Stop(ErrClosed)
+		return
+	}
+	go func() {
+		cut := time.AfterFunc(finishWait, func() { _ = body.Close() })
+		_, _ = io.CopyN(io.Discard, body, finishMax)
+		cut.Stop()
+		_ = body.Close()
+		w.Stop(ErrClosed)
+	}()
 }
 
 // Interrupted reports whether the exchange was cut off (silence, the caller's context or

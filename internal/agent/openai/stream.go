@@ -56,7 +56,11 @@ func (s *stream) Next() (voice.ReplyChunk, error) {
 	}
 	if err != nil {
 		s.err = err
-		s.End()
+		if errors.Is(err, io.EOF) {
+			s.Finish() // the stream ended with its reply: keep the connection
+		} else {
+			s.End()
+		}
 		s.agent.log.Debug("agent reply ended", "provider", s.agent.name, "chunks", s.chunks, "err", err)
 		return voice.ReplyChunk{}, err
 	}
