@@ -19,6 +19,7 @@ import (
 	"github.com/handset-voice/handset/internal/session"
 	"github.com/handset-voice/handset/internal/sim/bridgeclients"
 	"github.com/handset-voice/handset/internal/sim/fakeopenai"
+	"github.com/handset-voice/handset/internal/sim/fakeretell"
 	"github.com/handset-voice/handset/internal/sim/realopenclaw"
 	"github.com/handset-voice/handset/internal/testpeer"
 	"github.com/handset-voice/handset/internal/voice"
@@ -189,6 +190,48 @@ func TestRealOpenClawThroughTheBridge(t *testing.T) {
 			}
 		})
 	}
+	// A Retell call whose caller talks over the agent: the gateway's session of the call
+	// learns what the caller heard of the reply they cut off.
+	t.Run("retell", func(t *testing.T) {
+		url, _ := o.bridge(t, "ws", nil)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		call, err := fakeretell.Dial(ctx, "ws"+strings.TrimPrefix(url, "http")+"/retell/"+token, "call_oc1",
+			fakeretell.Options{SpeakRate: 40})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer call.Close()
+		if _, err := call.WaitBegin(ctx); err != nil {
+			t.Fatal(err)
+		}
+		id, err := call.Say(ctx, "What is the wifi password SLOW")
+		if err != nil {
+			t.Fatal(err)
+		}
+		next, err := call.Interrupt(ctx, id, fakeretell.BargeIn{Chars: 12}, "Sorry, which network")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := call.WaitResponse(ctx, next); err != nil {
+			t.Fatal(err)
+		}
+		heard := ""
+		for _, u := range call.Transcript() {
+			if u.Role == "agent" && strings.TrimSpace(u.Content) != "" {
+				heard = strings.TrimSpace(u.Content) // the reply cut off: the call's first words
+				break
+			}
+		}
+		retellKey := ocKey("call_oc1")
+		told := "heard only \u201c" + heard + "\u201d, then interrupted"
+		if history := o.history(t, retellKey); heard == "" || !ocHolds(history, "user", told) {
+			t.Errorf("the session %s holds %+v, want a user message telling it %q", retellKey, history, told)
+		}
+		if v := call.Violations(); len(v) > 0 {
+			t.Errorf("the bridge broke Retell's protocol: %q", v)
+		}
+	})
 }
 
 // TestRealOpenClawStopsWhenTheClientAborts: a client that aborts a streamed reply after its
