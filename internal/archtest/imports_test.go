@@ -347,7 +347,7 @@ var thirdParties = []thirdParty{
 	{"github.com/jackc/pgx/v5", []string{"internal/store/postgres/..."}, nil},
 	{"modernc.org/sqlite", []string{"internal/store/sqlite"}, nil},
 	{"github.com/coder/websocket", []string{"internal/carrier/*/...", "internal/browser", "internal/stt/deepgram",
-		"internal/agent/openclaw", "internal/sim/..."}, []string{"internal/cli", "internal/gateway", "internal/edge"}},
+		"internal/agent/openclaw", "internal/bridge", "internal/sim/..."}, []string{"internal/cli", "internal/gateway", "internal/edge"}},
 	// SIP trunks: signalling and media are the sip carrier's, and its simulated callers'
 	{"github.com/emiago/sipgo", []string{"internal/carrier/sip/...", "internal/sim/..."}, nil},
 	{"github.com/pion/rtp", []string{"internal/carrier/sip/...", "internal/sim/..."}, nil},

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/handset-voice/handset/internal/agent/hermes"
 	"github.com/handset-voice/handset/internal/sim/fakehermes"
@@ -50,6 +51,8 @@ func TestFinishedRepliesKeepTheirConnection(t *testing.T) {
 					}
 				}
 				_ = s.Close()
+				// turns come seconds apart: time for the end of the body to be read
+				time.Sleep(50 * time.Millisecond)
 			}
 			// the runs transport has two requests a turn, which may overlap once
 			if n := dials.Load(); n > 2 {
