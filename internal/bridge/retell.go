@@ -126,8 +126,10 @@ func (c *retellCall) serve(ctx context.Context) {
 		typ, data, err := c.conn.Read(readCtx)
 		done()
 		if err != nil {
-			if s := websocket.CloseStatus(err); s != websocket.StatusNormalClosure && s != websocket.StatusGoingAway {
-				c.log.Info("retell call ended", "err", err)
+			if s := websocket.CloseStatus(err); s == websocket.StatusNormalClosure || s == websocket.StatusGoingAway {
+				c.ended() // the call is over; any other loss, Retell dials again
+			} else {
+				c.log.Info("retell socket lost", "err", err)
 			}
 			return
 		}
@@ -149,6 +151,20 @@ func (c *retellCall) serve(ctx context.Context) {
 			c.log.Debug("retell: event ignored", "interaction_type", voice.Clip(ev.InteractionType, 40))
 		}
 	}
+}
+
+// ended journals the end of a call that had turns: Retell closed its socket normally.
+func (c *retellCall) ended() {
+	c.mu.Lock()
+	began := c.latest > 0
+	c.mu.Unlock()
+	if !began {
+		return
+	}
+	now := time.Now()
+	conv := c.h.sessions.open(c.sessionContext(), true, now)
+	conv.ended(voice.EndCallerHangup.String(), now)
+	c.h.sessions.done(conv, now)
 }
 
 // details notes who the call is with: for an inbound call the caller, for an outbound

@@ -109,9 +109,17 @@ func TestRetellCallThroughTheBridge(t *testing.T) {
 	if !sawRun {
 		t.Fatal("no run started")
 	}
+	_ = call.Close() // Retell hangs up
+	waitFor(t, func() bool {
+		events := journal(t, dataDir, "bridge-call_7f3a")
+		return events[len(events)-1].Type == obs.CallEnd
+	})
 	events := journal(t, dataDir, "bridge-call_7f3a")
 	if events[0].Type != obs.CallStart || events[0].CallerHash != hash || !slices.Contains(types(events), obs.AgentDone) {
 		t.Errorf("journal %v (start %+v)", types(events), events[0])
+	}
+	if end := events[len(events)-1]; end.Reason != "caller_hangup" {
+		t.Errorf("the call ended %+v, want caller_hangup", end)
 	}
 }
 

@@ -214,3 +214,8 @@ func (c *conversation) end(turn int, user, reply string, usage voice.Usage, err 
 			InputTokens: usage.InputTokens, OutputTokens: usage.OutputTokens})
 	}
 }
+
+// ended records that the session's call is over (a Retell call's socket closed).
+func (c *conversation) ended(reason string, now time.Time) {
+	c.journal.Record(now, obs.Event{Type: obs.CallEnd, Reason: reason})
+}
