@@ -49,6 +49,13 @@ func testWholeCall(t *testing.T, kit simkit.Kit) {
 		t.Fatal(err)
 	}
 	waitMark(ctx, t, c, "t3-s1")
+	// Its sentences stream slowly (SLOW): the second may not be playing yet the moment the
+	// first has ended, and a caller speaking into that gap takes a turn instead of cutting
+	// the reply off. Talk once the reply is heard again (a busy machine widens the gap).
+	played := len(c.Snapshot().PlayedAudio())
+	again, cancel := context.WithTimeout(ctx, 20*time.Second)
+	_ = c.WaitFor(again, func(s phone.Snapshot) bool { return len(s.PlayedAudio()) > played+800 || s.Ended })
+	cancel()
 	heardBefore := len(c.Snapshot().PlayedAudio())
 	if err := c.SayAndWait(ctx, speech(1000*time.Millisecond, 4)); err != nil {
 		t.Fatal(err)
