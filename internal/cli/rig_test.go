@@ -233,6 +233,9 @@ func dumpEvents(events []obs.Event) string {
 		if e.Name != "" || e.DelayMS != 0 || e.ReturnLossDB != 0 {
 			fmt.Fprintf(&b, " name=%s delay=%.0fms loss=%.1fdB cancelled=%.1fdB", e.Name, e.DelayMS, e.ReturnLossDB, e.CancelledDB)
 		}
+		if e.Reason != "" {
+			fmt.Fprintf(&b, " reason=%s", e.Reason)
+		}
 		if e.Count != 0 || e.AudioMS != 0 || e.LevelDB != 0 {
 			fmt.Fprintf(&b, " count=%d audio_ms=%d level=%.1fdB", e.Count, e.AudioMS, e.LevelDB)
 		}

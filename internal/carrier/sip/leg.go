@@ -132,6 +132,16 @@ func (l *Leg) established() {
 	close(l.answered)
 }
 
+// hungUp reports whether the dialog ended on an ordinary hang-up.
+func (l *Leg) hungUp() bool {
+	select {
+	case <-l.ended:
+		return l.endErr == nil
+	default:
+		return false
+	}
+}
+
 // end marks the dialog over; err says why when it is not an ordinary hang-up.
 func (l *Leg) end(err error) {
 	l.endOnce.Do(func() {
@@ -161,15 +171,16 @@ func (l *Leg) SendAudio(ctx context.Context, audio []byte) error {
 	if l.bridged() {
 		return errEnded
 	}
-	if err := l.waitAnswered(ctx); err != nil {
-		return err
+	err := l.waitAnswered(ctx)
+	if err == nil {
+		err = l.media.SendAudio(ctx, audio)
 	}
-	return l.media.SendAudio(ctx, audio)
+	return l.unlessHungUp(err)
 }
 
 // SendMark asks for the mark back once the audio before it has been sent.
 func (l *Leg) SendMark(ctx context.Context, name string) error {
-	return l.media.SendMark(ctx, name)
+	return l.unlessHungUp(l.media.SendMark(ctx, name))
 }
 
 // Clear drops the queued audio at once.
@@ -177,7 +188,18 @@ func (l *Leg) Clear(ctx context.Context) error {
 	if l.bridged() {
 		return nil // the queue carries the bridge's audio now
 	}
-	return l.media.Clear(ctx)
+	return l.unlessHungUp(l.media.Clear(ctx))
+}
+
+// unlessHungUp is err, unless the caller has hung up (a BYE, which may even overtake the
+// ACK) and closed the media under the call's playout: what it sends then has no one to
+// play to, and that is no fault of the media. Run reports the hang-up; an error here
+// would race it and end the call as a media failure.
+func (l *Leg) unlessHungUp(err error) error {
+	if err != nil && l.hungUp() {
+		return nil
+	}
+	return err
 }
 
 // errEnded: the call ended before the caller acknowledged the answer.
