@@ -128,9 +128,11 @@ func (a *answer) finish(u voice.Usage) {
 	a.write([]byte("data: [DONE]\n\n"))
 }
 
-// fail ends the answer with e: the whole answer before anything was sent, or an error
-// event (which OpenAI's clients raise as an error) once the stream has begun.
-func (a *answer) fail(e apiError) {
+// fail ends the answer with the runtime's failure as an OpenAI-shaped error: the whole
+// answer before anything was sent, or an error event (which OpenAI's clients raise as an
+// error) once the stream has begun.
+func (a *answer) fail(runtimeErr error) {
+	e := runtimeError(runtimeErr)
 	if !a.committed {
 		_ = a.rc.SetWriteDeadline(time.Now().Add(writeGrace))
 		e.write(a.w)

@@ -267,44 +267,49 @@ func readTurn(w http.ResponseWriter, r *http.Request) (chatRequest, turn, error)
 // answer runs a request's turn.
 func (h *Handler) answer(w http.ResponseWriter, r *http.Request, req chatRequest, t turn, arrived time.Time) {
 	id := identify(r, req, h.hash)
-	sc := id.context(h.hash)
-	ctx := session.WithInstructions(session.With(r.Context(), sc), t.instructions)
-	turnReq := voice.TurnRequest{CallID: id.callID, Turn: userTurns(t.history), History: t.history, CallerHash: sc.CallerHash}
-	conv := h.sessions.open(sc, id.source != "none", arrived)
-	defer func() { h.sessions.done(conv, time.Now()) }()
-	turnReq.Unseen = conv.begin(turnReq.Turn, t.history, arrived)
-	if id.source == "none" {
-		// a conversation of one request: a runtime that keeps conversations itself has
-		// never seen the earlier messages, so they go as what it missed
-		turnReq.Unseen = t.history[:len(t.history)-1]
-	}
-	user := t.history[len(t.history)-1].Content
-	log := h.log.With("call", id.callID, "turn", turnReq.Turn, "session_from", id.source, "stream", req.Stream)
+	log := h.log.With("call", id.callID, "session_from", id.source, "stream", req.Stream)
 	if t.omitted.any() {
 		log.Info("bridge: content omitted", "other_roles", t.omitted.roles, "other_parts", t.omitted.parts, "empty", t.omitted.empty)
 	}
-	if len(turnReq.Unseen) > 0 && id.source != "none" {
-		log.Info("bridge: the runtime is told what it missed", "messages", len(turnReq.Unseen))
-	}
-	stream, err := h.agent.Reply(ctx, turnReq)
-	if err != nil {
-		conv.end(turnReq.Turn, user, "", voice.Usage{}, err, r.Context().Err() != nil, time.Now())
-		h.failed(w, r, log, err)
-		return
-	}
-	defer stream.Close()
-	model := req.Model
-	if model == "" {
-		model = h.agent.Name()
-	}
+	model := cmp.Or(req.Model, h.agent.Name())
 	out := newAnswer(w, model, req.Stream, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
-	res := h.relay(ctx, stream, out, func(at time.Time) { conv.firstText(turnReq.Turn, at) })
+	ctx := session.WithInstructions(r.Context(), t.instructions)
+	h.runTurn(ctx, id.context(h.hash), id.source != "none", t.history, arrived, out, log)
+}
+
+// runTurn runs one turn of the runtime for any of the bridge's doors: it files the turn
+// in its session (what the runtime missed told, the turn journalled), relays the reply
+// into out and ends it there, and counts and logs how it went. keep is false for a
+// conversation of one request: a runtime that keeps conversations itself has never seen
+// its earlier messages, so they go as what it missed. ctx ending (the client left, or
+// asked for something newer) stops the turn and the runtime's run.
+func (h *Handler) runTurn(ctx context.Context, sc session.Context, keep bool, history []voice.Message, arrived time.Time, out sink, log *slog.Logger) {
+	ctx = session.With(ctx, sc)
+	req := voice.TurnRequest{CallID: sc.CallID, Turn: userTurns(history), History: history, CallerHash: sc.CallerHash}
+	log = log.With("turn", req.Turn)
+	conv := h.sessions.open(sc, keep, arrived)
+	defer func() { h.sessions.done(conv, time.Now()) }()
+	req.Unseen = conv.begin(req.Turn, history, arrived)
+	switch {
+	case !keep:
+		req.Unseen = history[:len(history)-1]
+	case len(req.Unseen) > 0:
+		log.Info("bridge: the runtime is told what it missed", "messages", len(req.Unseen))
+	}
+	res := &relayed{}
+	stream, err := h.agent.Reply(ctx, req)
+	if err == nil {
+		defer stream.Close()
+		res = h.relay(ctx, stream, out, func(at time.Time) { conv.firstText(req.Turn, at) })
+	} else {
+		res.err = err
+	}
+	stopped := res.err != nil && ctx.Err() != nil
+	conv.end(req.Turn, history[len(history)-1].Content, res.text.String(), res.usage, res.err, stopped, time.Now())
 	firstText := time.Duration(-1)
 	if !res.firstText.IsZero() {
 		firstText = res.firstText.Sub(arrived)
 	}
-	stopped := res.err != nil && r.Context().Err() != nil
-	conv.end(turnReq.Turn, user, res.text.String(), res.usage, res.err, stopped, time.Now())
 	switch {
 	case res.err == nil:
 		out.finish(res.usage)
@@ -312,31 +317,21 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, req chatRequest
 		log.Info("bridge turn", "ms", time.Since(arrived).Milliseconds(), "first_text_ms", firstText.Milliseconds(), "chars", res.text.Len())
 	case stopped:
 		h.observed("stopped", firstText)
-		log.Info("bridge turn stopped: the client went away", "ms", time.Since(arrived).Milliseconds(), "chars", res.text.Len())
+		log.Info("bridge turn stopped: its client went away or asked for something newer", "ms", time.Since(arrived).Milliseconds(), "chars", res.text.Len())
 	default:
 		h.observed("error", firstText)
 		log.Warn("bridge turn failed", "err", res.err, "kind", voice.KindOf(res.err), "chars", res.text.Len())
-		out.fail(runtimeError(res.err))
+		out.fail(res.err)
 	}
-}
-
-// failed answers a turn the runtime refused to start.
-func (h *Handler) failed(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
-	if r.Context().Err() != nil {
-		h.observed("stopped", -1)
-		log.Info("bridge turn stopped before it started: the client went away")
-		return
-	}
-	h.observed("error", -1)
-	log.Warn("bridge turn failed", "err", err, "kind", voice.KindOf(err))
-	runtimeError(err).write(w)
 }
 
 // sink is where relay writes a reply: an HTTP answer, or a Retell call's socket.
 type sink interface {
-	text(s string) // the reply's next text
-	keepalive()    // a silence of the keepalive's length: a tool runs
-	commit()       // the first text is late: commit to an answer that has begun
+	text(s string)         // the reply's next text
+	keepalive()            // a silence of the keepalive's length: a tool runs
+	commit()               // the first text is late: commit to an answer that has begun
+	finish(u voice.Usage)  // the reply is complete
+	fail(runtimeErr error) // the runtime failed: said the door's way, never its own text
 }
 
 // relayed is how a turn's reply went.

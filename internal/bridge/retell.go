@@ -120,7 +120,7 @@ func (c *retellCall) serve(ctx context.Context) {
 	config.Config.AutoReconnect, config.Config.CallDetails = true, true
 	c.send(ctx, config)
 	// The begin message: what the agent says first, or nothing (the user speaks first).
-	c.send(ctx, retellResponse{ResponseType: "response", ResponseID: 0, Content: c.h.spoken.First, ContentComplete: true})
+	c.reply(ctx, retellResponse{ResponseType: "response", ResponseID: 0, Content: c.h.spoken.First, ContentComplete: true})
 	for {
 		readCtx, done := context.WithTimeout(ctx, retellIdle)
 		typ, data, err := c.conn.Read(readCtx)
@@ -201,14 +201,14 @@ func (c *retellCall) respond(ctx context.Context, ev retellEvent) {
 	if ev.InteractionType == "reminder_required" || len(history) == 0 || history[len(history)-1].Role != voice.RoleUser {
 		// The user has been quiet: the reminder Handset's own calls speak. It is in the
 		// transcript from now on, and the runtime is told it with the next turn.
-		c.send(turnCtx, retellResponse{ResponseType: "response", ResponseID: id, Content: c.h.spoken.Silence, ContentComplete: true})
+		c.reply(turnCtx, retellResponse{ResponseType: "response", ResponseID: id, Content: c.h.spoken.Silence, ContentComplete: true})
 		return
 	}
 	release, _ := c.tok.limit.start(time.Now())
 	if release == nil {
 		c.h.observed("refused", -1)
 		c.log.Warn("retell turn refused: over the bridge's limits for this token (HANDSET_BRIDGE_RATE, HANDSET_BRIDGE_MAX_TURNS)")
-		c.send(turnCtx, retellResponse{ResponseType: "response", ResponseID: id, Content: c.h.spoken.Error, ContentComplete: true})
+		c.reply(turnCtx, retellResponse{ResponseType: "response", ResponseID: id, Content: c.h.spoken.Error, ContentComplete: true})
 		return
 	}
 	c.running.Go(func() {
@@ -220,49 +220,8 @@ func (c *retellCall) respond(ctx context.Context, ev retellEvent) {
 
 // turn runs one response: the runtime's reply streamed as response events for id.
 func (c *retellCall) turn(ctx context.Context, id int, history []voice.Message) {
-	arrived := time.Now()
-	sc := c.sessionContext()
-	ctx = session.With(ctx, sc)
-	req := voice.TurnRequest{CallID: c.callID, Turn: userTurns(history), History: history, CallerHash: sc.CallerHash}
-	conv := c.h.sessions.open(sc, true, arrived)
-	defer func() { c.h.sessions.done(conv, time.Now()) }()
-	req.Unseen = conv.begin(req.Turn, history, arrived)
-	user := history[len(history)-1].Content
-	log := c.log.With("turn", req.Turn, "response_id", id)
 	out := &retellReply{c: c, ctx: ctx, id: id}
-	stream, err := c.h.agent.Reply(ctx, req)
-	var res *relayed
-	if err == nil {
-		res = c.h.relay(ctx, stream, out, func(at time.Time) { conv.firstText(req.Turn, at) })
-		stream.Close()
-		err = res.err
-	} else {
-		res = &relayed{}
-	}
-	stopped := err != nil && ctx.Err() != nil
-	conv.end(req.Turn, user, res.text.String(), res.usage, err, stopped, time.Now())
-	firstText := time.Duration(-1)
-	if !res.firstText.IsZero() {
-		firstText = res.firstText.Sub(arrived)
-	}
-	switch {
-	case err == nil:
-		out.complete("")
-		c.h.observed("ok", firstText)
-		log.Info("bridge turn", "ms", time.Since(arrived).Milliseconds(), "first_text_ms", firstText.Milliseconds(), "chars", res.text.Len())
-	case stopped:
-		c.h.observed("stopped", firstText)
-		log.Info("bridge turn stopped: Retell asked for a newer response, or the call ended", "chars", res.text.Len())
-	default:
-		// The runtime's own error text is never spoken: the caller hears Handset's.
-		c.h.observed("error", firstText)
-		log.Warn("bridge turn failed", "err", err, "kind", voice.KindOf(err), "chars", res.text.Len())
-		sep := ""
-		if res.text.Len() > 0 {
-			sep = " "
-		}
-		out.complete(sep + c.h.spoken.Error)
-	}
+	c.h.runTurn(ctx, c.sessionContext(), true, history, time.Now(), out, c.log.With("response_id", id))
 }
 
 // sessionContext is the session the call's turns are filed under, with the caller's hash
@@ -278,16 +237,18 @@ func (c *retellCall) sessionContext() session.Context {
 	return sc
 }
 
-// send writes one event, unless it answers a response Retell no longer waits for.
-func (c *retellCall) send(ctx context.Context, v any) {
-	if r, ok := v.(retellResponse); ok {
-		c.mu.Lock()
-		stale := r.ResponseID != c.latest
-		c.mu.Unlock()
-		if stale {
-			return
-		}
+// reply sends a response event, unless Retell no longer waits for its id.
+func (c *retellCall) reply(ctx context.Context, r retellResponse) {
+	c.mu.Lock()
+	stale := r.ResponseID != c.latest
+	c.mu.Unlock()
+	if !stale {
+		c.send(ctx, r)
 	}
+}
+
+// send writes one event.
+func (c *retellCall) send(ctx context.Context, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return
@@ -302,20 +263,33 @@ func (c *retellCall) send(ctx context.Context, v any) {
 // retellReply is one response as relay writes it: text as response events, then the
 // closing one.
 type retellReply struct {
-	c   *retellCall
-	ctx context.Context
-	id  int
+	c    *retellCall
+	ctx  context.Context
+	id   int
+	sent bool // some text went out
 }
 
 func (o *retellReply) text(s string) {
 	if o.ctx.Err() == nil {
-		o.c.send(o.ctx, retellResponse{ResponseType: "response", ResponseID: o.id, Content: s})
+		o.sent = true
+		o.c.reply(o.ctx, retellResponse{ResponseType: "response", ResponseID: o.id, Content: s})
 	}
+}
+
+func (o *retellReply) finish(voice.Usage) { o.complete("") }
+
+// fail ends the response with Handset's words: the runtime's own text is never spoken.
+func (o *retellReply) fail(error) {
+	if o.sent {
+		o.complete(" " + o.c.h.spoken.Error)
+		return
+	}
+	o.complete(o.c.h.spoken.Error)
 }
 
 // complete ends the response, with a last piece of text.
 func (o *retellReply) complete(s string) {
-	o.c.send(o.ctx, retellResponse{ResponseType: "response", ResponseID: o.id, Content: s, ContentComplete: true})
+	o.c.reply(o.ctx, retellResponse{ResponseType: "response", ResponseID: o.id, Content: s, ContentComplete: true})
 }
 
 func (o *retellReply) keepalive() {} // Retell's own pings keep the socket alive
