@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/handset-voice/handset/internal/obs"
 	"github.com/handset-voice/handset/internal/session"
 	"github.com/handset-voice/handset/internal/voice"
 )
@@ -18,7 +19,7 @@ const HeaderSession = "X-Handset-Session"
 
 // CarrierName is what a bridged turn's session context names as its carrier: session key
 // templates can tell bridged conversations from Handset's own calls by {carrier}.
-const CarrierName = "bridge"
+const CarrierName = obs.BridgeCarrier
 
 // metadataSessionKeys and metadataCallerKeys are the metadata fields read, in order.
 var (

@@ -292,7 +292,7 @@ func printCallHeader(w io.Writer, t obs.CallTrace) {
 	switch {
 	case t.Ended:
 		end = "ended " + t.EndReason
-	case t.Carrier == "bridge":
+	case t.Carrier == obs.BridgeCarrier:
 		end = "an agent bridge session: its turns so far"
 	}
 	started := "unknown start"

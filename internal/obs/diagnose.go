@@ -95,9 +95,12 @@ type check struct {
 	warnings []Warning
 }
 
-// bridged reports whether the journal is an agent bridge session's (carrier "bridge"):
+// BridgeCarrier is the carrier an agent bridge session's journal names in call.start:
 // the voice platform in front of it has the audio, and only the agent is Handset's.
-func (d *digest) bridged() bool { return d.start != nil && d.start.Carrier == "bridge" }
+const BridgeCarrier = "bridge"
+
+// bridged reports whether the journal is an agent bridge session's.
+func (d *digest) bridged() bool { return d.start != nil && d.start.Carrier == BridgeCarrier }
 
 func (c *check) fail(problem, fix string, explicit bool, evidence ...string) {
 	c.report.Status, c.report.Problem, c.fix, c.explicit = StatusFailed, problem, fix, explicit

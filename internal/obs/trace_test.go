@@ -259,7 +259,7 @@ func TestTraceWithoutCallEnd(t *testing.T) {
 // An agent bridge session's journal has only the agent's stage, and no end to miss.
 func TestTraceOfABridgeSession(t *testing.T) {
 	start := ev(0, CallStart)
-	start.Carrier, start.Agent = "bridge", "hermes"
+	start.Carrier, start.Agent = BridgeCarrier, "hermes"
 	tr := Trace([]Event{start, ev(0, TurnCommit, func(e *Event) { e.Turn, e.Text = 1, "Hello." }),
 		ev(0, AgentRequest, func(e *Event) { e.Turn = 1 }), ev(400, AgentFirstToken, func(e *Event) { e.Turn = 1 }),
 		ev(900, AgentDone, func(e *Event) { e.Turn, e.Text = 1, "Hi there." })})
