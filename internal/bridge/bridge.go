@@ -57,6 +57,11 @@ type Options struct {
 	Rate, MaxTurns int
 	// Observer, when set, is told of every turn.
 	Observer Observer
+	// Vouch, when set, is told of each request that presented one of the tokens, before
+	// it is served: the server then stops counting its connection against the cap on
+	// one address's connections (edge.Vouch). A voice platform holds a connection per
+	// stream, hundreds from a few addresses; its token's own limits govern it.
+	Vouch func(*http.Request)
 	// CallerHash turns a caller's number (or a session id that is not plain) into
 	// Handset's keyed hash of it. Required: no raw number may reach a runtime.
 	CallerHash func(string) string
@@ -94,6 +99,7 @@ type Handler struct {
 	tokens      []clientToken
 	observe     Observer
 	hash        func(string) string
+	vouch       func(*http.Request)
 	models      func(ctx context.Context) ([]string, error)
 	keepalive   time.Duration
 	commitAfter time.Duration
@@ -113,7 +119,7 @@ func New(opts Options) (*Handler, error) {
 		return nil, errors.New("bridge: no caller hash")
 	}
 	h := &Handler{agent: opts.Agent, hash: opts.CallerHash, observe: opts.Observer,
-		models: opts.Models, keepalive: opts.Keepalive, commitAfter: opts.CommitAfter, log: opts.Logger,
+		vouch: opts.Vouch, models: opts.Models, keepalive: opts.Keepalive, commitAfter: opts.CommitAfter, log: opts.Logger,
 		sessions: newSessions(opts.DataDir, opts.Agent.Name()), spoken: opts.Spoken}
 	h.spoken.Error = cmp.Or(h.spoken.Error, DefaultErrorMessage)
 	rate, most := cmp.Or(opts.Rate, DefaultRate), cmp.Or(opts.MaxTurns, DefaultMaxTurns)
@@ -168,6 +174,9 @@ func (h *Handler) authed(next func(http.ResponseWriter, *http.Request, *clientTo
 			apiError{status: http.StatusUnauthorized, Type: typeAuthentication, Code: "invalid_api_key",
 				Message: "the bridge wants its token: Authorization: Bearer <HANDSET_BRIDGE_TOKEN>"}.write(w)
 			return
+		}
+		if h.vouch != nil {
+			h.vouch(r)
 		}
 		next(w, r, match)
 	})

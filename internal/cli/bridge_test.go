@@ -1,13 +1,17 @@
 package cli
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -70,6 +74,69 @@ func bridgeTurn(t *testing.T, addr, said string) (int, string) {
 		return resp.StatusCode, ""
 	}
 	return resp.StatusCode, c.Choices[0].Message.Content
+}
+
+// A voice platform streams many turns at once from one address, a connection each: once
+// it has shown its token, the bridge holds them all (up to its token's
+// HANDSET_BRIDGE_MAX_TURNS), not only the 64 connections the server allows an address it
+// knows nothing about.
+func TestBridgeHoldsAPlatformsStreamsFromOneAddress(t *testing.T) {
+	const streams = 200 // HANDSET_BRIDGE_MAX_TURNS's default
+	addr, _, _ := startBridgeCommand(t, "HANDSET_BRIDGE_RATE=2400") // a burst of 600
+	if status, _ := bridgeTurn(t, addr, "Are you open?"); status != http.StatusOK {
+		t.Fatalf("first turn: HTTP %d", status)
+	}
+	client := &http.Client{Transport: &http.Transport{}}
+	defer client.CloseIdleConnections()
+	var (
+		wg     sync.WaitGroup
+		failed atomic.Int32
+		heard  = make(chan struct{}, streams)
+		all    = make(chan struct{})
+	)
+	for i := range streams {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			body, _ := json.Marshal(map[string]any{"stream": true, "user": fmt.Sprintf("room-%d", i),
+				"messages": []map[string]string{{"role": "user", "content": "Read me the menu SLOW"}}})
+			req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/v1/chat/completions", bytes.NewReader(body))
+			req.Header.Set("Authorization", "Bearer "+bridgeToken)
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Errorf("stream %d: %v", i, err)
+				failed.Add(1)
+				heard <- struct{}{}
+				return
+			}
+			defer resp.Body.Close()
+			sc := bufio.NewScanner(resp.Body)
+			for sc.Scan() {
+				if strings.Contains(sc.Text(), `"content":"`) {
+					break
+				}
+			}
+			heard <- struct{}{}
+			<-all // every stream stays open until all have their first text
+			rest, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != http.StatusOK || !strings.Contains(string(rest), "[DONE]") {
+				t.Errorf("stream %d: HTTP %d, ended %q", i, resp.StatusCode, rest[max(0, len(rest)-80):])
+				failed.Add(1)
+			}
+		}()
+	}
+	for range streams {
+		select {
+		case <-heard:
+		case <-time.After(30 * time.Second):
+			t.Fatal("not every stream had its first text within 30 s")
+		}
+	}
+	close(all)
+	wg.Wait()
+	if n := failed.Load(); n > 0 {
+		t.Fatalf("%d of %d streams from one address failed", n, streams)
+	}
 }
 
 // `handset bridge` serves the bridge alone: a turn through the runtime, and nothing of

@@ -9,6 +9,7 @@
 package edge
 
 import (
+	"context"
 	"log/slog"
 	"net"
 	"net/http"
@@ -51,6 +52,9 @@ func Server(h http.Handler, t Timeouts, l *Limiter, log *slog.Logger) *http.Serv
 		ReadTimeout:       t.Read,
 		WriteTimeout:      t.Write,
 		IdleTimeout:       t.Idle,
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			return context.WithValue(ctx, connKey{}, c)
+		},
 		ConnState: func(c net.Conn, st http.ConnState) {
 			if st != http.StateHijacked {
 				return
@@ -68,4 +72,20 @@ func Server(h http.Handler, t Timeouts, l *Limiter, log *slog.Logger) *http.Serv
 		hs.ErrorLog = slog.NewLogLogger(log.Handler(), slog.LevelWarn)
 	}
 	return hs
+}
+
+// connKey is the request context key of the connection a request came on.
+type connKey struct{}
+
+// Vouch tells the connection cap that the handler knows r's client (it presented a token
+// of the agent bridge, say), whose own limits apply instead: r's connection stops
+// counting against its address, and for the next 10 minutes that address's new
+// connections are not counted either. A voice platform streams hundreds of turns at once
+// from a few addresses, each on a connection of its own. A request that did not come
+// through a Server with a Limiter is left as it is.
+func Vouch(r *http.Request) {
+	if c, ok := r.Context().Value(connKey{}).(*conn); ok {
+		c.releaseOnce()
+		c.l.vouch(c.key)
+	}
 }

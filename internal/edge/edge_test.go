@@ -30,6 +30,10 @@ func serve(t *testing.T, tm Timeouts, l *Limiter) string {
 	t.Helper()
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /ok", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("GET /vouched", func(w http.ResponseWriter, r *http.Request) {
+		Vouch(r)
+		fmt.Fprintln(w, "ok")
+	})
 	mux.HandleFunc("POST /body", func(w http.ResponseWriter, r *http.Request) {
 		if _, err := io.Copy(io.Discard, r.Body); err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
@@ -80,10 +84,13 @@ func dialFrom(t *testing.T, from, addr string) net.Conn {
 }
 
 // get sends GET /ok on c and reads the answer, leaving the connection open.
-func get(c net.Conn, br *bufio.Reader) error {
+func get(c net.Conn, br *bufio.Reader) error { return getPath(c, br, "/ok") }
+
+// getPath sends GET path on c and reads the answer, leaving the connection open.
+func getPath(c net.Conn, br *bufio.Reader, path string) error {
 	_ = c.SetDeadline(time.Now().Add(safety))
 	defer c.SetDeadline(time.Time{})
-	if _, err := io.WriteString(c, "GET /ok HTTP/1.1\r\nHost: edge.test\r\n\r\n"); err != nil {
+	if _, err := io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: edge.test\r\n\r\n"); err != nil {
 		return err
 	}
 	resp, err := http.ReadResponse(br, nil)
@@ -246,6 +253,62 @@ func TestCapPerAddress(t *testing.T) {
 	c := dialFrom(t, hog.String(), addr)
 	if err := get(c, bufio.NewReader(c)); err != nil {
 		t.Errorf("after a close, a new connection was refused: %v", err)
+	}
+}
+
+// TestVouchedAddressesAreNotCapped: a client the handler knows (a bridge client with its
+// token) holds as many connections as it needs, for a while after it last showed it;
+// every other address keeps its cap.
+func TestVouchedAddressesAreNotCapped(t *testing.T) {
+	const limit = 2
+	l := NewLimiter(limit, nil, nil)
+	l.vouchedFor = time.Second
+	addr := serve(t, DefaultTimeouts(), l)
+	known, other := netip.MustParseAddr("127.0.0.4"), netip.MustParseAddr("127.0.0.5")
+	hold := func(from netip.Addr, n int) (held []net.Conn) {
+		for range n {
+			c := dialFrom(t, from.String(), addr)
+			if get(c, bufio.NewReader(c)) == nil {
+				held = append(held, c)
+			}
+		}
+		return held
+	}
+	held := hold(known, 2*limit)
+	if len(held) != limit {
+		t.Fatalf("before vouching: held %d, want the cap of %d", len(held), limit)
+	}
+	_ = held[0].Close()
+	for deadline := time.Now().Add(safety); l.Open(known) == limit; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("a closed connection still counts")
+		}
+	}
+	// A request presents its token: its connection no longer counts, and its address may
+	// open more.
+	v := dialFrom(t, known.String(), addr)
+	vbr := bufio.NewReader(v)
+	if err := getPath(v, vbr, "/vouched"); err != nil || l.Open(known) != limit-1 {
+		t.Fatalf("after vouching the address counts %d (%v), want %d", l.Open(known), err, limit-1)
+	}
+	if n := len(hold(known, 4*limit)); n != 4*limit {
+		t.Fatalf("after vouching: held %d of %d", n, 4*limit)
+	}
+	if n := len(hold(other, 2*limit)); n != limit {
+		t.Fatalf("another address held %d, want the cap of %d", n, limit)
+	}
+	// Vouching again keeps the trust; once it lapses, the address is capped again.
+	time.Sleep(700 * time.Millisecond)
+	if err := getPath(v, vbr, "/vouched"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(700 * time.Millisecond)
+	if n := len(hold(known, 1)); n != 1 {
+		t.Fatal("trust lapsed although the address vouched again")
+	}
+	time.Sleep(1200 * time.Millisecond)
+	if n := len(hold(known, 2*limit)); n != 1 {
+		t.Fatalf("after the trust lapsed: held %d more, want 1 (up to the cap)", n)
 	}
 }
 

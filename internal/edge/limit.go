@@ -14,23 +14,33 @@ import (
 // a single address holding more is hoarding them.
 const DefaultPerAddress = 64
 
+// vouchedFor is how long an address is trusted after a request from it was vouched for:
+// its connections are then not counted at all.
+const vouchedFor = 10 * time.Minute
+
+// maxVouched bounds the addresses remembered as vouched for.
+const maxVouched = 10000
+
 // refusedLogEvery bounds how often refused connections are logged: a flood must not
 // become a flood of log lines.
 const refusedLogEvery = 10 * time.Second
 
 // Limiter caps the connections each client address holds open. An IPv6 client is counted
 // by its /64, the block one subscriber is usually given. Addresses in the exempt list (the
-// trusted proxies, which carry many clients' connections) are not capped. A connection
-// over the cap is closed as soon as it is accepted; one taken over by a handler (a
-// WebSocket) stops counting then, so calls are never refused by it.
+// trusted proxies, which carry many clients' connections) are not capped, nor for
+// vouchedFor is an address a handler vouched for (Vouch: a request from it presented a
+// token). A connection over the cap is closed as soon as it is accepted; one taken over
+// by a handler (a WebSocket) stops counting then, so calls are never refused by it.
 type Limiter struct {
-	max    int
-	exempt []netip.Prefix
+	max        int
+	exempt     []netip.Prefix
+	vouchedFor time.Duration
 	log    *slog.Logger
 
 	mu      sync.Mutex // guards following
 	open    map[netip.Addr]int
-	refused int       // since the last log line
+	vouched map[netip.Addr]time.Time // until when each is trusted
+	refused int                      // since the last log line
 	logged  time.Time // when refusals were last logged
 }
 
@@ -42,7 +52,7 @@ func NewLimiter(perAddress int, exempt []netip.Prefix, log *slog.Logger) *Limite
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Limiter{max: perAddress, exempt: exempt, log: log, open: map[netip.Addr]int{}}
+	return &Limiter{max: perAddress, exempt: exempt, vouchedFor: vouchedFor, log: log, open: map[netip.Addr]int{}, vouched: map[netip.Addr]time.Time{}}
 }
 
 // Open reports how many counted connections addr's client holds.
@@ -86,6 +96,9 @@ func (l *Limiter) admit(addr netip.Addr) (counted, ok bool) {
 	key := clientKey(addr)
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if time.Now().Before(l.vouched[key]) {
+		return false, true
+	}
 	if l.open[key] >= l.max {
 		l.refused++
 		if now := time.Now(); now.Sub(l.logged) >= refusedLogEvery {
@@ -105,6 +118,24 @@ func (l *Limiter) release(key netip.Addr) {
 	if l.open[key]--; l.open[key] <= 0 {
 		delete(l.open, key)
 	}
+}
+
+// vouch trusts key's client for vouchedFor from now.
+func (l *Limiter) vouch(key netip.Addr) {
+	now := time.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.vouched[key]; !ok && len(l.vouched) >= maxVouched {
+		for a, until := range l.vouched {
+			if now.After(until) {
+				delete(l.vouched, a)
+			}
+		}
+		if len(l.vouched) >= maxVouched {
+			return // every one still trusted: this address stays capped
+		}
+	}
+	l.vouched[key] = now.Add(l.vouchedFor)
 }
 
 // hijacked stops counting c: a handler took it over.
@@ -130,23 +161,23 @@ func (ln *listener) Accept() (net.Conn, error) {
 			return c, nil // not an IP connection (a test's pipe): nothing to count
 		}
 		counted, ok := ln.l.admit(addr)
-		switch {
-		case !ok:
+		if !ok {
 			_ = c.Close()
 			continue
-		case !counted:
-			return c, nil
 		}
-		return &conn{Conn: c, l: ln.l, key: clientKey(addr)}, nil
+		lc := &conn{Conn: c, l: ln.l, key: clientKey(addr)}
+		lc.released.Store(!counted)
+		return lc, nil
 	}
 }
 
-// conn is a counted connection: closing it, or a handler taking it over, uncounts it.
+// conn is a connection from an IP address; while counted, closing it or a handler
+// taking it over (or vouching for it) uncounts it.
 type conn struct {
 	net.Conn
 	l        *Limiter
 	key      netip.Addr
-	released atomic.Bool
+	released atomic.Bool // not counted (any more)
 }
 
 func (c *conn) releaseOnce() {

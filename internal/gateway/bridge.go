@@ -5,6 +5,7 @@ import (
 
 	"github.com/handset-voice/handset/internal/bridge"
 	"github.com/handset-voice/handset/internal/config"
+	"github.com/handset-voice/handset/internal/edge"
 	"github.com/handset-voice/handset/internal/obs"
 	"github.com/handset-voice/handset/internal/session"
 	"github.com/handset-voice/handset/internal/voice"
@@ -27,7 +28,7 @@ func (s *server) mountBridge() error {
 // bridgeOptions are the bridge's settings, on serve and on `handset bridge` alike.
 func bridgeOptions(cfg *config.Config, agent voice.Agent, secret []byte, m *obs.Metrics, log *slog.Logger) bridge.Options {
 	return bridge.Options{Agent: agent, Tokens: cfg.BridgeTokens(), Rate: cfg.Bridge.Rate, MaxTurns: cfg.Bridge.MaxTurns,
-		Observer: m, Logger: log, DataDir: cfg.DataDir,
+		Observer: m, Vouch: edge.Vouch, Logger: log, DataDir: cfg.DataDir,
 		Spoken:     bridge.Spoken{First: cfg.Messages.First, Silence: cfg.Messages.Silence, Error: cfg.Messages.Error},
 		CallerHash: func(n string) string { return session.CallerHash(secret, n) }}
 }
