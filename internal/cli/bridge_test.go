@@ -82,7 +82,8 @@ func bridgeTurn(t *testing.T, addr, said string) (int, string) {
 // knows nothing about.
 func TestBridgeHoldsAPlatformsStreamsFromOneAddress(t *testing.T) {
 	const streams = 200 // HANDSET_BRIDGE_MAX_TURNS's default
-	addr, _, _ := startBridgeCommand(t, "HANDSET_BRIDGE_RATE=2400") // a burst of 600
+	// 2,400 turns a minute lets 600 come at once
+	addr, _, _ := startBridgeCommand(t, "HANDSET_BRIDGE_RATE=2400")
 	if status, _ := bridgeTurn(t, addr, "Are you open?"); status != http.StatusOK {
 		t.Fatalf("first turn: HTTP %d", status)
 	}

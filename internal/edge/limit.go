@@ -35,13 +35,13 @@ type Limiter struct {
 	max        int
 	exempt     []netip.Prefix
 	vouchedFor time.Duration
-	log    *slog.Logger
+	log        *slog.Logger
 
 	mu      sync.Mutex // guards following
 	open    map[netip.Addr]int
 	vouched map[netip.Addr]time.Time // until when each is trusted
 	refused int                      // since the last log line
-	logged  time.Time // when refusals were last logged
+	logged  time.Time                // when refusals were last logged
 }
 
 // NewLimiter returns a limiter allowing perAddress connections (0: DefaultPerAddress).
