@@ -19,15 +19,20 @@ const (
 	// sessionIdle is how long a session is remembered after its last turn. A voice
 	// platform's conversation has turns seconds apart; one silent this long has ended.
 	sessionIdle = 30 * time.Minute
-	// maxSessions bounds what the sessions hold (a remembered turn and an open journal
-	// each): past it, the longest idle are let go first.
+	// journalIdle is how long a session's journal stays open after its last turn: a
+	// conversation's next turn finds it open, and a platform's thousands of quiet
+	// sessions hold no files.
+	journalIdle = time.Minute
+	// maxSessions bounds the sessions remembered: past it, the longest idle are let go
+	// first.
 	maxSessions = 10000
 )
 
 // sessions holds what the bridge remembers of each session: its last turn (memory.go)
-// and its journal, <data dir>/calls/<session's call id>/events.jsonl. A session is let
-// go, its journal closed, after sessionIdle without a turn; a later turn opens the
-// journal again and appends.
+// and its journal, <data dir>/calls/<session's call id>/events.jsonl. A journal is closed
+// journalIdle after its session's last turn, and the session let go after sessionIdle;
+// a later turn opens the journal again and appends. Journals are closed away from the
+// turns: closing one syncs it to disk.
 type sessions struct {
 	dataDir string // "": no journals
 	agent   string
@@ -35,14 +40,17 @@ type sessions struct {
 	mu        sync.Mutex // guards the following
 	byID      map[voice.CallID]*conversation
 	lastSweep time.Time
+
+	closing sync.WaitGroup // journals being closed
 }
 
 // conversation is one session's state.
 type conversation struct {
-	id      voice.CallID
-	journal *obs.Journal // nil without a data dir, or when it could not be opened
+	id voice.CallID
 
-	mu      sync.Mutex // guards the following
+	mu      sync.Mutex   // guards the following
+	journal *obs.Journal // open while turns run and for journalIdle after; nil without a data dir or when it could not be opened
+	start   time.Time    // the journal's first event, which its ms count from; zero: not yet known
 	last    lastTurn
 	used    time.Time
 	running int
@@ -52,24 +60,27 @@ func newSessions(dataDir, agent string) *sessions {
 	return &sessions{dataDir: dataDir, agent: agent, byID: map[voice.CallID]*conversation{}}
 }
 
-// open returns the session's state, its journal opened (and begun with call.start when
+// open returns the session's state, its journal open (and begun with call.start when
 // new); keep false for a session of one request, which is not remembered. Every open
 // is matched by a done.
 func (s *sessions) open(sc session.Context, keep bool, now time.Time) *conversation {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.sweep(now)
+	s.closeLater(s.sweep(now))
 	c := s.byID[sc.CallID]
 	if c == nil {
-		c = &conversation{id: sc.CallID, journal: s.openJournal(sc, now)}
+		c = &conversation{id: sc.CallID}
 		if keep {
 			s.byID[sc.CallID] = c
 		}
 	}
+	s.mu.Unlock()
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.running++
 	c.used = now
-	c.mu.Unlock()
+	if c.journal == nil && s.dataDir != "" {
+		c.journal, c.start = s.openJournal(sc, c.start, now)
+	}
 	return c
 }
 
@@ -83,73 +94,111 @@ func (s *sessions) done(c *conversation, now time.Time) {
 	kept := s.byID[c.id] == c
 	s.mu.Unlock()
 	if !kept {
-		_ = c.journal.Close()
+		c.mu.Lock()
+		j := c.journal
+		c.journal = nil
+		c.mu.Unlock()
+		_ = j.Close()
 	}
 }
 
 // sweep lets go of sessions idle past sessionIdle, and of the longest idle beyond
-// maxSessions; at most once a minute unless over the limit. Caller holds mu.
-func (s *sessions) sweep(now time.Time) {
+// maxSessions, and takes the journals of those idle past journalIdle; at most once a
+// minute unless over the limit. It returns the journals taken, for closing without
+// mu. Caller holds mu.
+func (s *sessions) sweep(now time.Time) (toClose []*obs.Journal) {
 	if len(s.byID) < maxSessions && now.Sub(s.lastSweep) < time.Minute {
-		return
+		return nil
 	}
 	s.lastSweep = now
 	var idle []*conversation
 	for id, c := range s.byID {
 		c.mu.Lock()
-		running, used := c.running, c.used
-		c.mu.Unlock()
-		switch {
-		case running > 0:
-		case now.Sub(used) >= sessionIdle:
+		switch idleFor := now.Sub(c.used); {
+		case c.running > 0:
+		case idleFor >= sessionIdle:
 			delete(s.byID, id)
-			_ = c.journal.Close()
+			toClose = append(toClose, c.journal)
+			c.journal = nil
 		default:
+			if idleFor >= journalIdle && c.journal != nil {
+				toClose = append(toClose, c.journal)
+				c.journal = nil
+			}
 			idle = append(idle, c)
 		}
+		c.mu.Unlock()
 	}
 	if over := len(s.byID) - maxSessions + 1; over > 0 {
 		slices.SortFunc(idle, func(a, b *conversation) int { return a.used.Compare(b.used) })
 		for _, c := range idle[:min(over, len(idle))] {
 			delete(s.byID, c.id)
-			_ = c.journal.Close()
+			c.mu.Lock()
+			toClose = append(toClose, c.journal)
+			c.journal = nil
+			c.mu.Unlock()
 		}
 	}
+	return toClose
 }
 
-// close lets go of every session (the server stops).
+// closeLater closes journals on a goroutine of their own: each syncs to disk, which no
+// turn should wait for.
+func (s *sessions) closeLater(journals []*obs.Journal) {
+	if len(journals) == 0 {
+		return
+	}
+	s.closing.Add(1)
+	go func() {
+		defer s.closing.Done()
+		for _, j := range journals {
+			_ = j.Close()
+		}
+	}()
+}
+
+// close lets go of every session (the server stops), once the journals being closed are.
 func (s *sessions) close() {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	var journals []*obs.Journal
 	for id, c := range s.byID {
 		delete(s.byID, id)
-		_ = c.journal.Close()
+		c.mu.Lock()
+		journals = append(journals, c.journal)
+		c.journal = nil
+		c.mu.Unlock()
 	}
+	s.mu.Unlock()
+	for _, j := range journals {
+		_ = j.Close()
+	}
+	s.closing.Wait()
 }
 
-// openJournal opens the session's journal for appending. A new one begins with
-// call.start; one a session wrote before (an earlier process, or before it was let go)
-// goes on, its ms still counted from its first event. Without a data dir, or when the
-// file cannot be opened, turns are journalled nowhere (and the server logs nothing
-// more: the bridge's log line per turn remains).
-func (s *sessions) openJournal(sc session.Context, now time.Time) *obs.Journal {
-	if s.dataDir == "" {
-		return nil
-	}
+// openJournal opens the session's journal for appending, start being its first event's
+// time when known. A new one begins with call.start; one a session wrote before (an
+// earlier process, or before its journal was closed) goes on, its ms still counted from
+// its first event. Without a data dir, or when the file cannot be opened, turns are
+// journalled nowhere (and the server logs nothing more: the bridge's log line per turn
+// remains).
+func (s *sessions) openJournal(sc session.Context, start, now time.Time) (*obs.Journal, time.Time) {
 	path := filepath.Join(obs.Dir(s.dataDir, string(sc.CallID)), "events.jsonl")
-	start, existed := journalStart(path)
+	existed := !start.IsZero()
+	if !existed {
+		start, existed = journalStart(path)
+	}
 	if !existed {
 		start = now
 	}
 	j, err := obs.Create(s.dataDir, string(sc.CallID), start)
 	if err != nil {
-		return nil
+		return nil, time.Time{}
 	}
 	if !existed {
 		j.Record(now, obs.Event{Type: obs.CallStart, Carrier: sc.Carrier, Direction: string(sc.Direction),
 			CallerHash: sc.CallerHash, Caller: string(sc.Caller), Agent: s.agent})
 	}
-	return j
+	return j, start
 }
 
 // journalStart is the time of a journal's first event; existed is false when there is
@@ -183,16 +232,16 @@ func (c *conversation) begin(turn int, history []voice.Message, now time.Time) (
 	unseen, heard, cut := last.missed(history)
 	if cut {
 		// the last reply was cut off on the client's line: this is what its user heard
-		c.journal.Record(now, obs.Event{Type: obs.BargeIn, Turn: last.turn, Text: heard})
+		c.record(now, obs.Event{Type: obs.BargeIn, Turn: last.turn, Text: heard})
 	}
-	c.journal.Record(now, obs.Event{Type: obs.TurnCommit, Turn: turn, Text: history[len(history)-1].Content})
-	c.journal.Record(now, obs.Event{Type: obs.AgentRequest, Turn: turn})
+	c.record(now, obs.Event{Type: obs.TurnCommit, Turn: turn, Text: history[len(history)-1].Content})
+	c.record(now, obs.Event{Type: obs.AgentRequest, Turn: turn})
 	return unseen
 }
 
 // firstText records the turn's first text reaching the client.
 func (c *conversation) firstText(turn int, now time.Time) {
-	c.journal.Record(now, obs.Event{Type: obs.AgentFirstToken, Turn: turn})
+	c.record(now, obs.Event{Type: obs.AgentFirstToken, Turn: turn})
 }
 
 // end records how the turn ended: reply is the text the client was sent; finished when
@@ -206,16 +255,24 @@ func (c *conversation) end(turn int, user, reply string, usage voice.Usage, err 
 	c.mu.Unlock()
 	switch {
 	case stopped:
-		c.journal.Record(now, obs.Event{Type: obs.TurnInterrupted, Turn: turn})
+		c.record(now, obs.Event{Type: obs.TurnInterrupted, Turn: turn})
 	case err != nil:
-		c.journal.Record(now, obs.Event{Type: obs.AgentError, Turn: turn, Kind: string(voice.KindOf(err)), Message: err.Error()})
+		c.record(now, obs.Event{Type: obs.AgentError, Turn: turn, Kind: string(voice.KindOf(err)), Message: err.Error()})
 	default:
-		c.journal.Record(now, obs.Event{Type: obs.AgentDone, Turn: turn, Text: reply,
+		c.record(now, obs.Event{Type: obs.AgentDone, Turn: turn, Text: reply,
 			InputTokens: usage.InputTokens, OutputTokens: usage.OutputTokens})
 	}
 }
 
 // ended records that the session's call is over (a Retell call's socket closed).
 func (c *conversation) ended(reason string, now time.Time) {
-	c.journal.Record(now, obs.Event{Type: obs.CallEnd, Reason: reason})
+	c.record(now, obs.Event{Type: obs.CallEnd, Reason: reason})
+}
+
+// record journals e, when the session has a journal.
+func (c *conversation) record(now time.Time, e obs.Event) {
+	c.mu.Lock()
+	j := c.journal
+	c.mu.Unlock()
+	j.Record(now, e)
 }
