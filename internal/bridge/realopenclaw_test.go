@@ -1,6 +1,7 @@
 package bridge_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -520,4 +521,121 @@ func ocTail(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// TestRealOpenClawTakesTheTurnAfterABargeIn: a voice platform whose user talks over the
+// reply drops its stream and at once asks again in the same session, with the reply as far
+// as it was heard. The gateway is still ending the first run when the second turn comes:
+// that turn must reach the model, be answered, and stay in the session's transcript.
+func TestRealOpenClawTakesTheTurnAfterABargeIn(t *testing.T) {
+	testpeer.Slow(t, "starts the real OpenClaw gateway")
+	o := startOpenClaw(t)
+	for _, transport := range ocTransports {
+		t.Run(transport, func(t *testing.T) {
+			url, _ := o.bridge(t, transport, nil)
+			room := "room-10-" + transport
+			// SLOW: the reply comes in pieces 50 ms apart, so the platform drops it mid-run. (Not
+			// STALL: the stopped turn's words go to the runtime again with the next, and the
+			// fake model would hold that one too.)
+			first := "Tell me every opening hour over " + transport + " SLOW"
+			system := map[string]string{"role": "system", "content": "You are the front desk."}
+			ctx, cancel := context.WithCancel(context.Background())
+			resp := ocPost(t, ctx, url, room, true, system, map[string]string{"role": "user", "content": first})
+			heard := ""
+			sc := bufio.NewScanner(resp.Body)
+			for heard == "" && sc.Scan() {
+				var chunk struct {
+					Choices []struct {
+						Delta struct{ Content string } `json:"delta"`
+					} `json:"choices"`
+				}
+				if data, ok := strings.CutPrefix(sc.Text(), "data: {"); ok && json.Unmarshal([]byte("{"+data), &chunk) == nil && len(chunk.Choices) > 0 {
+					heard = chunk.Choices[0].Delta.Content
+				}
+			}
+			cancel() // the user talks over it: the platform drops the stream ...
+			resp.Body.Close()
+			if heard == "" {
+				t.Fatal("no first text before the barge-in")
+			}
+			next := "Sorry, only Sunday over " + transport
+			begin := time.Now()
+			// ... and at once asks again, the reply as far as it was heard.
+			resp = ocPost(t, context.Background(), url, room, false, system, map[string]string{"role": "user", "content": first},
+				map[string]string{"role": "assistant", "content": heard}, map[string]string{"role": "user", "content": next})
+			defer resp.Body.Close()
+			var answer struct {
+				Choices []struct {
+					Message struct{ Content string } `json:"message"`
+				} `json:"choices"`
+			}
+			if err := json.NewDecoder(resp.Body).Decode(&answer); err != nil || resp.StatusCode != http.StatusOK || len(answer.Choices) == 0 {
+				t.Fatalf("the turn after the barge-in: HTTP %d, %+v (%v)", resp.StatusCode, answer, err)
+			}
+			q, ok := o.llmRequest(next)
+			if !ok {
+				t.Fatalf("the model never saw the turn after the barge-in; the bridge answered %q", answer.Choices[0].Message.Content)
+			}
+			if want := o.llm.ReplyText(q.Messages); answer.Choices[0].Message.Content != want {
+				t.Errorf("answered %q, want the model's %q", answer.Choices[0].Message.Content, want)
+			}
+			if history := o.history(t, ocKey(room)); !ocHolds(history, "user", next) {
+				t.Errorf("the session holds %+v, want the turn after the barge-in", history)
+			}
+			t.Logf("%s: answered %s after the barge-in", transport, time.Since(begin).Round(time.Millisecond))
+
+			// The user speaks again before the gateway even asked its model: the stopped
+			// turn's words must still reach it, once, with the new ones.
+			early := "Is the sauna open over " + transport
+			ctx, cancel = context.WithCancel(context.Background())
+			time.AfterFunc(300*time.Millisecond, cancel)
+			if resp, err := ocDo(ctx, url, room, true, system, map[string]string{"role": "user", "content": early}); err == nil {
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+			then := "And the pool over " + transport
+			resp = ocPost(t, context.Background(), url, room, false, system, map[string]string{"role": "user", "content": early},
+				map[string]string{"role": "user", "content": then})
+			defer resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("the turn after an early barge-in: HTTP %d", resp.StatusCode)
+			}
+			q, ok = o.llmRequest(then)
+			if !ok {
+				t.Fatal("the model never saw the turn after an early barge-in")
+			}
+			n, said := 0, []string{}
+			for _, m := range q.Messages {
+				if m.Role == "user" {
+					n += strings.Count(m.Content, early)
+					said = append(said, m.Content)
+				}
+			}
+			// Never lost. Told twice at times, on either transport: when the turn comes while
+			// the gateway is still ending the stopped run, the gateway keeps its words as
+			// queued context, and Handset's note tells them too (docs/runtimes.md).
+			if n == 0 {
+				t.Errorf("the stopped turn's words were lost: %q", said)
+			}
+			t.Logf("%s: the stopped turn's words reached the model %d times", transport, n)
+		})
+	}
+}
+
+// ocPost sends a chat completions request for room to the bridge at url.
+func ocPost(t *testing.T, ctx context.Context, url, room string, stream bool, msgs ...map[string]string) *http.Response {
+	t.Helper()
+	resp, err := ocDo(ctx, url, room, stream, msgs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+func ocDo(ctx context.Context, url, room string, stream bool, msgs ...map[string]string) (*http.Response, error) {
+	body, _ := json.Marshal(map[string]any{"model": "openclaw/" + ocAgent, "stream": stream, "messages": msgs})
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url+"/chat/completions", bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set(bridge.HeaderSession, room)
+	return http.DefaultClient.Do(req)
 }
