@@ -235,54 +235,66 @@ func TestRealOpenClawThroughTheBridge(t *testing.T) {
 	})
 }
 
-// TestRealOpenClawStopsWhenTheClientAborts: a client that aborts a streamed reply after its
-// first token stops the gateway's run. The model sends its first sentence and then holds
+// TestRealOpenClawStopsWhenTheClientAborts: a client (the openai SDK, or LiveKit Agents'
+// OpenAI plugin) that aborts a streamed reply after its first token stops the gateway's run
+// in the conversation's session. The model sends its first sentence and then holds
 // its request open until the gateway lets go of it (STALL), so that request ending at all
 // means the gateway aborted its model call; it must end within 2 s of the client going.
 func TestRealOpenClawStopsWhenTheClientAborts(t *testing.T) {
-	testpeer.Slow(t, "starts the real OpenClaw gateway and runs the openai SDK in Node")
+	testpeer.Slow(t, "starts the real OpenClaw gateway and runs the openai SDK and LiveKit Agents in Node")
 	o := startOpenClaw(t)
+	clients := []struct {
+		name   string
+		stream func(testing.TB, bridgeclients.Request) bridgeclients.Result
+	}{{"openai", bridgeclients.OpenAIStream}, {"livekit", bridgeclients.LiveKitStream}}
 	for _, transport := range ocTransports {
-		t.Run(transport, func(t *testing.T) {
-			begin := time.Now()
-			url, gone := o.bridge(t, transport, nil)
-			room := "room-8-" + transport
-			said := "Tell me everything over " + transport + " STALL"
-			req := ocRequest(url, room, said)
-			req.AbortAfterFirstToken = true
-			res := bridgeclients.OpenAIStream(t, req)
-			if !res.Aborted || len(res.Deltas) != 1 {
-				t.Fatalf("the client did not abort after its first token: %+v (error %v)", res, res.Error)
-			}
-			left := gone.last()
-			if left.IsZero() {
-				t.Fatal("the bridge never saw the client go")
-			}
-			var stopped time.Time
-			for stopped = o.ended.of(said); stopped.IsZero() && time.Since(left) < 5*time.Second; stopped = o.ended.of(said) {
-				time.Sleep(5 * time.Millisecond)
-			}
-			if stopped.IsZero() {
-				t.Fatalf("the gateway still holds its model request %s after the client went", time.Since(left).Round(time.Millisecond))
-			}
-			d := stopped.Sub(left)
-			switch q, _ := o.llmRequest(said); {
-			case !q.Aborted:
-				t.Errorf("the model request ended without the gateway dropping it: %+v", q)
-			case d < 0:
-				t.Errorf("the model request ended %s before the client went: not by the abort", -d)
-			case d > 2*time.Second:
-				t.Errorf("the gateway dropped its model request %s after the client went, want within 2 s", d)
-			}
-			// The gateway says so too: the run ended aborted, not final.
-			state, at := o.chats.end(ocKey(room), 5*time.Second)
-			if state != "aborted" {
-				t.Errorf("the gateway's run in %s ended %q, want aborted", ocKey(room), state)
-			}
-			t.Logf("%s: the model request dropped %s and the run aborted %s after the client went; %s in all",
-				transport, d.Round(time.Millisecond), at.Sub(left).Round(time.Millisecond), time.Since(begin).Round(time.Millisecond))
-		})
+		for _, client := range clients {
+			t.Run(transport+"/"+client.name, func(t *testing.T) {
+				stopsWhenTheClientAborts(t, o, transport, client.name, client.stream)
+			})
+		}
 	}
+}
+
+// stopsWhenTheClientAborts is one client's abort over one transport.
+func stopsWhenTheClientAborts(t *testing.T, o *ocRig, transport, client string, stream func(testing.TB, bridgeclients.Request) bridgeclients.Result) {
+	begin := time.Now()
+	url, gone := o.bridge(t, transport, nil)
+	room := "room-8-" + transport + "-" + client
+	said := "Tell me everything over " + transport + " to " + client + " STALL"
+	req := ocRequest(url, room, said)
+	req.AbortAfterFirstToken = true
+	res := stream(t, req)
+	if !res.Aborted || len(res.Deltas) != 1 {
+		t.Fatalf("the client did not abort after its first token: %+v (error %v)", res, res.Error)
+	}
+	left := gone.last()
+	if left.IsZero() {
+		t.Fatal("the bridge never saw the client go")
+	}
+	var stopped time.Time
+	for stopped = o.ended.of(said); stopped.IsZero() && time.Since(left) < 5*time.Second; stopped = o.ended.of(said) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if stopped.IsZero() {
+		t.Fatalf("the gateway still holds its model request %s after the client went", time.Since(left).Round(time.Millisecond))
+	}
+	d := stopped.Sub(left)
+	switch q, _ := o.llmRequest(said); {
+	case !q.Aborted:
+		t.Errorf("the model request ended without the gateway dropping it: %+v", q)
+	case d < 0:
+		t.Errorf("the model request ended %s before the client went: not by the abort", -d)
+	case d > 2*time.Second:
+		t.Errorf("the gateway dropped its model request %s after the client went, want within 2 s", d)
+	}
+	// The gateway says so too: the run ended aborted, not final.
+	state, at := o.chats.end(ocKey(room), 5*time.Second)
+	if state != "aborted" {
+		t.Errorf("the gateway's run in %s ended %q, want aborted", ocKey(room), state)
+	}
+	t.Logf("%s, %s: the model request dropped %s and the run aborted %s after the client went; %s in all",
+		transport, client, d.Round(time.Millisecond), at.Sub(left).Round(time.Millisecond), time.Since(begin).Round(time.Millisecond))
 }
 
 // TestRealOpenClawFailureIsAnError: the model refusing the gateway's request fails the run,
