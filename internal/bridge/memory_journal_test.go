@@ -43,12 +43,7 @@ func lastSaid(t *testing.T, h *fakehermes.Server) string {
 
 func journal(t *testing.T, dataDir, callID string) []obs.Event {
 	t.Helper()
-	f, err := os.Open(filepath.Join(obs.Dir(dataDir, callID), "events.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	events, err := obs.ReadEvents(f)
+	events, err := obs.ReadFile(filepath.Join(obs.Dir(dataDir, callID), "events.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package bridge
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -47,12 +46,7 @@ func TestAQuietSessionsJournalIsClosedAndGoesOn(t *testing.T) {
 	}
 	s.close()
 
-	f, err := os.Open(filepath.Join(obs.Dir(dir, "bridge-room"), "events.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	events, err := obs.ReadEvents(f)
+	events, err := obs.ReadFile(filepath.Join(obs.Dir(dir, "bridge-room"), "events.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
