@@ -50,11 +50,12 @@ func (d *Dialog) Refer(ctx context.Context, target sip.Uri) error {
 		return &CallError{Status: res.StatusCode, Phrase: sanitize(res.Reason), Kind: ErrRefused, Err: ErrReferRefused}
 	}
 	for {
+		ended := false
 		select {
 		case <-ctx.Done():
 			return &CallError{Kind: ErrCancelled, Err: fmt.Errorf("waiting for the transfer: %w", ctx.Err())}
 		case <-d.done:
-			return &CallError{Kind: ErrEnded, Err: fmt.Errorf("the call ended before the transfer was reported")}
+			ended = true // the callee hangs up once it reports the new call answered: a report may be waiting too
 		case <-t.progress:
 		}
 		d.mu.Lock()
@@ -65,6 +66,8 @@ func (d *Dialog) Refer(ctx context.Context, target sip.Uri) error {
 			return nil
 		case status >= 300:
 			return &CallError{Status: status, Phrase: phrase, Kind: kindOf(status)}
+		case ended:
+			return &CallError{Kind: ErrEnded, Err: fmt.Errorf("the call ended before the transfer was reported")}
 		}
 	}
 }
@@ -94,13 +97,15 @@ func (d *Dialog) notified(req *sip.Request, tx sip.ServerTransaction) {
 		_ = tx.Respond(sip.NewResponseFromRequest(req, 400, "Bad Request", nil))
 		return
 	}
-	_ = tx.Respond(sip.NewResponseFromRequest(req, 200, "OK", nil))
+	// The report is taken before it is answered: a callee that hangs up on the answer must
+	// find it taken.
 	d.mu.Lock()
 	t := d.transfer
 	if t != nil && t.latest < 200 {
 		t.latest, t.phrase = status, phrase
 	}
 	d.mu.Unlock()
+	_ = tx.Respond(sip.NewResponseFromRequest(req, 200, "OK", nil))
 	if t != nil {
 		select {
 		case t.progress <- struct{}{}:
