@@ -32,10 +32,10 @@ const refusedLogEvery = 10 * time.Second
 // token). A connection over the cap is closed as soon as it is accepted; one taken over
 // by a handler (a WebSocket) stops counting then, so calls are never refused by it.
 type Limiter struct {
-	max        int
-	exempt     []netip.Prefix
-	vouchedFor time.Duration
-	log        *slog.Logger
+	max    int
+	exempt []netip.Prefix
+	log    *slog.Logger
+	now    func() time.Time // the clock trust lapses by (tests set it)
 
 	mu      sync.Mutex // guards following
 	open    map[netip.Addr]int
@@ -52,7 +52,7 @@ func NewLimiter(perAddress int, exempt []netip.Prefix, log *slog.Logger) *Limite
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Limiter{max: perAddress, exempt: exempt, vouchedFor: vouchedFor, log: log, open: map[netip.Addr]int{}, vouched: map[netip.Addr]time.Time{}}
+	return &Limiter{max: perAddress, exempt: exempt, log: log, now: time.Now, open: map[netip.Addr]int{}, vouched: map[netip.Addr]time.Time{}}
 }
 
 // Open reports how many counted connections addr's client holds.
@@ -96,12 +96,12 @@ func (l *Limiter) admit(addr netip.Addr) (counted, ok bool) {
 	key := clientKey(addr)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if time.Now().Before(l.vouched[key]) {
+	if l.now().Before(l.vouched[key]) {
 		return false, true
 	}
 	if l.open[key] >= l.max {
 		l.refused++
-		if now := time.Now(); now.Sub(l.logged) >= refusedLogEvery {
+		if now := l.now(); now.Sub(l.logged) >= refusedLogEvery {
 			l.log.Warn("refused connections over the cap per client address", "addr", key.String(),
 				"open", l.open[key], "cap", l.max, "refused", l.refused)
 			l.logged, l.refused = now, 0
@@ -122,7 +122,7 @@ func (l *Limiter) release(key netip.Addr) {
 
 // vouch trusts key's client for vouchedFor from now.
 func (l *Limiter) vouch(key netip.Addr) {
-	now := time.Now()
+	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if _, ok := l.vouched[key]; !ok && len(l.vouched) >= maxVouched {
@@ -135,7 +135,7 @@ func (l *Limiter) vouch(key netip.Addr) {
 			return // every one still trusted: this address stays capped
 		}
 	}
-	l.vouched[key] = now.Add(l.vouchedFor)
+	l.vouched[key] = now.Add(vouchedFor)
 }
 
 // hijacked stops counting c: a handler took it over.
