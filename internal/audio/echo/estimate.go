@@ -62,20 +62,31 @@ type estimator struct {
 
 // sums are the running sums of the reference envelope at every lag (x) against the
 // inbound envelope (y), from which the envelopes' correlation at each lag follows.
+//
+// The call's sums forget (forget per block), but not by shrinking every lag's sums each
+// block: each block is added weight times over, and weight grows by 1/forget a block, so a
+// block costs only its own additions. The sums are therefore weight times their true value
+// (a talkspurt's sums never forget: their weight stays 1), and every question asked of them
+// is a ratio, which the common factor leaves alone.
 type sums struct {
 	x, xx, xy []float64 // per lag
 	y, yy, w  float64
+	weight    float64 // of the last block added
 }
 
+// maxWeight is where a forgetting sum's weight is folded back into its sums (about every
+// 15 minutes of blocks), long before anything could overflow.
+const maxWeight = 1e100
+
 func newSums(lags int) sums {
-	return sums{x: make([]float64, lags), xx: make([]float64, lags), xy: make([]float64, lags)}
+	return sums{x: make([]float64, lags), xx: make([]float64, lags), xy: make([]float64, lags), weight: 1}
 }
 
 func (s *sums) reset() {
 	clear(s.x)
 	clear(s.xx)
 	clear(s.xy)
-	s.y, s.yy, s.w = 0, 0, 0
+	s.y, s.yy, s.w, s.weight = 0, 0, 0, 1
 }
 
 // copyFrom makes s equal to o.
@@ -83,29 +94,82 @@ func (s *sums) copyFrom(o *sums) {
 	copy(s.x, o.x)
 	copy(s.xx, o.xx)
 	copy(s.xy, o.xy)
-	s.y, s.yy, s.w = o.y, o.yy, o.w
+	s.y, s.yy, s.w, s.weight = o.y, o.yy, o.w, o.weight
+}
+
+// forgetBlock makes the next block weigh 1/forget more than the last.
+func (s *sums) forgetBlock() {
+	s.weight /= forget
+	if s.weight < maxWeight {
+		return
+	}
+	k := 1 / s.weight
+	for l := range s.x {
+		s.x[l] *= k
+		s.xx[l] *= k
+		s.xy[l] *= k
+	}
+	s.y, s.yy, s.w, s.weight = s.y*k, s.yy*k, s.w*k, 1
+}
+
+// add adds the inbound block y, at s's weight, against the reference envelopes of lags 0,
+// 1, ...: first holds the newest of them last, wrap the older ones. Lags past both are
+// left as they are: silence adds nothing.
+func (s *sums) add(first, wrap []float64, y float64) {
+	g := s.weight
+	s.w += g
+	s.y += g * y
+	s.yy += g * y * y
+	x, xx, xy := s.x[:len(first)], s.xx[:len(first)], s.xy[:len(first)]
+	for lag := range x {
+		v := first[len(first)-1-lag]
+		gv := g * v
+		x[lag] += gv
+		xx[lag] += gv * v
+		xy[lag] += gv * y
+	}
+	x, xx, xy = s.x[len(first):][:len(wrap)], s.xx[len(first):][:len(wrap)], s.xy[len(first):][:len(wrap)]
+	for lag := range x {
+		v := wrap[len(wrap)-1-lag]
+		gv := g * v
+		x[lag] += gv
+		xx[lag] += gv * v
+		xy[lag] += gv * y
+	}
 }
 
 // best is the lag whose envelopes correlate best, and that correlation; ok is false when
 // no lag has varied enough to tell.
+//
+// The inbound variance is the same at every lag, so the best lag is the one whose
+// covariance over the root of its reference variance is largest; that is compared as
+// cov·|cov|/vx, cross-multiplied, so no lag costs a division or a square root.
 func (s *sums) best() (lag int, corr float64, ok bool) {
 	if s.w == 0 {
 		return 0, 0, false
 	}
-	my := s.y / s.w
-	vy := s.yy/s.w - my*my
-	corr = -2
+	inv := 1 / s.w
+	my := s.y * inv
+	vy := s.yy*inv - my*my
+	if vy <= 0 {
+		return 0, 0, false
+	}
+	var bestCov, bestVx float64 // the best lag's, bestVx > 0 once one is found
 	for l := range s.x {
-		mx := s.x[l] / s.w
-		vx := s.xx[l]/s.w - mx*mx
-		if vx <= 0 || vy <= 0 {
+		mx := s.x[l] * inv
+		vx := s.xx[l]*inv - mx*mx
+		if vx <= 0 {
 			continue
 		}
-		if c := (s.xy[l]/s.w - mx*my) / math.Sqrt(vx*vy); c > corr {
-			lag, corr = l, c
+		cov := s.xy[l]*inv - mx*my
+		if bestVx == 0 || cov*math.Abs(cov)*bestVx > bestCov*math.Abs(bestCov)*vx {
+			lag, bestCov, bestVx = l, cov, vx
 		}
 	}
-	return lag, corr, corr > -2
+	if bestVx == 0 {
+		return 0, 0, false
+	}
+	return lag, bestCov / math.Sqrt(bestVx*vy), true
 }
 
 // Double talk pauses learning for at least holdFrames (300 ms: the caller's syllable gaps
@@ -221,15 +285,6 @@ func (e *estimator) reachable() bool { return e.block-e.lastActive <= int64(e.ma
 // addBlock adds the inbound envelope y of the current block against every lag.
 func (e *estimator) addBlock(y float64) {
 	n := int64(len(e.env))
-	l, t := &e.long, &e.spurt
-	l.w = l.w*forget + 1
-	l.y = l.y*forget + y
-	l.yy = l.yy*forget + y*y
-	if e.inSpurt {
-		t.w++
-		t.y += y
-		t.yy += y * y
-	}
 	// Lag by lag, the envelope ring read backwards from the current block: two plain runs
 	// (down to the ring's start, then down from its end), no division per lag. Lags
 	// reaching before the call's first block see silence.
@@ -237,51 +292,10 @@ func (e *estimator) addBlock(y float64) {
 	at := int(e.block % n)
 	first := e.env[max(0, at-reach) : at+1]         // lags 0..len-1, newest last
 	wrap := e.env[len(e.env)-(reach+1-len(first)):] // the lags after them, newest last
-	decay(l, first, wrap, y)
-	for lag := reach + 1; lag <= e.maxLag; lag++ {
-		l.x[lag] *= forget
-		l.xx[lag] *= forget
-		l.xy[lag] *= forget
-	}
+	e.long.forgetBlock()
+	e.long.add(first, wrap, y)
 	if e.inSpurt {
-		gather(t, first, wrap, y)
-	}
-}
-
-// decay forgets a little of s's sums and adds the block y against the reference
-// envelopes of lags 0, 1, ...: first holds the newest of them last, wrap the older ones.
-func decay(s *sums, first, wrap []float64, y float64) {
-	x, xx, xy := s.x[:len(first)], s.xx[:len(first)], s.xy[:len(first)]
-	for lag := range x {
-		v := first[len(first)-1-lag]
-		x[lag] = x[lag]*forget + v
-		xx[lag] = xx[lag]*forget + v*v
-		xy[lag] = xy[lag]*forget + v*y
-	}
-	x, xx, xy = s.x[len(first):][:len(wrap)], s.xx[len(first):][:len(wrap)], s.xy[len(first):][:len(wrap)]
-	for lag := range x {
-		v := wrap[len(wrap)-1-lag]
-		x[lag] = x[lag]*forget + v
-		xx[lag] = xx[lag]*forget + v*v
-		xy[lag] = xy[lag]*forget + v*y
-	}
-}
-
-// gather adds the block y to a talkspurt's sums, as decay does without forgetting.
-func gather(s *sums, first, wrap []float64, y float64) {
-	x, xx, xy := s.x[:len(first)], s.xx[:len(first)], s.xy[:len(first)]
-	for lag := range x {
-		v := first[len(first)-1-lag]
-		x[lag] += v
-		xx[lag] += v * v
-		xy[lag] += v * y
-	}
-	x, xx, xy = s.x[len(first):][:len(wrap)], s.xx[len(first):][:len(wrap)], s.xy[len(first):][:len(wrap)]
-	for lag := range x {
-		v := wrap[len(wrap)-1-lag]
-		x[lag] += v
-		xx[lag] += v * v
-		xy[lag] += v * y
+		e.spurt.add(first, wrap, y)
 	}
 }
 

@@ -94,8 +94,10 @@ func TestAddBlockMatchesItsDefinition(t *testing.T) {
 			if b := e.block - int64(lag); b >= 0 {
 				x = e.env[b%n]
 			}
-			want := [3]float64{long.x[lag]*forget + x, long.xx[lag]*forget + x*x, long.xy[lag]*forget + x*y}
-			if got := [3]float64{e.long.x[lag], e.long.xx[lag], e.long.xy[lag]}; got != want {
+			// The sums are weight times their value.
+			w0, w1 := long.weight, e.long.weight
+			want := [3]float64{long.x[lag]/w0*forget + x, long.xx[lag]/w0*forget + x*x, long.xy[lag]/w0*forget + x*y}
+			if got := [3]float64{e.long.x[lag] / w1, e.long.xx[lag] / w1, e.long.xy[lag] / w1}; !near(got, want) {
 				t.Fatalf("block %d lag %d: long sums %v, want %v", e.block, lag, got, want)
 			}
 			if e.inSpurt {
@@ -108,6 +110,44 @@ func TestAddBlockMatchesItsDefinition(t *testing.T) {
 			}
 		}
 	}
+}
+
+// A forgetting sum's weight is folded back into it before it can overflow, leaving what
+// the sums say (their ratios to the weight) as it was.
+func TestSumsFoldTheirWeightBack(t *testing.T) {
+	s := newSums(3)
+	s.weight = maxWeight * forget * 0.999999
+	for l := range s.x {
+		s.x[l], s.xx[l], s.xy[l] = float64(l+1)*s.weight, float64(l+2)*s.weight, float64(l+3)*s.weight
+	}
+	s.w, s.y, s.yy = 4*s.weight, 5*s.weight, 6*s.weight
+	s.forgetBlock() // still under maxWeight: nothing folded
+	if s.weight == 1 {
+		t.Fatal("the weight was folded back early")
+	}
+	s.forgetBlock()
+	if s.weight != 1 {
+		t.Fatalf("weight %g after passing maxWeight, want 1", s.weight)
+	}
+	for l := range s.x {
+		want := [3]float64{float64(l+1) * forget * forget, float64(l+2) * forget * forget, float64(l+3) * forget * forget}
+		if got := [3]float64{s.x[l], s.xx[l], s.xy[l]}; !near(got, want) {
+			t.Fatalf("lag %d: %v after folding, want %v", l, got, want)
+		}
+	}
+	if got, want := [3]float64{s.w, s.y, s.yy}, [3]float64{4 * forget * forget, 5 * forget * forget, 6 * forget * forget}; !near(got, want) {
+		t.Fatalf("w, y, yy %v after folding, want %v", got, want)
+	}
+}
+
+// near: a and b agree to 12 significant digits (the weighted sums round differently).
+func near(a, b [3]float64) bool {
+	for i := range a {
+		if math.Abs(a[i]-b[i]) > 1e-12*math.Max(math.Abs(a[i]), math.Abs(b[i])) {
+			return false
+		}
+	}
+	return true
 }
 
 // BenchmarkAddBlock is one 5 ms block against every lag of a 640 ms window.

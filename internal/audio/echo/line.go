@@ -167,15 +167,20 @@ func (l *Line) Cleared(at int64) {
 // referenceLocked copies the reference for inbound positions [from, from+len(dst)) into
 // dst, with l.mu held; positions never placed (or long overwritten) are silence.
 func (l *Line) referenceLocked(dst []int16, from int64) {
-	mask := int64(len(l.ref) - 1)
-	oldest := l.refEnd - int64(len(l.ref))
-	for i := range dst {
-		p := from + int64(i)
-		if p < 0 || p < oldest || p >= l.refEnd {
-			dst[i] = 0
-			continue
-		}
-		dst[i] = l.ref[p&mask]
+	size := int64(len(l.ref))
+	lo := max(from, 0, l.refEnd-size)         // the first position the ring holds
+	hi := min(from+int64(len(dst)), l.refEnd) // after the last
+	if lo >= hi {
+		clear(dst)
+		return
+	}
+	clear(dst[:lo-from])
+	clear(dst[hi-from:])
+	for p := lo; p < hi; { // one run, or two where the ring wraps
+		i := p & (size - 1)
+		n := min(hi-p, size-i)
+		copy(dst[p-from:], l.ref[i:i+n])
+		p += n
 	}
 }
 
