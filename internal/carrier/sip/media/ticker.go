@@ -26,7 +26,7 @@ import (
 // run anyway call Poll, which runs a beat that is due on the caller's goroutine: the
 // sessions' readers after every packet, and each call's loop after each frame it takes
 // (Session.KeepTime). The beat's own goroutine stays the schedule's guarantee when
-// nothing else runs.
+// nothing else runs, and it runs any other beat that is due after its own.
 type Ticker struct {
 	clk   clock.Clock
 	beats []*beat
@@ -170,6 +170,7 @@ func (b *beat) loop() {
 		if !more {
 			return
 		}
+		b.t.Poll() // any other beat a busy scheduler has kept waiting
 		timer.Reset(max(0, next.Sub(b.t.clk.Now())))
 		for _, armed := range hooks {
 			armed()
