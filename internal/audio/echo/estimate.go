@@ -120,17 +120,17 @@ func (s *sums) add(first, wrap []float64, y float64) {
 	s.w += g
 	s.y += g * y
 	s.yy += g * y * y
-	x, xx, xy := s.x[:len(first)], s.xx[:len(first)], s.xy[:len(first)]
+	n := len(first)
+	addRun(s.x[:n], s.xx[:n], s.xy[:n], first, g, y)
+	addRun(s.x[n:][:len(wrap)], s.xx[n:][:len(wrap)], s.xy[n:][:len(wrap)], wrap, g, y)
+}
+
+// addRun adds the block y at weight g against env, the reference envelopes of the lags of
+// x, xx and xy in turn, newest last.
+func addRun(x, xx, xy, env []float64, g, y float64) {
+	xx, xy, env = xx[:len(x)], xy[:len(x)], env[:len(x)] // one bounds check, not one a lag
 	for lag := range x {
-		v := first[len(first)-1-lag]
-		gv := g * v
-		x[lag] += gv
-		xx[lag] += gv * v
-		xy[lag] += gv * y
-	}
-	x, xx, xy = s.x[len(first):][:len(wrap)], s.xx[len(first):][:len(wrap)], s.xy[len(first):][:len(wrap)]
-	for lag := range x {
-		v := wrap[len(wrap)-1-lag]
+		v := env[len(env)-1-lag]
 		gv := g * v
 		x[lag] += gv
 		xx[lag] += gv * v
