@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/handset-voice/handset/internal/session"
@@ -354,26 +355,59 @@ type relayed struct {
 // relay copies the runtime's reply into out until it ends, fails, or ctx ends, with a
 // keepalive comment after each silence of h.keepalive; first is told when the first text
 // has been written.
+//
+// The goroutine that reads the runtime's stream writes its text to out itself: handing
+// each piece to the request's goroutine first would be one more goroutine to wake, and a
+// wake-up on a busy server is the tail of time to first text. The request's goroutine
+// keeps the clock (the keepalive, the commit) and ends the turn; mu keeps the two from
+// writing at once, and nothing is written once the turn is over.
 func (h *Handler) relay(ctx context.Context, stream voice.ReplyStream, out sink, first func(time.Time)) *relayed {
-	type next struct {
-		chunk voice.ReplyChunk
-		err   error
-	}
-	chunks := make(chan next)
+	res := &relayed{}
+	var mu sync.Mutex // guards out, res and over while the reader runs
+	over := false     // the turn has ended: the reader writes nothing more
+	ended := make(chan error, 1)
+	wrote := make(chan struct{}, 1) // text went out: the keepalive's silence starts again
 	go func() {
 		for {
 			c, err := stream.Next()
-			select {
-			case chunks <- next{c, err}:
-			case <-ctx.Done():
-				return
-			}
 			if err != nil {
+				if errors.Is(err, io.EOF) {
+					err = nil
+				}
+				ended <- err
 				return
 			}
+			mu.Lock()
+			if over {
+				mu.Unlock()
+				return
+			}
+			if c.Usage.Reported() {
+				res.usage = c.Usage
+			}
+			if c.Text != "" {
+				if room := voice.TranscriptLimit - res.text.Len(); room > 0 {
+					res.text.WriteString(voice.Clip(c.Text, room))
+				}
+				out.text(c.Text)
+				if res.firstText.IsZero() {
+					res.firstText = time.Now()
+					first(res.firstText)
+				}
+				select {
+				case wrote <- struct{}{}:
+				default:
+				}
+			}
+			mu.Unlock()
 		}
 	}()
-	res := &relayed{}
+	end := func(err error) *relayed {
+		mu.Lock()
+		defer mu.Unlock()
+		over, res.err = true, err
+		return res
+	}
 	quiet := time.NewTimer(h.keepalive)
 	defer quiet.Stop()
 	commit := time.NewTimer(h.commitAfter)
@@ -381,35 +415,20 @@ func (h *Handler) relay(ctx context.Context, stream voice.ReplyStream, out sink,
 	for {
 		select {
 		case <-ctx.Done():
-			res.err = ctx.Err()
-			return res
+			return end(ctx.Err())
+		case err := <-ended:
+			return end(err)
 		case <-commit.C:
+			mu.Lock()
 			out.commit()
+			mu.Unlock()
 		case <-quiet.C:
+			mu.Lock()
 			out.keepalive()
+			mu.Unlock()
 			quiet.Reset(h.keepalive)
-		case n := <-chunks:
-			switch {
-			case errors.Is(n.err, io.EOF):
-				return res
-			case n.err != nil:
-				res.err = n.err
-				return res
-			}
-			if n.chunk.Usage.Reported() {
-				res.usage = n.chunk.Usage
-			}
-			if n.chunk.Text != "" {
-				if room := voice.TranscriptLimit - res.text.Len(); room > 0 {
-					res.text.WriteString(voice.Clip(n.chunk.Text, room))
-				}
-				out.text(n.chunk.Text)
-				if res.firstText.IsZero() {
-					res.firstText = time.Now()
-					first(res.firstText)
-				}
-				quiet.Reset(h.keepalive)
-			}
+		case <-wrote:
+			quiet.Reset(h.keepalive)
 		}
 	}
 }
