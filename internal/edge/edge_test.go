@@ -9,12 +9,13 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
 	"go.uber.org/goleak"
+
+	"github.com/handset-voice/handset/internal/clock"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -263,10 +264,8 @@ func TestCapPerAddress(t *testing.T) {
 func TestVouchedAddressesAreNotCapped(t *testing.T) {
 	const limit = 2
 	l := NewLimiter(limit, nil, nil)
-	var mu sync.Mutex
-	clock := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
-	l.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
-	advance := func(d time.Duration) { mu.Lock(); clock = clock.Add(d); mu.Unlock() }
+	clk := clock.NewFake(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
+	l.now = clk.Now
 	addr := serve(t, DefaultTimeouts(), l)
 	known, other := netip.MustParseAddr("127.0.0.4"), netip.MustParseAddr("127.0.0.5")
 	hold := func(from netip.Addr, n int) (held []net.Conn) {
@@ -302,15 +301,15 @@ func TestVouchedAddressesAreNotCapped(t *testing.T) {
 		t.Fatalf("another address held %d, want the cap of %d", n, limit)
 	}
 	// Vouching again keeps the trust; once it lapses, the address is capped again.
-	advance(vouchedFor - time.Minute)
+	clk.Advance(vouchedFor - time.Minute)
 	if err := getPath(v, vbr, "/vouched"); err != nil {
 		t.Fatal(err)
 	}
-	advance(2 * time.Minute)
+	clk.Advance(2 * time.Minute)
 	if n := len(hold(known, 1)); n != 1 {
 		t.Fatal("trust lapsed although the address vouched again")
 	}
-	advance(vouchedFor)
+	clk.Advance(vouchedFor)
 	if n := len(hold(known, 2*limit)); n != 1 {
 		t.Fatalf("after the trust lapsed: held %d more, want 1 (up to the cap)", n)
 	}
