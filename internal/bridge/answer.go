@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -20,6 +21,8 @@ type answer struct {
 	withUsage bool // stream_options.include_usage: a last chunk with the usage
 	committed bool // the stream's 200 and first chunk are out
 	whole     strings.Builder
+	frame     bytes.Buffer  // the event being written, its memory kept for the next
+	enc       *json.Encoder // writes into frame
 }
 
 // writeGrace is how long one write to the client may take. A turn may run for minutes (a
@@ -28,8 +31,10 @@ type answer struct {
 const writeGrace = 30 * time.Second
 
 func newAnswer(w http.ResponseWriter, model string, stream, withUsage bool) *answer {
-	return &answer{w: w, rc: http.NewResponseController(w), id: "chatcmpl-" + randomID(), model: model,
+	a := &answer{w: w, rc: http.NewResponseController(w), id: "chatcmpl-" + randomID(), model: model,
 		created: time.Now().Unix(), stream: stream, withUsage: withUsage}
+	a.enc = json.NewEncoder(&a.frame)
+	return a
 }
 
 // write sends b, within writeGrace, and flushes it.
@@ -150,12 +155,11 @@ func (a *answer) chunk(d delta, finish *string) chunk {
 
 // event writes v as one SSE data event and flushes it.
 func (a *answer) event(v any) {
-	b, _ := json.Marshal(v)
-	buf := make([]byte, 0, len(b)+8)
-	buf = append(buf, "data: "...)
-	buf = append(buf, b...)
-	buf = append(buf, "\n\n"...)
-	a.write(buf)
+	a.frame.Reset()
+	a.frame.WriteString("data: ")
+	_ = a.enc.Encode(v) // ends the JSON with the first of the two newlines
+	a.frame.WriteByte('\n')
+	a.write(a.frame.Bytes())
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -1,6 +1,7 @@
 package hermes
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -158,7 +159,7 @@ func parseChatEvent(name string, data []byte) (step, error) {
 	default:
 		return step{}, nil // unknown named events are ignored
 	}
-	if strings.TrimSpace(string(data)) == "[DONE]" {
+	if bytes.Equal(bytes.TrimSpace(data), []byte("[DONE]")) {
 		return step{Kind: stepEnd}, nil
 	}
 	var c chatChunkJSON

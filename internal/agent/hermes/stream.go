@@ -189,7 +189,7 @@ func (s *stream) advance() {
 		}
 		st, err = s.parse("", b)
 	} else {
-		ev, rerr := s.sse.Next()
+		ev, rerr := s.sse.NextRaw()
 		if rerr == io.EOF {
 			if s.parent.Err() != nil || s.closed.Load() {
 				s.abort(rerr)
@@ -206,7 +206,7 @@ func (s *stream) advance() {
 			s.abort(rerr)
 			return
 		}
-		st, err = s.parse(ev.Type, []byte(ev.Data))
+		st, err = s.parse(ev.Type, ev.Data)
 	}
 	if err != nil {
 		s.a.log.Debug("hermes: dropped a malformed event", "op", s.op, "err", err)

@@ -120,16 +120,16 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, model, text stri
 	w.WriteHeader(http.StatusOK)
 	ka := newKeepalive(w, s.opts.Keepalive)
 	defer ka.stop()
-	chunk := func(delta map[string]any, finish any, extra map[string]any) map[string]any {
-		c := map[string]any{"id": id, "object": "chat.completion.chunk", "created": created, "model": model,
-			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}}
-		for k, v := range extra {
-			c[k] = v
+	chunk := func(d streamDelta, finish string) streamChunk {
+		c := streamChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: model,
+			Choices: []streamChoice{{Delta: d}}}
+		if finish != "" {
+			c.Choices[0].FinishReason = &finish
 		}
 		return c
 	}
 	ctx := r.Context()
-	if !ka.data("", chunk(map[string]any{"role": "assistant"}, nil, nil)) {
+	if !ka.data("", chunk(streamDelta{Role: "assistant"}, "")) {
 		return false
 	}
 	if words[MagicToolCall] {
@@ -151,7 +151,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, model, text stri
 		if words[MagicSlow] && !s.wait(ctx, s.opts.SlowEvery, nil, ka) {
 			return false
 		}
-		if !ka.data("", chunk(map[string]any{"content": p}, nil, nil)) {
+		if !ka.data("", chunk(streamDelta{Content: p}, "")) {
 			return false
 		}
 	}
@@ -159,13 +159,54 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, model, text stri
 		return false
 	}
 	if words[MagicFailRun] {
-		ka.data("", chunk(map[string]any{}, "error", map[string]any{"usage": usage,
-			"error":  map[string]any{"message": "Agent run failed (FAILRUN requested)", "type": "server_error"},
-			"hermes": map[string]any{"completed": false, "partial": false, "failed": true}}))
+		last := chunk(streamDelta{}, "error")
+		last.Usage = usage
+		last.Error = &streamError{Message: "Agent run failed (FAILRUN requested)", Type: "server_error"}
+		last.Hermes = &runState{Failed: true}
+		ka.data("", last)
 	} else {
-		ka.data("", chunk(map[string]any{}, "stop", map[string]any{"usage": usage}))
+		last := chunk(streamDelta{}, "stop")
+		last.Usage = usage
+		ka.data("", last)
 	}
 	return ka.write("data: [DONE]\n\n")
+}
+
+// streamChunk is one chat.completion.chunk as Hermes streams it. Typed rather than a map:
+// the bridge's benchmark runs this fake in the bridge's process, where a fake that allocates
+// more than the runtime it stands for would make the collector run for it.
+type streamChunk struct {
+	ID      string         `json:"id"`
+	Object  string         `json:"object"`
+	Created int64          `json:"created"`
+	Model   string         `json:"model"`
+	Choices []streamChoice `json:"choices"`
+	Usage   map[string]int `json:"usage,omitempty"`
+	Error   *streamError   `json:"error,omitempty"`
+	Hermes  *runState      `json:"hermes,omitempty"`
+}
+
+type streamChoice struct {
+	Index        int         `json:"index"`
+	Delta        streamDelta `json:"delta"`
+	FinishReason *string     `json:"finish_reason"`
+}
+
+type streamDelta struct {
+	Role    string `json:"role,omitempty"`
+	Content string `json:"content,omitempty"`
+}
+
+type streamError struct {
+	Message string `json:"message"`
+	Type    string `json:"type"`
+}
+
+// runState is Hermes' own account of how a failed run ended.
+type runState struct {
+	Completed bool `json:"completed"`
+	Partial   bool `json:"partial"`
+	Failed    bool `json:"failed"`
 }
 
 func sysPrompt(msgs []Message) string {

@@ -13,14 +13,16 @@ import (
 // keepalive writes SSE frames and a ": keepalive" comment after each silent period.
 type keepalive struct {
 	w     http.ResponseWriter
+	rc    *http.ResponseController
 	every time.Duration
 	t     *time.Timer
 	due   time.Time // when t fires
 	err   error
+	frame []byte // the frame being written, kept for the next
 }
 
 func newKeepalive(w http.ResponseWriter, every time.Duration) *keepalive {
-	return &keepalive{w: w, every: every, t: time.NewTimer(every), due: time.Now().Add(every)}
+	return &keepalive{w: w, rc: http.NewResponseController(w), every: every, t: time.NewTimer(every), due: time.Now().Add(every)}
 }
 
 func (k *keepalive) tick() <-chan time.Time { return k.t.C }
@@ -29,11 +31,16 @@ func (k *keepalive) stop() { k.t.Stop() }
 
 // write sends raw bytes, flushes and restarts the silence timer.
 func (k *keepalive) write(s string) bool {
+	k.frame = append(k.frame[:0], s...)
+	return k.writeFrame()
+}
+
+func (k *keepalive) writeFrame() bool {
 	if k.err != nil {
 		return false
 	}
-	if _, k.err = io.WriteString(k.w, s); k.err == nil {
-		k.err = http.NewResponseController(k.w).Flush()
+	if _, k.err = k.w.Write(k.frame); k.err == nil {
+		k.err = k.rc.Flush()
 	}
 	k.t.Reset(k.every)
 	k.due = time.Now().Add(k.every)
@@ -45,11 +52,12 @@ func (k *keepalive) send() bool { return k.write(": keepalive\n\n") }
 // data sends one "data:" frame (optionally named) carrying v as JSON.
 func (k *keepalive) data(event string, v any) bool {
 	b, _ := json.Marshal(v)
-	frame := "data: " + string(b) + "\n\n"
+	k.frame = k.frame[:0]
 	if event != "" {
-		frame = "event: " + event + "\n" + frame
+		k.frame = append(append(append(k.frame, "event: "...), event...), '\n')
 	}
-	return k.write(frame)
+	k.frame = append(append(append(k.frame, "data: "...), b...), "\n\n"...)
+	return k.writeFrame()
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

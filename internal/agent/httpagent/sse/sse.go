@@ -30,6 +30,14 @@ type Event struct {
 	ID   string // the last id: field seen (kept across events, as the spec says)
 }
 
+// RawEvent is an Event whose data is the reader's own bytes, valid until the next call to
+// the reader: a stream that parses each event at once need not copy it.
+type RawEvent struct {
+	Type string
+	Data []byte
+	ID   string
+}
+
 // Reader parses a text/event-stream body as the HTML "Server-sent events" section
 // (9.2.6, "Interpreting an event stream") describes: lines end in CRLF, LF or CR; a
 // leading UTF-8 BOM is dropped; ':' starts a comment; a blank line dispatches.
@@ -64,21 +72,30 @@ func NewReader(r io.Reader) *Reader {
 // dispatching any event left pending by a clean end); other read errors pass through
 // unchanged and drop the pending event.
 func (s *Reader) Next() (Event, error) {
+	ev, err := s.NextRaw()
+	if err != nil {
+		return Event{}, err
+	}
+	return Event{Type: ev.Type, Data: string(ev.Data), ID: ev.ID}, nil
+}
+
+// NextRaw is Next without the copy of the event's data.
+func (s *Reader) NextRaw() (RawEvent, error) {
 	for {
 		line, err := s.readLine()
 		if err == io.EOF {
 			if len(line) > 0 {
 				if err := s.field(line); err != nil {
-					return Event{}, err
+					return RawEvent{}, err
 				}
 			}
 			if ev, ok := s.dispatch(); ok {
 				return ev, nil
 			}
-			return Event{}, io.EOF
+			return RawEvent{}, io.EOF
 		}
 		if err != nil {
-			return Event{}, err
+			return RawEvent{}, err
 		}
 		if len(line) == 0 {
 			if ev, ok := s.dispatch(); ok {
@@ -87,7 +104,7 @@ func (s *Reader) Next() (Event, error) {
 			continue
 		}
 		if err := s.field(line); err != nil {
-			return Event{}, err
+			return RawEvent{}, err
 		}
 	}
 }
@@ -124,16 +141,16 @@ func (s *Reader) field(line []byte) error {
 }
 
 // dispatch ends the current event. It reports false when there was no data to dispatch.
-func (s *Reader) dispatch() (Event, bool) {
+func (s *Reader) dispatch() (RawEvent, bool) {
 	typ, data, had := s.typ, s.data, s.pending
 	s.typ, s.data, s.pending = "", s.data[:0], false
 	if !had {
-		return Event{}, false
+		return RawEvent{}, false
 	}
 	if typ == "" {
 		typ = "message"
 	}
-	return Event{Type: typ, Data: string(data[:len(data)-1]), ID: s.id}, true
+	return RawEvent{Type: typ, Data: data[:len(data)-1], ID: s.id}, true
 }
 
 // readLine returns the next line without its terminator. The slice is valid until the next

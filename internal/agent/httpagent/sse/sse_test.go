@@ -34,6 +34,24 @@ func readEvents(input string, oneByte bool) ([]Event, error) {
 	return out, errors.New("more events than input bytes")
 }
 
+// readRawEvents is readEvents through NextRaw, each event's data copied before the next
+// call, as its doc allows.
+func readRawEvents(input string) ([]Event, error) {
+	r := NewReader(strings.NewReader(input))
+	var out []Event
+	for range len(input) + 2 {
+		ev, err := r.NextRaw()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return out, nil
+			}
+			return out, err
+		}
+		out = append(out, Event{Type: ev.Type, Data: string(ev.Data), ID: ev.ID})
+	}
+	return out, errors.New("more events than input bytes")
+}
+
 func msg(data string) Event { return Event{Type: "message", Data: data} }
 
 func TestReader(t *testing.T) {
@@ -80,6 +98,13 @@ func TestReader(t *testing.T) {
 			if diff := cmp.Diff(refEvents(tt.input), got); diff != "" {
 				t.Errorf("%s (one byte %v): differs from the reference parser (-ref +got):\n%s", tt.name, oneByte, diff)
 			}
+		}
+		raw, err := readRawEvents(tt.input)
+		if err != nil {
+			t.Errorf("%s (raw): %v", tt.name, err)
+		}
+		if diff := cmp.Diff(tt.want, raw); diff != "" {
+			t.Errorf("%s (raw): events (-want +got):\n%s", tt.name, diff)
 		}
 	}
 }
@@ -197,6 +222,13 @@ func FuzzReader(f *testing.F) {
 					t.Fatalf("line break leaked into %+v", ev)
 				}
 			}
+		}
+		raw, err := readRawEvents(string(input))
+		if err != nil {
+			t.Fatalf("raw: %v", err)
+		}
+		if diff := cmp.Diff(want, raw); diff != "" {
+			t.Fatalf("raw: differs from the reference (-ref +got):\n%s", diff)
 		}
 	})
 }
