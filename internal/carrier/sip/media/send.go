@@ -229,7 +229,7 @@ func (s *Session) playOut(now time.Time, frames int) {
 	// echo path's timeline) runs on the frames it gets, from the answer on, as a carrier's
 	// media stream runs from its start.
 	for played := range frames {
-		s.popFrame(s.playout[played])
+		s.popFrame(s.playoutFrame(played))
 	}
 	played := frames
 	var marks []string

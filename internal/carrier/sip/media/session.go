@@ -85,7 +85,7 @@ type Session struct {
 	srtp     *sealer                                 // nil: plain RTP
 	// sealFailures counts packets SRTP could not seal (not sent), logged at the first.
 	sealFailures int
-	playout      [maxCatchUp][]byte // frames popped for the sink, reused
+	playout      [maxCatchUp][]byte // frames popped for the sink, reused (playoutFrame)
 }
 
 // New checks cfg and returns a session that sends nothing until Start (or Run).
@@ -143,7 +143,6 @@ func New(cfg Config) (*Session, error) {
 	s.jitter = newJitterBuffer(cfg.Codec)
 	s.out.init(cfg.Codec)
 	s.coded.init(cfg.Codec)
-	s.sizePlayout()
 	return s, nil
 }
 
@@ -158,15 +157,16 @@ func unmap(a netip.AddrPort) netip.AddrPort {
 	return netip.AddrPortFrom(a.Addr().Unmap(), a.Port())
 }
 
-// sizePlayout makes the playout frames fit the codec. Caller holds mu or owns s alone.
-func (s *Session) sizePlayout() {
+// playoutFrame is the i-th frame popped for the sink in one pass, made (or resized for a
+// new codec) on first use: a call pops more than one frame a pass only to catch up after a
+// stall, so most calls never make more than the first. Caller holds mu.
+func (s *Session) playoutFrame(i int) []byte {
 	n := s.codec.Format.FrameBytes()
-	for i := range s.playout {
-		if cap(s.playout[i]) < n {
-			s.playout[i] = make([]byte, n)
-		}
-		s.playout[i] = s.playout[i][:n]
+	if cap(s.playout[i]) < n {
+		s.playout[i] = make([]byte, n)
 	}
+	s.playout[i] = s.playout[i][:n]
+	return s.playout[i]
 }
 
 // Start starts the send clock at once: comfort silence until audio is queued, so RTP flows
@@ -331,7 +331,6 @@ func (s *Session) SetCodec(c Codec, dtmf uint8) error {
 	s.jitter.configure(c)
 	s.out.init(c)
 	s.coded.init(c)
-	s.sizePlayout()
 	return nil
 }
 

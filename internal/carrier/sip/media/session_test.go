@@ -815,3 +815,41 @@ func TestObserveSendsReportsAnUnderrun(t *testing.T) {
 		t.Fatalf("stats count %d underruns, want 1", n)
 	}
 }
+
+// The playout's frames are made when first needed: a call that keeps time holds one, and a
+// tick that catches up after a stall makes the ones it pops, each the size of a frame.
+func TestPlayoutFramesAreMadeWhenFirstNeeded(t *testing.T) {
+	s, _, sink := running(t, nil)
+	for range 3 {
+		s.step(t)
+	}
+	sink.played(t, 3)
+	if got := playoutMade(s.Session); got != 1 {
+		t.Fatalf("%d playout frames made after ticks on time, want 1", got)
+	}
+	s.clk.Advance(5 * 20 * time.Millisecond) // a stall: five frames due at once
+	s.waitArmed(t)
+	sink.played(t, 3+5)
+	if got := playoutMade(s.Session); got != 5 {
+		t.Fatalf("%d playout frames made after a five-frame catch-up, want 5", got)
+	}
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	for i, f := range sink.frames {
+		if len(f) != PCMU.Format.FrameBytes() {
+			t.Fatalf("frame %d has %d bytes, want %d", i, len(f), PCMU.Format.FrameBytes())
+		}
+	}
+}
+
+func playoutMade(s *Session) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, f := range s.playout {
+		if f != nil {
+			n++
+		}
+	}
+	return n
+}
