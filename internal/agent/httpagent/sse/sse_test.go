@@ -20,9 +20,24 @@ func readEvents(input string, oneByte bool) ([]Event, error) {
 	} else {
 		r = NewReader(strings.NewReader(input))
 	}
+	return drain(r.Next, len(input))
+}
+
+// readRawEvents is readEvents through NextRaw, each event's data copied before the next
+// call, as its doc allows.
+func readRawEvents(input string) ([]Event, error) {
+	r := NewReader(strings.NewReader(input))
+	return drain(func() (Event, error) {
+		ev, err := r.NextRaw()
+		return Event{Type: ev.Type, Data: string(ev.Data), ID: ev.ID}, err
+	}, len(input))
+}
+
+// drain reads events until io.EOF; a stream of n bytes has fewer than n+2 events.
+func drain(next func() (Event, error), n int) ([]Event, error) {
 	var out []Event
-	for range len(input) + 2 {
-		ev, err := r.Next()
+	for range n + 2 {
+		ev, err := next()
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				return out, nil
@@ -30,24 +45,6 @@ func readEvents(input string, oneByte bool) ([]Event, error) {
 			return out, err
 		}
 		out = append(out, ev)
-	}
-	return out, errors.New("more events than input bytes")
-}
-
-// readRawEvents is readEvents through NextRaw, each event's data copied before the next
-// call, as its doc allows.
-func readRawEvents(input string) ([]Event, error) {
-	r := NewReader(strings.NewReader(input))
-	var out []Event
-	for range len(input) + 2 {
-		ev, err := r.NextRaw()
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				return out, nil
-			}
-			return out, err
-		}
-		out = append(out, Event{Type: ev.Type, Data: string(ev.Data), ID: ev.ID})
 	}
 	return out, errors.New("more events than input bytes")
 }
