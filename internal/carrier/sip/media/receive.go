@@ -24,18 +24,15 @@ var (
 )
 
 // receiver is the reader goroutine's scratch: the datagram buffer and a parsed packet
-// whose header slices are reused, so reading allocates nothing per packet.
+// whose header slices are reused, so reading allocates nothing per packet. The CSRC and
+// extension slices start empty: most peers send neither, and the parser grows them to
+// the most a packet of the call has carried, which they keep.
 type receiver struct {
 	buf    [maxPacket + 1]byte
 	packet rtp.Packet
 }
 
-func newReceiver() *receiver {
-	r := &receiver{}
-	r.packet.CSRC = make([]uint32, 0, 15)
-	r.packet.Extensions = make([]rtp.Extension, 0, 16)
-	return r
-}
+func newReceiver() *receiver { return &receiver{} }
 
 // read is Run's loop.
 func (s *Session) read(ctx context.Context, sink voice.LegSink) error {

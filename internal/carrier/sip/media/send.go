@@ -57,18 +57,22 @@ type outEvent struct {
 
 // init numbers a new stream at random (RFC 3550: SSRC, sequence and timestamp start
 // unpredictable) on the first call and sizes frames for c; numbering continues across
-// codec changes.
+// codec changes. The packet buffer fits c's frame, not the largest codec's: a G.711
+// call's is 172 bytes where 48 kHz PCM would need 1,932, and a call keeps it all along.
+// A re-INVITE to a codec with larger frames replaces it.
 func (o *sender) init(c Codec) {
 	if o.packet == nil {
 		o.ssrc = rand.Uint32()
 		o.seq = uint16(rand.Uint32())
 		o.ts = rand.Uint32()
 		o.marker = true // the stream's first packet
-		o.packet = make([]byte, rtpHeaderBytes+maxFrameBytes)
 		o.hdr = rtp.Header{Version: 2, SSRC: o.ssrc}
 	}
 	o.frameSamples = uint32(c.wire().frameUnits())
 	o.frameBytes = c.wire().frameBytes()
+	if size := rtpHeaderBytes + max(o.frameBytes, eventBytes); len(o.packet) < size {
+		o.packet = make([]byte, size)
+	}
 	o.frame = o.packet[rtpHeaderBytes : rtpHeaderBytes+o.frameBytes]
 	o.talking = false
 }
@@ -205,7 +209,7 @@ func (s *Session) nextPacket() (pkt []byte, to netip.AddrPort, send bool) {
 	if s.srtp != nil {
 		var err error
 		if pkt, err = s.srtp.seal(pkt); err != nil {
-			if s.sealFailures++; s.sealFailures == 1 { // once a call, not 50 times a second
+			if s.srtp.failures++; s.srtp.failures == 1 { // once a call, not 50 times a second
 				s.log.Error("RTP packets not sent: SRTP sealing failed (logged once a call)", "err", err)
 			}
 			return nil, netip.AddrPort{}, false

@@ -75,6 +75,17 @@ func TestQueueMarksFollowTheAudio(t *testing.T) {
 	if got := q.due(); len(got) != 0 {
 		t.Fatalf("marks reported twice: %q", got)
 	}
+	// Reported names are not kept: a long call's queue holds only its pending marks.
+	for _, m := range q.marks[:cap(q.marks)] {
+		if m.name != "" {
+			t.Fatalf("a reported mark's name is still held: %q", m.name)
+		}
+	}
+	for _, name := range q.reporting[:cap(q.reporting)] {
+		if name != "" {
+			t.Fatalf("a reported mark's name is still held for reporting: %q", name)
+		}
+	}
 }
 
 func TestQueueMarkStorageDoesNotGrowWithOnePending(t *testing.T) {
@@ -181,5 +192,53 @@ func TestQueueCountsUnderrunsInsideASentenceOnly(t *testing.T) {
 	take(1)
 	if q.underruns != 2 {
 		t.Fatalf("the gap after the second sentence's audio counted %d underruns, want 2", q.underruns)
+	}
+}
+
+// A listening call's queue lets its storage go after a second of silence, and makes it
+// again for the next reply; a pause inside a reply keeps it.
+func TestQueueLetsItsStorageGoWhileListening(t *testing.T) {
+	q := newSendQueue(16000)
+	dst := make([]byte, 160)
+	if q.buf != nil {
+		t.Fatalf("a new queue holds %d bytes of storage before any audio", len(q.buf))
+	}
+	q.push(frameOf(1))
+	q.frame(dst, 0)
+	for range releaseAfter - 1 { // a pause just short of a second
+		q.frame(dst, 0xFF)
+	}
+	if len(q.buf) != initialQueue {
+		t.Fatalf("storage after a pause inside a reply: %d bytes, want %d", len(q.buf), initialQueue)
+	}
+	q.push(frameOf(2)) // the reply goes on
+	q.push(frameOf(3))
+	q.frame(dst, 0)
+	if dst[0] != 2 {
+		t.Fatalf("after the pause the queue played %d, want 2", dst[0])
+	}
+	q.frame(dst, 0)
+	for range releaseAfter {
+		q.frame(dst, 0xFF)
+	}
+	if q.buf != nil {
+		t.Fatalf("a queue empty for a second still holds %d bytes", len(q.buf))
+	}
+	q.mark("next reply")
+	q.push(frameOf(4))
+	q.push(frameOf(5))
+	for _, want := range []byte{4, 5} {
+		if !q.frame(dst, 0) || dst[0] != want || dst[159] != want {
+			t.Fatalf("the next reply played %d, want %d", dst[0], want)
+		}
+	}
+	if got := q.due(); !slices.Equal(got, []string{"next reply"}) {
+		t.Fatalf("marks after the storage was made again: %q", got)
+	}
+	if len(q.buf) != initialQueue {
+		t.Fatalf("storage made again: %d bytes, want %d", len(q.buf), initialQueue)
+	}
+	if !q.push(nil) || q.size != 0 {
+		t.Fatal("an empty push was refused or queued something")
 	}
 }

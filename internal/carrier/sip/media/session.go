@@ -83,9 +83,7 @@ type Session struct {
 	stats    Stats
 	onSent   func(late time.Duration, underrun bool) // see ObserveSends
 	srtp     *sealer                                 // nil: plain RTP
-	// sealFailures counts packets SRTP could not seal (not sent), logged at the first.
-	sealFailures int
-	playout      [maxCatchUp][]byte // frames popped for the sink, reused (playoutFrame)
+	playout  [][]byte                                // frames popped for the sink, reused (playoutFrame)
 }
 
 // New checks cfg and returns a session that sends nothing until Start (or Run).
@@ -161,6 +159,9 @@ func unmap(a netip.AddrPort) netip.AddrPort {
 // new codec) on first use: a call pops more than one frame a pass only to catch up after a
 // stall, so most calls never make more than the first. Caller holds mu.
 func (s *Session) playoutFrame(i int) []byte {
+	for len(s.playout) <= i {
+		s.playout = append(s.playout, nil)
+	}
 	n := s.codec.Format.FrameBytes()
 	if cap(s.playout[i]) < n {
 		s.playout[i] = make([]byte, n)

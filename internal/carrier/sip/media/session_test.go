@@ -14,6 +14,7 @@ import (
 
 	"github.com/pion/rtp"
 
+	"github.com/handset-voice/handset/internal/audio"
 	"github.com/handset-voice/handset/internal/clock"
 )
 
@@ -566,6 +567,32 @@ func TestSetCodecDropsTheQueueAndSwitchesPayload(t *testing.T) {
 	}
 	if err := s.SetCodec(PCMA, 8); err == nil {
 		t.Fatal("SetCodec accepted telephone-event on the codec's payload type")
+	}
+}
+
+// The packet buffer is sized for the call's codec; a switch to one with larger frames
+// (16 kHz linear PCM: 640 bytes where G.711 has 160) must still send whole frames.
+func TestSetCodecToLargerFramesSendsWholeFrames(t *testing.T) {
+	s, peer, _ := running(t, nil)
+	peer.read()
+	wide := Codec{PayloadType: 96, Format: audio.Format{Encoding: audio.PCM16, Rate: 16000}}
+	must(t, s.SetCodec(wide, 101))
+	frame := make([]byte, 640)
+	for i := range frame {
+		frame[i] = byte(i)
+	}
+	must(t, s.SendAudio(context.Background(), frame))
+	s.step(t)
+	p := peer.read()
+	if p.PayloadType != 96 || !bytes.Equal(p.Payload, frame) {
+		t.Fatalf("after switching to 16 kHz PCM: pt %d, %d payload bytes (first %v); want 96 and the 640 bytes queued",
+			p.PayloadType, len(p.Payload), p.Payload[:min(4, len(p.Payload))])
+	}
+	must(t, s.SetCodec(PCMU, 101))
+	must(t, s.SendAudio(context.Background(), frameOf(7)))
+	s.step(t)
+	if p := peer.read(); p.PayloadType != 0 || !bytes.Equal(p.Payload, frameOf(7)) {
+		t.Fatalf("back on PCMU: pt %d, %d payload bytes; want 0 and the 160 bytes queued", p.PayloadType, len(p.Payload))
 	}
 }
 

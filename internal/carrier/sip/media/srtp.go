@@ -106,6 +106,8 @@ type sealer struct {
 	opened  []byte     // the last packet opened
 	header  rtp.Header // scratch for the SRTP contexts' header parsing
 	inHdr   rtp.Header
+	// failures counts packets that could not be sealed (not sent), logged at the first.
+	failures int
 }
 
 // newSealer builds the contexts for k; nil, nil for plain RTP.
