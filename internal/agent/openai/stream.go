@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -74,7 +75,7 @@ func (s *stream) next() (voice.ReplyChunk, error) {
 		return voice.ReplyChunk{}, s.pending
 	}
 	for {
-		ev, err := s.sse.Next()
+		ev, err := s.sse.NextRaw() // ev.Data is the reader's until the next read: parsed, not kept
 		if err != nil {
 			return voice.ReplyChunk{}, s.readErr(err)
 		}
@@ -82,7 +83,7 @@ func (s *stream) next() (voice.ReplyChunk, error) {
 		case "message":
 		case "error":
 			return voice.ReplyChunk{}, s.agent.fail(voice.KindTransient, 0,
-				fmt.Errorf("error event: %w", errorFromBody([]byte(ev.Data))))
+				fmt.Errorf("error event: %w", errorFromBody(ev.Data)))
 		case hermesProgress:
 			if label := progressLabel(ev.Data); label != "" {
 				return voice.ReplyChunk{Progress: label}, nil
@@ -91,10 +92,10 @@ func (s *stream) next() (voice.ReplyChunk, error) {
 		default:
 			continue // other named events are not for us
 		}
-		if strings.TrimSpace(ev.Data) == "[DONE]" {
+		if string(bytes.TrimSpace(ev.Data)) == "[DONE]" {
 			return voice.ReplyChunk{}, io.EOF
 		}
-		c, err := parseChunk([]byte(ev.Data))
+		c, err := parseChunk(ev.Data)
 		if err != nil {
 			return voice.ReplyChunk{}, s.agent.fail(voice.KindProtocol, 0, err)
 		}
@@ -163,13 +164,13 @@ func (s *stream) readWhole() (voice.ReplyChunk, error) {
 
 // progressLabel reads a Hermes tool-progress event: the label (or the tool name) while a
 // tool runs, "" otherwise. Tools whose names start with "_" are internal.
-func progressLabel(data string) string {
+func progressLabel(data []byte) string {
 	var p struct {
 		Tool   string `json:"tool"`
 		Label  string `json:"label"`
 		Status string `json:"status"`
 	}
-	if json.Unmarshal([]byte(data), &p) != nil || p.Status != "running" || strings.HasPrefix(p.Tool, "_") {
+	if json.Unmarshal(data, &p) != nil || p.Status != "running" || strings.HasPrefix(p.Tool, "_") {
 		return ""
 	}
 	if p.Label != "" {

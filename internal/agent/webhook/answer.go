@@ -171,7 +171,7 @@ type sseDecoder struct {
 
 func (d *sseDecoder) next() (piece, error) {
 	for !d.done {
-		ev, err := d.sse.Next()
+		ev, err := d.sse.NextRaw() // ev.Data is the reader's until the next read: parsed, not kept
 		if errors.Is(err, sse.ErrTooLarge) {
 			return piece{}, protocolError{err}
 		}
@@ -182,23 +182,23 @@ func (d *sseDecoder) next() (piece, error) {
 		switch ev.Type {
 		case "message":
 		case "error":
-			return piece{}, eventError{data: data}
+			return piece{}, eventError{data: string(data)}
 		default:
 			continue // named events are not for us
 		}
-		trimmed := strings.TrimSpace(data)
-		if trimmed == "[DONE]" {
+		trimmed := bytes.TrimSpace(data)
+		if string(trimmed) == "[DONE]" {
 			d.done = true
 			break
 		}
-		if strings.HasPrefix(trimmed, "{") && json.Valid([]byte(trimmed)) {
-			p, err := parseAnswer([]byte(trimmed))
+		if bytes.HasPrefix(trimmed, []byte("{")) && json.Valid(trimmed) {
+			p, err := parseAnswer(trimmed)
 			if err != nil {
 				return piece{}, protocolError{fmt.Errorf("event data: %w", err)}
 			}
 			return p, nil
 		}
-		return piece{text: validUTF8([]byte(data))}, nil
+		return piece{text: validUTF8(data)}, nil
 	}
 	return piece{}, io.EOF
 }
