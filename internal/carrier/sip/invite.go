@@ -68,11 +68,12 @@ func (t *Trunk) answerCall(req *sip.Request, tx sip.ServerTransaction) {
 		_ = tx.Respond(sip.NewResponseFromRequest(req, sip.StatusLoopDetected, "Loop Detected", nil))
 		return
 	}
-	dialog, err := t.dialogUA(req).ReadInvite(req, tx)
+	dialog, err := t.dialogUA(req).ReadInvite(req, releaseWhenOver(tx)) // dialogkeep.go
 	if err != nil {
 		_ = tx.Respond(sip.NewResponseFromRequest(req, sip.StatusBadRequest, clipReason(err), nil))
 		return
 	}
+	keepDialogHeaders(dialog.InviteRequest)
 	_ = dialog.Respond(sip.StatusRinging, "Ringing", nil)
 	sig.signal(time.Now(), "180 Ringing", "out", "")
 
