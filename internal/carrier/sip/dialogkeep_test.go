@@ -157,7 +157,7 @@ func TestDialogLetsItsTransactionGoOnceOver(t *testing.T) {
 }
 
 // An answered call's dialog keeps only the headers it reads of the INVITE, and still
-// hangs up with a BYE the caller takes.
+// hangs up with a BYE the caller takes. A plain call holds no SRTP keys.
 func TestAnsweredDialogKeepsLittleOfTheInvite(t *testing.T) {
 	a := newAnswering(5)
 	tr := startTrunk(t, "127.0.0.0/8", a)
@@ -179,6 +179,9 @@ func TestAnsweredDialogKeepsLittleOfTheInvite(t *testing.T) {
 		if !slices.Contains(dialogHeaders, h.Name()) {
 			t.Errorf("the dialog keeps %s", h.Name())
 		}
+	}
+	if len(c.local.Crypto) != 0 {
+		t.Errorf("a plain call holds %d SRTP keys", len(c.local.Crypto))
 	}
 	run.leg.(*Leg).hangUp() // a BYE built from the kept INVITE
 	select {

@@ -98,7 +98,7 @@ func (t *Trunk) answerCall(req *sip.Request, tx sip.ServerTransaction) {
 		DTMF:      dtmfPayloadType,
 		SessionID: randomID(),
 		Version:   1,
-		Crypto:    t.localKeys(false),
+		Crypto:    answerKeys(offer),
 	}
 	answer, agreed, err := sdp.Answer(offer, local)
 	var keys media.SRTP
@@ -297,9 +297,12 @@ func (t *Trunk) refuse(req *sip.Request, tx sip.ServerTransaction) {
 }
 
 // dialogUA builds the dialog of an inbound call: the trunk's client sends its BYE, and
-// its Contact is on the transport the INVITE came by.
+// its Contact is on the transport the INVITE came by (see contactFor).
 func (t *Trunk) dialogUA(req *sip.Request) *sipgo.DialogUA {
-	return &sipgo.DialogUA{Client: t.client, ContactHDR: t.contactFor(req)}
+	if strings.EqualFold(req.Transport(), "tls") {
+		return t.answerAsTLS
+	}
+	return t.answerAs
 }
 
 // offerStatus is the final status for an offer Handset cannot answer: 488 when it is

@@ -171,7 +171,7 @@ func (t *Trunk) connect(ctx context.Context, inv invitation) (*dial.Dialog, *med
 	local := sdp.Local{
 		Addr:   netip.AddrPortFrom(t.addr.Addr(), uint16(conn.LocalAddr().(interface{ AddrPort() netip.AddrPort }).AddrPort().Port())),
 		Codecs: t.opts.Codecs, DTMF: dtmfPayloadType, SessionID: randomID(), Version: 1,
-		Crypto: t.localKeys(true),
+		Crypto: t.offerKeys(),
 	}
 	offer, err := sdp.Offer(local)
 	if err != nil {

@@ -59,10 +59,18 @@ func freshKeys() []sdp.Crypto {
 	return keys
 }
 
-// localKeys are the keys a call's SDP may carry: always for an answer (sdp.Answer writes
-// one only when the offer is secure), for an offer only when SRTP is required.
-func (t *Trunk) localKeys(offering bool) []sdp.Crypto {
-	if offering && t.opts.SRTP != SRTPRequired {
+// offerKeys are the keys an offer of Handset's carries: none unless SRTP is required.
+func (t *Trunk) offerKeys() []sdp.Crypto {
+	if t.opts.SRTP != SRTPRequired {
+		return nil
+	}
+	return freshKeys()
+}
+
+// answerKeys are the keys an answer to offer may carry: none for a plain offer, whose
+// call never needs them (rekey refuses a switch to SRTP inside a call).
+func answerKeys(offer sdp.Media) []sdp.Crypto {
+	if !offer.Secure {
 		return nil
 	}
 	return freshKeys()

@@ -57,7 +57,10 @@ type Trunk struct {
 	// the listeners bound.
 	addr    netip.AddrPort
 	contact sip.ContactHeader
-	dialogs *dialogs
+	// answerAs and answerAsTLS build inbound calls' dialogs (invite.go), made once: a
+	// dialog only reads them.
+	answerAs, answerAsTLS *sipgo.DialogUA
+	dialogs               *dialogs
 	// udpAddr is the UDP listener's local address, which requests are sent from.
 	udpAddr string
 	// tlsPort is the TLS listener's port; 0 without one (tls.go).
@@ -152,6 +155,8 @@ func Start(opts Options, in carrier.Inbound) (*Trunk, error) {
 		return nil, fmt.Errorf("sip: %w", err)
 	}
 	t.contact = sip.ContactHeader{Address: sip.Uri{Scheme: "sip", User: "handset", Host: advertised.String(), Port: int(port)}}
+	t.answerAs = &sipgo.DialogUA{Client: t.client, ContactHDR: t.contactOver("udp")}
+	t.answerAsTLS = &sipgo.DialogUA{Client: t.client, ContactHDR: t.contactOver("tls")}
 	t.route()
 	for _, serve := range serves {
 		t.serve(serve)
