@@ -101,7 +101,11 @@ func StartBaresip(t testing.TB, opts BaresipOptions) (*Baresip, error) {
 // startBaresipOnce starts baresip on newly chosen free ports.
 func startBaresipOnce(t testing.TB, bin string, opts BaresipOptions) (*Baresip, error) {
 	// baresip's TLS listener takes the port after its SIP port: that one must be free too
-	ports, err := freePortsWithNext(3)
+	ports, err := freePortsWithNext(2)
+	if err != nil {
+		return nil, err
+	}
+	rtpPort, err := freeMediaPort() // bound only when a call starts: see mediaLow
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +122,7 @@ func startBaresipOnce(t testing.TB, bin string, opts BaresipOptions) (*Baresip, 
 		return nil, err
 	}
 	files := map[string]string{
-		"config": baresipConfig(opts, b.addr, ports[1], ports[2], b.recDir) + tlsLines,
+		"config": baresipConfig(opts, b.addr, rtpPort, ports[1], b.recDir) + tlsLines,
 		// the account is created by command once the control socket is connected (Start),
 		// so that no registration event goes out before anyone listens
 		"accounts": "",
@@ -147,7 +151,7 @@ func startBaresipOnce(t testing.TB, bin string, opts BaresipOptions) (*Baresip, 
 		b.proc.kill()
 		return nil, fmt.Errorf("baresip not ready within %v:\n%s", baresipStart, b.proc.out)
 	}
-	if b.ctrl, err = dialBaresipControl(loopback(ports[2])); err != nil {
+	if b.ctrl, err = dialBaresipControl(loopback(ports[1])); err != nil {
 		b.proc.kill()
 		return nil, portTaken(fmt.Errorf("baresip control socket: %w\n%s", err, b.proc.out), b.proc.out.String())
 	}

@@ -3,6 +3,7 @@ package sippeer
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
@@ -31,6 +32,36 @@ func freePort() (int, error) {
 		return port, nil
 	}
 	return 0, fmt.Errorf("no loopback port free for both UDP and TCP")
+}
+
+// Media ports for peers that bind theirs late: baresip opens its RTP socket only when a
+// call starts, seconds after its ports were chosen. A port from the kernel's ephemeral
+// range (32768-60999 on Linux) may be taken in between by any socket on the machine, and
+// the tests' Handsets take RTP ports from 31000-34999 and 10000-20000; this range is
+// below the first and between the others.
+const (
+	mediaLow  = 24000
+	mediaHigh = 30000
+)
+
+// freeMediaPort is an even port of the media range free for UDP right now, with the port
+// after it (RTCP), chosen at random so that peers started at once rarely meet.
+func freeMediaPort() (int, error) {
+	for range 100 {
+		port := mediaLow + 2*rand.IntN((mediaHigh-mediaLow)/2)
+		rtp, err := net.ListenPacket("udp4", loopback(port))
+		if err != nil {
+			continue
+		}
+		rtcp, err := net.ListenPacket("udp4", loopback(port+1))
+		rtp.Close()
+		if err != nil {
+			continue
+		}
+		rtcp.Close()
+		return port, nil
+	}
+	return 0, fmt.Errorf("no media port pair free in %d-%d", mediaLow, mediaHigh)
 }
 
 // freePorts is n distinct free ports.
