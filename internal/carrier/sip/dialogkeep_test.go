@@ -35,8 +35,8 @@ const fullInvite = "INVITE sip:+15550100@198.51.100.7:5060 SIP/2.0\r\n" +
 	"v=0\r\no=- 1 1 IN IP4 x\r\n"
 
 // The dialog's copy of the INVITE keeps the headers a dialog reads and nothing else, and
-// what is built from it (the dialog id, a response, a BYE's route) is what the whole
-// INVITE gives.
+// what is built from it (the dialog id, a 200 OK with its Vias and Record-Routes) is what
+// the whole INVITE gives.
 func TestDialogKeepsOnlyTheHeadersItReads(t *testing.T) {
 	msg, err := sip.ParseMessage([]byte(fullInvite))
 	if err != nil {
