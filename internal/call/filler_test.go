@@ -112,7 +112,7 @@ func waitIdle(t *testing.T, clk *clock.Fake, p *playout) {
 	t.Helper()
 	waitUntil(t, func() bool {
 		p.mu.Lock()
-		empty := len(p.items) == 0 && !p.clearing
+		empty := p.queue.len() == 0 && !p.clearing
 		p.mu.Unlock()
 		until := p.parkedUntil.Load()
 		return p.parked.Load() && len(p.wake) == 0 && (until == 0 && empty || until > clk.Now().UnixNano())

@@ -41,8 +41,7 @@ type playout struct {
 	parkedUntil atomic.Int64
 
 	mu       sync.Mutex // guards following
-	items    []playItem // the queue; bounded by the reply text the agent produced
-	storage  []playItem // the array the queue starts again at once empty, so replies reuse it
+	queue    playQueue  // bounded by the reply text the agent produced
 	dropped  int        // items of turns <= dropped are refused: they were cancelled
 	clearing bool       // a carrier clear is owed before anything else is sent
 	wake     chan struct{}
@@ -102,17 +101,12 @@ func (p *playout) enqueueAudio(turn int, frames []*frameBuf, mark string, filler
 		}
 		return false
 	}
-	if len(p.items) == 0 {
-		p.items = p.storage[:0]
-	}
+	p.queue.reserve(len(frames) + 1)
 	for _, f := range frames {
-		p.items = append(p.items, playItem{turn: turn, frame: f, at: now, filler: filler})
+		p.queue.push(playItem{turn: turn, frame: f, at: now, filler: filler})
 	}
 	if mark != "" {
-		p.items = append(p.items, playItem{turn: turn, mark: mark})
-	}
-	if cap(p.items) > cap(p.storage) {
-		p.storage = p.items[:0]
+		p.queue.push(playItem{turn: turn, mark: mark})
 	}
 	p.mu.Unlock()
 	p.signal()
@@ -125,16 +119,7 @@ func (p *playout) drop(turn int) {
 	if turn > p.dropped {
 		p.dropped = turn
 	}
-	kept := p.items[:0]
-	for _, it := range p.items {
-		if it.turn > p.dropped {
-			kept = append(kept, it)
-		} else {
-			p.release(it.frame)
-		}
-	}
-	clear(p.items[len(kept):])
-	p.items = kept
+	p.queue.keep(func(it playItem) bool { return it.turn > p.dropped }, func(it playItem) { p.release(it.frame) })
 	p.mu.Unlock()
 }
 
@@ -176,10 +161,11 @@ func (p *playout) next(now time.Time, pc *pace.Pacer, holdUntil time.Time) (it p
 		p.clearing = false
 		return playItem{}, true, time.Time{}, false
 	}
-	if len(p.items) == 0 {
+	queued := p.queue.items()
+	if len(queued) == 0 {
 		return playItem{}, false, time.Time{}, false
 	}
-	head := p.items[0]
+	head := queued[0]
 	if head.frame != nil {
 		if now.Before(holdUntil) {
 			return playItem{}, false, holdUntil, false
@@ -188,14 +174,8 @@ func (p *playout) next(now time.Time, pc *pace.Pacer, holdUntil time.Time) (it p
 			return playItem{}, false, pc.Next(), false
 		}
 	}
-	p.popFront()
+	p.queue.popFront()
 	return head, false, time.Time{}, true
-}
-
-// popFront forgets the head of the queue. Caller holds mu.
-func (p *playout) popFront() {
-	p.items[0] = playItem{}
-	p.items = p.items[1:]
 }
 
 // follower takes the frame queued right after frame it, if there is one of the same turn
@@ -205,12 +185,13 @@ func (p *playout) popFront() {
 func (p *playout) follower(it playItem) (*frameBuf, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.clearing || len(p.items) == 0 || p.items[0].frame == nil || p.items[0].turn != it.turn ||
-		p.items[0].filler != it.filler {
+	queued := p.queue.items()
+	if p.clearing || len(queued) == 0 || queued[0].frame == nil || queued[0].turn != it.turn ||
+		queued[0].filler != it.filler {
 		return nil, false
 	}
-	f := p.items[0].frame
-	p.popFront()
+	f := queued[0].frame
+	p.queue.popFront()
 	return f, true
 }
 

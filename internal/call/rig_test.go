@@ -241,7 +241,7 @@ func (r *rig) queued(mark string) bool {
 	p := r.c.playout
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return r.leg.sentMark(mark) || slices.ContainsFunc(p.items, func(it playItem) bool { return it.mark == mark })
+	return r.leg.sentMark(mark) || slices.ContainsFunc(p.queue.items(), func(it playItem) bool { return it.mark == mark })
 }
 
 func ofTurn(n int) func(obs.Event) bool { return func(e obs.Event) bool { return e.Turn == n } }

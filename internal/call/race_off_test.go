@@ -1,0 +1,5 @@
+//go:build !race
+
+package call
+
+const raceDetector = false
