@@ -144,7 +144,7 @@ func TestG722TickAllocatesNothing(t *testing.T) {
 	r := newReceiver()
 	datagram := rtpBytes(9, 0, 0, g722.NewEncoder().Encode(nil, pcm))
 	var i uint32
-	allocs := testing.AllocsPerRun(500, func() {
+	allocs, counted := poolAllocs(500, func() {
 		i++
 		seq, ts := uint16(i), 160*i
 		datagram[2], datagram[3] = byte(seq>>8), byte(seq)
@@ -154,7 +154,7 @@ func TestG722TickAllocatesNothing(t *testing.T) {
 		s.clk.Advance(20 * time.Millisecond)
 		s.tick(s.clk.Now(), 1, s.clk.Now())
 	})
-	if allocs != 0 {
+	if counted && allocs != 0 {
 		t.Fatalf("a G.722 tick (receive, encode, send, decode) allocates %.1f times, want 0", allocs)
 	}
 	if st := s.Stats(); st.PacketsOut < 500 || st.PacketsIn < 500 {

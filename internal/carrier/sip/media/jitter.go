@@ -2,6 +2,7 @@ package media
 
 import (
 	"errors"
+	"sync"
 	"time"
 )
 
@@ -49,9 +50,8 @@ type jitterBuffer struct {
 	sampleBytes  int
 	silence      byte
 
-	data   []byte  // jitterSlots frames
-	slotTS []int64 // frame start held by each slot; -1: none
-	filled []int   // bytes written into each slot's frame
+	slots  [jitterSlots]jitterSlot
+	frames *sync.Pool // where slots take their frames from and give them back to
 
 	started    bool
 	rebaseNext bool  // the next packet starts a new stream (new SSRC, sequence jump)
@@ -83,27 +83,57 @@ func newJitterBuffer(c Codec) *jitterBuffer {
 	return b
 }
 
+// jitterSlot is one 20 ms frame of the window ahead of the playhead. It holds a frame only
+// while audio for it is buffered: with packets in order, that is the cushion's few frames,
+// not all 16, so a call holds some hundreds of bytes of audio instead of 2.5 KB.
+type jitterSlot struct {
+	ts     int64   // frame start the slot holds; -1: none
+	filled int     // bytes written into its frame
+	frame  *[]byte // from the buffer's pool while ts is set
+}
+
 // configure sizes the buffer for c and empties it.
 func (b *jitterBuffer) configure(c Codec) {
 	w := c.wire()
+	b.empty() // frames of the old size go back to their pool
 	b.frameSamples = int64(w.frameUnits())
 	b.sampleBytes = w.unitBytes
 	b.frameBytes = w.frameBytes()
 	b.silence = w.filler
-	if cap(b.data) < jitterSlots*b.frameBytes {
-		b.data = make([]byte, jitterSlots*b.frameBytes)
-		b.slotTS = make([]int64, jitterSlots)
-		b.filled = make([]int, jitterSlots)
-	}
-	b.data = b.data[:jitterSlots*b.frameBytes]
-	b.empty()
+	b.frames = jitterFrames(b.frameBytes)
 	b.depth = minDepth
+}
+
+// jitterFramePools are the pools of jitter buffer frames by size, shared by every call.
+var (
+	jitterFramePoolsMu sync.Mutex
+	jitterFramePools   = map[int]*sync.Pool{}
+)
+
+func jitterFrames(size int) *sync.Pool {
+	jitterFramePoolsMu.Lock()
+	defer jitterFramePoolsMu.Unlock()
+	p := jitterFramePools[size]
+	if p == nil {
+		p = &sync.Pool{New: func() any { f := make([]byte, size); return &f }}
+		jitterFramePools[size] = p
+	}
+	return p
+}
+
+// free empties slot i, giving its frame back.
+func (b *jitterBuffer) free(i int) {
+	s := &b.slots[i]
+	if s.frame != nil {
+		b.frames.Put(s.frame)
+	}
+	*s = jitterSlot{ts: -1}
 }
 
 // empty forgets every packet; the next push starts the stream again.
 func (b *jitterBuffer) empty() {
-	for i := range b.slotTS {
-		b.slotTS[i] = -1
+	for i := range b.slots {
+		b.free(i)
 	}
 	b.started, b.rebaseNext, b.hold, b.haveTransit = false, false, 0, false
 	b.minAhead, b.pops = 1<<62, 0
@@ -222,15 +252,17 @@ func (b *jitterBuffer) store(ext int64, payload []byte) {
 	for len(payload) > 0 {
 		k := (ext - b.anchor) / b.frameSamples
 		start := b.anchor + k*b.frameSamples
-		slot := int(k % jitterSlots)
-		frame := b.data[slot*b.frameBytes : (slot+1)*b.frameBytes]
-		if b.slotTS[slot] != start {
-			fill(frame, b.silence)
-			b.slotTS[slot], b.filled[slot] = start, 0
+		s := &b.slots[k%jitterSlots]
+		if s.ts != start {
+			if s.frame == nil {
+				s.frame = b.frames.Get().(*[]byte)
+			}
+			fill(*s.frame, b.silence)
+			s.ts, s.filled = start, 0
 		}
 		off := int(ext-start) * b.sampleBytes
-		n := copy(frame[off:], payload)
-		b.filled[slot] += n
+		n := copy((*s.frame)[off:], payload)
+		s.filled += n
 		payload = payload[n:]
 		ext += int64(n / b.sampleBytes)
 	}
@@ -250,16 +282,16 @@ func (b *jitterBuffer) pop(dst []byte) bool {
 	}
 	k := (b.playhead - b.anchor) / b.frameSamples
 	slot := int(k % jitterSlots)
-	if b.slotTS[slot] == b.playhead && b.filled[slot] > 0 {
+	if s := &b.slots[slot]; s.ts == b.playhead && s.filled > 0 {
 		b.heard = true
-		copy(dst, b.data[slot*b.frameBytes:(slot+1)*b.frameBytes])
+		copy(dst, *s.frame)
 	} else {
 		fill(dst, b.silence)
 		if b.playhead >= b.firstAudio && b.highestEnd > b.playhead {
 			b.concealed++ // later audio came, this frame's did not (yet)
 		}
 	}
-	b.slotTS[slot] = -1
+	b.free(slot)
 	b.playhead += b.frameSamples
 	b.adapt()
 	return true
@@ -280,7 +312,7 @@ func (b *jitterBuffer) adapt() {
 	case b.depth > target && b.minAhead >= int64(target+1)*b.frameSamples:
 		b.depth--
 		k := (b.playhead - b.anchor) / b.frameSamples
-		b.slotTS[int(k%jitterSlots)] = -1
+		b.free(int(k % jitterSlots))
 		b.playhead += b.frameSamples // skip one frame: a cushion the network does not need
 	}
 	b.minAhead, b.pops = 1<<62, 0
