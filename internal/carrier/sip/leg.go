@@ -31,8 +31,10 @@ type Leg struct {
 	bye     func(context.Context) error
 	release func()
 
-	answered chan struct{} // closed on the ACK of the 200 OK
-	ended    chan struct{} // closed when the dialog ends, by either side
+	answered chan struct{}   // closed on the ACK of the 200 OK
+	ended    <-chan struct{} // closed when the dialog ends, by either side: endCtx's Done
+	endCtx   context.Context
+	endNow   context.CancelFunc
 	endOnce  sync.Once
 	endErr   error // why, when not a BYE from the caller; set before ended closes
 
@@ -48,8 +50,11 @@ var _ voice.Leg = (*Leg)(nil)
 // legOf is the leg of a call's media and dialog: bye hangs the dialog up, release
 // forgets it.
 func legOf(log *slog.Logger, m *media.Session, info voice.LegInfo, sig *signals, bye func(context.Context) error, release func()) *Leg {
-	return &Leg{log: log, media: m, info: info, signals: sig, bye: bye, release: release,
-		answered: make(chan struct{}), ended: make(chan struct{}), handoff: newHandoff()}
+	l := &Leg{log: log, media: m, info: info, signals: sig, bye: bye, release: release,
+		answered: make(chan struct{}), handoff: newHandoff()}
+	l.endCtx, l.endNow = context.WithCancel(context.Background())
+	l.ended = l.endCtx.Done()
+	return l
 }
 
 var _ voice.Reporting = (*Leg)(nil)
@@ -146,7 +151,7 @@ func (l *Leg) hungUp() bool {
 func (l *Leg) end(err error) {
 	l.endOnce.Do(func() {
 		l.endErr = err
-		close(l.ended)
+		l.endNow()
 	})
 }
 

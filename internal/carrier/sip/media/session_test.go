@@ -880,3 +880,61 @@ func playoutMade(s *Session) int {
 	}
 	return n
 }
+
+// HandOver ends one Run and leaves the session to the next: packets that came in between
+// play, inbound frames keep reaching the first Run's sink until the next Run brings its
+// own, and the next Run still ends when the peer falls silent.
+func TestHandOverMovesTheSessionToAnotherRun(t *testing.T) {
+	peer := newRawPeer(t)
+	s := newStepped(t, peer.addr(), func(c *Config) { c.MediaTimeout = 500 * time.Millisecond })
+	first := newRecSink()
+	done := s.run(t, first)
+	peer.send(s.local, 0, 1, 160, frameOf(1))
+	waitStats(t, s.Session, "the first packet", func(st Stats) bool { return st.PacketsIn == 1 })
+	s.HandOver()
+	waitRun(t, done, ErrHandedOver)
+
+	// No Run reads now: the peer's packets wait in the socket, the clock keeps time.
+	peer.send(s.local, 0, 2, 320, frameOf(2))
+	peer.send(s.local, 0, 3, 480, frameOf(3))
+	s.step(t)
+	first.waitFor(t, "a frame between the Runs", func() bool { return len(first.frames) == 2 })
+
+	second := newRecSink()
+	next := make(chan error, 1)
+	go func() { next <- s.Run(context.Background(), second) }()
+	waitStats(t, s.Session, "the packets sent between the Runs", func(st Stats) bool { return st.PacketsIn == 3 })
+	for range 3 {
+		s.step(t)
+	}
+	// The cushion's frame of silence went to the first sink; every packet plays, in order.
+	if got := second.played(t, 3); !bytes.Equal(got, []byte{1, 2, 3}) {
+		t.Fatalf("the next Run's sink played %v, want frames 1, 2 and 3", got)
+	}
+	first.mu.Lock()
+	played := []byte{first.frames[0][0], first.frames[1][0]}
+	n := len(first.frames)
+	first.mu.Unlock()
+	if n != 2 || !bytes.Equal(played, []byte{0xFF, 0xFF}) {
+		t.Fatalf("the first sink got %d frames (%v first): want two of silence (the first tick's, the cushion's), then none", n, played)
+	}
+	for range 26 { // 520 ms without a packet
+		s.step(t)
+	}
+	waitRun(t, next, ErrMediaTimeout)
+}
+
+// A HandOver that comes after Run ended, or on a closed session, changes nothing.
+func TestHandOverAfterTheEndDoesNothing(t *testing.T) {
+	s := newStepped(t, netip.MustParseAddrPort("127.0.0.1:9"), nil)
+	done := s.run(t, newRecSink())
+	must(t, s.Close())
+	waitRun(t, done, nil)
+	s.HandOver()
+	s.mu.Lock()
+	handing := s.handing
+	s.mu.Unlock()
+	if handing {
+		t.Fatal("a closed session took a hand-over")
+	}
+}
