@@ -2,36 +2,29 @@ package sip
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/handset-voice/handset/internal/carrier/sip/media"
 	"github.com/handset-voice/handset/internal/voice"
 )
 
 // A call's media can outlive the call engine's part in it: when Handset bridges the caller
 // to a transfer's target itself, the leg's Run returns (the agent has left the line) while
 // the RTP session and the dialog go on for the bridge. So the leg runs its session behind
-// a relay, the sink that hands each frame to the call's sink until a bridge takes it over.
-// The session runs on the leg's own goroutine (a call keeps no goroutine to watch it); a
-// takeover hands it over to a goroutine of the bridge's.
+// a relay, the sink that hands each frame to the call's sink until a bridge takes it over,
+// and on its own goroutine, which the bridge inherits.
 
 // handoff is how a bridge takes a leg's media over from the call engine.
 type handoff struct {
-	relay   relay
-	running chan struct{} // closed once runMedia has the session running
-	over    chan struct{} // closed when runMedia returned with the media not taken
-	taken   atomic.Bool
-
-	mu    sync.Mutex
-	taker *takeover // the bridge waiting for the media; guarded by mu
-	done  bool      // runMedia's session stopped: no takeover now; guarded by mu
+	relay    relay
+	requests chan takeover // received by runMedia while the call engine runs the media
+	over     chan struct{} // closed when runMedia returned with the media not taken
+	taken    atomic.Bool
 }
 
 func newHandoff() *handoff {
-	return &handoff{running: make(chan struct{}), over: make(chan struct{})}
+	return &handoff{requests: make(chan takeover), over: make(chan struct{})}
 }
 
 // takeover asks for a leg's media; the answer is the session's run, now the bridge's.
@@ -53,28 +46,27 @@ type mediaRun struct {
 func (l *Leg) runMedia(ctx context.Context, sink voice.LegSink) (bridged bool, err error) {
 	h := l.handoff
 	h.relay.set(sink)
-	own, stop := context.WithCancel(ctx)
-	defer stop()
-	stopOnEnd := context.AfterFunc(l.endCtx, stop) // a BYE: the session stops
-	defer stopOnEnd()
-	close(h.running)
-	err = l.media.Run(own, &h.relay)
-	h.mu.Lock()
-	h.done = true
-	req := h.taker
-	h.mu.Unlock()
-	if errors.Is(err, media.ErrHandedOver) && req != nil {
+	own, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- l.media.Run(own, &h.relay) }()
+	select {
+	case err = <-done:
+	case <-l.ended: // a BYE: the session stops
+		stop()
+		err = <-done
+	case <-ctx.Done():
+		stop()
+		err = <-done
+	case req := <-h.requests:
 		h.taken.Store(true)
 		h.relay.set(req.sink) // from the next frame on; none reaches the call's sink after
 		l.mu.Lock()
 		l.sink = req.sink // SIP INFO digits too
 		l.mu.Unlock()
-		bridgeCtx, stopBridge := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- l.media.Run(bridgeCtx, &h.relay) }()
-		req.answer <- mediaRun{stop: stopBridge, done: done}
+		req.answer <- mediaRun{stop: stop, done: done}
 		return true, nil
 	}
+	stop()
 	close(h.over)
 	l.logMediaStats()
 	return false, err
@@ -96,33 +88,16 @@ func (l *Leg) logMediaStats() {
 // Run returns nil (the caller left for the transfer) and the session and dialog are the
 // bridge's. It fails when the call ended first.
 func (l *Leg) takeMedia(ctx context.Context, sink voice.LegSink) (mediaRun, error) {
-	h := l.handoff
+	req := takeover{sink: sink, answer: make(chan mediaRun, 1)}
 	select {
-	case <-h.running:
+	case l.handoff.requests <- req:
+		return <-req.answer, nil
+	case <-l.handoff.over:
 	case <-l.ended:
-		return mediaRun{}, errEnded
 	case <-ctx.Done():
 		return mediaRun{}, ctx.Err()
 	}
-	req := &takeover{sink: sink, answer: make(chan mediaRun, 1)}
-	h.mu.Lock()
-	switch {
-	case h.done:
-		h.mu.Unlock()
-		return mediaRun{}, errEnded
-	case h.taker != nil:
-		h.mu.Unlock()
-		return mediaRun{}, errors.New("sip: the call's media is being taken over already")
-	}
-	h.taker = req
-	h.mu.Unlock()
-	l.media.HandOver()
-	select {
-	case run := <-req.answer:
-		return run, nil
-	case <-h.over: // the session stopped for another reason first
-		return mediaRun{}, errEnded
-	}
+	return mediaRun{}, errEnded
 }
 
 // bridged reports whether a bridge took the leg's media: the call engine may send no more.

@@ -31,10 +31,8 @@ type Leg struct {
 	bye     func(context.Context) error
 	release func()
 
-	answered chan struct{}   // closed on the ACK of the 200 OK
-	ended    <-chan struct{} // closed when the dialog ends, by either side: endCtx's Done
-	endCtx   context.Context
-	endNow   context.CancelFunc
+	answered chan struct{} // closed on the ACK of the 200 OK
+	ended    chan struct{} // closed when the dialog ends, by either side
 	endOnce  sync.Once
 	endErr   error // why, when not a BYE from the caller; set before ended closes
 
@@ -50,11 +48,8 @@ var _ voice.Leg = (*Leg)(nil)
 // legOf is the leg of a call's media and dialog: bye hangs the dialog up, release
 // forgets it.
 func legOf(log *slog.Logger, m *media.Session, info voice.LegInfo, sig *signals, bye func(context.Context) error, release func()) *Leg {
-	l := &Leg{log: log, media: m, info: info, signals: sig, bye: bye, release: release,
-		answered: make(chan struct{}), handoff: newHandoff()}
-	l.endCtx, l.endNow = context.WithCancel(context.Background())
-	l.ended = l.endCtx.Done()
-	return l
+	return &Leg{log: log, media: m, info: info, signals: sig, bye: bye, release: release,
+		answered: make(chan struct{}), ended: make(chan struct{}), handoff: newHandoff()}
 }
 
 var _ voice.Reporting = (*Leg)(nil)
@@ -151,7 +146,7 @@ func (l *Leg) hungUp() bool {
 func (l *Leg) end(err error) {
 	l.endOnce.Do(func() {
 		l.endErr = err
-		l.endNow()
+		close(l.ended)
 	})
 }
 

@@ -14,6 +14,4 @@ var (
 	ErrNoDTMF = errors.New("media: telephone-event not negotiated")
 	// ErrClosed: the session was closed.
 	ErrClosed = errors.New("media: session closed")
-	// ErrHandedOver: Run returned for HandOver; the session goes on for the next Run.
-	ErrHandedOver = errors.New("media: session handed over to another Run")
 )

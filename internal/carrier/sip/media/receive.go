@@ -53,26 +53,19 @@ func (s *Session) read(ctx context.Context, sink voice.LegSink) error {
 	}
 }
 
-// readError is what Run returns when a read failed: the reason the session stopped, or
-// ErrHandedOver.
+// readError is what Run returns when a read failed: the reason the session stopped.
 func (s *Session) readError(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	timedOut, closed := s.timedOut, s.closed
+	s.mu.Unlock()
 	switch {
-	case s.timedOut != nil:
-		return s.timedOut
-	case s.closed || errors.Is(err, net.ErrClosed):
+	case timedOut != nil:
+		return timedOut
+	case closed || errors.Is(err, net.ErrClosed):
 		return nil
-	case s.handing:
-		// Under mu, so a timeout's deadline (set under mu too) is never cleared here.
-		s.handing = false
-		if err := s.conn.SetReadDeadline(time.Time{}); err != nil {
-			return fmt.Errorf("media: handing over: %w", err)
-		}
-		return ErrHandedOver
 	}
 	return fmt.Errorf("media: reading RTP: %w", err)
 }

@@ -63,7 +63,6 @@ type Session struct {
 
 	mu       sync.Mutex // guards the following
 	closed   bool
-	handing  bool  // HandOver asked Run to return
 	beat     *beat // the Ticker's beat that ticks the session, from Start
 	codec    Codec
 	dtmfPT   uint8
@@ -185,26 +184,23 @@ func (s *Session) Start() {
 }
 
 // Run reads RTP until ctx ends (returns ctx.Err() and closes the session), Close (returns
-// nil), the peer falls silent (returns an error wrapping ErrMediaTimeout) or HandOver
-// (returns ErrHandedOver, and the session goes on for the next Run). It delivers
+// nil) or the peer falls silent (returns an error wrapping ErrMediaTimeout). It delivers
 // inbound audio as steady 20 ms frames in the codec's format to sink.Audio from the send
 // clock's goroutine, digits to sink.DTMF, unreadable packets to sink.Malformed, and marks
-// to sink.Mark. It starts the send clock if Start was not called. Runs take turns: call
-// it again only after a Run returned ErrHandedOver.
+// to sink.Mark. It starts the send clock if Start was not called. Call it once.
 func (s *Session) Run(ctx context.Context, sink voice.LegSink) error {
 	s.deliverMu.Lock()
 	s.sink = sink
 	s.deliverMu.Unlock()
+	defer func() {
+		s.deliverMu.Lock()
+		s.sink = nil
+		s.deliverMu.Unlock()
+	}()
 	stopOnCancel := context.AfterFunc(ctx, func() { _ = s.Close() })
 	defer stopOnCancel()
 	s.Start()
 	err := s.read(ctx, sink)
-	if err == ErrHandedOver {
-		return err // the sink stays until the next Run sets its own: no frame falls between
-	}
-	s.deliverMu.Lock()
-	s.sink = nil
-	s.deliverMu.Unlock()
 	s.mu.Lock()
 	closed := s.closed
 	s.mu.Unlock()
@@ -309,20 +305,6 @@ func (s *Session) SendDTMF(digit string) error {
 		return fmt.Errorf("media: %d DTMF digits are waiting already", maxDigits)
 	}
 	return nil
-}
-
-// HandOver makes Run return ErrHandedOver without closing the session, so that another
-// goroutine may run it: the socket stays open, the send clock keeps time, and inbound
-// audio goes on to Run's sink until the next Run brings its own. A Run that ends for
-// another reason first returns that reason instead.
-func (s *Session) HandOver() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return
-	}
-	s.handing = true
-	_ = s.conn.SetReadDeadline(time.Now()) // wake the reader
 }
 
 // SetRemote points the session at a new peer address (a re-INVITE moved it); the session
