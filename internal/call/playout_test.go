@@ -232,7 +232,7 @@ func TestHeardPrefixTiming(t *testing.T) {
 // A reply's frames queue in storage an earlier reply gave back, and a call that has
 // played out holds no queue storage: hundreds of listening calls would otherwise each keep
 // storage for the longest reply they ever queued.
-func TestPlayoutQueueReusesStorageAndHoldsNoneOnceDrained(t *testing.T) {
+func TestPlayoutQueueAllocatesNothingOnceWarmAndHoldsNoneDrained(t *testing.T) {
 	clk := clock.NewFake(t0)
 	p := newPlayout(newTestLeg(clk, playAtOnce), clk, 80*time.Millisecond, 150*time.Millisecond, func(int, audioStart) {})
 	frames := make([]*frameBuf, 150) // a 3 s reply; its frames, not the pool's, so only the queue is counted

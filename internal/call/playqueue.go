@@ -67,8 +67,6 @@ func (q *playQueue) items() []playItem {
 	return q.store.items[q.head:]
 }
 
-func (q *playQueue) len() int { return len(q.items()) }
-
 // reserve makes room for n more items.
 func (q *playQueue) reserve(n int) {
 	queued := q.items()
@@ -88,9 +86,7 @@ func (q *playQueue) reserve(n int) {
 		next := getItemStore(need)
 		next.items = append(next.items, queued...)
 		clear(queued)
-		old := q.store
-		old.items = old.items[:0]
-		putItemStore(old)
+		putItemStore(q.store)
 		q.store, q.head = next, 0
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"testing"
 )
 
+func (q *playQueue) len() int { return len(q.items()) }
+
 func turnsOf(q *playQueue) []int {
 	var turns []int
 	for _, it := range q.items() {

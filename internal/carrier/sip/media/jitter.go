@@ -87,9 +87,8 @@ func newJitterBuffer(c Codec) *jitterBuffer {
 // while audio for it is buffered: with packets in order, that is the cushion's few frames,
 // not all 16, so a call holds some hundreds of bytes of audio instead of 2.5 KB.
 type jitterSlot struct {
-	ts     int64   // frame start the slot holds; -1: none
-	filled int     // bytes written into its frame
-	frame  *[]byte // from the buffer's pool while ts is set
+	ts    int64   // frame start of the audio the slot holds; -1: none
+	frame *[]byte // from the buffer's pool while ts is set
 }
 
 // configure sizes the buffer for c and empties it.
@@ -258,11 +257,10 @@ func (b *jitterBuffer) store(ext int64, payload []byte) {
 				s.frame = b.frames.Get().(*[]byte)
 			}
 			fill(*s.frame, b.silence)
-			s.ts, s.filled = start, 0
+			s.ts = start // ext is inside the frame: some audio is copied into it below
 		}
 		off := int(ext-start) * b.sampleBytes
 		n := copy((*s.frame)[off:], payload)
-		s.filled += n
 		payload = payload[n:]
 		ext += int64(n / b.sampleBytes)
 	}
@@ -282,7 +280,7 @@ func (b *jitterBuffer) pop(dst []byte) bool {
 	}
 	k := (b.playhead - b.anchor) / b.frameSamples
 	slot := int(k % jitterSlots)
-	if s := &b.slots[slot]; s.ts == b.playhead && s.filled > 0 {
+	if s := &b.slots[slot]; s.ts == b.playhead {
 		b.heard = true
 		copy(dst, *s.frame)
 	} else {
